@@ -1,0 +1,106 @@
+//! `small`: the command-line front end. It parses flags, calls the protocol library and
+//! prints; all protocol logic lives in `small-core`.
+
+mod commands;
+mod error;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// SMALL: durable, machine-checkable project state for agents and humans.
+#[derive(Parser, Debug)]
+#[command(name = "small", disable_version_flag = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// Print version information and exit
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version, global = true)]
+    version: Option<bool>,
+    /// Disable ANSI colour output
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    /// Suppress non-error output
+    #[arg(long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Version(commands::version::Args),
+    Init(commands::init::Args),
+    Validate(commands::validate::Args),
+    Lint(commands::lint::Args),
+    Check(commands::check::Args),
+    Verify(commands::verify::Args),
+    Status(commands::status::Args),
+    Emit(commands::emit::Args),
+    Doctor(commands::doctor::Args),
+    Plan(commands::plan::Args),
+    Progress(commands::progress::Args),
+    Checkpoint(commands::checkpoint::Args),
+    Apply(commands::apply::Args),
+    Handoff(commands::handoff::Args),
+    Start(commands::start::Args),
+    Reset(commands::reset::Args),
+    Fix(commands::fix::Args),
+    Agents(commands::agents::Args),
+    Draft(commands::draft::Args),
+    Accept(commands::accept::Args),
+    Run(commands::run::Args),
+    Archive(commands::archive::Args),
+    Selftest(commands::selftest::Args),
+    Completion(commands::completion::Args),
+    Manifest(commands::manifest::Args),
+    Serve(commands::serve::Args),
+    Store(commands::store::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let g = cli.global.clone();
+    let result = match cli.command {
+        Command::Version(a) => commands::version::run(a, &g),
+        Command::Init(a) => commands::init::run(a, &g),
+        Command::Validate(a) => commands::validate::run(a, &g),
+        Command::Lint(a) => commands::lint::run(a, &g),
+        Command::Check(a) => commands::check::run(a, &g),
+        Command::Verify(a) => commands::verify::run(a, &g),
+        Command::Status(a) => commands::status::run(a, &g),
+        Command::Emit(a) => commands::emit::run(a, &g),
+        Command::Doctor(a) => commands::doctor::run(a, &g),
+        Command::Plan(a) => commands::plan::run(a, &g),
+        Command::Progress(a) => commands::progress::run(a, &g),
+        Command::Checkpoint(a) => commands::checkpoint::run(a, &g),
+        Command::Apply(a) => commands::apply::run(a, &g),
+        Command::Handoff(a) => commands::handoff::run(a, &g),
+        Command::Start(a) => commands::start::run(a, &g),
+        Command::Reset(a) => commands::reset::run(a, &g),
+        Command::Fix(a) => commands::fix::run(a, &g),
+        Command::Agents(a) => commands::agents::run(a, &g),
+        Command::Draft(a) => commands::draft::run(a, &g),
+        Command::Accept(a) => commands::accept::run(a, &g),
+        Command::Run(a) => commands::run::run(a, &g),
+        Command::Archive(a) => commands::archive::run(a, &g),
+        Command::Selftest(a) => commands::selftest::run(a, &g),
+        Command::Completion(a) => commands::completion::run(a, &g),
+        Command::Manifest(a) => commands::manifest::run(a, &g),
+        Command::Serve(a) => commands::serve::run(a, &g),
+        Command::Store(a) => commands::store::run(a, &g),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.message.is_empty() {
+                eprintln!("error: {}", e.message);
+            }
+            ExitCode::from(e.exit)
+        }
+    }
+}

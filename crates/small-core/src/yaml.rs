@@ -1,0 +1,1 @@
+//! YAML 1.2 loading that keeps the position of every value (placeholder; being written).
