@@ -1,1 +1,959 @@
-//! YAML 1.2 loading that keeps the position of every value (placeholder; being written).
+//! YAML 1.2 loading that keeps the position of every value.
+//!
+//! SMALL artifacts are YAML, and every diagnostic we print names a file, line and column, so
+//! the loader builds its own small tree from the parser's events instead of deserialising
+//! straight into structs. The tree is also what the authoring commands edit in place: spans
+//! carry byte offsets, so a single scalar can be replaced without touching comments or
+//! formatting around it.
+//!
+//! What the loader enforces (all with a position and a clear message, never a panic):
+//! - YAML 1.2 core schema: `true`/`false`, `null`/`~`, decimal/octal/hex integers and floats
+//!   are typed; everything else, including unquoted timestamps, is a string;
+//! - duplicate keys in one mapping are an error; so is a second document in one file;
+//! - merge keys (`<<`) are honoured, explicit keys winning;
+//! - aliases are expanded under a node budget ("billion laughs" fails fast);
+//! - nesting deeper than a limit and files larger than a limit are refused;
+//! - bytes that are not UTF-8 are refused; a leading byte-order mark is tolerated.
+
+use std::collections::{HashMap, HashSet};
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError};
+
+use crate::diag::{Pos, Span};
+
+/// Resource limits for one file.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest file accepted, in bytes.
+    pub max_bytes: usize,
+    /// Deepest nesting of sequences and mappings.
+    pub max_depth: usize,
+    /// Most nodes that alias expansion may create in one file.
+    pub max_alias_nodes: usize,
+}
+
+impl Default for Limits {
+    /// 256 MiB, depth 256, 100 000 nodes created by aliases. A 100 000-entry progress log is
+    /// about 32 MB; real artifacts nest a handful of levels and rarely use aliases at all.
+    fn default() -> Self {
+        Limits {
+            max_bytes: 256 * 1024 * 1024,
+            max_depth: 256,
+            max_alias_nodes: 100_000,
+        }
+    }
+}
+
+/// How a node was written in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+    Literal,
+    Folded,
+    /// A block (indented) sequence or mapping.
+    Block,
+    /// A flow (`[...]`, `{...}`) sequence or mapping.
+    Flow,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+/// One `key: value` pair of a mapping. Keys are scalars, kept as their text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: String,
+    pub key_span: Span,
+    pub value: Node,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub span: Span,
+    pub style: Style,
+}
+
+/// A parsed file.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub root: Node,
+    /// The text as read (byte-order mark included, if there was one).
+    pub source: String,
+}
+
+/// Why a file could not be loaded, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (line {}, column {})", pos.line, pos.column)]
+pub struct YamlError {
+    pub message: String,
+    pub pos: Pos,
+}
+
+impl Node {
+    /// The value under `key`, if this is a mapping that has it.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|e| &e.value)
+    }
+
+    /// The entry under `key`, if this is a mapping that has it.
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.as_map()?.iter().find(|e| e.key == key)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[Entry]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// A short name of the node's type, for messages: `string`, `mapping`, ...
+    pub fn type_name(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "number",
+            Value::Str(_) => "string",
+            Value::Seq(_) => "sequence",
+            Value::Map(_) => "mapping",
+        }
+    }
+
+    /// The node at a JSON pointer (`/tasks/0/id`), if it exists.
+    pub fn pointer(&self, pointer: &str) -> Option<&Node> {
+        let mut node = self;
+        for token in pointer_tokens(pointer) {
+            node = node.child(&token)?;
+        }
+        Some(node)
+    }
+
+    /// The span of the deepest node that exists along a JSON pointer. For a pointer to a
+    /// missing key this is the mapping that should hold it, so errors still point somewhere.
+    pub fn locate(&self, pointer: &str) -> Span {
+        let mut node = self;
+        for token in pointer_tokens(pointer) {
+            match node.child(&token) {
+                Some(child) => node = child,
+                None => break,
+            }
+        }
+        node.span
+    }
+
+    /// The span of the key named by the last token of a JSON pointer, if it is a mapping key.
+    pub fn locate_key(&self, pointer: &str) -> Option<Span> {
+        let tokens = pointer_tokens(pointer);
+        let (last, parents) = tokens.split_last()?;
+        let mut node = self;
+        for token in parents {
+            node = node.child(token)?;
+        }
+        node.entry(last).map(|e| e.key_span)
+    }
+
+    fn child(&self, token: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|e| e.key == token).map(|e| &e.value),
+            Value::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        }
+    }
+
+    /// The node as JSON, for schema validation. Non-finite floats become `null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => {
+                let mut map = serde_json::Map::with_capacity(entries.len());
+                for e in entries {
+                    map.insert(e.key.clone(), e.value.to_json());
+                }
+                J::Object(map)
+            }
+        }
+    }
+
+    fn count_nodes(&self) -> usize {
+        1 + match &self.value {
+            Value::Seq(items) => items.iter().map(Node::count_nodes).sum(),
+            Value::Map(entries) => entries.iter().map(|e| e.value.count_nodes()).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// Split a JSON pointer into unescaped tokens (`~1` is `/`, `~0` is `~`).
+pub fn pointer_tokens(pointer: &str) -> Vec<String> {
+    if pointer.is_empty() {
+        return Vec::new();
+    }
+    pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+/// Load a file's bytes: checks size and UTF-8, tolerates a byte-order mark, then parses.
+pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Document, YamlError> {
+    check_size(bytes.len(), limits)?;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_str(text, limits),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            // The prefix is valid UTF-8 by construction.
+            let prefix = std::str::from_utf8(good).unwrap_or_default();
+            let bad = bytes.get(e.valid_up_to()).copied().unwrap_or_default();
+            Err(YamlError {
+                message: format!(
+                    "the file is not valid UTF-8 (byte 0x{bad:02x}); SMALL artifacts must be UTF-8 text"
+                ),
+                pos: position_after(prefix),
+            })
+        }
+    }
+}
+
+/// Parse YAML text into a single-document tree.
+pub fn parse_str(src: &str, limits: &Limits) -> Result<Document, YamlError> {
+    check_size(src.len(), limits)?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
+    let root = Builder::new(text, bom_len, limits).run()?;
+    Ok(Document {
+        root,
+        source: src.to_string(),
+    })
+}
+
+fn check_size(len: usize, limits: &Limits) -> Result<(), YamlError> {
+    if len > limits.max_bytes {
+        return Err(YamlError {
+            message: format!(
+                "the file is {len} bytes, over the limit of {} bytes",
+                limits.max_bytes
+            ),
+            pos: Pos {
+                line: 1,
+                column: 1,
+                offset: 0,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Line and column just after `prefix`.
+fn position_after(prefix: &str) -> Pos {
+    let line = prefix.matches('\n').count() + 1;
+    let line_start = prefix.rfind('\n').map_or(0, |i| i + 1);
+    let column = prefix[line_start..].chars().count() + 1;
+    Pos {
+        line: to_u32(line),
+        column: to_u32(column),
+        offset: to_u32(prefix.len()),
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Converts the parser's character indices into byte offsets. Markers arrive almost in order,
+/// so a cursor that walks forward (or back) from the last position keeps this linear.
+struct Offsets<'a> {
+    text: &'a str,
+    ascii: bool,
+    char_pos: usize,
+    byte_pos: usize,
+    base: usize,
+}
+
+impl<'a> Offsets<'a> {
+    fn new(text: &'a str, base: usize) -> Self {
+        Offsets {
+            text,
+            ascii: text.is_ascii(),
+            char_pos: 0,
+            byte_pos: 0,
+            base,
+        }
+    }
+
+    fn byte_of(&mut self, char_index: usize) -> usize {
+        if self.ascii {
+            return char_index.min(self.text.len());
+        }
+        while self.char_pos < char_index {
+            match self.text[self.byte_pos..].chars().next() {
+                Some(c) => {
+                    self.byte_pos += c.len_utf8();
+                    self.char_pos += 1;
+                }
+                None => break,
+            }
+        }
+        while self.char_pos > char_index {
+            match self.text[..self.byte_pos].chars().next_back() {
+                Some(c) => {
+                    self.byte_pos -= c.len_utf8();
+                    self.char_pos -= 1;
+                }
+                None => break,
+            }
+        }
+        self.byte_pos
+    }
+
+    fn pos(&mut self, m: &Marker) -> Pos {
+        let offset = self.byte_of(m.index()) + self.base;
+        Pos {
+            line: to_u32(m.line()),
+            column: to_u32(m.col() + 1),
+            offset: to_u32(offset),
+        }
+    }
+
+    fn span(&mut self, s: &saphyr_parser::Span) -> Span {
+        Span {
+            start: self.pos(&s.start),
+            end: self.pos(&s.end),
+        }
+    }
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Node>,
+        start: Span,
+        anchor: usize,
+        style: Style,
+    },
+    Map(MapFrame),
+}
+
+struct MapFrame {
+    entries: Vec<Entry>,
+    merges: Vec<(Node, Span)>,
+    key: Option<(String, Span)>,
+    seen: Option<HashSet<String>>,
+    start: Span,
+    anchor: usize,
+    style: Style,
+}
+
+impl MapFrame {
+    fn has_key(&self, key: &str) -> bool {
+        match &self.seen {
+            Some(set) => set.contains(key),
+            None => self.entries.iter().any(|e| e.key == key),
+        }
+    }
+
+    fn remember(&mut self, key: &str) {
+        if self.seen.is_none() && self.entries.len() >= 16 {
+            self.seen = Some(self.entries.iter().map(|e| e.key.clone()).collect());
+        }
+        if let Some(set) = &mut self.seen {
+            set.insert(key.to_string());
+        }
+    }
+}
+
+struct Builder<'a> {
+    parser: Parser<'a, saphyr_parser::StrInput<'a>>,
+    offsets: Offsets<'a>,
+    limits: Limits,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Node, usize)>,
+    alias_nodes: usize,
+    root: Option<Node>,
+    documents: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn new(text: &'a str, base: usize, limits: &Limits) -> Self {
+        Builder {
+            parser: Parser::new_from_str(text),
+            offsets: Offsets::new(text, base),
+            limits: *limits,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            alias_nodes: 0,
+            root: None,
+            documents: 0,
+        }
+    }
+
+    fn error(&mut self, at: Span, message: impl Into<String>) -> YamlError {
+        YamlError {
+            message: message.into(),
+            pos: at.start,
+        }
+    }
+
+    fn scan_error(&mut self, e: &ScanError) -> YamlError {
+        let pos = self.offsets.pos(e.marker());
+        let message = if e.info().contains("recursion limit") {
+            "nesting is deeper than the YAML parser allows for flow collections".to_string()
+        } else {
+            format!("YAML syntax error: {}", e.info())
+        };
+        YamlError { message, pos }
+    }
+
+    fn run(mut self) -> Result<Node, YamlError> {
+        while let Some(item) = self.parser.next() {
+            let (event, raw_span) = item.map_err(|e| self.scan_error(&e))?;
+            let span = self.offsets.span(&raw_span);
+            match event {
+                Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => {}
+                Event::DocumentStart(_) => {
+                    self.documents += 1;
+                    if self.documents > 1 {
+                        return Err(self.error(
+                            span,
+                            "the file holds more than one YAML document; a SMALL artifact is a single document (remove the extra `---` section)",
+                        ));
+                    }
+                }
+                Event::Scalar(text, style, anchor, tag) => {
+                    let node = scalar_node(&text, style, tag.as_deref(), span);
+                    self.finish(node, anchor)?;
+                }
+                Event::Alias(id) => {
+                    let Some((node, count)) = self.anchors.get(&id) else {
+                        return Err(self.error(span, "alias refers to an unknown anchor"));
+                    };
+                    self.alias_nodes += count;
+                    if self.alias_nodes > self.limits.max_alias_nodes {
+                        let limit = self.limits.max_alias_nodes;
+                        return Err(self.error(
+                            span,
+                            format!("aliases expand to more than {limit} nodes; refusing to expand further (is this a \"billion laughs\" file?)"),
+                        ));
+                    }
+                    let node = node.clone();
+                    self.finish(node, 0)?;
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.check_depth(span)?;
+                    let style = self.collection_style(span);
+                    self.stack.push(Frame::Seq {
+                        items: Vec::new(),
+                        start: span,
+                        anchor,
+                        style,
+                    });
+                }
+                Event::MappingStart(anchor, _) => {
+                    self.check_depth(span)?;
+                    if let Some(Frame::Map(m)) = self.stack.last() {
+                        if m.key.is_none() {
+                            return Err(self.error(
+                                span,
+                                "a mapping key must be a plain value, not a mapping or sequence",
+                            ));
+                        }
+                    }
+                    let style = self.collection_style(span);
+                    self.stack.push(Frame::Map(MapFrame {
+                        entries: Vec::new(),
+                        merges: Vec::new(),
+                        key: None,
+                        seen: None,
+                        start: span,
+                        anchor,
+                        style,
+                    }));
+                }
+                Event::SequenceEnd => {
+                    if let Some(Frame::Seq {
+                        items,
+                        start,
+                        anchor,
+                        style,
+                    }) = self.stack.pop()
+                    {
+                        let node = Node {
+                            value: Value::Seq(items),
+                            span: Span {
+                                start: start.start,
+                                end: span.end.max(start.end),
+                            },
+                            style,
+                        };
+                        self.finish(node, anchor)?;
+                    }
+                }
+                Event::MappingEnd => {
+                    if let Some(Frame::Map(m)) = self.stack.pop() {
+                        let end = span.end.max(m.start.end);
+                        let (entries, anchor, style, start) = apply_merges(m);
+                        let node = Node {
+                            value: Value::Map(entries),
+                            span: Span {
+                                start: start.start,
+                                end,
+                            },
+                            style,
+                        };
+                        self.finish(node, anchor)?;
+                    }
+                }
+            }
+        }
+        Ok(self.root.take().unwrap_or(Node {
+            value: Value::Null,
+            span: Span::default(),
+            style: Style::Plain,
+        }))
+    }
+
+    fn collection_style(&mut self, span: Span) -> Style {
+        let text = self.offsets.text;
+        let at = (span.start.offset as usize).saturating_sub(self.offsets.base);
+        match text.get(at..).and_then(|t| t.chars().next()) {
+            Some('[') | Some('{') => Style::Flow,
+            _ => Style::Block,
+        }
+    }
+
+    fn check_depth(&mut self, span: Span) -> Result<(), YamlError> {
+        if self.stack.len() >= self.limits.max_depth {
+            let limit = self.limits.max_depth;
+            return Err(self.error(
+                span,
+                format!("nesting is deeper than the limit of {limit} levels"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A complete node: store its anchor and attach it to the enclosing collection.
+    fn finish(&mut self, node: Node, anchor: usize) -> Result<(), YamlError> {
+        if anchor != 0 {
+            let count = node.count_nodes();
+            self.anchors.insert(anchor, (node.clone(), count));
+        }
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+                Ok(())
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(node);
+                Ok(())
+            }
+            Some(Frame::Map(m)) => match m.key.take() {
+                None => {
+                    let key =
+                        match &node.value {
+                            Value::Str(s) => s.clone(),
+                            Value::Null => String::new(),
+                            Value::Bool(b) => b.to_string(),
+                            Value::Int(i) => i.to_string(),
+                            Value::Float(f) => f.to_string(),
+                            Value::Seq(_) | Value::Map(_) => return Err(self.error(
+                                node.span,
+                                "a mapping key must be a plain value, not a mapping or sequence",
+                            )),
+                        };
+                    m.key = Some((key, node.span));
+                    Ok(())
+                }
+                Some((key, key_span)) => {
+                    if key == "<<" {
+                        m.merges.push((node, key_span));
+                        return Ok(());
+                    }
+                    if m.has_key(&key) {
+                        let span = key_span;
+                        return Err(self.error(
+                            span,
+                            format!("duplicate key `{key}` in one mapping; keep only one of them"),
+                        ));
+                    }
+                    m.remember(&key);
+                    m.entries.push(Entry {
+                        key,
+                        key_span,
+                        value: node,
+                    });
+                    Ok(())
+                }
+            },
+        }
+    }
+}
+
+/// Resolve `<<` merge keys: entries of merged mappings are added unless the mapping already
+/// has the key explicitly (or from an earlier merge source).
+fn apply_merges(m: MapFrame) -> (Vec<Entry>, usize, Style, Span) {
+    let MapFrame {
+        mut entries,
+        merges,
+        start,
+        anchor,
+        style,
+        ..
+    } = m;
+    if !merges.is_empty() {
+        let mut present: HashSet<String> = entries.iter().map(|e| e.key.clone()).collect();
+        for (source, _) in merges {
+            let sources: Vec<Node> = match source.value {
+                Value::Seq(items) => items,
+                _ => vec![source],
+            };
+            for src in sources {
+                if let Value::Map(merged) = src.value {
+                    for e in merged {
+                        if present.insert(e.key.clone()) {
+                            entries.push(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (entries, anchor, style, start)
+}
+
+fn scalar_node(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&saphyr_parser::Tag>,
+    span: Span,
+) -> Node {
+    let node_style = match style {
+        ScalarStyle::Plain => Style::Plain,
+        ScalarStyle::SingleQuoted => Style::SingleQuoted,
+        ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+        ScalarStyle::Literal => Style::Literal,
+        ScalarStyle::Folded => Style::Folded,
+    };
+    let value = match tag {
+        Some(t) if t.is_yaml_core_schema() => match t.suffix.as_str() {
+            "str" => Value::Str(text.to_string()),
+            "null" => Value::Null,
+            "bool" => parse_bool(text).map_or_else(|| Value::Str(text.to_string()), Value::Bool),
+            "int" => parse_int(text).unwrap_or_else(|| Value::Str(text.to_string())),
+            "float" => parse_float(text)
+                .or_else(|| {
+                    parse_int(text).map(|v| match v {
+                        Value::Int(i) => Value::Float(i as f64),
+                        other => other,
+                    })
+                })
+                .unwrap_or_else(|| Value::Str(text.to_string())),
+            _ => resolve_plain(text, style),
+        },
+        _ => resolve_plain(text, style),
+    };
+    Node {
+        value,
+        span,
+        style: node_style,
+    }
+}
+
+/// YAML 1.2 core schema resolution; only plain scalars are typed.
+fn resolve_plain(text: &str, style: ScalarStyle) -> Value {
+    if style != ScalarStyle::Plain {
+        return Value::Str(text.to_string());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        _ => {}
+    }
+    if let Some(b) = parse_bool(text) {
+        return Value::Bool(b);
+    }
+    if let Some(v) = parse_int(text) {
+        return v;
+    }
+    if let Some(v) = parse_float(text) {
+        return v;
+    }
+    Value::Str(text.to_string())
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_int(text: &str) -> Option<Value> {
+    let (digits, radix) = if let Some(rest) = text.strip_prefix("0o") {
+        (rest, 8)
+    } else if let Some(rest) = text.strip_prefix("0x") {
+        (rest, 16)
+    } else {
+        let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+        if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        return Some(match text.parse::<i64>() {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::Float(text.parse::<f64>().ok()?),
+        });
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    i64::from_str_radix(digits, radix).ok().map(Value::Int)
+}
+
+fn parse_float(text: &str) -> Option<Value> {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let negative = text.starts_with('-');
+    match unsigned {
+        ".inf" | ".Inf" | ".INF" => {
+            return Some(Value::Float(if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }))
+        }
+        ".nan" | ".NaN" | ".NAN" if unsigned.len() == text.len() => {
+            return Some(Value::Float(f64::NAN))
+        }
+        _ => {}
+    }
+    // [0-9]*(\.[0-9]*)?([eE][-+]?[0-9]+)? with at least one digit in the mantissa.
+    let bytes = unsigned.as_bytes();
+    let mut i = 0;
+    let mut mantissa_digits = 0;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+        mantissa_digits += 1;
+    }
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+            mantissa_digits += 1;
+        }
+    }
+    if mantissa_digits == 0 {
+        return None;
+    }
+    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+        i += 1;
+        if i < bytes.len() && (bytes[i] == b'+' || bytes[i] == b'-') {
+            i += 1;
+        }
+        let exp_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == exp_start {
+            return None;
+        }
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    text.parse::<f64>().ok().map(Value::Float)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Result<Document, YamlError> {
+        parse_str(src, &Limits::default())
+    }
+
+    #[test]
+    fn keeps_positions_of_values() {
+        let doc = parse("a: 1\nlist:\n  - id: \"x\"\n    title: héllo wörld\n").unwrap();
+        let id = doc.root.pointer("/list/0/id").unwrap();
+        assert_eq!(id.as_str(), Some("x"));
+        assert_eq!((id.span.start.line, id.span.start.column), (3, 9));
+        assert_eq!(&doc.source[id.span.byte_range()], "\"x\"");
+        let title = doc.root.pointer("/list/0/title").unwrap();
+        assert_eq!(&doc.source[title.span.byte_range()], "héllo wörld");
+        assert_eq!(doc.root.locate_key("/list/0/title").unwrap().start.line, 4);
+    }
+
+    #[test]
+    fn byte_offsets_survive_a_bom_and_multibyte_text() {
+        let src = "\u{feff}k: \"ü\"\nv: done\n";
+        let doc = parse(src).unwrap();
+        let v = doc.root.get("v").unwrap();
+        assert_eq!(&doc.source[v.span.byte_range()], "done");
+    }
+
+    #[test]
+    fn core_schema_types() {
+        let doc = parse(
+            "a: true\nb: ~\nc: 12\nd: 1.5\ne: 2026-01-01T00:00:00Z\nf: \"12\"\ng: 0x1f\nh: 1e3\ni: .inf\nj: yes\n",
+        )
+        .unwrap();
+        let r = &doc.root;
+        assert_eq!(r.get("a").unwrap().value, Value::Bool(true));
+        assert!(r.get("b").unwrap().is_null());
+        assert_eq!(r.get("c").unwrap().value, Value::Int(12));
+        assert_eq!(r.get("d").unwrap().value, Value::Float(1.5));
+        assert_eq!(r.get("e").unwrap().as_str(), Some("2026-01-01T00:00:00Z"));
+        assert_eq!(r.get("f").unwrap().as_str(), Some("12"));
+        assert_eq!(r.get("g").unwrap().value, Value::Int(31));
+        assert_eq!(r.get("h").unwrap().value, Value::Float(1000.0));
+        assert_eq!(r.get("i").unwrap().value, Value::Float(f64::INFINITY));
+        assert_eq!(r.get("j").unwrap().as_str(), Some("yes"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_with_position() {
+        let err = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert!(err.message.contains("duplicate key `a`"), "{}", err.message);
+        assert_eq!(err.pos.line, 3);
+    }
+
+    #[test]
+    fn many_keys_still_detect_duplicates() {
+        let mut src: String = (0..40).map(|i| format!("k{i}: {i}\n")).collect();
+        src.push_str("k7: again\n");
+        assert!(parse(&src)
+            .unwrap_err()
+            .message
+            .contains("duplicate key `k7`"));
+    }
+
+    #[test]
+    fn second_document_is_refused() {
+        let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(err.message.contains("more than one YAML document"));
+        assert_eq!(err.pos.line, 2);
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let err = parse("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(err.message.starts_with("YAML syntax error"));
+        assert!(err.pos.line >= 1);
+        let err = parse("a:\n\t- x\n").unwrap_err();
+        assert_eq!(err.pos.line, 2);
+    }
+
+    #[test]
+    fn merge_keys_and_aliases() {
+        let doc = parse("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n").unwrap();
+        let m = doc.root.get("m").unwrap();
+        assert_eq!(m.get("x").unwrap().value, Value::Int(1));
+        assert_eq!(m.get("y").unwrap().value, Value::Int(3));
+        assert_eq!(m.as_map().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn billion_laughs_fails_fast() {
+        let mut src = String::from(
+            "a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for i in 1..10 {
+            let p = i - 1;
+            src.push_str(&format!(
+                "a{i}: &a{i} [*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p}]\n"
+            ));
+        }
+        let err = parse(&src).unwrap_err();
+        assert!(err.message.contains("aliases expand"), "{}", err.message);
+    }
+
+    #[test]
+    fn depth_limit() {
+        let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+        let err = parse(&deep).unwrap_err();
+        assert!(err.message.contains("deeper than"), "{}", err.message);
+        let block: String = (0..300)
+            .map(|i| format!("{}k:\n", "  ".repeat(i)))
+            .collect();
+        let err = parse(&block).unwrap_err();
+        assert!(
+            err.message.contains("deeper than the limit"),
+            "{}",
+            err.message
+        );
+        let ok = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn size_limit_and_utf8() {
+        let limits = Limits {
+            max_bytes: 10,
+            ..Limits::default()
+        };
+        assert!(parse_str("a: 123456789\n", &limits)
+            .unwrap_err()
+            .message
+            .contains("over the limit"));
+        let err = parse_bytes(b"a: 1\nb: \xff\n", &Limits::default()).unwrap_err();
+        assert!(err.message.contains("not valid UTF-8"));
+        assert_eq!((err.pos.line, err.pos.column), (2, 4));
+    }
+
+    #[test]
+    fn empty_file_is_null_and_json_conversion_keeps_order() {
+        assert!(parse("").unwrap().root.is_null());
+        assert!(parse("# only a comment\n").unwrap().root.is_null());
+        let doc = parse("z: 1\na: [x, {k: v}]\n").unwrap();
+        assert_eq!(
+            doc.root.to_json().to_string(),
+            r#"{"z":1,"a":["x",{"k":"v"}]}"#
+        );
+    }
+
+    #[test]
+    fn styles_are_recorded() {
+        let doc = parse("a: \"1.0.0\"\nb: '1.0.0'\nc: 1.0.0\nd: []\ne:\n  - x\n").unwrap();
+        assert_eq!(doc.root.get("a").unwrap().style, Style::DoubleQuoted);
+        assert_eq!(doc.root.get("b").unwrap().style, Style::SingleQuoted);
+        assert_eq!(doc.root.get("c").unwrap().style, Style::Plain);
+        assert_eq!(doc.root.get("d").unwrap().style, Style::Flow);
+        assert_eq!(doc.root.get("e").unwrap().style, Style::Block);
+    }
+}
