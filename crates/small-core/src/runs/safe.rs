@@ -1,0 +1,308 @@
+//! File-system helpers shared by the run store and the archives: names that may become paths,
+//! reads that refuse symbolic links, hashing, and directories published in one rename.
+//!
+//! Everything a snapshot or an archive holds is written into a temporary directory next to
+//! its final place, synced to disk, and then renamed into place, so a reader sees either
+//! nothing or the complete directory, never half of it.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::RunError;
+
+/// Largest file the run store or an archive reads into memory (64 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Is `s` a full replay ID (64 hex digits, either case)?
+pub fn is_replay_id(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Check that `name` is one plain file name: not empty, no separators, not `.` or `..`, not
+/// absolute, no NUL. Used for every name read from a manifest or given on the command line
+/// before it is joined to a directory.
+pub fn check_file_name(name: &str, what: &str) -> Result<(), RunError> {
+    let bad = |why: &str| {
+        Err(RunError::usage(format!("{what} `{}` is not allowed: {why}", name.escape_debug()))
+            .with_help("use a plain file name such as `plan.small.yml`"))
+    };
+    if name.is_empty() {
+        return bad("the name is empty");
+    }
+    if name.contains('\0') {
+        return bad("it contains a NUL byte");
+    }
+    if name.contains('/') || name.contains('\\') {
+        return bad("it contains a path separator");
+    }
+    if name == "." || name == ".." {
+        return bad("it names a directory, not a file");
+    }
+    let path = Path::new(name);
+    if path.is_absolute() || path.components().count() != 1 {
+        return bad("it is not a single file name");
+    }
+    match path.components().next() {
+        Some(Component::Normal(_)) => Ok(()),
+        _ => bad("it is not a single file name"),
+    }
+}
+
+/// What is at `path`, without following a symbolic link there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Missing,
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+pub fn entry_type(path: &Path) -> Result<Entry, RunError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => {
+            let t = m.file_type();
+            Ok(if t.is_symlink() {
+                Entry::Symlink
+            } else if t.is_file() {
+                Entry::File
+            } else if t.is_dir() {
+                Entry::Dir
+            } else {
+                Entry::Other
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Entry::Missing),
+        Err(e) => Err(RunError::io("cannot inspect", path, &e)),
+    }
+}
+
+/// Read a regular file inside a store or archive directory. A symbolic link, a directory or
+/// a special file where a file should be is refused with `damaged(...)`; a missing file is
+/// `Ok(None)`.
+pub fn read_stored_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
+    match entry_type(path)? {
+        Entry::Missing => Ok(None),
+        Entry::File => read_limited(path).map(Some),
+        Entry::Symlink => Err(RunError::invalid(format!(
+            "{} is a symbolic link; stored snapshots and archives hold regular files only, \
+             so it is not followed",
+            path.display()
+        ))
+        .with_help("remove the link, or take the snapshot again")),
+        Entry::Dir | Entry::Other => Err(RunError::invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        ))),
+    }
+}
+
+/// Read a file (following links: used for the live workspace), refusing huge files.
+pub fn read_limited(path: &Path) -> Result<Vec<u8>, RunError> {
+    let file = File::open(path).map_err(|e| RunError::io("cannot open", path, &e))?;
+    let mut buf = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| RunError::io("cannot read", path, &e))?;
+    if buf.len() as u64 > MAX_FILE_BYTES {
+        return Err(RunError::invalid(format!(
+            "{} is larger than {} MiB; refusing to load it",
+            path.display(),
+            MAX_FILE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(buf)
+}
+
+/// Read a file of the live workspace: `Ok(None)` when it does not exist.
+pub fn read_live_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() => read_limited(path).map(Some),
+        Ok(_) => Err(RunError::invalid(format!("{} is not a regular file", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RunError::io("cannot inspect", path, &e)),
+    }
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Write a new file (it must not exist yet) and sync it to disk.
+pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| RunError::io("cannot create", path, &e))?;
+    f.write_all(bytes).map_err(|e| RunError::io("cannot write", path, &e))?;
+    f.sync_all().map_err(|e| RunError::io("cannot sync", path, &e))?;
+    Ok(())
+}
+
+/// Mark a stored file read-only: snapshots and archives are never modified once written.
+pub fn make_read_only(path: &Path) {
+    if let Ok(meta) = fs::metadata(path) {
+        let mut perms = meta.permissions();
+        perms.set_readonly(true);
+        // Best effort: a file system without permissions still gets a complete snapshot.
+        let _ = fs::set_permissions(path, perms);
+    }
+}
+
+/// Sync a directory's entries to disk (no-op where directories cannot be opened).
+pub fn sync_dir(path: &Path) {
+    if let Ok(d) = File::open(path) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Replace `path` with `bytes` atomically: a temporary file in the same directory, synced,
+/// then renamed over the target. A symbolic link at `path` is replaced, never followed.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".small-tmp-")
+        .tempfile_in(parent)
+        .map_err(|e| RunError::io("cannot create a temporary file in", parent, &e))?;
+    tmp.write_all(bytes).map_err(|e| RunError::io("cannot write", tmp.path(), &e))?;
+    tmp.as_file().sync_all().map_err(|e| RunError::io("cannot sync", tmp.path(), &e))?;
+    tmp.persist(path).map_err(|e| RunError::io("cannot replace", path, &e.error))?;
+    sync_dir(parent);
+    Ok(())
+}
+
+/// A directory being filled in a temporary place beside its destination, published with one
+/// rename. Dropped without `publish`, it is removed.
+pub struct StagedDir {
+    dir: Option<tempfile::TempDir>,
+    parent: PathBuf,
+}
+
+impl StagedDir {
+    /// Start a staged directory inside `parent` (created if needed).
+    pub fn new(parent: &Path, prefix: &str) -> Result<Self, RunError> {
+        fs::create_dir_all(parent).map_err(|e| RunError::io("cannot create", parent, &e))?;
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(parent)
+            .map_err(|e| RunError::io("cannot create a temporary directory in", parent, &e))?;
+        Ok(StagedDir { dir: Some(dir), parent: parent.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        match &self.dir {
+            Some(d) => d.path(),
+            None => &self.parent,
+        }
+    }
+
+    /// Write one file into the staged directory, synced and read-only.
+    pub fn add_file(&self, name: &str, bytes: &[u8]) -> Result<(), RunError> {
+        let path = self.path().join(name);
+        write_new_file(&path, bytes)?;
+        make_read_only(&path);
+        Ok(())
+    }
+
+    /// Move the staged directory to `dest`. When `replace` is set and `dest` exists, the old
+    /// directory is moved aside first and deleted only once the new one is in place; if the
+    /// second rename fails the old one is put back.
+    pub fn publish(mut self, dest: &Path, replace: bool) -> Result<(), RunError> {
+        let staged = self.path().to_path_buf();
+        sync_dir(&staged);
+        let exists = entry_type(dest)? != Entry::Missing;
+        if exists && !replace {
+            return Err(RunError::invalid(format!("{} already exists", dest.display())));
+        }
+        let mut aside = None;
+        if exists {
+            let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let trash = unique_sibling(&self.parent, &format!(".replaced-{name}-"));
+            fs::rename(dest, &trash).map_err(|e| RunError::io("cannot move aside", dest, &e))?;
+            aside = Some(trash);
+        }
+        if let Err(e) = fs::rename(&staged, dest) {
+            if let Some(trash) = &aside {
+                let _ = fs::rename(trash, dest);
+            }
+            return Err(RunError::io("cannot move the new directory to", dest, &e));
+        }
+        // The temporary directory now lives at `dest`: keep TempDir from deleting it.
+        if let Some(d) = self.dir.take() {
+            let _ = d.keep();
+        }
+        if let Some(parent) = dest.parent() {
+            sync_dir(parent);
+        }
+        if let Some(trash) = aside {
+            remove_tree(&trash);
+        }
+        Ok(())
+    }
+}
+
+/// A name beside `dir` that does not exist yet.
+fn unique_sibling(dir: &Path, prefix: &str) -> PathBuf {
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut n = 0u32;
+    loop {
+        let candidate = dir.join(format!("{prefix}{pid}-{nanos}-{n}"));
+        if !candidate.exists() {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+/// Delete a directory tree we created (its files are read-only, so make them writable first
+/// where the platform needs it).
+pub fn remove_tree(path: &Path) {
+    if fs::remove_dir_all(path).is_ok() {
+        return;
+    }
+    if let Ok(entries) = fs::read_dir(path) {
+        for e in entries.flatten() {
+            if let Ok(meta) = fs::symlink_metadata(e.path()) {
+                if meta.is_file() {
+                    let mut p = meta.permissions();
+                    #[allow(clippy::permissions_set_readonly_false)]
+                    p.set_readonly(false);
+                    let _ = fs::set_permissions(e.path(), p);
+                }
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(path);
+}
+
+/// Canonical form of `path` if it exists, else of its nearest existing ancestor joined with
+/// the rest (so a directory about to be created can be compared with another one).
+pub fn canonical_or_planned(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = path.to_path_buf();
+    loop {
+        if let Ok(c) = fs::canonicalize(&cur) {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                cur = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
