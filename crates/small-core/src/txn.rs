@@ -200,6 +200,77 @@ impl Transaction {
         String::from_utf8(bytes).map_err(|_| TxnError::Invalid(format!("{rel} is not valid UTF-8")))
     }
 
+    /// Total length of `rel` as this transaction sees it (None if absent).
+    pub fn len(&self, rel: &str) -> Result<Option<u64>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            return Ok(Some(w.len() as u64));
+        }
+        let disk = match fs::metadata(self.root.join(rel)) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(TxnError::io("stat", &self.root.join(rel), e)),
+        };
+        Ok(match (disk, self.appends.get(rel)) {
+            (Some(d), Some(a)) => Some(d + a.bytes.len() as u64),
+            (d, _) => d,
+        })
+    }
+
+    /// Up to the first `max` bytes of `rel` as this transaction sees it, without reading the
+    /// rest of the file.
+    pub fn read_head(&self, rel: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            return Ok(Some(w[..w.len().min(max as usize)].to_vec()));
+        }
+        let path = self.root.join(rel);
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(TxnError::io("open", &path, e)),
+        };
+        let mut buf = Vec::new();
+        (&mut f)
+            .take(max)
+            .read_to_end(&mut buf)
+            .map_err(|e| TxnError::io("read", &path, e))?;
+        if let Some(a) = self.appends.get(rel) {
+            let room = (max as usize).saturating_sub(buf.len());
+            buf.extend_from_slice(&a.bytes[..a.bytes.len().min(room)]);
+        }
+        Ok(Some(buf))
+    }
+
+    /// Up to the last `max` bytes of `rel` as this transaction sees it, with the offset they
+    /// start at, without reading the rest of the file.
+    pub fn read_tail(&self, rel: &str, max: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            let start = w.len().saturating_sub(max as usize);
+            return Ok(Some((start as u64, w[start..].to_vec())));
+        }
+        let path = self.root.join(rel);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let staged: &[u8] = self
+            .appends
+            .get(rel)
+            .map(|a| a.bytes.as_slice())
+            .unwrap_or(&[]);
+        if staged.len() as u64 >= max {
+            let disk = fs::metadata(&path)
+                .map_err(|e| TxnError::io("stat", &path, e))?
+                .len();
+            let cut = staged.len() - max as usize;
+            return Ok(Some((disk + cut as u64, staged[cut..].to_vec())));
+        }
+        let (start, mut buf) = read_tail(&path, max - staged.len() as u64)?;
+        buf.extend_from_slice(staged);
+        Ok(Some((start, buf)))
+    }
+
     /// Whether `rel` exists as this transaction sees it.
     pub fn exists(&self, rel: &str) -> bool {
         self.writes.contains_key(rel)
