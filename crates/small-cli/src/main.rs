@@ -3,6 +3,7 @@
 
 mod commands;
 mod error;
+mod render;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,12 +1,192 @@
-//! `small validate` (under construction).
+//! `small validate`: check every canonical artifact (and `workspace.small.yml`, when present)
+//! against the SMALL v1.0.0 JSON Schemas.
 
-use crate::error::{CliError, CmdResult};
+use std::path::PathBuf;
+
+use serde::Serialize;
+use small_core::diag::Diagnostic;
+use small_core::schemas::{SchemaSet, SchemaSource};
+use small_core::validate::validate_workspace;
+use small_core::workspace::{LoadOptions, Workspace};
+
+use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+use crate::render;
 use crate::GlobalArgs;
 
-/// (under construction)
+/// Validate the five canonical artifacts against their JSON Schemas.
+///
+/// Reads .small/intent, constraints, plan, progress and handoff (.small.yml) and checks each
+/// against its schema; also checks .small/workspace.small.yml when it exists. Every problem
+/// is reported with its file, line, column and JSON path.
+///
+/// Schemas: --spec-dir DIR, else $SMALL_SPEC_DIR, else the schemas built into small. DIR may
+/// hold the *.schema.json files directly or in spec/small/v1.0.0/schemas/.
+///
+/// Exit codes: 0 valid; 1 invalid (schema errors, missing files, YAML errors); 2 no
+/// workspace, unreadable files or unusable schemas.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Directory containing .small/ (or the .small directory itself) [default: current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
+    #[arg(long, value_name = "DIR")]
+    pub spec_dir: Option<PathBuf>,
+    /// Print the result as JSON on stdout (see docs/validate.md)
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small validate` is not implemented yet"))
+/// `--json` output. Stable; documented in docs/validate.md.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    ok: bool,
+    exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    root: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schemas: Option<String>,
+    files: Vec<&'a str>,
+    errors: usize,
+    diagnostics: &'a [Diagnostic],
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let color = !args.json && render::use_color(g.no_color, &std::io::stderr());
+
+    let ws = match Workspace::open(args.dir.as_deref(), &LoadOptions::all()) {
+        Ok(ws) => ws,
+        Err(e) => {
+            return fail(
+                &args,
+                color,
+                None,
+                None,
+                &[],
+                vec![e.to_diagnostic()],
+                EXIT_USAGE,
+            )
+        }
+    };
+    let root = Some(ws.root.display().to_string());
+
+    let schemas = match SchemaSet::resolve(args.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            let d = Diagnostic::error("schemas", e.to_string())
+                .with_help("point --spec-dir (or SMALL_SPEC_DIR) at a directory with all five *.schema.json files, or unset it to use the built-in schemas");
+            return fail(&args, color, root, None, &[], vec![d], EXIT_USAGE);
+        }
+    };
+    let source = describe_source(schemas.source());
+
+    let mut diags = ws.diagnostics.clone();
+    diags.extend(validate_workspace(&schemas, &ws));
+    small_core::diag::sort(&mut diags);
+
+    let files: Vec<&str> = ws
+        .artifacts()
+        .map(|a| a.rel_path.as_str())
+        .chain(ws.metadata.iter().map(|m| m.rel_path.as_str()))
+        .collect();
+    let errors = diags.iter().filter(|d| d.is_error()).count();
+    let exit = if ws.has_io_errors() {
+        EXIT_USAGE
+    } else if errors > 0 {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    };
+
+    if args.json {
+        print_json(&JsonReport {
+            ok: exit == EXIT_OK,
+            exit_code: exit,
+            root,
+            schemas: Some(source),
+            files,
+            errors,
+            diagnostics: &diags,
+        })?;
+        return if exit == EXIT_OK {
+            Ok(())
+        } else {
+            Err(CliError::silent(exit))
+        };
+    }
+
+    if !diags.is_empty() {
+        eprint!("{}", render::render_all(&diags, |f| ws.source_of(f), color));
+    }
+    if exit != EXIT_OK {
+        let mut failed_files: Vec<&str> = diags
+            .iter()
+            .filter(|d| d.is_error())
+            .filter_map(|d| d.file.as_deref())
+            .collect();
+        failed_files.dedup();
+        eprintln!(
+            "validation failed: {errors} error{} in {} file{}",
+            plural(errors),
+            failed_files.len(),
+            plural(failed_files.len())
+        );
+        return Err(CliError::silent(exit));
+    }
+    if !g.quiet {
+        let extra = if ws.metadata.is_some() {
+            " and workspace metadata"
+        } else {
+            ""
+        };
+        println!(
+            "All {} artifacts{extra} are valid ({source}).",
+            files.len() - usize::from(ws.metadata.is_some())
+        );
+    }
+    Ok(())
+}
+
+fn describe_source(s: &SchemaSource) -> String {
+    s.to_string()
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn fail(
+    args: &Args,
+    color: bool,
+    root: Option<String>,
+    schemas: Option<String>,
+    files: &[&str],
+    diags: Vec<Diagnostic>,
+    exit: u8,
+) -> CmdResult {
+    if args.json {
+        let errors = diags.iter().filter(|d| d.is_error()).count();
+        print_json(&JsonReport {
+            ok: false,
+            exit_code: exit,
+            root,
+            schemas,
+            files: files.to_vec(),
+            errors,
+            diagnostics: &diags,
+        })?;
+    } else {
+        eprint!("{}", render::render_all(&diags, |_| None, color));
+    }
+    Err(CliError::silent(exit))
+}
+
+fn print_json(report: &JsonReport<'_>) -> CmdResult {
+    let text = serde_json::to_string_pretty(report).map_err(|e| CliError::usage(e.to_string()))?;
+    println!("{text}");
+    Ok(())
 }

@@ -1,0 +1,271 @@
+//! Printing diagnostics the way compilers do:
+//!
+//! ```text
+//! error[schema]: `tasks[2].title` must not be empty
+//!   --> .small/plan.small.yml:14:12
+//!    |
+//! 14 |     title: ""
+//!    |            ^^
+//!    = path: /tasks/2/title
+//!    = help: ...
+//! ```
+//!
+//! Colour (hand-rolled ANSI) is used when [`use_color`] says so: not with `--no-color`, not
+//! when `NO_COLOR` is set to anything non-empty, and only when the stream is a terminal.
+//!
+//! Use [`render_all`] with a lookup from the diagnostic's file name to the file's text (for a
+//! loaded workspace: `|f| ws.source_of(f)`); files without source are shown without the
+//! snippet.
+
+#![allow(dead_code)]
+
+use std::io::IsTerminal;
+
+use small_core::diag::{Diagnostic, Severity};
+
+/// Whether to colour output written to `stream` (e.g. `std::io::stderr()`).
+pub fn use_color(no_color_flag: bool, stream: &impl IsTerminal) -> bool {
+    if no_color_flag {
+        return false;
+    }
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    stream.is_terminal()
+}
+
+#[derive(Clone, Copy)]
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+const BOLD: &str = "1";
+const BOLD_RED: &str = "1;31";
+const BOLD_YELLOW: &str = "1;33";
+const BOLD_BLUE: &str = "1;34";
+const BOLD_CYAN: &str = "1;36";
+
+/// Render every diagnostic, each followed by a blank line.
+pub fn render_all<'a>(
+    diags: &[Diagnostic],
+    sources: impl Fn(&str) -> Option<&'a str>,
+    color: bool,
+) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let src = d.file.as_deref().and_then(&sources);
+        out.push_str(&render(d, src, color));
+        out.push('\n');
+    }
+    out
+}
+
+/// Render one diagnostic; `source` is the text of its file, if available.
+pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
+    let st = Style { on: color };
+    let (label, label_style) = match d.severity {
+        Severity::Error => ("error", BOLD_RED),
+        Severity::Warning => ("warning", BOLD_YELLOW),
+    };
+    let mut out = String::new();
+    out.push_str(&st.paint(label_style, &format!("{label}[{}]", d.code)));
+    out.push_str(&st.paint(BOLD, &format!(": {}", d.message)));
+    out.push('\n');
+
+    let line_text = match (source, d.span) {
+        (Some(src), Some(span)) if span.start.line > 0 => nth_line(src, span.start.line as usize),
+        _ => None,
+    };
+    let line_no = d.span.map(|s| s.start.line).unwrap_or(0);
+    let gutter_width = if line_text.is_some() {
+        digits(line_no)
+    } else {
+        1
+    };
+    let pad = " ".repeat(gutter_width);
+    let bar = st.paint(BOLD_BLUE, "|");
+
+    if let Some(file) = &d.file {
+        let loc = match d.span {
+            Some(s) if s.start.line > 0 => format!("{file}:{}:{}", s.start.line, s.start.column),
+            _ => file.clone(),
+        };
+        out.push_str(&format!("{pad}{} {loc}\n", st.paint(BOLD_BLUE, "-->")));
+    }
+
+    if let (Some(text), Some(span)) = (line_text, d.span) {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let start_col = span.start.column.max(1) as usize;
+        let chars: Vec<char> = text.chars().collect();
+        let end_col = if span.end.line == span.start.line && span.end.column as usize > start_col {
+            span.end.column as usize
+        } else {
+            // Multi-line span: underline to the end of the first line's content.
+            chars.len().max(start_col) + 1
+        };
+        let end_col = end_col.min(chars.len() + 1).max(start_col + 1);
+        // Keep tabs so the caret lines up under them.
+        let lead: String = chars
+            .iter()
+            .take(start_col - 1)
+            .map(|&c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let carets = "^".repeat(end_col - start_col);
+        let caret_style = if d.severity == Severity::Error {
+            BOLD_RED
+        } else {
+            BOLD_YELLOW
+        };
+        out.push_str(&format!("{pad} {bar}\n"));
+        out.push_str(&format!(
+            "{} {bar} {}\n",
+            st.paint(BOLD_BLUE, &line_no.to_string()),
+            text.trim_end()
+        ));
+        out.push_str(&format!(
+            "{pad} {bar} {lead}{}\n",
+            st.paint(caret_style, &carets)
+        ));
+    }
+
+    if let Some(path) = &d.path {
+        out.push_str(&format!(
+            "{pad} {} path: {path}\n",
+            st.paint(BOLD_BLUE, "=")
+        ));
+    }
+    if let Some(help) = &d.help {
+        out.push_str(&format!(
+            "{pad} {} {}: {help}\n",
+            st.paint(BOLD_BLUE, "="),
+            st.paint(BOLD_CYAN, "help")
+        ));
+    }
+    out
+}
+
+fn digits(n: u32) -> usize {
+    n.max(1).to_string().len()
+}
+
+/// The `n`th line (1-based) of `src`; lines end at `\n`, `\r\n` or a lone `\r`.
+fn nth_line(src: &str, n: usize) -> Option<&str> {
+    let mut line = 1;
+    let mut start = 0;
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' || b == b'\r' {
+            if line == n {
+                return Some(&src[start..i]);
+            }
+            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                i += 1;
+            }
+            line += 1;
+            start = i + 1;
+        }
+        i += 1;
+    }
+    if line == n {
+        Some(&src[start..])
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use small_core::diag::{Pos, Span};
+
+    fn span(line: u32, col: u32, end_line: u32, end_col: u32) -> Option<Span> {
+        Some(Span {
+            start: Pos {
+                line,
+                column: col,
+                offset: 0,
+            },
+            end: Pos {
+                line: end_line,
+                column: end_col,
+                offset: 0,
+            },
+        })
+    }
+
+    #[test]
+    fn renders_snippet_with_carets_path_and_help() {
+        let src = "a: 1\nb:\n  - id: task-3\n";
+        let d = Diagnostic::error("S1", "bad id")
+            .in_file(".small/plan.small.yml")
+            .at(span(3, 9, 3, 15))
+            .with_path("/b/0/id")
+            .with_help("fix it");
+        let text = render(&d, Some(src), false);
+        let expected = "error[S1]: bad id\n --> .small/plan.small.yml:3:9\n  |\n3 |   - id: task-3\n  |         ^^^^^^\n  = path: /b/0/id\n  = help: fix it\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn multi_line_span_underlines_rest_of_first_line() {
+        let src = "tasks:\n  - id: x\n    title: y\n";
+        let d = Diagnostic::error("schema", "m")
+            .in_file("f")
+            .at(span(2, 5, 3, 13));
+        let text = render(&d, Some(src), false);
+        assert!(text.contains("2 |   - id: x\n  |     ^^^^^\n"), "{text}");
+    }
+
+    #[test]
+    fn without_source_or_file() {
+        let d = Diagnostic::warning("no-workspace", "nothing here").with_help("run small init");
+        assert_eq!(
+            render(&d, None, false),
+            "warning[no-workspace]: nothing here\n  = help: run small init\n"
+        );
+        let d = Diagnostic::error("missing", "gone").in_file(".small/plan.small.yml");
+        assert_eq!(
+            render(&d, None, false),
+            "error[missing]: gone\n --> .small/plan.small.yml\n"
+        );
+    }
+
+    #[test]
+    fn colour_codes_only_when_asked() {
+        let d = Diagnostic::error("x", "y");
+        assert!(render(&d, None, true).contains("\x1b[1;31m"));
+        assert!(!render(&d, None, false).contains('\x1b'));
+    }
+
+    #[test]
+    fn lines_split_on_any_line_ending() {
+        assert_eq!(nth_line("a\rb\r\nc\nd", 2), Some("b"));
+        assert_eq!(nth_line("a\rb\r\nc\nd", 4), Some("d"));
+        assert_eq!(nth_line("a\n", 3), None);
+    }
+
+    #[test]
+    fn wide_line_numbers_widen_the_gutter() {
+        let src: String = (1..=12).map(|i| format!("k{i}: v\n")).collect();
+        let d = Diagnostic::error("c", "m")
+            .in_file("f")
+            .at(span(12, 1, 12, 4));
+        let text = render(&d, Some(&src), false);
+        assert!(
+            text.contains("  --> f:12:1\n   |\n12 | k12: v\n   | ^^^\n"),
+            "{text}"
+        );
+    }
+}
