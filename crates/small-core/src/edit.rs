@@ -129,6 +129,9 @@ pub enum NewValue {
     List(Vec<String>),
     /// A block mapping of `key: rendered scalar`.
     Map(Vec<(String, String)>),
+    /// Rendered lines placed under the key, each indented two columns past it (lines may
+    /// carry further indentation of their own).
+    Block(Vec<String>),
 }
 
 /// Set `key` in the block mapping `map` (found in `src`): replaces the value if the key
@@ -210,6 +213,14 @@ fn render_block_value(value: &NewValue, col: usize, eol: &str) -> String {
                 text.push_str(eol);
             }
         }
+        NewValue::Block(lines) => {
+            text.push_str(eol);
+            for l in lines {
+                text.push_str(&" ".repeat(col + 2));
+                text.push_str(l);
+                text.push_str(eol);
+            }
+        }
         NewValue::Map(kvs) => {
             text.push_str(eol);
             for (k, v) in kvs {
@@ -281,6 +292,73 @@ pub fn append_item(src: &str, seq: &Node, key_col: usize, item: &str) -> Result<
     })
 }
 
+/// Add one mapping item (`- k1: v1` / `  k2: v2`, values already rendered) to the
+/// sequence `seq` whose key starts at column `key_col`; block lists get it at the column of
+/// their items, `[]` becomes a block list. A non-empty flow list is refused.
+pub fn append_map_item(
+    src: &str,
+    seq: &Node,
+    key_col: usize,
+    fields: &[(String, String)],
+) -> Result<Edit, EditError> {
+    let Some(items) = seq.as_seq() else {
+        return Err(EditError("expected a list".into()));
+    };
+    let eol = eol_of(src);
+    let render = |col: usize| {
+        let mut t = String::new();
+        for (i, (k, v)) in fields.iter().enumerate() {
+            t.push_str(&" ".repeat(col));
+            t.push_str(if i == 0 { "- " } else { "  " });
+            t.push_str(k);
+            t.push_str(": ");
+            t.push_str(v);
+            t.push_str(eol);
+        }
+        t
+    };
+    if seq.style == Style::Flow {
+        if !items.is_empty() {
+            return Err(EditError("the list is written in flow style ([...]); rewrite it as a block list to add items".into()));
+        }
+        let r = seq.span.byte_range();
+        let close = src[..r.end]
+            .rfind(']')
+            .filter(|&i| i >= r.start)
+            .ok_or(EditError("malformed flow list".into()))?;
+        let mut start = r.start;
+        while start > 0 && src.as_bytes()[start - 1] == b' ' {
+            start -= 1;
+        }
+        let body = render(key_col + 2);
+        let text = format!("{eol}{}", body.strip_suffix(eol).unwrap_or(&body));
+        return Ok(Edit {
+            range: start..close + 1,
+            text,
+        });
+    }
+    let Some(first) = items.first() else {
+        return Err(EditError("cannot add to an empty block list".into()));
+    };
+    let first_at = first.span.start.offset as usize;
+    let ls = line_start(src, first_at);
+    let dash = src[ls..first_at]
+        .rfind('-')
+        .map(|i| ls + i)
+        .unwrap_or(seq.span.start.offset as usize);
+    let col = column_of(src, dash);
+    let (at, newline_first) = line_end_after(src, content_end(seq));
+    let mut text = String::new();
+    if newline_first {
+        text.push_str(eol);
+    }
+    text.push_str(&render(col));
+    Ok(Edit {
+        range: at..at,
+        text,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +421,47 @@ mod tests {
             serde_json::json!(["p", "q"])
         );
         assert!(out.contains("- p # c\n    - q\n"), "{out}");
+    }
+
+    #[test]
+    fn append_task_items() {
+        let src = "tasks: []  # none\n";
+        let d = doc(src);
+        let f = vec![
+            ("id".to_string(), quote("task-1")),
+            ("title".to_string(), quote("T")),
+        ];
+        let out = apply(
+            src,
+            vec![append_map_item(src, d.root.get("tasks").unwrap(), 0, &f).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "tasks:\n  - id: \"task-1\"\n    title: \"T\"  # none\n"
+        );
+        let d = doc(&out);
+        let f2 = vec![("id".to_string(), quote("task-2"))];
+        let out2 = apply(
+            &out,
+            vec![append_map_item(&out, d.root.get("tasks").unwrap(), 0, &f2).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            doc(&out2).root.pointer("/tasks/1/id").unwrap().as_str(),
+            Some("task-2")
+        );
+        let src = "tasks:\n- id: a\n  steps:\n  - s1\n# trailing\n";
+        let d = doc(src);
+        let out = apply(
+            src,
+            vec![append_map_item(src, d.root.get("tasks").unwrap(), 0, &f2).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "tasks:\n- id: a\n  steps:\n  - s1\n- id: \"task-2\"\n# trailing\n"
+        );
     }
 
     #[test]
