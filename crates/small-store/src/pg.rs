@@ -1,0 +1,529 @@
+//! The PostgreSQL backend (`postgres://…`): several servers can share one database. Migrations
+//! run on connect under an advisory lock. Appenders of one artifact or manifest serialise on its
+//! head row (`SELECT … FOR UPDATE`), lifecycle appenders on a per-artifact advisory lock, so
+//! concurrent writers get contiguous versions and ordered events; transient failures
+//! (serialisation, deadlock, unique races) retry the whole transaction.
+
+mod replay;
+
+pub use replay::PgReplayStore;
+
+use crate::error::{Result, StoreError};
+use crate::model::Record;
+use crate::tx::{Backend, Tx, Versioned};
+use postgres::error::SqlState;
+use postgres::{Client, NoTls, Statement};
+use std::sync::Mutex;
+use std::time::Duration;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE small_schemas (
+    id        TEXT PRIMARY KEY,
+    body      TEXT NOT NULL,
+    sha256    TEXT NOT NULL,
+    stored_at TEXT NOT NULL
+);
+CREATE TABLE small_heads (
+    kind   TEXT NOT NULL,
+    id     TEXT NOT NULL,
+    latest BIGINT NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE TABLE small_versions (
+    kind      TEXT NOT NULL,
+    id        TEXT NOT NULL,
+    version   BIGINT NOT NULL,
+    schema_id TEXT,
+    body      TEXT NOT NULL,
+    sha256    TEXT NOT NULL,
+    resolved  TEXT,
+    stored_at TEXT NOT NULL,
+    PRIMARY KEY (kind, id, version)
+);
+CREATE TABLE small_lineage (
+    seq         BIGSERIAL PRIMARY KEY,
+    artifact_id TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    stored_at   TEXT NOT NULL,
+    UNIQUE (artifact_id, sha256)
+);
+CREATE TABLE small_lineage_edges (
+    child  TEXT NOT NULL,
+    parent TEXT NOT NULL,
+    PRIMARY KEY (child, parent)
+);
+CREATE INDEX small_lineage_edges_by_parent ON small_lineage_edges (parent, child);
+CREATE TABLE small_lifecycle (
+    artifact_id TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    type        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    stored_at   TEXT NOT NULL,
+    PRIMARY KEY (artifact_id, seq)
+);
+CREATE TABLE small_replay (
+    replay_id        TEXT PRIMARY KEY,
+    protocol_version TEXT NOT NULL,
+    lineage_json     TEXT NOT NULL,
+    lifecycle_json   TEXT NOT NULL,
+    created_at       TEXT NOT NULL
+);
+"#];
+
+/// Advisory lock key serialising migrations of concurrently starting servers.
+const MIGRATION_LOCK: i64 = 0x534d_414c_4c00;
+
+// Prepared statements, by index.
+const SCHEMA_GET: usize = 0;
+const SCHEMA_INSERT: usize = 1;
+const SCHEMA_LIST: usize = 2;
+const HEAD_CREATE: usize = 3;
+const HEAD_LOCK: usize = 4;
+const HEAD_GET: usize = 5;
+const VERSION_GET: usize = 6;
+const VERSION_INSERT: usize = 7;
+const HEAD_SET: usize = 8;
+const HEADS_LIST: usize = 9;
+const VERSIONS_LIST: usize = 10;
+const LINEAGE_FIND: usize = 11;
+const LINEAGE_INSERT: usize = 12;
+const EDGE_INSERT: usize = 13;
+const LINEAGE_FOR: usize = 14;
+const WALK_UP: usize = 15;
+const WALK_DOWN: usize = 16;
+const REACHES_DOWN: usize = 17;
+const LIFECYCLE_LOCK: usize = 18;
+const LIFECYCLE_EVENTS: usize = 19;
+const LIFECYCLE_INSERT: usize = 20;
+
+const SQL: &[&str] = &[
+    "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id = $1",
+    "INSERT INTO small_schemas (id, body, sha256, stored_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
+    "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id > $1 ORDER BY id LIMIT $2",
+    "INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, 0) ON CONFLICT (kind, id) DO NOTHING",
+    "SELECT latest FROM small_heads WHERE kind = $1 AND id = $2 FOR UPDATE",
+    "SELECT latest FROM small_heads WHERE kind = $1 AND id = $2",
+    "SELECT id, version, body, sha256, stored_at, resolved FROM small_versions WHERE kind = $1 AND id = $2 AND version = $3",
+    "INSERT INTO small_versions (kind, id, version, schema_id, body, sha256, resolved, stored_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    "INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, $3)
+     ON CONFLICT (kind, id) DO UPDATE SET latest = EXCLUDED.latest",
+    "SELECT v.id, v.version, v.body, v.sha256, v.stored_at, v.resolved
+     FROM small_heads h JOIN small_versions v ON v.kind = h.kind AND v.id = h.id AND v.version = h.latest
+     WHERE h.kind = $1 AND h.id > $2 ORDER BY h.id LIMIT $3",
+    "SELECT id, version, body, sha256, stored_at, resolved FROM small_versions
+     WHERE kind = $1 AND id = $2 AND version > $3 ORDER BY version LIMIT $4",
+    "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lineage WHERE artifact_id = $1 AND sha256 = $2",
+    "INSERT INTO small_lineage (artifact_id, body, sha256, stored_at) VALUES ($1, $2, $3, $4) RETURNING seq",
+    "INSERT INTO small_lineage_edges (child, parent) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lineage WHERE artifact_id = $1 ORDER BY seq",
+    "WITH RECURSIVE walk(node, depth) AS (
+        SELECT $1::TEXT, 0
+        UNION
+        SELECT e.parent, w.depth + 1 FROM walk w JOIN small_lineage_edges e ON e.child = w.node
+        WHERE w.depth < $2::INT
+     ),
+     best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
+     SELECT e.child, e.parent, b.depth FROM best a
+     JOIN small_lineage_edges e ON e.child = a.node
+     JOIN best b ON b.node = e.parent
+     WHERE a.depth < $2::INT",
+    "WITH RECURSIVE walk(node, depth) AS (
+        SELECT $1::TEXT, 0
+        UNION
+        SELECT e.child, w.depth + 1 FROM walk w JOIN small_lineage_edges e ON e.parent = w.node
+        WHERE w.depth < $2::INT
+     ),
+     best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
+     SELECT e.child, e.parent, b.depth FROM best a
+     JOIN small_lineage_edges e ON e.parent = a.node
+     JOIN best b ON b.node = e.child
+     WHERE a.depth < $2::INT",
+    "WITH RECURSIVE d(node) AS (
+        SELECT $1::TEXT
+        UNION
+        SELECT e.child FROM d JOIN small_lineage_edges e ON e.parent = d.node
+     ) SELECT 1::INT FROM d WHERE node = $2 LIMIT 1",
+    "SELECT pg_advisory_xact_lock(hashtextextended('small-lifecycle:' || $1::TEXT, 0))",
+    "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lifecycle WHERE artifact_id = $1 ORDER BY seq",
+    "INSERT INTO small_lifecycle (artifact_id, seq, type, body, sha256, stored_at) VALUES ($1, $2, $3, $4, $5, $6)",
+];
+
+struct Conn {
+    client: Client,
+    stmts: Vec<Statement>,
+}
+
+/// The PostgreSQL backend: a pool of connections with prepared statements.
+pub struct PgBackend {
+    url: String,
+    schema: Option<String>,
+    pool: Mutex<Vec<Conn>>,
+}
+
+/// Marker in backend error messages for failures worth retrying.
+const RETRYABLE: &str = "(retryable)";
+
+pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
+    let transient = matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE
+            || *c == SqlState::T_R_DEADLOCK_DETECTED
+            || *c == SqlState::UNIQUE_VIOLATION
+    );
+    let detail = match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    };
+    if transient {
+        StoreError::Backend(format!("postgres {RETRYABLE}: {detail}"))
+    } else {
+        StoreError::Backend(format!("postgres: {detail}"))
+    }
+}
+
+fn valid_schema_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+impl PgBackend {
+    /// Connects to `url` and runs the migrations. With `schema`, every table lives in that
+    /// PostgreSQL schema (created when missing), which isolates test runs sharing a database.
+    pub fn connect(url: &str, schema: Option<&str>) -> Result<Self> {
+        if let Some(s) = schema {
+            if !valid_schema_name(s) {
+                return Err(StoreError::Backend(format!(
+                    "invalid PostgreSQL schema name `{s}`"
+                )));
+            }
+        }
+        let backend = PgBackend {
+            url: url.to_string(),
+            schema: schema.map(str::to_string),
+            pool: Mutex::new(Vec::new()),
+        };
+        let mut client = backend.raw_client()?;
+        migrate(&mut client)?;
+        let conn = backend.prepare(client)?;
+        backend
+            .pool
+            .lock()
+            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
+            .push(conn);
+        Ok(backend)
+    }
+
+    pub(crate) fn raw_client(&self) -> Result<Client> {
+        let mut client = Client::connect(&self.url, NoTls).map_err(|e| {
+            StoreError::Backend(format!(
+                "cannot connect to PostgreSQL ({}): {e}",
+                redact(&self.url)
+            ))
+        })?;
+        if let Some(s) = &self.schema {
+            client
+                .batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s}"
+                ))
+                .map_err(pg_error)?;
+        }
+        Ok(client)
+    }
+
+    fn prepare(&self, mut client: Client) -> Result<Conn> {
+        let mut stmts = Vec::with_capacity(SQL.len());
+        for sql in SQL {
+            stmts.push(client.prepare(sql).map_err(pg_error)?);
+        }
+        Ok(Conn { client, stmts })
+    }
+
+    fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        let taken = self
+            .pool
+            .lock()
+            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
+            .pop();
+        let mut conn = match taken {
+            Some(c) if !c.client.is_closed() => c,
+            _ => {
+                let client = self.raw_client()?;
+                self.prepare(client)?
+            }
+        };
+        let out = f(&mut conn);
+        if !conn.client.is_closed() {
+            if let Ok(mut pool) = self.pool.lock() {
+                if pool.len() < 16 {
+                    pool.push(conn);
+                }
+            }
+        }
+        out
+    }
+
+    fn run<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>, retries: u32) -> Result<R> {
+        let mut attempt = 0;
+        loop {
+            let result = self.with_conn(|conn| {
+                let mut tx = conn.client.transaction().map_err(pg_error)?;
+                let out = f(&mut PgTx {
+                    tx: &mut tx,
+                    stmts: &conn.stmts,
+                })?;
+                tx.commit().map_err(pg_error)?;
+                Ok(out)
+            });
+            match result {
+                Err(StoreError::Backend(m)) if attempt < retries && m.contains(RETRYABLE) => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// The URL without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn migrate(client: &mut Client) -> Result<()> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(pg_error)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS small_store_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .map_err(pg_error)?;
+    let done: i64 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0)::BIGINT FROM small_store_migrations",
+            &[],
+        )
+        .map_err(pg_error)?
+        .get(0);
+    if done as usize > MIGRATIONS.len() {
+        return Err(StoreError::Backend(format!(
+            "the database was written by a newer version of small (schema version {done}, this build knows {})",
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done as usize) {
+        tx.batch_execute(sql).map_err(pg_error)?;
+        tx.execute(
+            "INSERT INTO small_store_migrations (version, applied_at) VALUES ($1, $2)",
+            &[&((i + 1) as i64), &crate::model::now_rfc3339()],
+        )
+        .map_err(pg_error)?;
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(())
+}
+
+impl Backend for PgBackend {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn read<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        self.run(f, 3)
+    }
+
+    fn write<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        self.run(f, 20)
+    }
+}
+
+struct PgTx<'a, 'b> {
+    tx: &'b mut postgres::Transaction<'a>,
+    stmts: &'b [Statement],
+}
+
+fn kind(t: Versioned) -> &'static str {
+    match t {
+        Versioned::Artifact => "artifact",
+        Versioned::Manifest => "manifest",
+    }
+}
+
+fn rec(row: &postgres::Row) -> Record {
+    Record {
+        id: row.get(0),
+        version: row.get::<_, i64>(1) as u64,
+        json: row.get(2),
+        sha256: row.get(3),
+        stored_at: row.get(4),
+        resolved: row.get(5),
+    }
+}
+
+impl PgTx<'_, '_> {
+    fn query(
+        &mut self,
+        q: usize,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>> {
+        self.tx.query(&self.stmts[q], params).map_err(pg_error)
+    }
+    fn execute(
+        &mut self,
+        q: usize,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<u64> {
+        self.tx.execute(&self.stmts[q], params).map_err(pg_error)
+    }
+    fn records(
+        &mut self,
+        q: usize,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Record>> {
+        Ok(self.query(q, params)?.iter().map(rec).collect())
+    }
+    fn record(
+        &mut self,
+        q: usize,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Option<Record>> {
+        Ok(self.records(q, params)?.into_iter().next())
+    }
+}
+
+impl Tx for PgTx<'_, '_> {
+    fn schema_get(&mut self, id: &str) -> Result<Option<Record>> {
+        self.record(SCHEMA_GET, &[&id])
+    }
+
+    fn schema_insert(&mut self, r: &Record) -> Result<bool> {
+        Ok(self.execute(SCHEMA_INSERT, &[&r.id, &r.json, &r.sha256, &r.stored_at])? == 1)
+    }
+
+    fn schema_list(&mut self, after: Option<&str>, limit: u32) -> Result<Vec<Record>> {
+        self.records(SCHEMA_LIST, &[&after.unwrap_or(""), &i64::from(limit)])
+    }
+
+    fn lock_head(&mut self, t: Versioned, id: &str) -> Result<u64> {
+        self.execute(HEAD_CREATE, &[&kind(t), &id])?;
+        let rows = self.query(HEAD_LOCK, &[&kind(t), &id])?;
+        Ok(rows.first().map(|r| r.get::<_, i64>(0)).unwrap_or(0) as u64)
+    }
+
+    fn latest_version(&mut self, t: Versioned, id: &str) -> Result<u64> {
+        let rows = self.query(HEAD_GET, &[&kind(t), &id])?;
+        Ok(rows.first().map(|r| r.get::<_, i64>(0)).unwrap_or(0) as u64)
+    }
+
+    fn version_get(&mut self, t: Versioned, id: &str, version: u64) -> Result<Option<Record>> {
+        self.record(VERSION_GET, &[&kind(t), &id, &(version as i64)])
+    }
+
+    fn version_insert(&mut self, t: Versioned, r: &Record, schema_id: Option<&str>) -> Result<()> {
+        let v = r.version as i64;
+        self.execute(
+            VERSION_INSERT,
+            &[
+                &kind(t),
+                &r.id,
+                &v,
+                &schema_id,
+                &r.json,
+                &r.sha256,
+                &r.resolved,
+                &r.stored_at,
+            ],
+        )?;
+        self.execute(HEAD_SET, &[&kind(t), &r.id, &v])?;
+        Ok(())
+    }
+
+    fn heads_list(&mut self, t: Versioned, after: Option<&str>, limit: u32) -> Result<Vec<Record>> {
+        self.records(
+            HEADS_LIST,
+            &[&kind(t), &after.unwrap_or(""), &i64::from(limit)],
+        )
+    }
+
+    fn versions_list(
+        &mut self,
+        t: Versioned,
+        id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Record>> {
+        self.records(
+            VERSIONS_LIST,
+            &[&kind(t), &id, &(after as i64), &i64::from(limit)],
+        )
+    }
+
+    fn lineage_find(&mut self, artifact_id: &str, sha256: &str) -> Result<Option<Record>> {
+        self.record(LINEAGE_FIND, &[&artifact_id, &sha256])
+    }
+
+    fn lineage_insert(&mut self, r: &Record, parents: &[String]) -> Result<u64> {
+        let rows = self.query(LINEAGE_INSERT, &[&r.id, &r.json, &r.sha256, &r.stored_at])?;
+        let seq: i64 = rows.first().map(|r| r.get(0)).unwrap_or(0);
+        for p in parents {
+            self.execute(EDGE_INSERT, &[&r.id, p])?;
+        }
+        Ok(seq as u64)
+    }
+
+    fn lineage_for(&mut self, artifact_id: &str) -> Result<Vec<Record>> {
+        self.records(LINEAGE_FOR, &[&artifact_id])
+    }
+
+    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Vec<(String, String, u32)>> {
+        let d = depth.min(i32::MAX as u32) as i32;
+        let rows = self.query(if up { WALK_UP } else { WALK_DOWN }, &[&id, &d])?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get::<_, i32>(2) as u32))
+            .collect())
+    }
+
+    fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool> {
+        Ok(!self.query(REACHES_DOWN, &[&id, &target])?.is_empty())
+    }
+
+    fn lifecycle_lock(&mut self, artifact_id: &str) -> Result<()> {
+        self.query(LIFECYCLE_LOCK, &[&artifact_id])?;
+        Ok(())
+    }
+
+    fn lifecycle_events(&mut self, artifact_id: &str) -> Result<Vec<Record>> {
+        self.records(LIFECYCLE_EVENTS, &[&artifact_id])
+    }
+
+    fn lifecycle_insert(&mut self, r: &Record, kind: &str) -> Result<()> {
+        self.execute(
+            LIFECYCLE_INSERT,
+            &[
+                &r.id,
+                &(r.version as i64),
+                &kind,
+                &r.json,
+                &r.sha256,
+                &r.stored_at,
+            ],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,64 @@
+//! Opening test stores on both backends.
+#![allow(dead_code)]
+
+use small_store::pg::PgBackend;
+use small_store::sqlite::SqliteBackend;
+use small_store::{PrimitiveStore, Store};
+use std::sync::Arc;
+
+/// The PostgreSQL URL for tests. Unset: a notice and `None` (the PostgreSQL tests skip), except
+/// in CI (`CI=true`), where a missing URL fails the test: the suite must really run there.
+pub fn pg_url() -> Option<String> {
+    match std::env::var("SMALL_TEST_POSTGRES_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            let ci = std::env::var("CI")
+                .map(|v| v == "true" || v == "1")
+                .unwrap_or(false);
+            if ci {
+                panic!("CI=true but SMALL_TEST_POSTGRES_URL is not set: the PostgreSQL suite must run in CI (source ci/postgres.sh)");
+            }
+            eprintln!("notice: SMALL_TEST_POSTGRES_URL is not set; skipping the PostgreSQL variant (run `source ci/postgres.sh`)");
+            None
+        }
+    }
+}
+
+/// A fresh, empty PostgreSQL schema name for one test.
+pub fn fresh_pg_schema(url: &str, test: &str) -> String {
+    let name = format!(
+        "t_{}_{}",
+        test.to_lowercase()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        std::process::id()
+    );
+    let name: String = name.chars().take(60).collect();
+    let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect to PostgreSQL");
+    c.batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+        .expect("drop test schema");
+    name
+}
+
+pub struct Harness {
+    pub store: Arc<dyn PrimitiveStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub fn sqlite(_test: &str) -> Option<Harness> {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::open(&dir.path().join("store.db")).unwrap();
+    Some(Harness {
+        store: Arc::new(Store::new(backend)),
+        _dir: Some(dir),
+    })
+}
+
+pub fn postgres(test: &str) -> Option<Harness> {
+    let url = pg_url()?;
+    let schema = fresh_pg_schema(&url, test);
+    let backend = PgBackend::connect(&url, Some(&schema)).unwrap();
+    Some(Harness {
+        store: Arc::new(Store::new(backend)),
+        _dir: None,
+    })
+}
