@@ -161,7 +161,12 @@ pub fn set_key(src: &str, map: &Node, key: &str, value: &NewValue) -> Result<Edi
         let col = column_of(src, e.key_span.start.offset as usize);
         let eol = eol_of(src);
         let text = render_block_value(value, col, eol);
-        let text = text.strip_suffix(eol).unwrap_or(&text).to_string();
+        // Keep the line break the old value ended with (block scalars include theirs).
+        let text = if src[..end].ends_with('\n') {
+            text
+        } else {
+            text.strip_suffix(eol).unwrap_or(&text).to_string()
+        };
         return Ok(Edit {
             range: colon..end,
             text,
