@@ -1,12 +1,142 @@
-//! `small accept` (under construction).
+//! `small accept intent|constraints`: a human accepts a draft into the canonical file.
 
+use super::draft::{check_artifact, draft_rel, open_scoped, render_plain};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+use small_core::progress::{NewEntry, TimestampRule};
+use small_core::txn::{Transaction, TxnError};
+use std::path::PathBuf;
 
-/// (under construction)
+/// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
+///
+/// This is the human's step: it replaces the canonical file with the reviewed draft and
+/// records a `meta/accept-intent` / `meta/accept-constraints` progress entry. A draft that is
+/// not a valid artifact is refused and nothing changes.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub kind: AcceptKind,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small accept` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum AcceptKind {
+    /// Accept .small-cache/drafts/intent.small.yml
+    Intent(AcceptArgs),
+    /// Accept .small-cache/drafts/constraints.small.yml
+    Constraints(AcceptArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AcceptArgs {
+    /// Directory containing .small/ (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace kinds to accept: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root")]
+    pub workspace: String,
+}
+
+fn txn_err(e: TxnError) -> CliError {
+    match e {
+        TxnError::Invalid(m) => CliError::invalid(m),
+        other => CliError::usage(other.to_string()),
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let (kind, a) = match args.kind {
+        AcceptKind::Intent(a) => (ArtifactKind::Intent, a),
+        AcceptKind::Constraints(a) => (ArtifactKind::Constraints, a),
+    };
+    let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
+    let draft = draft_rel(kind);
+    let target = format!("{SMALL_DIR}/{}", kind.file_name());
+    let bytes = match std::fs::read(root.join(&draft)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::invalid(format!(
+                "there is no draft to accept: {draft} does not exist\n  help: write one with `small draft {} --from <file>`",
+                kind.name()
+            )))
+        }
+        Err(e) => return Err(CliError::usage(format!("cannot read {draft}: {e}"))),
+    };
+    let errors: Vec<_> = check_artifact(kind, &bytes, &draft)
+        .into_iter()
+        .filter(|d| d.is_error())
+        .collect();
+    if !errors.is_empty() {
+        let list: Vec<String> = errors
+            .iter()
+            .map(|d| format!("  {}", render_plain(d).replace('\n', "\n  ")))
+            .collect();
+        return Err(CliError::invalid(format!(
+            "the draft {draft} is not a valid {}; nothing was changed:\n{}\n  help: fix the draft (or write a new one with `small draft {}`), then accept again",
+            kind.file_name(),
+            list.join("\n"),
+            kind.name()
+        )));
+    }
+
+    let mut txn = Transaction::begin(&root).map_err(txn_err)?;
+    let old = txn.read(&target).map_err(txn_err)?;
+    if old.as_deref() == Some(bytes.as_slice()) {
+        if !g.quiet {
+            println!("{target} already matches {draft}; nothing to accept");
+        }
+        return Ok(());
+    }
+    txn.write(target.clone(), bytes.clone());
+
+    // Keep workspace metadata's updated_at current, editing only that value.
+    let ws_rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
+    let now = small_core::timestamp::format_utc(small_core::progress::now());
+    if let Ok(src) = txn.read_string(&ws_rel) {
+        if let Ok(doc) = small_core::yaml::parse_str(&src, &small_core::yaml::Limits::default()) {
+            let edit = small_core::edit::set_key(
+                &src,
+                &doc.root,
+                "updated_at",
+                &small_core::edit::NewValue::Scalar(small_core::edit::quote(&now)),
+            );
+            if let Ok(e) = edit {
+                if let Ok(updated) = small_core::edit::apply(&src, vec![e]) {
+                    txn.write(ws_rel, updated.into_bytes());
+                }
+            }
+        }
+    }
+
+    let entry = NewEntry::new(format!("meta/accept-{}", kind.name()), Some("completed"))
+        .field(
+            "evidence",
+            format!("Accepted draft {} from {draft}", kind.name()),
+        )
+        .field("notes", format!("small accept {}", kind.name()));
+    let appended = txn
+        .append_progress(&entry, &TimestampRule::Now)
+        .map_err(txn_err)?;
+    txn.commit().map_err(txn_err)?;
+
+    if !g.quiet {
+        let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+        match &old {
+            Some(o) => println!(
+                "Accepted {draft} into {target} (replaced {} lines with {})",
+                lines(o),
+                lines(&bytes)
+            ),
+            None => println!(
+                "Accepted {draft} into {target} (new file, {} lines)",
+                lines(&bytes)
+            ),
+        }
+        println!(
+            "Recorded progress entry meta/accept-{} at {}",
+            kind.name(),
+            appended.timestamp
+        );
+    }
+    Ok(())
 }

@@ -1,12 +1,162 @@
-//! `small draft` (under construction).
+//! `small draft intent|constraints`: propose a new human-owned artifact for review.
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::consts::{ArtifactKind, CACHE_DIR};
+use small_core::diag::Diagnostic;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
-/// (under construction)
+/// Propose a new intent.small.yml or constraints.small.yml for a human to review.
+///
+/// Agents must not edit the human-owned files. Instead they write a draft, which is kept in
+/// `.small-cache/drafts/` (outside `.small/`), and a human accepts it with `small accept`.
+/// The draft is checked against the artifact's schema; problems are reported (and would
+/// stop `small accept`), but the draft is saved so it can be reviewed and fixed.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub kind: DraftKind,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small draft` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum DraftKind {
+    /// Draft a new intent.small.yml
+    Intent(DraftArgs),
+    /// Draft a new constraints.small.yml
+    Constraints(DraftArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DraftArgs {
+    /// File with the proposed content, or `-` / `stdin` to read standard input
+    #[arg(long, value_name = "PATH|-")]
+    pub from: String,
+    /// Directory containing .small/ (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace kinds to accept: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root")]
+    pub workspace: String,
+}
+
+/// Workspace-relative path of the draft for `kind`.
+pub(crate) fn draft_rel(kind: ArtifactKind) -> String {
+    format!("{CACHE_DIR}/drafts/{}", kind.file_name())
+}
+
+/// Locate the workspace and enforce `--workspace`.
+pub(crate) fn open_scoped(dir: Option<&Path>, scope: &str) -> Result<PathBuf, CliError> {
+    use small_core::workspace::{locate, LoadOptions, Scope, Workspace};
+    let scope: Scope = scope.parse().map_err(CliError::usage)?;
+    let loc = locate(dir).map_err(|e| CliError::usage(render_plain(&e.to_diagnostic())))?;
+    let root = loc.root.clone();
+    if scope != Scope::Any {
+        let ws = Workspace::load(loc, &LoadOptions::only(&[]));
+        let mut problems = ws.diagnostics.clone();
+        problems.extend(ws.check_scope(scope));
+        if let Some(d) = problems.iter().find(|d| d.is_error()) {
+            return Err(CliError::invalid(render_plain(d)));
+        }
+    }
+    Ok(root)
+}
+
+/// A diagnostic on one or two lines, for error messages.
+pub(crate) fn render_plain(d: &Diagnostic) -> String {
+    let mut s = String::new();
+    if let Some(f) = &d.file {
+        s.push_str(f);
+        if let Some(sp) = &d.span {
+            s.push_str(&format!(":{}:{}", sp.start.line, sp.start.column));
+        }
+        s.push_str(": ");
+    }
+    s.push_str(&format!("[{}] {}", d.code, d.message));
+    if let Some(h) = &d.help {
+        s.push_str(&format!("\n  help: {h}"));
+    }
+    s
+}
+
+/// Parses `bytes` as `kind` and validates it against the embedded schema. `rel` names the
+/// file in diagnostics.
+pub(crate) fn check_artifact(kind: ArtifactKind, bytes: &[u8], rel: &str) -> Vec<Diagnostic> {
+    use small_core::schemas::{SchemaSet, Target};
+    let limits = small_core::yaml::Limits::default();
+    match small_core::workspace::parse_artifact(bytes, rel, &limits) {
+        Err(d) => vec![*d],
+        Ok(doc) => small_core::validate::validate_document(
+            &SchemaSet::embedded(),
+            Target::Artifact(kind),
+            rel,
+            &doc,
+        ),
+    }
+}
+
+fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
+    let v = from.trim();
+    if v == "-" || v.eq_ignore_ascii_case("stdin") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| CliError::usage(format!("cannot read standard input: {e}")))?;
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            return Err(CliError::usage(
+                "standard input is empty; there is no draft to save",
+            ));
+        }
+        return Ok(buf);
+    }
+    let bytes = std::fs::read(v).map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(CliError::usage(format!(
+            "{v} is empty; there is no draft to save"
+        )));
+    }
+    Ok(bytes)
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let (kind, a) = match args.kind {
+        DraftKind::Intent(a) => (ArtifactKind::Intent, a),
+        DraftKind::Constraints(a) => (ArtifactKind::Constraints, a),
+    };
+    let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
+    let bytes = read_source(&a.from)?;
+    let rel = draft_rel(kind);
+    let problems = check_artifact(kind, &bytes, &rel);
+    let path = root.join(&rel);
+    let existed = path.exists();
+    small_core::txn::atomic_write(&path, &bytes)
+        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    if !g.quiet {
+        println!(
+            "{} draft {rel} ({} bytes) for .small/{}",
+            if existed { "Replaced the" } else { "Saved the" },
+            bytes.len(),
+            kind.file_name()
+        );
+    }
+    let errors: Vec<&Diagnostic> = problems.iter().filter(|d| d.is_error()).collect();
+    if errors.is_empty() {
+        if !g.quiet {
+            println!(
+                "The draft is a valid {}. A human reviews it, then runs: small accept {}",
+                kind.file_name(),
+                kind.name()
+            );
+        }
+    } else {
+        eprintln!(
+            "warning: the draft has {} problem(s); `small accept {}` will refuse it until they are fixed:",
+            errors.len(),
+            kind.name()
+        );
+        for d in errors {
+            eprintln!("  {}", render_plain(d).replace('\n', "\n  "));
+        }
+    }
+    Ok(())
 }

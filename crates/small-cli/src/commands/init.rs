@@ -1,12 +1,363 @@
-//! `small init` (under construction).
+//! `small init`: create a SMALL workspace.
 
+use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::agents::{compose, ComposeError, Composed, Request};
+use small_core::consts::{
+    ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
+    PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
+};
+use small_core::progress::{NewEntry, TimestampRule};
+use small_core::templates;
+use small_core::txn::Transaction;
+use std::path::{Path, PathBuf};
 
-/// (under construction)
+/// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md.
+///
+/// Writes intent, constraints, plan, progress (with a `meta/init` entry), handoff and
+/// workspace metadata from templates; adds `.small-cache/`, `.small-runs/` and
+/// `.small-archive/` to .gitignore; and puts the SMALL harness block in AGENTS.md:
+///
+/// - no AGENTS.md: it is created with the block;
+/// - AGENTS.md with a block: the block is replaced in place;
+/// - AGENTS.md without a block: choose --agents-mode append|prepend, --overwrite-agents or
+///   --no-agents (without one of them init stops before writing anything).
+///
+/// The workspace kind is `examples` when the directory lies under an `examples/` directory
+/// of a repository (a directory with `.git` or `.small`), else `repo-root`.
+/// Everything is written in one transaction: all of it, or nothing.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The project intent to write into intent.small.yml
+    #[arg(long, value_name = "TEXT")]
+    pub intent: Option<String>,
+    /// Overwrite the files of an existing .small/ (its progress history is replaced too)
+    #[arg(long)]
+    pub force: bool,
+    /// Directory to create the workspace in (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Do not create or change AGENTS.md
+    #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
+    pub no_agents: bool,
+    /// Replace an existing AGENTS.md entirely with the harness block
+    #[arg(long, conflicts_with = "agents_mode")]
+    pub overwrite_agents: bool,
+    /// Where to add the harness block in an AGENTS.md that has no block yet
+    #[arg(long, value_enum, ignore_case = true)]
+    pub agents_mode: Option<ModeArg>,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small init` is not implemented yet"))
+/// The workspace root for a `--dir` value: the directory itself, or its parent when the
+/// value names the `.small` directory. Absolute.
+pub(crate) fn workspace_root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+    let base = match dir {
+        Some(d) if d.is_absolute() => d.to_path_buf(),
+        Some(d) => cwd.join(d),
+        None => cwd,
+    };
+    let base = normalize_lexically(&base);
+    if base.file_name().is_some_and(|n| n == SMALL_DIR) {
+        if let Some(parent) = base.parent() {
+            return Ok(parent.to_path_buf());
+        }
+    }
+    Ok(base)
+}
+
+/// Removes `.` and resolves `..` without touching the file system.
+fn normalize_lexically(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `examples` when `root` lies below an `examples/` directory whose parent is a repository
+/// (holds `.git` or `.small`); `repo-root` otherwise. Returns the repository found.
+pub(crate) fn detect_kind(root: &Path) -> (&'static str, Option<PathBuf>) {
+    let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut cur = real.parent();
+    while let Some(dir) = cur {
+        if dir.file_name().is_some_and(|n| n == "examples") {
+            if let Some(repo) = dir.parent() {
+                if repo.join(".git").exists() || repo.join(SMALL_DIR).is_dir() {
+                    return (KIND_EXAMPLES, Some(repo.to_path_buf()));
+                }
+            }
+        }
+        cur = dir.parent();
+    }
+    (KIND_REPO_ROOT, None)
+}
+
+/// Lines `init` adds to .gitignore.
+const GITIGNORE_LINES: [&str; 3] = [CACHE_DIR, RUNS_DIR, ARCHIVE_DIR];
+
+/// The new .gitignore content and the lines added, or `None` when nothing is missing.
+fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)> {
+    let text = existing.unwrap_or("");
+    let present: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim().trim_end_matches('/'))
+        .collect();
+    let missing: Vec<String> = GITIGNORE_LINES
+        .iter()
+        .filter(|l| {
+            !present
+                .iter()
+                .any(|p| p == *l || p.trim_start_matches('/') == **l)
+        })
+        .map(|l| format!("{l}/"))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    for l in &missing {
+        out.push_str(l);
+        out.push('\n');
+    }
+    Some((out, missing))
+}
+
+fn txn_err(e: small_core::txn::TxnError) -> CliError {
+    match e {
+        small_core::txn::TxnError::Invalid(m) => CliError::invalid(m),
+        other => CliError::usage(other.to_string()),
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let root = workspace_root(args.dir.as_deref())?;
+    let small_dir = root.join(SMALL_DIR);
+    if small_dir.exists() && !small_dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "{} exists and is not a directory",
+            small_dir.display()
+        )));
+    }
+    let existed = small_dir.is_dir();
+    if existed && !args.force {
+        return Err(CliError::invalid(format!(
+            "a SMALL workspace already exists in {} ; nothing was changed.\n\
+             help: `small init --force` overwrites its files, including the progress history",
+            root.display()
+        )));
+    }
+    if root.exists() && !root.is_dir() {
+        return Err(CliError::usage(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+
+    // Decide about AGENTS.md before writing anything, so a refusal leaves no half workspace.
+    let agents_plan: Option<Composed> = if args.no_agents {
+        None
+    } else {
+        let path = agents::target_path(Some(&root), None)?;
+        let existing = agents::read_target(&path)?;
+        let request = if args.overwrite_agents {
+            Request::Overwrite
+        } else if let Some(m) = args.agents_mode {
+            Request::Mode(m.into())
+        } else {
+            Request::Default
+        };
+        match compose(existing.as_deref(), request) {
+            Ok(c) => Some(c),
+            Err(ComposeError::NeedsMode) => {
+                return Err(CliError::invalid(format!(
+                    "{}\n(no workspace was created)",
+                    agents::needs_mode_message(AGENTS_FILE, true)
+                )))
+            }
+            Err(ComposeError::Malformed(e)) => {
+                return Err(CliError::invalid(agents::malformed_message(
+                    AGENTS_FILE,
+                    &e,
+                    true,
+                )))
+            }
+        }
+    };
+
+    std::fs::create_dir_all(&small_dir)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", small_dir.display())))?;
+    let mut txn = Transaction::begin(&root).map_err(txn_err)?;
+
+    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
+    let note = |k: ArtifactKind| match k {
+        ArtifactKind::Intent => "human-owned: what the project is for",
+        ArtifactKind::Constraints => "human-owned: rules every change must respect",
+        ArtifactKind::Plan => "agent-owned: tasks (one placeholder task-1)",
+        ArtifactKind::Progress => "agent-owned, append-only: starts with the meta/init entry",
+        ArtifactKind::Handoff => "the resume point",
+    };
+
+    let base = templates::base_artifacts(args.intent.as_deref());
+    for f in &base {
+        let r = rel(f.name);
+        let was = txn.exists(&r);
+        txn.write(r.clone(), f.content.clone().into_bytes());
+        let kind = ArtifactKind::ALL
+            .into_iter()
+            .find(|k| k.file_name() == f.name);
+        report.push((r, was, kind.map(note).unwrap_or_default().to_string()));
+    }
+    let content_of = |name: &str| {
+        base.iter()
+            .find(|f| f.name == name)
+            .map(|f| f.content.as_bytes())
+            .unwrap_or_default()
+    };
+    let replay_id = small_core::replayid::auto_replay_id(
+        content_of(ArtifactKind::Intent.file_name()),
+        content_of(ArtifactKind::Plan.file_name()),
+        Some(content_of(ArtifactKind::Constraints.file_name())),
+    );
+    let handoff_rel = rel(ArtifactKind::Handoff.file_name());
+    let was = txn.exists(&handoff_rel);
+    txn.write(
+        handoff_rel.clone(),
+        templates::bootstrap_handoff(&replay_id).into_bytes(),
+    );
+    report.push((
+        handoff_rel,
+        was,
+        format!("the resume point (replayId {}…)", &replay_id[..12]),
+    ));
+
+    let (kind, repo) = detect_kind(&root);
+    let now = small_core::timestamp::format_utc(small_core::progress::now());
+    let ws_rel = rel(WORKSPACE_FILE);
+    let was = txn.exists(&ws_rel);
+    txn.write(
+        ws_rel.clone(),
+        templates::workspace(kind, &now).into_bytes(),
+    );
+    let kind_note = match &repo {
+        Some(r) => format!("kind: {kind} (under {}/examples/)", r.display()),
+        None => format!("kind: {kind}"),
+    };
+    report.push((ws_rel, was, kind_note));
+
+    let gitignore = txn.read(".gitignore").map_err(txn_err)?;
+    let gitignore_text = gitignore.map(|b| String::from_utf8_lossy(&b).into_owned());
+    let gitignore_added = match gitignore_update(gitignore_text.as_deref()) {
+        Some((text, added)) => {
+            txn.write(".gitignore", text.into_bytes());
+            Some((gitignore_text.is_some(), added))
+        }
+        None => None,
+    };
+
+    // AGENTS.md joins the transaction, unless it is a symbolic link: then the file it points
+    // to is replaced after the commit.
+    let agents_is_link =
+        std::fs::symlink_metadata(root.join(AGENTS_FILE)).is_ok_and(|m| m.file_type().is_symlink());
+    if let Some(c) = &agents_plan {
+        if c.action.writes() && !agents_is_link {
+            txn.write(AGENTS_FILE, c.text.clone().into_bytes());
+        }
+    }
+
+    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
+        .field("evidence", templates::INIT_EVIDENCE)
+        .field("notes", templates::init_notes(&root.display().to_string()))
+        .field("command", "small init");
+    txn.append_progress(&entry, &TimestampRule::Now)
+        .map_err(txn_err)?;
+    txn.commit().map_err(txn_err)?;
+
+    if let Some(c) = &agents_plan {
+        if c.action.writes() && agents_is_link {
+            let path = agents::target_path(Some(&root), None)?;
+            small_core::txn::atomic_write(&path, c.text.as_bytes())
+                .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+        }
+    }
+
+    if g.quiet {
+        return Ok(());
+    }
+    println!(
+        "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
+        if existed {
+            "Re-initialized the"
+        } else {
+            "Initialized a"
+        },
+        small_dir.display()
+    );
+    println!();
+    let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (path, was, note) in &report {
+        let verb = if *was { "overwrote" } else { "created  " };
+        println!("  {verb} {path:<width$}  {note}");
+    }
+    if let Some((had, added)) = &gitignore_added {
+        println!(
+            "  {} .gitignore: added {}",
+            if *had { "updated  " } else { "created  " },
+            added.join(", ")
+        );
+    }
+    match &agents_plan {
+        None => println!("  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
+    }
+    println!();
+    println!("Next:");
+    println!(
+        "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
+    );
+    println!("     .small/constraints.small.yml (agents must not edit these two files).");
+    println!("  2. small plan --add \"<first task>\"");
+    println!("  3. small check --strict");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gitignore_adds_only_missing_lines() {
+        let (text, added) = gitignore_update(Some("target\n.small-cache/\n")).unwrap();
+        assert_eq!(added, vec![".small-runs/", ".small-archive/"]);
+        assert_eq!(
+            text,
+            "target\n.small-cache/\n.small-runs/\n.small-archive/\n"
+        );
+        assert!(gitignore_update(Some(".small-cache\n/.small-runs/\n.small-archive/")).is_none());
+        let (text, _) = gitignore_update(Some("x")).unwrap();
+        assert!(text.starts_with("x\n"));
+    }
+
+    #[test]
+    fn dot_small_dir_means_its_parent() {
+        let r = workspace_root(Some(Path::new("/tmp/proj/.small"))).unwrap();
+        assert_eq!(r, PathBuf::from("/tmp/proj"));
+        let r = workspace_root(Some(Path::new("/tmp/proj/./a/.."))).unwrap();
+        assert_eq!(r, PathBuf::from("/tmp/proj"));
+    }
 }

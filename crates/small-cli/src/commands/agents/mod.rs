@@ -1,12 +1,189 @@
-//! `small agents` (under construction).
+//! `small agents`: manage the SMALL harness block in AGENTS.md (never touches `.small/`).
+
+pub mod apply;
+pub mod check;
+pub mod print;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::agents::{find_block, Action, ComposeMode, Composed};
+use small_core::consts::{harness_begin_marker, harness_end_marker, AGENTS_FILE};
+use std::path::{Path, PathBuf};
 
-/// (under construction)
+/// Manage the SMALL harness block in AGENTS.md.
+///
+/// The block is the part of AGENTS.md between
+/// `<!-- BEGIN SMALL HARNESS v1.0.0 -->` and `<!-- END SMALL HARNESS v1.0.0 -->`. These
+/// commands change only that block (or create the file); everything outside it is left
+/// byte-for-byte as it was. They never read or write `.small/`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small agents` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    Apply(apply::Args),
+    Check(check::Args),
+    Print(print::Args),
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    match args.command {
+        Sub::Apply(a) => apply::run(a, g),
+        Sub::Check(a) => check::run(a, g),
+        Sub::Print(a) => print::run(a, g),
+    }
+}
+
+/// `--agents-mode` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Add the block after the existing content
+    Append,
+    /// Add the block before the existing content
+    Prepend,
+}
+
+impl From<ModeArg> for ComposeMode {
+    fn from(m: ModeArg) -> ComposeMode {
+        match m {
+            ModeArg::Append => ComposeMode::Append,
+            ModeArg::Prepend => ComposeMode::Prepend,
+        }
+    }
+}
+
+/// The file to work on: `dir` (default: current directory) joined with `file` (default
+/// AGENTS.md; an absolute `file` is used as is). A symbolic link is followed, so writing
+/// replaces the file it points to instead of the link.
+pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<PathBuf, CliError> {
+    let base = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+    };
+    let path = base.join(file.unwrap_or(AGENTS_FILE));
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(&path) {
+            Ok(real) => Ok(real),
+            // A dangling link: write where it points if we can tell, else at the link.
+            Err(_) => match std::fs::read_link(&path) {
+                Ok(t) if t.is_absolute() => Ok(t),
+                Ok(t) => Ok(path.parent().map(|p| p.join(&t)).unwrap_or(t)),
+                Err(_) => Ok(path),
+            },
+        },
+        _ => Ok(path),
+    }
+}
+
+/// Reads the target: `Ok(None)` if it does not exist.
+pub(crate) fn read_target(path: &Path) -> Result<Option<String>, CliError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            CliError::invalid(format!(
+                "{} is not valid UTF-8 text; SMALL will not edit it",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(CliError::usage(format!(
+            "{} is a directory, not a file",
+            path.display()
+        ))),
+        Err(e) => Err(CliError::usage(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The guidance printed when a file has content but no block and no mode was given.
+pub(crate) fn needs_mode_message(file_name: &str, for_init: bool) -> String {
+    let overwrite = if for_init {
+        "  --overwrite-agents        replace the whole file with the block".to_string()
+    } else {
+        "  --force, -f               replace the whole file with the block (same as --overwrite-agents)"
+            .to_string()
+    };
+    let skip = if for_init {
+        "\n  --no-agents               leave AGENTS.md alone"
+    } else {
+        ""
+    };
+    format!(
+        "{file_name} already exists and has no SMALL harness block; nothing was changed.\n\
+         Choose how to add the block:\n\
+         \x20 --agents-mode append      add it after your content (your content stays as it is)\n\
+         \x20 --agents-mode prepend     add it before your content (your content stays as it is)\n\
+         {overwrite}{skip}"
+    )
+}
+
+/// The message for malformed markers.
+pub(crate) fn malformed_message(
+    file_name: &str,
+    err: &dyn std::fmt::Display,
+    for_init: bool,
+) -> String {
+    let overwrite = if for_init {
+        "--overwrite-agents"
+    } else {
+        "--force"
+    };
+    format!(
+        "{file_name}: malformed SMALL harness markers: {err}\n\
+         help: keep exactly one `{}` line and one `{}` line (in that order), or replace the \
+         whole file with {overwrite}; nothing was changed",
+        harness_begin_marker(),
+        harness_end_marker()
+    )
+}
+
+/// One line saying what composing did to the file (past tense, or conditional for dry runs).
+pub(crate) fn describe(composed: &Composed, file_name: &str, dry_run: bool) -> String {
+    let lines = find_block(&composed.text)
+        .ok()
+        .flatten()
+        .map(|b| format!(" (lines {}-{})", b.begin_line, b.end_line))
+        .unwrap_or_default();
+    let version = small_core::consts::PROTOCOL_VERSION;
+    let (verb_done, verb_would) = match composed.action {
+        Action::Created => ("Created", "Would create"),
+        Action::Replaced => ("Replaced", "Would replace"),
+        Action::Unchanged => ("", ""),
+        Action::Appended => ("Appended", "Would append"),
+        Action::Prepended => ("Prepended", "Would prepend"),
+        Action::Overwritten => ("Overwrote", "Would overwrite"),
+    };
+    let verb = if dry_run { verb_would } else { verb_done };
+    match composed.action {
+        Action::Created => format!("{verb} {file_name} with the SMALL harness block v{version}{lines}"),
+        Action::Replaced => {
+            let upgrade = match composed.previous_version.as_deref() {
+                Some(v) if v != version => format!(", upgrading it from v{v} to v{version}"),
+                _ => String::new(),
+            };
+            format!(
+                "{verb} the SMALL harness block in {file_name}{lines}{upgrade}; content outside the block is unchanged"
+            )
+        }
+        Action::Unchanged => format!("{file_name} already has the current SMALL harness block; nothing to change"),
+        Action::Appended => format!(
+            "{verb} the SMALL harness block to {file_name}{lines}, after the existing content (which is unchanged)"
+        ),
+        Action::Prepended => format!(
+            "{verb} the SMALL harness block to {file_name}{lines}, before the existing content (which is unchanged)"
+        ),
+        Action::Overwritten => format!(
+            "{verb} {file_name}: the whole file is now the SMALL harness block v{version}"
+        ),
+    }
+}
+
+/// The display name of a target: the `--file` value or AGENTS.md.
+pub(crate) fn display_name(file: Option<&str>) -> String {
+    file.unwrap_or(AGENTS_FILE).to_string()
 }

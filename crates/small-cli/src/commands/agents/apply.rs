@@ -1,0 +1,120 @@
+//! `small agents apply`: create or update the SMALL harness block.
+
+use super::{
+    describe, display_name, malformed_message, needs_mode_message, read_target, target_path,
+    ModeArg,
+};
+use crate::error::{CliError, CmdResult};
+use crate::GlobalArgs;
+use small_core::agents::{compose, Action, ComposeError, Request};
+use std::path::PathBuf;
+
+/// Write or update the SMALL harness block in AGENTS.md.
+///
+/// - no file: it is created with the block;
+/// - a file with a block: the block is replaced in place (no flag needed);
+/// - a file with content but no block: say where the block goes with `--agents-mode
+///   append|prepend`, or replace the whole file with `--force`/`--overwrite-agents`;
+/// - malformed markers (two blocks, a lone marker, versions that disagree): an error, and
+///   nothing is written.
+///
+/// Content outside the block is never changed. `.small/` is never touched.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  small agents apply\n  small agents apply --agents-mode append\n  \
+small agents apply --dry-run\n  small agents apply --file CLAUDE.md --agents-mode prepend"
+)]
+pub struct Args {
+    /// Directory holding the file (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// File to manage, relative to --dir (default: AGENTS.md)
+    #[arg(long, value_name = "NAME")]
+    pub file: Option<String>,
+    /// Where to add the block in a file that has content but no block
+    #[arg(long, value_enum, ignore_case = true, conflicts_with_all = ["overwrite_agents", "force"])]
+    pub agents_mode: Option<ModeArg>,
+    /// Replace the whole file with the block
+    #[arg(long)]
+    pub overwrite_agents: bool,
+    /// Same as --overwrite-agents
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// Show what would change (a diff) without writing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the resulting file to stdout without writing (implies --dry-run)
+    #[arg(long)]
+    pub print: bool,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let path = target_path(args.dir.as_deref(), args.file.as_deref())?;
+    let name = display_name(args.file.as_deref());
+    let existing = read_target(&path)?;
+    let request = if args.force || args.overwrite_agents {
+        Request::Overwrite
+    } else if let Some(m) = args.agents_mode {
+        Request::Mode(m.into())
+    } else {
+        Request::Default
+    };
+    let composed = match compose(existing.as_deref(), request) {
+        Ok(c) => c,
+        Err(ComposeError::NeedsMode) => {
+            return Err(CliError::invalid(needs_mode_message(&name, false)))
+        }
+        Err(ComposeError::Malformed(e)) => {
+            return Err(CliError::invalid(malformed_message(&name, &e, false)))
+        }
+    };
+
+    if args.print {
+        print!("{}", composed.text);
+        return Ok(());
+    }
+    if args.dry_run {
+        if !g.quiet {
+            if composed.action == Action::Unchanged {
+                println!("{}", describe(&composed, &name, true));
+            } else {
+                println!(
+                    "Dry run: {} (nothing written)",
+                    describe(&composed, &name, true)
+                );
+                print!(
+                    "{}",
+                    unified_diff(existing.as_deref().unwrap_or(""), &composed.text, &name)
+                );
+            }
+        }
+        return Ok(());
+    }
+    if composed.action.writes() {
+        small_core::txn::atomic_write(&path, composed.text.as_bytes())
+            .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if !g.quiet {
+        println!("{}", describe(&composed, &name, false));
+    }
+    Ok(())
+}
+
+/// A unified diff of the change, with a few lines of context.
+pub(crate) fn unified_diff(old: &str, new: &str, name: &str) -> String {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = String::new();
+    let a = format!("{name} (current)");
+    let b = format!("{name} (after apply)");
+    out.push_str(
+        &diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&a, &b)
+            .to_string(),
+    );
+    if !out.ends_with('\n') && !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}

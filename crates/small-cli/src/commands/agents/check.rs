@@ -1,0 +1,113 @@
+//! `small agents check`: read-only check of the harness block.
+
+use super::{display_name, read_target, target_path};
+use crate::error::{CliError, CmdResult, EXIT_INVALID};
+use crate::GlobalArgs;
+use small_core::agents::{check, CheckOptions, CheckReport};
+use std::path::PathBuf;
+
+/// Check the SMALL harness block in AGENTS.md (read-only; writes nothing).
+///
+/// Fails (exit 1) when the file is missing (unless --allow-missing), when the markers are
+/// malformed (two blocks, a lone marker, versions that disagree), when the block's version is
+/// not this protocol version, or when the block is empty. With --strict it also fails when
+/// the file has no block, or when the block differs from the one `small agents apply`
+/// writes (drift). Exit 2 for a bad command line or an unreadable file.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Directory holding the file (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// File to check, relative to --dir (default: AGENTS.md)
+    #[arg(long, value_name = "NAME")]
+    pub file: Option<String>,
+    /// A missing file passes
+    #[arg(long)]
+    pub allow_missing: bool,
+    /// Also fail when the file has no block or the block has drifted
+    #[arg(long)]
+    pub strict: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text", ignore_case = true)]
+    pub format: Format,
+    /// Same as --format json
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let path = target_path(args.dir.as_deref(), args.file.as_deref())?;
+    let name = display_name(args.file.as_deref());
+    let content = read_target(&path)?;
+    let report = check(
+        content.as_deref(),
+        &name,
+        &path.display().to_string(),
+        CheckOptions {
+            allow_missing: args.allow_missing,
+            strict: args.strict,
+        },
+    );
+    if args.json || args.format == Format::Json {
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::usage(format!("cannot render the report: {e}")))?;
+        println!("{json}");
+    } else if report.failed {
+        eprint!("{}", render_text(&report));
+    } else if !g.quiet {
+        print!("{}", render_text(&report));
+    }
+    if report.failed {
+        Err(CliError::silent(EXIT_INVALID))
+    } else {
+        Ok(())
+    }
+}
+
+fn render_text(r: &CheckReport) -> String {
+    let mut out = String::new();
+    let status = if r.has_file { "exists" } else { "missing" };
+    out.push_str(&format!("file:      {} ({status})\n", r.file_path));
+    if r.has_block {
+        let lines = r
+            .block_lines
+            .map(|[a, b]| format!(", lines {a}-{b}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "block:     v{}{lines}\n",
+            r.block_version.as_deref().unwrap_or("?")
+        ));
+        out.push_str(&format!(
+            "structure: {}\n",
+            if r.block_valid { "valid" } else { "invalid" }
+        ));
+        out.push_str(&format!(
+            "drift:     {}\n",
+            if r.has_drift {
+                "yes, the block differs from the canonical one"
+            } else {
+                "none"
+            }
+        ));
+    } else if r.has_file {
+        out.push_str("block:     none\n");
+    }
+    if let Some(e) = &r.error {
+        out.push_str(&format!("error:     {e}\n"));
+    }
+    if let Some(h) = &r.recommendation {
+        out.push_str(&format!("help:      {h}\n"));
+    }
+    out.push_str(if r.failed {
+        "result:    FAILED\n"
+    } else {
+        "result:    ok\n"
+    });
+    out
+}
