@@ -1,12 +1,132 @@
-//! `small archive` (under construction).
+//! `small archive`: keep a run's artifacts with hashes that prove they are intact, and
+//! `small archive verify` to check them later.
 
+use std::path::PathBuf;
+
+use crate::commands::run::{print_json, to_cli, warn_all};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::archive::{self, ArchiveOptions, FileState};
+use small_core::runs;
 
-/// (under construction)
+/// Archive the current run for lineage retention, or verify an archive.
+///
+/// `small archive` copies the canonical artifacts and workspace.small.yml from .small/ into
+/// `.small-archive/<replayId>/` (or --out) together with `archive.small.yml`, which records
+/// the protocol version, the time, the source directory, the replay ID and the SHA-256 of
+/// every file. The handoff must carry a replayId (run `small handoff` first). Archives are
+/// written in one step and never modified: archiving the same state again changes nothing,
+/// and a different archive at the same place is replaced only with --force.
+///
+/// `small archive verify <PATH>` re-hashes an archive and reports every file that changed,
+/// is missing, or is not in the manifest (exit code 1 if any).
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+    /// Directory containing .small/ (or the .small directory itself)
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Output directory [default: .small-archive/<replayId>]
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Files of .small/ to include, comma-separated or repeated [default: all canonical
+    /// artifacts and workspace.small.yml]
+    #[arg(long, value_delimiter = ',', value_name = "FILES")]
+    pub include: Vec<String>,
+    /// Replace an existing, different archive at the output directory
+    #[arg(long)]
+    pub force: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small archive` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    Verify(VerifyArgs),
+}
+
+/// Re-hash an archive and report any file that changed, is missing or was added.
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// The archive directory (the one holding archive.small.yml)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if let Some(Sub::Verify(v)) = args.command {
+        return verify(v, g);
+    }
+    if args.out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
+        return Err(CliError::usage("--out needs a directory path"));
+    }
+    let root = runs::workspace_root(&args.dir);
+    let opts = ArchiveOptions {
+        out: args.out,
+        include: if args.include.is_empty() { None } else { Some(args.include) },
+        force: args.force,
+    };
+    let r = archive::create(&root, &opts).map_err(to_cli)?;
+    warn_all(&r.warnings);
+    if args.json {
+        return print_json(&r);
+    }
+    if g.quiet {
+        return Ok(());
+    }
+    let short = runs::short_id(&r.replay_id, 16);
+    if r.unchanged {
+        println!("Archive of run {short} at {} is already up to date ({} files)", r.dir.display(), r.files.len());
+    } else {
+        let verb = if r.replaced { "Replaced the archive" } else { "Archived" };
+        println!("{verb} {} files of run {short} to {}", r.files.len(), r.dir.display());
+    }
+    for f in &r.files {
+        println!("  {}  {}", &f.sha256[..12.min(f.sha256.len())], f.name);
+    }
+    Ok(())
+}
+
+fn verify(v: VerifyArgs, g: &GlobalArgs) -> CmdResult {
+    let r = archive::verify(&v.path).map_err(to_cli)?;
+    if v.json {
+        print_json(&r)?;
+    } else if !g.quiet || !r.ok {
+        for c in &r.files {
+            let line = match c.state {
+                FileState::Ok => format!("ok        {}", c.name),
+                FileState::Changed => format!(
+                    "CHANGED   {} (expected sha256 {}, found {})",
+                    c.name,
+                    c.expected.as_deref().unwrap_or("-"),
+                    c.actual.as_deref().unwrap_or("-")
+                ),
+                FileState::Missing => format!("MISSING   {}", c.name),
+                FileState::Unlisted => format!("UNLISTED  {} (not in archive.small.yml)", c.name),
+                FileState::Unsafe => format!("UNSAFE    {} (not a regular file)", c.name),
+            };
+            if c.state == FileState::Ok && g.quiet {
+                continue;
+            }
+            println!("{line}");
+        }
+    }
+    let bad = r.files.iter().filter(|c| c.state != FileState::Ok).count();
+    if bad == 0 {
+        if !v.json && !g.quiet {
+            println!("Archive {} is intact ({} files).", v.path.display(), r.files.len());
+        }
+        Ok(())
+    } else {
+        Err(CliError::invalid(format!(
+            "archive {} does not match its manifest: {bad} file(s) changed, missing or added",
+            v.path.display()
+        )))
+    }
 }

@@ -1,0 +1,48 @@
+//! `small run checkout`
+
+use super::{print_json, to_cli, Context};
+use crate::error::CmdResult;
+use crate::GlobalArgs;
+use small_core::runs;
+
+/// Restore a snapshot's artifacts into .small/ (workspace.small.yml is never touched).
+///
+/// A file that differs from the snapshot is overwritten only if its current content is
+/// saved in some snapshot of the store; otherwise the checkout stops and changes nothing,
+/// unless --force is given.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Replay ID of the snapshot, or any prefix that names only one
+    #[arg(value_name = "REPLAY_ID")]
+    pub replay_id: String,
+    /// Overwrite local changes that no snapshot holds
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was restored as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let r = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
+    if args.json {
+        return print_json(&r);
+    }
+    if g.quiet {
+        return Ok(());
+    }
+    let short = runs::short_id(&r.replay_id, 16);
+    if r.restored.is_empty() {
+        println!("Workspace already matches snapshot {short}; nothing to restore.");
+    } else {
+        println!("Restored snapshot {short} into {}", ctx.root.join(".small").display());
+        for f in &r.restored {
+            let note = if r.discarded.contains(f) { " (local changes discarded)" } else { "" };
+            println!("  restored  {f}{note}");
+        }
+    }
+    for f in &r.kept {
+        println!("  kept      {f} (not in the snapshot)");
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! `small run list`
+
+use super::{print_json, to_cli, warn_all, Context};
+use crate::error::CmdResult;
+use crate::GlobalArgs;
+use small_core::runs;
+
+/// List the snapshots in the run store, newest first.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Show at most N snapshots (0 shows all)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: usize,
+    /// Print the list as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct Item<'a> {
+    created_at: &'a str,
+    #[serde(rename = "replayId")]
+    replay_id: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    summary: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    git_sha: &'a str,
+    git_dirty: bool,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    branch: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct Out<'a> {
+    runs: Vec<Item<'a>>,
+}
+
+pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let (mut snaps, warnings) = runs::list(&ctx.store).map_err(to_cli)?;
+    warn_all(&warnings);
+    if args.limit > 0 {
+        snaps.truncate(args.limit);
+    }
+    if args.json {
+        let runs = snaps
+            .iter()
+            .map(|s| Item {
+                created_at: &s.meta.created_at,
+                replay_id: &s.replay_id,
+                summary: &s.summary,
+                git_sha: &s.meta.git_sha,
+                git_dirty: s.meta.git_dirty,
+                branch: &s.meta.branch,
+            })
+            .collect();
+        return print_json(&Out { runs });
+    }
+    if g.quiet {
+        return Ok(());
+    }
+    if snaps.is_empty() {
+        println!("No snapshots in {} yet; take one with `small run snapshot`.", ctx.store.display());
+        return Ok(());
+    }
+    let dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+    let rows: Vec<[String; 5]> = snaps
+        .iter()
+        .map(|s| {
+            [
+                dash(&s.meta.created_at),
+                runs::short_id(&s.replay_id, 12),
+                dash(&runs::short_id(&s.meta.git_sha, 8)),
+                if s.meta.git_sha.is_empty() { "-".into() } else { s.meta.git_dirty.to_string() },
+                dash(&s.summary.replace('\n', " ")),
+            ]
+        })
+        .collect();
+    let head = ["CREATED", "REPLAY ID", "GIT", "DIRTY", "SUMMARY"];
+    let mut widths = head.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i == 4 {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(head);
+    for r in &rows {
+        line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
+    }
+    Ok(())
+}
