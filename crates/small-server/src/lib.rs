@@ -1,1 +1,277 @@
-//! (crate under construction)
+//! The SMALL v1 HTTP API (seed 001), served for real.
+//!
+//! - `GET /protocol/small/v1`: the protocol contract
+//! - `GET /schemas/small/v1/{name}` (`{name}.schema.json` too): primitive and artifact schemas
+//! - `POST /small/v1/validate-manifest`, `POST /small/v1/replay`
+//! - `GET /openapi/small.v1.yaml`: the OpenAPI document describing all of it
+//! - `GET /healthz`
+//!
+//! Every error is one JSON shape (see [`error`]). [`router`] builds the application;
+//! [`bind`] + [`Server::run`] (or [`serve`]) run it with timeouts, access logs and graceful
+//! shutdown.
+
+pub mod body;
+pub mod error;
+mod handlers;
+pub mod logging;
+pub mod openapi;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use small_store::replay::{MemoryReplayStore, ReplayStore, SqliteReplayStore};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use error::ApiError;
+pub use logging::{init_logging, LogFormat};
+
+/// Default listen address (the one seed 001 uses).
+pub const DEFAULT_ADDR: &str = "127.0.0.1:5173";
+/// Default request body limit: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+/// Default time a request may take, body included.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default store file (shared with the primitives store).
+pub const DEFAULT_STORE_PATH: &str = ".small-cache/store.db";
+
+/// Where replay records (and primitives) are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// A throwaway in-process store.
+    Memory,
+    /// An SQLite file (created with its directory when missing).
+    Sqlite(PathBuf),
+}
+
+impl StoreLocation {
+    /// `memory`, or a file path.
+    pub fn parse(s: &str) -> StoreLocation {
+        if s == "memory" || s == ":memory:" {
+            StoreLocation::Memory
+        } else {
+            StoreLocation::Sqlite(PathBuf::from(s))
+        }
+    }
+
+    /// Open the replay store at this location.
+    pub fn open_replay_store(&self) -> Result<Arc<dyn ReplayStore>, String> {
+        match self {
+            StoreLocation::Memory => Ok(Arc::new(MemoryReplayStore::new())),
+            StoreLocation::Sqlite(path) => SqliteReplayStore::open(path)
+                .map(|s| Arc::new(s) as Arc<dyn ReplayStore>)
+                .map_err(|e| format!("cannot open the store {}: {e}", path.display())),
+        }
+    }
+}
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub addr: String,
+    pub store: StoreLocation,
+    pub body_limit: usize,
+    pub request_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            addr: DEFAULT_ADDR.into(),
+            store: StoreLocation::Sqlite(PathBuf::from(DEFAULT_STORE_PATH)),
+            body_limit: DEFAULT_BODY_LIMIT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// Shared state of the application.
+#[derive(Clone)]
+pub struct AppState {
+    pub replay: Arc<dyn ReplayStore>,
+    pub body_limit: usize,
+    pub request_timeout: Duration,
+}
+
+impl AppState {
+    pub fn new(replay: Arc<dyn ReplayStore>) -> Self {
+        AppState {
+            replay,
+            body_limit: DEFAULT_BODY_LIMIT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// The whole application: routes, JSON errors, request timeout and access log.
+pub fn router(state: AppState) -> Router {
+    let timeout = state.request_timeout;
+    let api = Router::new()
+        .route("/protocol/small/v1", get(handlers::protocol))
+        .route("/schemas/small/v1/{name}", get(handlers::schema))
+        .route(
+            "/small/v1/validate-manifest",
+            post(handlers::validate_manifest),
+        )
+        .route("/small/v1/replay", post(handlers::replay))
+        .route("/openapi/small.v1.yaml", get(handlers::openapi))
+        .route("/healthz", get(handlers::healthz))
+        .fallback(handlers::not_found)
+        .with_state(state);
+    api.layer(middleware::from_fn_with_state(timeout, timeout_layer))
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn(access_log))
+}
+
+/// Fail a request that takes longer than the configured time with a JSON 408.
+async fn timeout_layer(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!("the request took longer than {} ms", limit.as_millis()),
+        )
+        .into_response(),
+    }
+}
+
+/// Give every error response produced outside our handlers (405 from routing, for example)
+/// the one JSON error shape, keeping its headers (`Allow`).
+async fn json_errors(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if status.as_u16() < 400 {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if is_json {
+        return resp;
+    }
+    let (mut parts, _) = resp.into_parts();
+    let message = match status {
+        StatusCode::METHOD_NOT_ALLOWED => {
+            let allow = parts
+                .headers
+                .get(header::ALLOW)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            format!("{method} is not allowed on {path}; allowed: {allow}")
+        }
+        _ => status.canonical_reason().unwrap_or("error").to_owned(),
+    };
+    let body = error::error_body(status, error::code_for_status(status), &message, None);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
+
+/// One access log line per request.
+async fn access_log(req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let resp = next.run(req).await;
+    tracing::info!(
+        target: "small::access",
+        method = %method,
+        path = %path,
+        status = resp.status().as_u16(),
+        micros = start.elapsed().as_micros() as u64,
+        "request"
+    );
+    resp
+}
+
+/// A bound, not yet running server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Router,
+    store: String,
+}
+
+impl Server {
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serve until `shutdown` completes, then finish the requests in flight.
+    pub async fn run<F>(self, shutdown: F) -> std::io::Result<()>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        tracing::info!(target: "small::server", addr = %self.listener.local_addr()?, store = %self.store, "listening");
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        tracing::info!(target: "small::server", "stopped");
+        Ok(())
+    }
+}
+
+/// Open the store and bind the listener.
+pub async fn bind(config: &ServerConfig) -> Result<Server, String> {
+    let replay = config.store.open_replay_store()?;
+    let store = replay.describe();
+    let state = AppState {
+        replay,
+        body_limit: config.body_limit,
+        request_timeout: config.request_timeout,
+    };
+    let app = router(state);
+    let listener = tokio::net::TcpListener::bind(&config.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    Ok(Server {
+        listener,
+        app,
+        store,
+    })
+}
+
+/// Bind and serve until SIGINT or SIGTERM.
+pub async fn serve(config: ServerConfig) -> Result<(), String> {
+    let server = bind(&config).await?;
+    server
+        .run(shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!(target: "small::server", "shutdown signal received; finishing requests in flight");
+}

@@ -1,12 +1,109 @@
-//! `small serve` (under construction).
+//! `small serve`: the SMALL v1 HTTP API.
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_server::{LogFormat, ServerConfig, StoreLocation};
+use std::io::Write;
+use std::time::Duration;
 
-/// (under construction)
+/// Serve the SMALL v1 HTTP API (protocol, schemas, validate-manifest, replay, OpenAPI)
+///
+/// Prints `listening on http://ADDR` on standard output once bound (use `--addr 127.0.0.1:0`
+/// for an ephemeral port), logs one line per request on standard error, and shuts down
+/// gracefully on SIGINT or SIGTERM, finishing requests in flight.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Address to listen on
+    #[arg(long, default_value = small_server::DEFAULT_ADDR)]
+    pub addr: String,
+    /// Store for replay records: an SQLite file path, or `memory` for a throwaway store
+    #[arg(long, default_value = small_server::DEFAULT_STORE_PATH)]
+    pub store: String,
+    /// Largest accepted request body (bytes; suffixes K, M, KiB, MiB)
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    pub body_limit: usize,
+    /// Longest time a request may take (e.g. 30s, 500ms; a bare number is seconds)
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Log format on standard error: text or json (level from RUST_LOG, default info)
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small serve` is not implemented yet"))
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (e.g. 1048576, 512K, 1MiB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1024,
+        "m" | "mb" | "mib" => 1024 * 1024,
+        _ => return Err(format!("unknown size unit in `{s}` (use K or M)")),
+    };
+    n.checked_mul(mult)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("`{s}` is not a usable size"))
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a duration (e.g. 30s, 500ms)");
+    let d = if let Some(ms) = t.strip_suffix("ms") {
+        Duration::from_millis(ms.parse().map_err(|_| bad())?)
+    } else if let Some(sec) = t.strip_suffix('s') {
+        Duration::from_secs_f64(sec.parse().map_err(|_| bad())?)
+    } else {
+        Duration::from_secs_f64(t.parse().map_err(|_| bad())?)
+    };
+    if d.is_zero() {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+    let format: LogFormat = args.log_format.parse().map_err(CliError::usage)?;
+    small_server::init_logging(format);
+    let config = ServerConfig {
+        addr: args.addr,
+        store: StoreLocation::parse(&args.store),
+        body_limit: args.body_limit,
+        request_timeout: args.request_timeout,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::usage(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let server = small_server::bind(&config).await.map_err(CliError::usage)?;
+        let addr = server
+            .local_addr()
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        println!("listening on http://{addr}");
+        let _ = std::io::stdout().flush();
+        server
+            .run(small_server::shutdown_signal())
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("1MiB"), Ok(1024 * 1024));
+        assert_eq!(parse_size("512K"), Ok(512 * 1024));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("1G").is_err());
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("soon").is_err());
+    }
 }
