@@ -1,12 +1,28 @@
-//! `small version` (under construction).
+//! `small version`: the version of this tool and the protocol versions it implements.
 
-use crate::error::{CliError, CmdResult};
+use small_core::consts::{PROTOCOL_VERSION, TOOL_VERSION};
+
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
-/// (under construction)
+/// Print the version of small and the SMALL spec versions it supports.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Print as JSON: {"version": "...", "spec_versions": ["1.0.0"]}
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small version` is not implemented yet"))
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if args.json {
+        let v = serde_json::json!({ "version": TOOL_VERSION, "spec_versions": [PROTOCOL_VERSION] });
+        println!("{v}");
+        return Ok(());
+    }
+    if g.quiet {
+        return Ok(());
+    }
+    println!("small {TOOL_VERSION}");
+    println!("Supported spec versions: [\"{PROTOCOL_VERSION}\"]");
+    Ok(())
 }
