@@ -1,12 +1,28 @@
-//! `small progress` (under construction).
+//! `small progress`: append to the progress log, or migrate its timestamps.
 
-use crate::error::{CliError, CmdResult};
+pub mod add;
+pub mod migrate;
+pub mod shared;
+
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
-/// (under construction)
+/// Record work in progress.small.yml (append-only), or repair its timestamps.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small progress` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    Add(add::Args),
+    Migrate(migrate::Args),
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    match args.command {
+        Sub::Add(a) => add::run(a, g),
+        Sub::Migrate(a) => migrate::run(a, g),
+    }
 }
