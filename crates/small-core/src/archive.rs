@@ -120,25 +120,26 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     }
     let replay_id = handoff.replay_id.to_ascii_lowercase();
 
-    // Collect the files first: nothing is written when any of them is unusable.
-    let mut seen = std::collections::BTreeSet::new();
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    // Check the names, then read every file in one consistent pass: nothing is written
+    // when any of them is unusable.
+    let mut names: Vec<String> = Vec::new();
     for name in &include {
         let name = name.trim();
         safe::check_file_name(name, "--include file")?;
         if name == MANIFEST_FILE {
-            return Err(RunError::usage(format!("{MANIFEST_FILE} is the archive's own manifest and cannot be included")));
+            return Err(RunError::usage(format!(
+                "{MANIFEST_FILE} is the archive's own manifest and cannot be included"
+            )));
         }
-        if !seen.insert(name.to_string()) {
-            continue;
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
         }
-        match safe::read_live_file(&small.join(name))? {
-            Some(bytes) => files.push((name.to_string(), bytes)),
-            None if explicit => {
-                return Err(RunError::usage(format!("{SMALL_DIR}/{name} does not exist"))
-                    .with_help("--include names files inside .small/"))
-            }
-            None => {}
+    }
+    let files = runs::read_live_files(root, &names)?;
+    if explicit {
+        if let Some(missing) = names.iter().find(|n| !files.iter().any(|(f, _)| f == *n)) {
+            return Err(RunError::usage(format!("{SMALL_DIR}/{missing} does not exist"))
+                .with_help("--include names files inside .small/"));
         }
     }
     let listed: Vec<ArchiveFile> = files

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
@@ -129,6 +130,35 @@ pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
     }
 }
 
+/// A transaction error as a run-store error (all are system problems except `Invalid`).
+pub fn txn_error(e: crate::txn::TxnError) -> RunError {
+    match e {
+        crate::txn::TxnError::Invalid(m) => RunError::invalid(m),
+        other => RunError::usage(other.to_string()),
+    }
+}
+
+/// Read the named files of `.small/` as one consistent set: under the workspace lock when it
+/// can be taken, so a commit in progress is never seen half-applied. A workspace where the
+/// lock cannot even be created (a read-only checkout) is read without it. Absent files are
+/// left out.
+pub fn read_live_files(root: &Path, names: &[String]) -> Result<Vec<(String, Vec<u8>)>, RunError> {
+    let small = require_small_dir(root)?;
+    let txn = match crate::txn::Transaction::begin(root) {
+        Ok(t) => Some(t),
+        Err(crate::txn::TxnError::Io { .. }) => None,
+        Err(e) => return Err(txn_error(e)),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(bytes) = safe::read_live_file(&small.join(name))? {
+            out.push((name.clone(), bytes));
+        }
+    }
+    drop(txn);
+    Ok(out)
+}
+
 /// Refuse a store that lies inside `.small/` (the strict layout allows no such directory).
 fn check_store_location(root: &Path, store: &Path) -> Result<(), RunError> {
     let small = safe::canonical_or_planned(&root.join(SMALL_DIR));
@@ -146,72 +176,64 @@ fn check_store_location(root: &Path, store: &Path) -> Result<(), RunError> {
 // ---------------------------------------------------------------------------------------
 // Workspace scope
 
-/// Which workspace kinds a command accepts (`--workspace root|examples|any`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Root,
-    Examples,
-    Any,
-}
+pub use crate::workspace::Scope;
 
-impl Scope {
-    pub fn parse(s: &str) -> Option<Scope> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "root" => Some(Scope::Root),
-            "examples" => Some(Scope::Examples),
-            "any" => Some(Scope::Any),
-            _ => None,
+fn diag_error(d: &crate::diag::Diagnostic) -> RunError {
+    let mut msg = String::new();
+    if let Some(f) = &d.file {
+        msg.push_str(f);
+        if let Some(span) = d.span {
+            msg.push_str(&format!(":{}:{}", span.start.line, span.start.column));
         }
+        msg.push_str(": ");
     }
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Root => "root",
-            Scope::Examples => "examples",
-            Scope::Any => "any",
-        }
-    }
-    fn allows(self, kind: &str) -> bool {
-        match self {
-            Scope::Any => true,
-            Scope::Root => kind == crate::consts::KIND_REPO_ROOT,
-            Scope::Examples => kind == crate::consts::KIND_EXAMPLES,
-        }
+    msg.push_str(&d.message);
+    let e = if d.code == crate::workspace::CODE_IO { RunError::usage(msg) } else { RunError::invalid(msg) };
+    match &d.help {
+        Some(h) => e.with_help(h.clone()),
+        None => e,
     }
 }
 
-/// The `kind` declared in `.small/workspace.small.yml`.
+fn load_metadata(root: &Path) -> Result<crate::workspace::Workspace, RunError> {
+    use crate::workspace::{LoadOptions, Location, Workspace};
+    let small_dir = require_small_dir(root)?;
+    let loc = Location { root: root.to_path_buf(), small_dir };
+    let ws = Workspace::load(loc, &LoadOptions::only(&[]));
+    if let Some(d) = ws.diagnostics.iter().find(|d| d.is_error()) {
+        return Err(diag_error(d));
+    }
+    Ok(ws)
+}
+
+/// The `kind` declared in `.small/workspace.small.yml` (`repo-root` or `examples`).
 pub fn workspace_kind(root: &Path) -> Result<String, RunError> {
-    let path = root.join(SMALL_DIR).join(WORKSPACE_FILE);
     let rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
-    let Some(bytes) = safe::read_live_file(&path)? else {
+    let ws = load_metadata(root)?;
+    let Some(meta) = &ws.metadata else {
         return Err(RunError::invalid(format!("workspace metadata {rel} is missing"))
-            .with_help("run `small fix` to create it"));
+            .with_help("create it with `small init --force`, or write `kind: repo-root` into it"));
     };
-    let doc = yaml::parse_bytes(&bytes, &yaml::Limits::default())
-        .map_err(|e| RunError::invalid(format!("{rel}:{}:{}: {}", e.pos.line, e.pos.column, e.message)))?;
-    let kind = doc.root.get("kind").and_then(|n| n.as_str()).unwrap_or("");
-    if kind != crate::consts::KIND_REPO_ROOT && kind != crate::consts::KIND_EXAMPLES {
+    let kind = meta.kind().unwrap_or("");
+    if crate::workspace::WorkspaceKind::from_str(kind).is_err() {
         return Err(RunError::invalid(format!(
-            "{rel}: workspace kind `{kind}` is not one of `repo-root`, `examples`"
+            "{rel}: workspace kind `{}` is not one of `repo-root`, `examples`",
+            kind.escape_debug()
         )));
     }
     Ok(kind.to_string())
 }
 
-/// Fail unless the workspace kind is allowed by `scope`.
+/// Fail unless the workspace metadata exists and its kind is allowed by `scope`.
 pub fn check_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
     if scope == Scope::Any {
         return Ok(());
     }
-    let kind = workspace_kind(root)?;
-    if !scope.allows(&kind) {
-        return Err(RunError::invalid(format!(
-            "this workspace is of kind `{kind}`, which --workspace {} does not accept",
-            scope.name()
-        ))
-        .with_help("pass --workspace any (or the matching scope) to use it"));
+    let ws = load_metadata(root)?;
+    if let Some(d) = ws.check_scope(scope).first() {
+        return Err(diag_error(d));
     }
-    Ok(())
+    workspace_kind(root).map(|_| ())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -373,27 +395,19 @@ pub struct SnapshotResult {
 /// Copy the workspace artifacts into `<store>/<replayId>/`. Without `force` an existing
 /// snapshot of the same replay ID is left alone and an error says so.
 pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
-    let small = require_small_dir(root)?;
+    require_small_dir(root)?;
     check_store_location(root, store)?;
 
-    let mut files: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    let wanted: Vec<String> = snapshot_file_names().iter().map(|n| n.to_string()).collect();
+    let files = read_live_files(root, &wanted)?;
     for kind in REQUIRED_ARTIFACTS {
         let name = kind.file_name();
-        match safe::read_live_file(&small.join(name))? {
-            Some(b) => files.push((name, b)),
-            None => {
-                return Err(RunError::invalid(format!("{SMALL_DIR}/{name} is missing"))
-                    .with_help("a snapshot needs intent, plan, progress and handoff; run `small init` to create them"))
-            }
+        if !files.iter().any(|(n, _)| n == name) {
+            return Err(RunError::invalid(format!("{SMALL_DIR}/{name} is missing")).with_help(
+                "a snapshot needs intent, plan, progress and handoff; run `small init` to create them",
+            ));
         }
     }
-    for kind in OPTIONAL_ARTIFACTS {
-        let name = kind.file_name();
-        if let Some(b) = safe::read_live_file(&small.join(name))? {
-            files.push((name, b));
-        }
-    }
-    files.sort_by_key(|(name, _)| snapshot_file_names().iter().position(|n| n == name));
 
     let handoff_label = format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name());
     let handoff_bytes = files
@@ -454,7 +468,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
     for (name, bytes) in &files {
         staged.add_file(name, bytes)?;
-        meta.files.insert((*name).to_string(), safe::sha256_hex(bytes));
+        meta.files.insert(name.clone(), safe::sha256_hex(bytes));
     }
     let mut meta_text = serde_json::to_string_pretty(&meta)
         .map_err(|e| RunError::usage(format!("cannot encode {META_FILE}: {e}")))?;
@@ -475,7 +489,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         warnings.push(format!("the run index was not updated: {}", e.message));
     }
 
-    let artifacts = files.iter().map(|(n, _)| (*n).to_string()).collect();
+    let artifacts = files.iter().map(|(n, _)| n.clone()).collect();
     Ok(SnapshotResult {
         snapshot: Snapshot {
             replay_id,
@@ -704,7 +718,7 @@ pub struct CheckoutReport {
 /// in some snapshot of the store (so nothing is lost), or with `force`.
 pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<CheckoutReport, RunError> {
     let snap = find(store, query)?;
-    let small = require_small_dir(root)?;
+    require_small_dir(root)?;
     if !snap.problems.is_empty() && !force {
         return Err(RunError::invalid(format!(
             "snapshot {} is damaged ({}); refusing to restore it",
@@ -714,11 +728,16 @@ pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<C
         .with_help("pass --force to restore it anyway"));
     }
     let mut report = CheckoutReport { replay_id: snap.replay_id.clone(), ..Default::default() };
-    let mut writes: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut txn = crate::txn::Transaction::begin(root).map_err(txn_error)?;
     let mut unsaved = Vec::new();
+    let mut writes = Vec::new();
     let mut saved_cache: Option<Vec<(String, String)>> = None;
     for name in snapshot_file_names() {
-        let live = safe::read_live_file(&small.join(name))?;
+        let rel = format!("{SMALL_DIR}/{name}");
+        let live = match txn.read(&rel) {
+            Ok(l) => l,
+            Err(e) => return Err(txn_error(e)),
+        };
         let Some(stored) = read_artifact(&snap, name)? else {
             if live.is_some() {
                 report.kept.push(name.to_string());
@@ -733,9 +752,9 @@ pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<C
                 if !saved.iter().any(|(n, h)| n == name && *h == hash) {
                     unsaved.push(name.to_string());
                 }
-                writes.push((name.to_string(), stored));
+                writes.push((rel, name.to_string(), stored));
             }
-            None => writes.push((name.to_string(), stored)),
+            None => writes.push((rel, name.to_string(), stored)),
         }
     }
     if !unsaved.is_empty() && !force {
@@ -746,10 +765,11 @@ pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<C
         ))
         .with_help("save them with `small run snapshot` first, or pass --force to discard them"));
     }
-    for (name, bytes) in &writes {
-        safe::write_file_atomic(&small.join(name), bytes)?;
-        report.restored.push(name.clone());
+    for (rel, name, bytes) in writes {
+        txn.write(rel, bytes);
+        report.restored.push(name);
     }
+    txn.commit().map_err(txn_error)?;
     report.discarded = unsaved;
     Ok(report)
 }

@@ -126,7 +126,8 @@ pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     }
     entries.push(entry);
     let text = render(&entries);
-    let result = safe::write_file_atomic(&store.join(INDEX_FILE), text.as_bytes());
+    let result = crate::txn::atomic_write(store.join(INDEX_FILE), text.as_bytes())
+        .map_err(super::txn_error);
     let _ = fs4::FileExt::unlock(&lock);
     result
 }

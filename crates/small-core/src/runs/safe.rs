@@ -161,21 +161,6 @@ pub fn sync_dir(path: &Path) {
     }
 }
 
-/// Replace `path` with `bytes` atomically: a temporary file in the same directory, synced,
-/// then renamed over the target. A symbolic link at `path` is replaced, never followed.
-pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".small-tmp-")
-        .tempfile_in(parent)
-        .map_err(|e| RunError::io("cannot create a temporary file in", parent, &e))?;
-    tmp.write_all(bytes).map_err(|e| RunError::io("cannot write", tmp.path(), &e))?;
-    tmp.as_file().sync_all().map_err(|e| RunError::io("cannot sync", tmp.path(), &e))?;
-    tmp.persist(path).map_err(|e| RunError::io("cannot replace", path, &e.error))?;
-    sync_dir(parent);
-    Ok(())
-}
-
 /// A directory being filled in a temporary place beside its destination, published with one
 /// rename. Dropped without `publish`, it is removed.
 pub struct StagedDir {

@@ -72,7 +72,7 @@ pub struct Context {
 
 impl Context {
     fn resolve(a: &ContextArgs) -> Result<Context, CliError> {
-        let scope = Scope::parse(&a.workspace).ok_or_else(|| {
+        let scope: Scope = a.workspace.parse().map_err(|_: String| {
             CliError::usage(format!(
                 "invalid --workspace value `{}`: use root, examples or any",
                 a.workspace
