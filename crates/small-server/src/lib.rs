@@ -15,6 +15,7 @@ pub mod error;
 mod handlers;
 pub mod logging;
 pub mod openapi;
+pub mod primitives;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -23,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use small_store::replay::{MemoryReplayStore, ReplayStore, SqliteReplayStore};
+use small_store::PrimitiveStore;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,20 +42,25 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default store file (shared with the primitives store).
 pub const DEFAULT_STORE_PATH: &str = ".small-cache/store.db";
 
-/// Where replay records (and primitives) are kept.
+/// Where replay records and primitives are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreLocation {
-    /// A throwaway in-process store.
+    /// A throwaway store: replay records in memory, primitives in a temporary SQLite file
+    /// removed when the server stops.
     Memory,
-    /// An SQLite file (created with its directory when missing).
+    /// An SQLite file (created with its directory when missing), shared by both stores.
     Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://…`) for the primitives store.
+    Postgres(String),
 }
 
 impl StoreLocation {
-    /// `memory`, or a file path.
+    /// `memory`, a `postgres://` / `postgresql://` URL, or a file path.
     pub fn parse(s: &str) -> StoreLocation {
         if s == "memory" || s == ":memory:" {
             StoreLocation::Memory
+        } else if small_store::is_postgres_url(s) {
+            StoreLocation::Postgres(s.to_owned())
         } else {
             StoreLocation::Sqlite(PathBuf::from(s))
         }
@@ -66,8 +73,46 @@ impl StoreLocation {
             StoreLocation::Sqlite(path) => SqliteReplayStore::open(path)
                 .map(|s| Arc::new(s) as Arc<dyn ReplayStore>)
                 .map_err(|e| format!("cannot open the store {}: {e}", path.display())),
+            StoreLocation::Postgres(_) => Err(
+                "replay records cannot be kept in PostgreSQL yet; use an SQLite file or `memory`"
+                    .into(),
+            ),
         }
     }
+
+    /// Open both stores. The returned guard keeps a temporary directory alive (memory store).
+    pub fn open_all(&self) -> Result<OpenStores, String> {
+        let replay = self.open_replay_store()?;
+        let (primitives, tmp) = match self {
+            StoreLocation::Memory => {
+                let dir = tempfile::tempdir()
+                    .map_err(|e| format!("cannot create a temporary store: {e}"))?;
+                let path = dir.path().join("primitives.db");
+                let store =
+                    small_store::open(&path.to_string_lossy()).map_err(|e| e.to_string())?;
+                (store, Some(dir))
+            }
+            StoreLocation::Sqlite(path) => (
+                small_store::open(&path.to_string_lossy()).map_err(|e| e.to_string())?,
+                None,
+            ),
+            StoreLocation::Postgres(url) => {
+                (small_store::open(url).map_err(|e| e.to_string())?, None)
+            }
+        };
+        Ok(OpenStores {
+            replay,
+            primitives,
+            _tmp: tmp,
+        })
+    }
+}
+
+/// The opened stores of a server.
+pub struct OpenStores {
+    pub replay: Arc<dyn ReplayStore>,
+    pub primitives: Arc<dyn PrimitiveStore>,
+    _tmp: Option<tempfile::TempDir>,
 }
 
 /// Server settings.
@@ -94,6 +139,8 @@ impl Default for ServerConfig {
 #[derive(Clone)]
 pub struct AppState {
     pub replay: Arc<dyn ReplayStore>,
+    /// The primitives store; its routes are served when present.
+    pub primitives: Option<Arc<dyn PrimitiveStore>>,
     pub body_limit: usize,
     pub request_timeout: Duration,
 }
@@ -102,6 +149,7 @@ impl AppState {
     pub fn new(replay: Arc<dyn ReplayStore>) -> Self {
         AppState {
             replay,
+            primitives: None,
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
@@ -111,7 +159,11 @@ impl AppState {
 /// The whole application: routes, JSON errors, request timeout and access log.
 pub fn router(state: AppState) -> Router {
     let timeout = state.request_timeout;
-    let api = Router::new()
+    let prims = state
+        .primitives
+        .clone()
+        .map(|p| primitives::router_with_limit(p, state.body_limit));
+    let mut api = Router::new()
         .route("/protocol/small/v1", get(handlers::protocol))
         .route("/schemas/small/v1/{name}", get(handlers::schema))
         .route(
@@ -123,6 +175,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(handlers::healthz))
         .fallback(handlers::not_found)
         .with_state(state);
+    if let Some(p) = prims {
+        api = api.merge(p);
+    }
     api.layer(middleware::from_fn_with_state(timeout, timeout_layer))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn(access_log))
@@ -202,6 +257,7 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     app: Router,
     store: String,
+    _stores: OpenStores,
 }
 
 impl Server {
@@ -226,10 +282,11 @@ impl Server {
 
 /// Open the store and bind the listener.
 pub async fn bind(config: &ServerConfig) -> Result<Server, String> {
-    let replay = config.store.open_replay_store()?;
-    let store = replay.describe();
+    let stores = config.store.open_all()?;
+    let store = stores.replay.describe();
     let state = AppState {
-        replay,
+        replay: stores.replay.clone(),
+        primitives: Some(stores.primitives.clone()),
         body_limit: config.body_limit,
         request_timeout: config.request_timeout,
     };
@@ -241,6 +298,7 @@ pub async fn bind(config: &ServerConfig) -> Result<Server, String> {
         listener,
         app,
         store,
+        _stores: stores,
     })
 }
 
