@@ -1,12 +1,213 @@
-//! `small store` (under construction).
+//! `small store`: the primitives store (schemas, artifacts, manifests, lineage, lifecycle) from
+//! the command line, on an embedded SQLite file or a PostgreSQL database.
+
+mod artifact;
+mod import;
+mod lifecycle;
+mod lineage;
+mod manifest;
+mod schema;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use serde_json::{json, Value};
+use small_store::{Listing, Page, PrimitiveStore, Put, Record, StoreError};
+use std::io::Read;
+use std::sync::Arc;
 
-/// (under construction)
+/// Store and query SMALL primitives: schemas, artifacts, manifests, lineage and lifecycle
+///
+/// Records are validated before they are stored (artifacts against their registered schema),
+/// versions are immutable, lineage and lifecycle are append-only. Stored records print back
+/// byte for byte as stored (canonical JSON).
+///
+/// The store is an SQLite file (default .small-cache/store.db, created when missing) or a
+/// PostgreSQL database given as postgres://user:password@host/db.
+///
+/// Exit codes: 0 ok; 1 refused, conflicting or not found; 2 usage or store error.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Store: an SQLite file path or a postgres:// URL
+    #[arg(long, global = true, env = "SMALL_STORE", default_value = small_store::DEFAULT_STORE_PATH)]
+    pub store: String,
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small store` is not implemented yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Register, show and list JSON Schemas
+    #[command(subcommand)]
+    Schema(schema::Command),
+    /// Materialise, show and list artifact versions
+    #[command(subcommand)]
+    Artifact(artifact::Command),
+    /// Store, show and list manifests
+    #[command(subcommand)]
+    Manifest(manifest::Command),
+    /// Append and query lineage (provenance) records
+    #[command(subcommand)]
+    Lineage(lineage::Command),
+    /// Append and show lifecycle events
+    #[command(subcommand)]
+    Lifecycle(lifecycle::Command),
+    /// Import every *.json file of a directory (schemas first, then artifacts, lineage,
+    /// lifecycle, manifests); already stored records are left as they are
+    Import(import::Args),
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let out = Out {
+        json: args.json,
+        quiet: g.quiet,
+    };
+    let store = open(&args.store)?;
+    match args.command {
+        Command::Schema(c) => schema::run(c, &*store, &out),
+        Command::Artifact(c) => artifact::run(c, &*store, &out),
+        Command::Manifest(c) => manifest::run(c, &*store, &out),
+        Command::Lineage(c) => lineage::run(c, &*store, &out),
+        Command::Lifecycle(c) => lifecycle::run(c, &*store, &out),
+        Command::Import(a) => import::run(a, &*store, &out),
+    }
+}
+
+fn open(location: &str) -> Result<Arc<dyn PrimitiveStore>, CliError> {
+    small_store::open(location).map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// Output settings shared by the subcommands.
+pub(crate) struct Out {
+    pub json: bool,
+    pub quiet: bool,
+}
+
+impl Out {
+    pub fn line(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            println!("{}", text.as_ref());
+        }
+    }
+
+    pub fn value(&self, v: &Value) {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    }
+
+    /// A store error: printed as JSON on stdout with `--json`, then the exit code.
+    pub fn fail(&self, e: StoreError) -> CliError {
+        let exit = match e {
+            StoreError::Backend(_) => 2,
+            _ => 1,
+        };
+        if self.json {
+            self.value(&json!({"error": e.code(), "message": e.to_string(), "errors": e.errors()}));
+            CliError::silent(exit)
+        } else if exit == 2 {
+            CliError::usage(e.to_string())
+        } else {
+            CliError::invalid(e.to_string())
+        }
+    }
+
+    /// A stored record: its JSON exactly as stored.
+    pub fn record(&self, rec: &Record) {
+        println!("{}", rec.json);
+    }
+
+    pub fn put(&self, noun: &str, put: &Put) {
+        if self.json {
+            let mut v = summary(&put.record);
+            v["created"] = json!(put.created);
+            self.value(&v);
+        } else {
+            let verb = if put.created { "stored" } else { "unchanged" };
+            self.line(format!(
+                "{verb} {noun} {} v{} (sha256 {})",
+                put.record.id,
+                put.record.version,
+                &put.record.sha256[..12.min(put.record.sha256.len())]
+            ));
+        }
+    }
+
+    pub fn listing(&self, l: &Listing) {
+        if self.json {
+            let items: Vec<Value> = l.items.iter().map(summary).collect();
+            self.value(&json!({"items": items, "next": l.next}));
+        } else {
+            for r in &l.items {
+                println!(
+                    "{}\tv{}\t{}\t{}",
+                    r.id,
+                    r.version,
+                    &r.sha256[..12.min(r.sha256.len())],
+                    r.stored_at
+                );
+            }
+            if let Some(n) = &l.next {
+                eprintln!("more: --after {n}");
+            }
+        }
+    }
+}
+
+pub(crate) fn summary(rec: &Record) -> Value {
+    let mut v = json!({"id": rec.id, "version": rec.version, "sha256": rec.sha256, "storedAt": rec.stored_at});
+    if let Some(r) = rec
+        .resolved
+        .as_deref()
+        .and_then(|r| serde_json::from_str::<Value>(r).ok())
+    {
+        v["resolved"] = r;
+    }
+    v
+}
+
+/// Paging flags of the list commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PageArgs {
+    /// Start after this cursor (an id, or a version number for version listings)
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Largest number of items (1..=1000)
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+}
+
+impl PageArgs {
+    pub fn page(&self) -> Page {
+        Page {
+            after: self.after.clone(),
+            limit: Some(self.limit),
+        }
+    }
+}
+
+/// Reads a JSON document from a file, or from standard input for `-`.
+pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| CliError::usage(format!("cannot read standard input: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?
+    };
+    parse_json(&text, path)
+}
+
+pub(crate) fn parse_json(text: &str, name: &str) -> Result<Value, CliError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str(text).map_err(|e| {
+        CliError::invalid(format!(
+            "{name}:{}:{}: not valid JSON: {e}",
+            e.line(),
+            e.column()
+        ))
+    })
 }
