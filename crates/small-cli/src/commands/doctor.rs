@@ -1,12 +1,232 @@
-//! `small doctor` (under construction).
+//! `small doctor`: a read-only health report with a suggested next step for each finding.
 
-use crate::error::{CliError, CmdResult};
+use std::path::PathBuf;
+
+use small_core::check::{self, GateOptions};
+use small_core::consts::{ArtifactKind, SMALL_DIR};
+use small_core::diag::Diagnostic;
+use small_core::invariants::PlanIndex;
+use small_core::layout;
+use small_core::status::normalized_status;
+use small_core::workspace::{LoadOptions, Scope, Workspace};
+use small_core::yaml::Node;
+
+use crate::commands::check::{compact_line, schemas};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
-/// (under construction)
+/// Diagnose the workspace and suggest fixes; never changes anything.
+///
+/// Checks that .small/ and its files exist and parse, schemas, invariants, workspace
+/// metadata, leftovers of the old runtime layout (.small/runs/, .small/archive/), and
+/// summarises the run state. Always exits 0: it is advice, not a gate (use `small check`).
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Directory to diagnose [default: current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small doctor` is not implemented yet"))
+struct Report {
+    lines: Vec<String>,
+    errors: usize,
+    warnings: usize,
+}
+
+impl Report {
+    fn ok(&mut self, area: &str, msg: impl AsRef<str>) {
+        self.lines.push(format!("[ok]    {area}: {}", msg.as_ref()));
+    }
+    fn warn(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
+        self.warnings += 1;
+        self.lines.push(format!("[warn]  {area}: {}", msg.as_ref()));
+        if !fix.is_empty() {
+            self.lines.push(format!("        -> {fix}"));
+        }
+    }
+    fn error(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
+        self.errors += 1;
+        self.lines.push(format!("[error] {area}: {}", msg.as_ref()));
+        if !fix.is_empty() {
+            self.lines.push(format!("        -> {fix}"));
+        }
+    }
+    fn diags(&mut self, area: &str, diags: &[Diagnostic], fix: &str) {
+        for d in diags {
+            let help = d.help.clone().unwrap_or_else(|| fix.to_string());
+            if d.is_error() {
+                self.error(area, compact_line(d), &help);
+            } else {
+                self.warn(area, compact_line(d), &help);
+            }
+        }
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let mut r = Report {
+        lines: Vec::new(),
+        errors: 0,
+        warnings: 0,
+    };
+    diagnose(args.dir.as_deref(), &mut r);
+    if !g.quiet || r.errors > 0 {
+        println!("SMALL doctor");
+        println!();
+        for l in &r.lines {
+            println!("{l}");
+        }
+        println!();
+        println!(
+            "Summary: {}",
+            match (r.errors, r.warnings) {
+                (0, 0) => "all checks passed".to_string(),
+                (0, w) => format!("{w} warning(s); review the suggestions above"),
+                (e, w) => format!("{e} error(s), {w} warning(s); see the suggestions above, then run `small check`"),
+            }
+        );
+    }
+    Ok(())
+}
+
+fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
+    let ws = match Workspace::open(dir, &LoadOptions::all()) {
+        Ok(ws) => ws,
+        Err(e) => {
+            r.error(
+                "workspace",
+                e.to_string(),
+                "run `small init` to create a SMALL workspace",
+            );
+            return;
+        }
+    };
+    r.ok("workspace", format!("{} exists", ws.small_dir.display()));
+    let load = check::artifact_load_diagnostics(&ws);
+    if load.is_empty() {
+        r.ok(
+            "files",
+            "all five canonical files present and readable YAML",
+        );
+    } else {
+        r.diags(
+            "files",
+            &load,
+            "`small init --force` recreates missing files and keeps existing ones",
+        );
+    }
+    if let Ok(unexpected) = layout::unexpected_paths(&ws.root) {
+        let legacy: Vec<&str> = unexpected
+            .iter()
+            .filter(|u| u.rel_path.ends_with("/runs/") || u.rel_path.ends_with("/archive/"))
+            .map(|u| u.rel_path.as_str())
+            .collect();
+        if !legacy.is_empty() {
+            r.warn(
+                "layout",
+                format!("old runtime layout: {}", legacy.join(", ")),
+                "small fix --runtime-layout",
+            );
+        }
+        let others = unexpected.len() - legacy.len();
+        if others > 0 {
+            r.warn(
+                "layout",
+                format!(
+                    "{others} non-canonical path(s) under {SMALL_DIR}/ (strict mode rejects them)"
+                ),
+                "move them outside .small/ or into .small/ext/",
+            );
+        }
+    }
+    match schemas(None) {
+        Ok(s) => {
+            let v: Vec<Diagnostic> = check::validate_stage(&ws, &s)
+                .into_iter()
+                .filter(|d| !load.contains(d))
+                .collect();
+            if v.is_empty() {
+                r.ok("schema", "all artifacts match their schemas");
+            } else {
+                r.diags("schema", &v, "fix the value, then run `small validate`");
+            }
+            let opts = GateOptions {
+                scope: Scope::Any,
+                ..Default::default()
+            };
+            match check::lint_stage(&ws, &opts) {
+                Ok(l) if l.is_empty() => r.ok("invariants", "all protocol invariants hold"),
+                Ok(l) => r.diags("invariants", &l, "see docs/rules.md"),
+                Err(e) => r.error("invariants", format!("cannot list .small/: {e}"), ""),
+            }
+            match check::verify_stage(&ws, &s, &opts) {
+                Ok(v) if v.is_empty() => r.ok(
+                    "verify",
+                    "workspace metadata, replayId and evidence gate ok",
+                ),
+                Ok(v) => r.diags("verify", &v, "see docs/rules.md"),
+                Err(e) => r.error("verify", e.to_string(), ""),
+            }
+        }
+        Err(d) => r.diags("schema", &[d], ""),
+    }
+    run_state(&ws, r);
+}
+
+fn run_state(ws: &Workspace, r: &mut Report) {
+    let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
+    let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
+    if !plan.tasks.is_empty() {
+        let n = |s: &str| {
+            plan.tasks
+                .iter()
+                .filter(|t| normalized_status(t) == s)
+                .count()
+        };
+        let (pending, active, done, blocked) =
+            (n("pending"), n("in_progress"), n("completed"), n("blocked"));
+        let msg = format!(
+            "{} tasks: {done} completed, {active} in progress, {pending} pending, {blocked} blocked",
+            plan.tasks.len()
+        );
+        if active > 1 {
+            r.warn(
+                "run",
+                msg,
+                "several tasks are in progress; finish one at a time",
+            );
+        } else if blocked > 0 && active == 0 && pending == 0 {
+            r.warn(
+                "run",
+                msg,
+                "every remaining task is blocked; review the blockers",
+            );
+        } else if done == plan.tasks.len() {
+            r.ok(
+                "run",
+                format!("{msg} (run complete; `small handoff` records it)"),
+            );
+        } else {
+            r.ok("run", msg);
+        }
+    }
+    if let Some(entries) = root(ArtifactKind::Progress)
+        .and_then(|p| p.get("entries"))
+        .and_then(Node::as_seq)
+    {
+        if entries.is_empty() {
+            r.ok("progress", "no entries yet (fresh run)");
+        } else {
+            r.ok("progress", format!("{} entries recorded", entries.len()));
+        }
+    }
+    if let Some(steps) = root(ArtifactKind::Handoff)
+        .and_then(|h| h.pointer("/resume/next_steps"))
+        .and_then(Node::as_seq)
+    {
+        r.ok(
+            "handoff",
+            format!("{} next step(s) recorded for the next session", steps.len()),
+        );
+    }
 }

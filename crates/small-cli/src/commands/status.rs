@@ -1,12 +1,172 @@
-//! `small status` (under construction).
+//! `small status`: a compact summary of where the project stands.
+
+use std::path::PathBuf;
+
+use small_core::status::{self, Status, StatusOptions, KNOWN_STATUSES};
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 
-/// (under construction)
+/// Show the project status: which artifacts exist, the plan by status, the next actionable
+/// tasks (pending tasks whose dependencies are all completed), the current run, and the most
+/// recent progress entries.
+///
+/// Only the end of the progress log is read, so status stays fast on very long logs.
+/// SMALL_PROGRESS_MODE=audit shows every entry; the default (signal) hides apply
+/// bookkeeping entries.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Print the status as JSON (docs/json-output.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Number of recent progress entries to show
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub recent: usize,
+    /// Number of next actionable tasks to show
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub tasks: usize,
+    /// Directory containing .small/ (or the .small directory itself) [default: current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
 
-pub fn run(_args: Args, _g: &GlobalArgs) -> CmdResult {
-    Err(CliError::usage("`small status` is not implemented yet"))
+/// Resolve `--dir` to the `.small/` directory the way the gates do (accepting `.small`
+/// itself), without requiring it to exist.
+pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
+    let base = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+    };
+    if base
+        .file_name()
+        .is_some_and(|n| n == small_core::consts::SMALL_DIR)
+    {
+        Ok(base)
+    } else {
+        Ok(base.join(small_core::consts::SMALL_DIR))
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let audit =
+        std::env::var("SMALL_PROGRESS_MODE").is_ok_and(|v| v.trim().eq_ignore_ascii_case("audit"));
+    let dir = small_dir(args.dir.as_deref())?;
+    let st = status::status(
+        &dir,
+        StatusOptions {
+            recent: args.recent,
+            tasks: args.tasks,
+            audit,
+        },
+    );
+    if args.json {
+        let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::usage(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    if !g.quiet {
+        print!("{}", render(&st));
+    }
+    Ok(())
+}
+
+/// The human status report.
+pub(crate) fn render(st: &Status) -> String {
+    let mut o = String::new();
+    let mut line = |s: String| {
+        o.push_str(&s);
+        o.push('\n');
+    };
+    line(format!("small {} (SMALL {})", st.version, st.spec_version));
+    if st.progress_mode == "audit" {
+        line("progress mode: audit".into());
+    }
+    if !st.small_dir_exists {
+        line(String::new());
+        line(".small/ does not exist here. Run `small init` to start a SMALL project.".into());
+        return o;
+    }
+    line(String::new());
+    line("Artifacts:".into());
+    let a = &st.artifacts;
+    for (name, present) in [
+        ("intent.small.yml", a.intent),
+        ("constraints.small.yml", a.constraints),
+        ("plan.small.yml", a.plan),
+        ("progress.small.yml", a.progress),
+        ("handoff.small.yml", a.handoff),
+    ] {
+        line(format!("  [{}] {name}", if present { "x" } else { " " }));
+    }
+    line(String::new());
+    if let Some(r) = &st.replay_id {
+        line(format!("Run: {r}"));
+    }
+    if let Some(p) = &st.plan {
+        line(format!(
+            "Plan: {} task{}",
+            p.total_tasks,
+            if p.total_tasks == 1 { "" } else { "s" }
+        ));
+        for s in KNOWN_STATUSES {
+            line(format!(
+                "  {s}: {}",
+                p.tasks_by_status.get(s).copied().unwrap_or(0)
+            ));
+        }
+        for (s, n) in &p.tasks_by_status {
+            if !KNOWN_STATUSES.contains(&s.as_str()) {
+                line(format!("  {s}: {n} (not a standard status)"));
+            }
+        }
+        if p.next_actionable.is_empty() {
+            line("Next actionable: none".into());
+        } else {
+            line(format!("Next actionable: {}", p.next_actionable.join(", ")));
+        }
+    }
+    if let Some(t) = &st.next_task {
+        line(format!("Next task: {t}"));
+    }
+    if !st.recent_progress.is_empty() {
+        line(String::new());
+        let kind = if st.progress_mode == "audit" {
+            "progress"
+        } else {
+            "signal progress"
+        };
+        line(format!("Recent {kind} (newest first):"));
+        for e in &st.recent_progress {
+            let when = e.timestamp.replacen('T', " ", 1);
+            let detail = e
+                .evidence
+                .as_deref()
+                .or(e.notes.as_deref())
+                .map(str::trim)
+                .filter(|s| !s.is_empty());
+            match detail {
+                Some(d) => line(format!(
+                    "  [{when}] {}: {} - {}",
+                    e.task_id,
+                    e.status,
+                    shorten(d, 100)
+                )),
+                None => line(format!("  [{when}] {}: {}", e.task_id, e.status)),
+            }
+        }
+    }
+    for p in &st.problems {
+        line(format!("warning: {p}"));
+    }
+    o
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    let first = s.lines().next().unwrap_or("");
+    if first.chars().count() <= max && first.len() == s.len() {
+        return first.to_string();
+    }
+    let cut: String = first.chars().take(max).collect();
+    format!("{cut}…")
 }
