@@ -644,7 +644,7 @@ fn slow_plan(txn: &Transaction, rel: &str, eol: &'static str) -> Result<Plan, Tx
             });
         }
         return Err(TxnError::Invalid(
-            "progress.small.yml writes `entries` as a flow list ([...]); run `small progress migrate` to convert it to block form, then append".into(),
+            "progress.small.yml writes `entries` as a flow list ([...]); run `small progress migrate` to rewrite it in block form, then append".into(),
         ));
     }
     let Some(last) = items.last() else {
@@ -681,6 +681,70 @@ fn line_start(src: &str, at: usize) -> usize {
 pub struct MigrateReport {
     pub entries: usize,
     pub rewritten: usize,
+    /// The list was in flow style (`[...]`) and was rewritten in block form.
+    pub converted_flow: bool,
+}
+
+fn plain_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !k.starts_with('-')
+    {
+        k.to_string()
+    } else {
+        yaml_quote(k)
+    }
+}
+
+fn scalar_json(v: &Json) -> Option<String> {
+    Some(match v {
+        Json::Null => "null".into(),
+        Json::Bool(b) => b.to_string(),
+        Json::Number(n) => n.to_string(),
+        Json::String(s) => yaml_quote(s),
+        Json::Array(a) if a.is_empty() => "[]".into(),
+        Json::Object(o) if o.is_empty() => "{}".into(),
+        _ => return None,
+    })
+}
+
+/// Render a JSON value as block YAML lines at `indent` (sequences as `- ` items).
+fn render_json_lines(v: &Json, indent: usize) -> Vec<String> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    match v {
+        Json::Array(items) => {
+            for it in items {
+                match scalar_json(it) {
+                    Some(s) => out.push(format!("{pad}- {s}")),
+                    None => {
+                        let inner = render_json_lines(it, indent + 2);
+                        for (i, l) in inner.into_iter().enumerate() {
+                            if i == 0 {
+                                out.push(format!("{pad}- {}", l.trim_start()));
+                            } else {
+                                out.push(l);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Json::Object(map) => {
+            for (k, val) in map {
+                match scalar_json(val) {
+                    Some(s) => out.push(format!("{pad}{}: {s}", plain_key(k))),
+                    None => {
+                        out.push(format!("{pad}{}:", plain_key(k)));
+                        out.extend(render_json_lines(val, indent + 2));
+                    }
+                }
+            }
+        }
+        other => out.push(format!("{pad}{}", scalar_json(other).unwrap_or_default())),
+    }
+    out
 }
 
 /// Parse a timestamp as leniently as migration allows: RFC 3339 with or without a fraction,
@@ -743,9 +807,57 @@ pub fn migrate_text(src_bytes: &[u8]) -> Result<(MigrateReport, Option<String>),
         }
         last = Some(t);
     }
+    let entries_node = doc
+        .root
+        .get("entries")
+        .ok_or("progress.small.yml has no `entries` list")?;
+    if entries_node.style == Style::Flow && !entries.is_empty() {
+        // Convert the flow list into block form, timestamps canonical.
+        let mut list = Vec::new();
+        let mut lastf: Option<Instant> = None;
+        for e in entries {
+            let text = e.get("timestamp").and_then(|t| t.as_str()).unwrap_or("");
+            let mut t = parse_lenient(text)
+                .ok_or(format!("timestamp {text:?} cannot be read as RFC 3339"))?;
+            if let Some(l) = lastf {
+                if t <= l {
+                    t = Instant::from_unix_nanos(l.unix_nanos() + 1);
+                }
+            }
+            lastf = Some(t);
+            let mut j = e.to_json();
+            if let Some(m) = j.as_object_mut() {
+                m.insert("timestamp".into(), Json::String(timestamp::format_utc(t)));
+            }
+            list.push(j);
+        }
+        let src = &doc.source;
+        let key = doc.root.entry("entries").ok_or("no entries key")?;
+        let key_col = crate::edit::column_of(src, key.key_span.start.offset as usize);
+        let eol = crate::edit::eol_of(src);
+        let mut block = String::new();
+        for line in render_json_lines(&Json::Array(list), key_col + 2) {
+            block.push_str(eol);
+            block.push_str(&line);
+        }
+        let r = entries_node.span.byte_range();
+        let mut start = r.start;
+        while start > 0 && src.as_bytes()[start - 1] == b' ' {
+            start -= 1;
+        }
+        let end = src[..r.end].rfind(']').map_or(r.end, |i| i + 1);
+        let out = format!("{}{}{}", &src[..start], block, &src[end..]);
+        let report = MigrateReport {
+            entries: entries.len(),
+            rewritten: edits.len(),
+            converted_flow: true,
+        };
+        return Ok((report, Some(out)));
+    }
     let report = MigrateReport {
         entries: entries.len(),
         rewritten: edits.len(),
+        converted_flow: false,
     };
     if edits.is_empty() {
         return Ok((report, None));
@@ -880,6 +992,29 @@ mod tests {
         add(&d, "b", TimestampRule::Now).unwrap();
         assert!(!read(&d).replace("\r\n", "").contains('\n'));
         assert_eq!(entries(&d).len(), 2);
+    }
+
+    #[test]
+    fn migrate_converts_flow_lists() {
+        let src = "small_version: \"1.0.0\"\nentries: [{task_id: a, timestamp: \"2026-01-01T00:00:00Z\", evidence: {k: [1, x]}}, {task_id: b, timestamp: \"2025-01-01T00:00:00.5Z\", notes: \"n\"}]\nowner: agent\n";
+        let (r, out) = migrate_text(src.as_bytes()).unwrap();
+        assert!(r.converted_flow);
+        let out = out.unwrap();
+        let d = yaml::parse_str(&out, &Limits::default()).unwrap();
+        let e = d.root.get("entries").unwrap();
+        assert_eq!(e.style, Style::Block);
+        assert_eq!(
+            e.to_json()[0]["evidence"],
+            serde_json::json!({"k": [1, "x"]})
+        );
+        assert_eq!(
+            e.to_json()[1]["timestamp"],
+            "2026-01-01T00:00:00.000000001Z"
+        );
+        assert_eq!(d.root.get("owner").unwrap().as_str(), Some("agent"));
+        // and appends work afterwards (fast path needs entries last; slow path otherwise)
+        let (r2, _) = migrate_text(out.as_bytes()).unwrap();
+        assert_eq!(r2.rewritten, 0);
     }
 
     #[test]
