@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::consts::{ArtifactKind, RUNS_DIR, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE};
+use crate::consts::{ArtifactKind, ARCHIVE_DIR, CACHE_DIR, RUNS_DIR, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE};
 use crate::yaml;
 
 pub use diff::{diff_runs, DiffSide, FileDiff, ProgressDiff, RunDiff};
@@ -296,8 +296,9 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 }
 
 /// Commit, dirty flag and branch of the repository holding `root`; empty when `root` is not
-/// in a git work tree or git is not installed. Paths listed in `exclude` (such as the run
-/// store itself) do not make the tree dirty.
+/// in a git work tree or git is not installed. The dirty flag covers the whole work tree
+/// except what `small` itself writes beside `.small/`: `.small-cache/` (the workspace lock),
+/// `.small-archive/`, and the paths listed in `exclude` (such as the run store).
 pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
     if git(root, &["rev-parse", "--is-inside-work-tree"]).as_deref() != Some("true") {
         return GitInfo::default();
@@ -306,8 +307,9 @@ pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
     let branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])
         .filter(|b| b != "HEAD")
         .unwrap_or_default();
-    let mut args: Vec<String> = vec!["status".into(), "--porcelain".into(), "--".into(), ".".into()];
-    for ex in exclude {
+    let mut args: Vec<String> = vec!["status".into(), "--porcelain".into(), "--".into(), ":/".into()];
+    let own = [root.join(CACHE_DIR), root.join(ARCHIVE_DIR)];
+    for ex in exclude.iter().copied().chain(own.iter().map(PathBuf::as_path)) {
         if let Ok(rel) = ex.strip_prefix(root) {
             if !rel.as_os_str().is_empty() {
                 args.push(format!(":(exclude){}", rel.to_string_lossy()));

@@ -105,7 +105,8 @@ impl Ws {
     }
 
     pub fn commit_all(&self) {
-        git(self.root(), &["add", "-A"]);
+        // Only the project's own files: the run store, archives and cache stay untracked.
+        git(self.root(), &["add", "-A", "--", ".small", "README.md"]);
         git(self.root(), &["commit", "-q", "-m", "state"]);
     }
 
