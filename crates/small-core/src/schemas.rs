@@ -700,9 +700,14 @@ fn explain(err: &ValidationError<'_>, root: &Value, prefix: &str, out: &mut Vec<
                         .join(" or ")
                 })
                 .unwrap_or_else(|| "one of the allowed forms".to_string());
+            let help = if alts.contains("a mapping") && alts.contains("string") {
+                "write a short text, or a mapping of details".to_string()
+            } else {
+                format!("use {alts}")
+            };
             out.push(simple(
                 format!("{what} must be {alts}, found {found}"),
-                description,
+                Some(help),
             ));
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => {

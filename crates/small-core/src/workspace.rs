@@ -263,6 +263,8 @@ pub struct Workspace {
     pub metadata_exists: bool,
     /// Problems found while loading, in stable order (file, then position).
     pub diagnostics: Vec<Diagnostic>,
+    /// Text of files that were read but did not load (YAML errors), for error snippets.
+    failed_sources: Vec<(String, String)>,
 }
 
 impl Workspace {
@@ -284,6 +286,7 @@ impl Workspace {
             metadata: None,
             metadata_exists: false,
             diagnostics: Vec::new(),
+            failed_sources: Vec::new(),
         };
         let mut kinds = opts.artifacts.clone();
         kinds.sort();
@@ -305,7 +308,7 @@ impl Workspace {
                         .in_file(rel.clone())
                         .with_help(missing_help(kind)),
                 ),
-                Err(LoadError::Problem(d)) => ws.diagnostics.push(*d),
+                Err(LoadError::Problem(d)) => ws.note_failure(&path, *d),
             }
         }
         if opts.metadata {
@@ -323,12 +326,22 @@ impl Workspace {
                 Err(LoadError::Missing) => {}
                 Err(LoadError::Problem(d)) => {
                     ws.metadata_exists = true;
-                    ws.diagnostics.push(*d);
+                    ws.note_failure(&path, *d);
                 }
             }
         }
         crate::diag::sort(&mut ws.diagnostics);
         ws
+    }
+
+    fn note_failure(&mut self, path: &Path, d: Diagnostic) {
+        if d.code == CODE_YAML && d.span.is_some() {
+            if let (Some(rel), Ok(bytes)) = (d.file.clone(), std::fs::read(path)) {
+                self.failed_sources
+                    .push((rel, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+        self.diagnostics.push(d);
     }
 
     /// The loaded artifact of a kind, if loaded.
@@ -369,11 +382,18 @@ impl Workspace {
         self.diagnostics.iter().any(|d| d.code == CODE_IO)
     }
 
-    /// The source text of a file named by a diagnostic (`.small/plan.small.yml`), if loaded.
+    /// The source text of a file named by a diagnostic (`.small/plan.small.yml`): loaded
+    /// files, and files that were read but failed to parse.
     pub fn source_of(&self, rel_path: &str) -> Option<&str> {
         self.artifacts()
             .find(|a| a.rel_path == rel_path)
             .map(|a| a.document.source.as_str())
+            .or_else(|| {
+                self.failed_sources
+                    .iter()
+                    .find(|(r, _)| r == rel_path)
+                    .map(|(_, t)| t.as_str())
+            })
             .or_else(|| {
                 self.metadata
                     .as_ref()
@@ -429,9 +449,21 @@ fn rel_path(file: &str) -> String {
 }
 
 fn missing_help(kind: ArtifactKind) -> String {
+    let body = match kind {
+        ArtifactKind::Intent => {
+            "owner: human, intent: \"...\", scope: {include: [], exclude: []}, success_criteria: []"
+        }
+        ArtifactKind::Constraints => {
+            "owner: human, constraints: [{id: ..., rule: \"...\", severity: error}]"
+        }
+        ArtifactKind::Plan => "owner: agent, tasks: [{id: task-1, title: \"...\"}]",
+        ArtifactKind::Progress => "owner: agent, entries: []",
+        ArtifactKind::Handoff => {
+            "owner: agent, summary: \"...\", resume: {next_steps: []}, links: [], replayId: {value: <64 hex>, source: manual}"
+        }
+    };
     format!(
-        "every workspace needs all five canonical files; create {} (for example with `small init --force`, which keeps existing files)",
-        kind.file_name()
+        "restore it (for example from version control), or create it with at least: small_version: \"1.0.0\", {body}"
     )
 }
 
@@ -690,6 +722,12 @@ mod tests {
             .collect();
         assert_eq!(yaml.len(), 4, "{:#?}", ws.diagnostics);
         assert!(ws.metadata_exists && ws.metadata.is_none());
+        // Files that failed to parse keep their text for snippets.
+        assert_eq!(
+            ws.source_of(".small/intent.small.yml"),
+            Some("a: 1\na: 2\n")
+        );
+        assert!(ws.source_of(".small/handoff.small.yml").is_none());
         let dup = yaml
             .iter()
             .find(|d| d.file.as_deref() == Some(".small/intent.small.yml"))
