@@ -28,18 +28,34 @@ fn archive_copies_artifacts_and_workspace_with_a_hashed_manifest() {
     let archived_at = root.get("archived_at").unwrap().as_str().unwrap();
     assert!(archived_at.ends_with('Z'), "{archived_at}");
     let source = root.get("source_dir").unwrap().as_str().unwrap();
-    assert_eq!(fs::canonicalize(source).unwrap(), fs::canonicalize(ws.root()).unwrap());
+    assert_eq!(
+        fs::canonicalize(source).unwrap(),
+        fs::canonicalize(ws.root()).unwrap()
+    );
     let files = root.get("files").unwrap().as_seq().unwrap();
-    let names: Vec<&str> = files.iter().map(|f| f.get("name").unwrap().as_str().unwrap()).collect();
+    let names: Vec<&str> = files
+        .iter()
+        .map(|f| f.get("name").unwrap().as_str().unwrap())
+        .collect();
     assert_eq!(
         names,
-        ["intent.small.yml", "constraints.small.yml", "plan.small.yml", "progress.small.yml", "handoff.small.yml", "workspace.small.yml"]
+        [
+            "intent.small.yml",
+            "constraints.small.yml",
+            "plan.small.yml",
+            "progress.small.yml",
+            "handoff.small.yml",
+            "workspace.small.yml"
+        ]
     );
     for f in files {
         let name = f.get("name").unwrap().as_str().unwrap();
         let bytes = fs::read(dir.join(name)).unwrap();
         assert_eq!(bytes, ws.read(name), "{name}");
-        assert_eq!(f.get("sha256").unwrap().as_str().unwrap(), hex::encode(sha2::Sha256::digest(&bytes)));
+        assert_eq!(
+            f.get("sha256").unwrap().as_str().unwrap(),
+            hex::encode(sha2::Sha256::digest(&bytes))
+        );
     }
     // The archive is recorded in the run index.
     let index = fs::read_to_string(ws.store().join("index.small.yml")).unwrap();
@@ -64,22 +80,48 @@ fn a_different_archive_of_the_same_run_is_replaced_only_with_force() {
     let plan = PLAN.replace("Add the flag", "Add the flag now");
     ws.write("plan.small.yml", &plan);
     let err = ws.fails(&["archive"], 1);
-    assert!(err.contains("--force") && err.contains("never modified"), "{err}");
+    assert!(
+        err.contains("--force") && err.contains("never modified"),
+        "{err}"
+    );
     assert_eq!(tree(&archive_dir(&ws)), before);
     let out = ws.ok(&["archive", "--force"]);
     assert!(out.contains("Replaced"), "{out}");
-    assert_eq!(fs::read(archive_dir(&ws).join("plan.small.yml")).unwrap(), plan.as_bytes());
+    assert_eq!(
+        fs::read(archive_dir(&ws).join("plan.small.yml")).unwrap(),
+        plan.as_bytes()
+    );
     ws.ok(&["archive", "verify", archive_dir(&ws).to_str().unwrap()]);
 }
 
 #[test]
 fn out_and_include_choose_where_and_what() {
     let ws = Ws::new();
-    ws.ok(&["archive", "--out", "keep/run1", "--include", "plan.small.yml,handoff.small.yml", "--include", "intent.small.yml"]);
+    ws.ok(&[
+        "archive",
+        "--out",
+        "keep/run1",
+        "--include",
+        "plan.small.yml,handoff.small.yml",
+        "--include",
+        "intent.small.yml",
+    ]);
     let dir = ws.root().join("keep/run1");
-    let mut names: Vec<String> = fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
-    assert_eq!(names, ["archive.small.yml", "handoff.small.yml", "intent.small.yml", "plan.small.yml"]);
+    assert_eq!(
+        names,
+        [
+            "archive.small.yml",
+            "handoff.small.yml",
+            "intent.small.yml",
+            "plan.small.yml"
+        ]
+    );
     assert!(!ws.root().join(".small-archive").exists());
 
     let abs = tempfile::tempdir().unwrap();
@@ -112,7 +154,10 @@ fn archive_needs_a_replay_id_and_a_workspace() {
     let ws = Ws::new();
     ws.write("handoff.small.yml", &handoff_without_replay_id());
     let err = ws.fails(&["archive"], 1);
-    assert!(err.contains("replayId") && err.contains("small handoff"), "{err}");
+    assert!(
+        err.contains("replayId") && err.contains("small handoff"),
+        "{err}"
+    );
     let bare = Ws::bare();
     let err = bare.fails(&["archive"], 2);
     assert!(err.contains(".small/ does not exist"), "{err}");
@@ -130,7 +175,10 @@ fn archive_never_writes_into_an_existing_directory_that_is_not_an_archive() {
     let err = ws.fails(&["archive", "--out", ".small"], 2);
     assert!(err.contains("overlaps"), "{err}");
     let err = ws.fails(&["archive", "--out", "."], 2);
-    assert!(err.contains("overlaps") || err.contains("not an archive"), "{err}");
+    assert!(
+        err.contains("overlaps") || err.contains("not an archive"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -143,7 +191,11 @@ fn verify_passes_an_intact_archive() {
     let v = ws.json(&["archive", "verify", "--json", dir.to_str().unwrap()]);
     assert_eq!(v["ok"], true);
     assert_eq!(v["replayId"], ID_A);
-    assert!(v["files"].as_array().unwrap().iter().all(|f| f["state"] == "ok"));
+    assert!(v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["state"] == "ok"));
 }
 
 #[test]
@@ -164,7 +216,10 @@ fn verify_reports_changed_missing_and_unlisted_files() {
     assert!(out.contains("ok        handoff.small.yml"), "{out}");
     assert!(err.contains("3 file(s)"), "{err}");
 
-    let out = ws.small_cmd(&["archive", "verify", "--json", dir.to_str().unwrap()]).output().unwrap();
+    let out = ws
+        .small_cmd(&["archive", "verify", "--json", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], false);
@@ -172,11 +227,25 @@ fn verify_reports_changed_missing_and_unlisted_files() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f["state"].as_str().unwrap().to_string()))
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["state"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert!(states.contains(&("plan.small.yml".into(), "changed".into())), "{states:?}");
-    assert!(states.contains(&("intent.small.yml".into(), "missing".into())), "{states:?}");
-    assert!(states.contains(&("extra.txt".into(), "unlisted".into())), "{states:?}");
+    assert!(
+        states.contains(&("plan.small.yml".into(), "changed".into())),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&("intent.small.yml".into(), "missing".into())),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&("extra.txt".into(), "unlisted".into())),
+        "{states:?}"
+    );
 }
 
 #[test]
@@ -191,7 +260,10 @@ fn verify_of_something_that_is_not_an_archive_is_a_usage_error() {
 
 #[test]
 fn archive_of_the_conformance_minimal_case_verifies() {
-    let case = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/cases/valid-minimal/.small"));
+    let case = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/cases/valid-minimal/.small"
+    ));
     if !case.exists() {
         eprintln!("conformance data not found at {}; skipping", case.display());
         return;
@@ -203,9 +275,15 @@ fn archive_of_the_conformance_minimal_case_verifies() {
     }
     let v = ws.json(&["archive", "--json"]);
     let dir = v["dir"].as_str().unwrap().to_string();
-    assert_eq!(v["replayId"], "84342e510e5ec6e6e0b1837174fa92b68d2a2968d4bff6f7878dff3e1db441c7");
+    assert_eq!(
+        v["replayId"],
+        "84342e510e5ec6e6e0b1837174fa92b68d2a2968d4bff6f7878dff3e1db441c7"
+    );
     ws.ok(&["archive", "verify", &dir]);
     ws.ok(&["run", "snapshot"]);
     let out = ws.ok(&["run", "list"]);
-    assert!(out.contains("Run in progress. Next task: dry-run-flag."), "{out}");
+    assert!(
+        out.contains("Run in progress. Next task: dry-run-flag."),
+        "{out}"
+    );
 }

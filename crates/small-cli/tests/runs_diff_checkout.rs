@@ -23,7 +23,10 @@ fn two_runs() -> (Ws, Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let ws = Ws::new();
     ws.ok(&["run", "snapshot"]);
     let a = files(&ws);
-    ws.write("plan.small.yml", &PLAN.replacen("status: \"pending\"", "status: \"completed\"", 1));
+    ws.write(
+        "plan.small.yml",
+        &PLAN.replacen("status: \"pending\"", "status: \"completed\"", 1),
+    );
     ws.write(
         "progress.small.yml",
         &progress_with(&[
@@ -41,15 +44,33 @@ fn two_runs() -> (Ws, Vec<Vec<u8>>, Vec<Vec<u8>>) {
 fn diff_shows_unified_diffs_and_a_progress_summary() {
     let (ws, _, _) = two_runs();
     let out = ws.ok(&["run", "diff", ID_A, ID_B]);
-    assert!(out.contains(&format!("Run diff: {} -> {}", &ID_A[..16], &ID_B[..16])), "{out}");
-    assert!(out.contains("--- a/plan.small.yml") && out.contains("+++ b/plan.small.yml"), "{out}");
-    assert!(out.contains("-    status: \"pending\"") && out.contains("+    status: \"completed\""), "{out}");
+    assert!(
+        out.contains(&format!("Run diff: {} -> {}", &ID_A[..16], &ID_B[..16])),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- a/plan.small.yml") && out.contains("+++ b/plan.small.yml"),
+        "{out}"
+    );
+    assert!(
+        out.contains("-    status: \"pending\"") && out.contains("+    status: \"completed\""),
+        "{out}"
+    );
     assert!(out.contains("--- a/handoff.small.yml"), "{out}");
-    assert!(!out.contains("a/intent.small.yml"), "unchanged files are not shown: {out}");
+    assert!(
+        !out.contains("a/intent.small.yml"),
+        "unchanged files are not shown: {out}"
+    );
     assert!(out.contains("entries: 0 -> 2 (+2)"), "{out}");
     assert!(out.contains("newly completed tasks: task-1"), "{out}");
-    assert!(out.contains("newest entry: - -> 2026-03-01T11:00:00.5Z"), "{out}");
-    assert!(!out.contains("a/progress.small.yml"), "progress is summarised without --full: {out}");
+    assert!(
+        out.contains("newest entry: - -> 2026-03-01T11:00:00.5Z"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("a/progress.small.yml"),
+        "progress is summarised without --full: {out}"
+    );
 }
 
 #[test]
@@ -67,22 +88,34 @@ fn diff_json_has_files_and_progress() {
     assert_eq!(v["from"], ID_A);
     assert_eq!(v["to"], ID_B);
     let files = v["files"].as_array().unwrap();
-    let plan = files.iter().find(|f| f["name"] == "plan.small.yml").unwrap();
+    let plan = files
+        .iter()
+        .find(|f| f["name"] == "plan.small.yml")
+        .unwrap();
     assert_eq!(plan["changed"], true);
     assert_eq!(plan["added"], 1);
     assert_eq!(plan["removed"], 1);
     assert!(plan["diff"].as_str().unwrap().contains("@@"));
-    let intent = files.iter().find(|f| f["name"] == "intent.small.yml").unwrap();
+    let intent = files
+        .iter()
+        .find(|f| f["name"] == "intent.small.yml")
+        .unwrap();
     assert_eq!(intent["changed"], false);
     assert!(intent.get("diff").is_none());
     assert_eq!(v["progress"]["entries_before"], 0);
     assert_eq!(v["progress"]["entries_after"], 2);
     assert_eq!(v["progress"]["entry_delta"], 2);
-    assert_eq!(v["progress"]["completed_delta"], serde_json::json!(["task-1"]));
+    assert_eq!(
+        v["progress"]["completed_delta"],
+        serde_json::json!(["task-1"])
+    );
     assert_eq!(v["progress"]["latest_after"], "2026-03-01T11:00:00.5Z");
     assert!(v["progress"].get("diff").is_none());
     let v = ws.json(&["run", "diff", "--json", "--full", ID_A, ID_B]);
-    assert!(v["progress"]["diff"].as_str().unwrap().contains("+++ b/progress.small.yml"));
+    assert!(v["progress"]["diff"]
+        .as_str()
+        .unwrap()
+        .contains("+++ b/progress.small.yml"));
 }
 
 #[test]
@@ -101,9 +134,16 @@ fn diff_against_the_live_workspace() {
     assert!(out.contains("No changes"), "{out}");
     assert!(out.contains("entries: 2 -> 2 (+0)"), "{out}");
 
-    ws.write("intent.small.yml", &INTENT.replace("mailer", "invoice mailer"));
+    ws.write(
+        "intent.small.yml",
+        &INTENT.replace("mailer", "invoice mailer"),
+    );
     let out = ws.ok(&["run", "diff", ID_B, "live"]);
-    assert!(out.contains("+++ b/intent.small.yml") && out.contains("+intent: \"Add a --dry-run flag to the invoice mailer.\""), "{out}");
+    assert!(
+        out.contains("+++ b/intent.small.yml")
+            && out.contains("+intent: \"Add a --dry-run flag to the invoice mailer.\""),
+        "{out}"
+    );
     let v = ws.json(&["run", "diff", "--json", "live", ID_A]);
     assert_eq!(v["from"], "live");
     assert_eq!(v["to"], ID_A);
@@ -117,7 +157,10 @@ fn diff_of_a_file_present_on_one_side_only_uses_dev_null() {
     ws.ok(&["run", "snapshot"]);
     ws.write("constraints.small.yml", CONSTRAINTS);
     let out = ws.ok(&["run", "diff", ID_A]);
-    assert!(out.contains("--- /dev/null") && out.contains("+++ b/constraints.small.yml"), "{out}");
+    assert!(
+        out.contains("--- /dev/null") && out.contains("+++ b/constraints.small.yml"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -130,7 +173,14 @@ fn round_trip_snapshot_change_diff_checkout_restores_exact_bytes() {
     assert_eq!(files(&ws)[..5], a[..5]);
     assert_eq!(files(&ws)[5], b[5], "workspace.small.yml is never touched");
     let v = ws.json(&["run", "diff", "--json", ID_A]);
-    assert!(v["files"].as_array().unwrap().iter().all(|f| f["changed"] == false), "{v}");
+    assert!(
+        v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["changed"] == false),
+        "{v}"
+    );
 
     ws.ok(&["run", "checkout", "a1f"]);
     assert_eq!(files(&ws), b);
@@ -144,9 +194,20 @@ fn checkout_refuses_to_overwrite_unsaved_changes_without_force() {
     let edited = PLAN.replace("Skip SMTP", "Skip SMTP and log");
     ws.write("plan.small.yml", &edited);
     let err = ws.fails(&["run", "checkout", ID_A], 1);
-    assert!(err.contains(".small/plan.small.yml") && err.contains("--force"), "{err}");
-    assert_eq!(ws.read("plan.small.yml"), edited.as_bytes(), "a refused checkout changes nothing");
-    assert_ne!(ws.read("handoff.small.yml"), a[4], "a refused checkout changes nothing");
+    assert!(
+        err.contains(".small/plan.small.yml") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        ws.read("plan.small.yml"),
+        edited.as_bytes(),
+        "a refused checkout changes nothing"
+    );
+    assert_ne!(
+        ws.read("handoff.small.yml"),
+        a[4],
+        "a refused checkout changes nothing"
+    );
 
     let out = ws.ok(&["run", "checkout", "--force", ID_A]);
     assert!(out.contains("discarded"), "{out}");

@@ -15,7 +15,15 @@ fn assert_no_panic(err: &str) {
 fn replay_ids_that_look_like_paths_are_refused() {
     let ws = Ws::new();
     ws.ok(&["run", "snapshot"]);
-    for bad in ["../", "..", "../etc", "/etc/passwd", "a1b2/../a1b2", "./a1b2", ".."] {
+    for bad in [
+        "../",
+        "..",
+        "../etc",
+        "/etc/passwd",
+        "a1b2/../a1b2",
+        "./a1b2",
+        "..",
+    ] {
         let err = ws.fails(&["run", "show", bad], 2);
         assert!(err.contains("not a replay ID"), "{bad}: {err}");
         ws.fails(&["run", "checkout", bad], 2);
@@ -36,7 +44,11 @@ fn a_symlinked_snapshot_directory_is_not_followed() {
     let fake = outside.path().join("fake");
     fs::create_dir_all(&fake).unwrap();
     for name in ["intent.small.yml", "plan.small.yml", "progress.small.yml"] {
-        fs::write(fake.join(name), "small_version: \"1.0.0\"\nowner: \"agent\"\nsecret: outside\n").unwrap();
+        fs::write(
+            fake.join(name),
+            "small_version: \"1.0.0\"\nowner: \"agent\"\nsecret: outside\n",
+        )
+        .unwrap();
     }
     fs::write(fake.join("handoff.small.yml"), handoff(ID_C, "outside")).unwrap();
     symlink(&fake, ws.store().join(ID_C)).unwrap();
@@ -50,8 +62,14 @@ fn a_symlinked_snapshot_directory_is_not_followed() {
 
     let (code, out, err) = ws.run(&["run", "list"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains(&ID_A[..12]) && !out.contains("outside"), "{out}");
-    assert!(err.contains("warning") && err.contains("symbolic link"), "{err}");
+    assert!(
+        out.contains(&ID_A[..12]) && !out.contains("outside"),
+        "{out}"
+    );
+    assert!(
+        err.contains("warning") && err.contains("symbolic link"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -87,15 +105,24 @@ fn a_truncated_meta_json_is_reported_as_damage() {
     fs::write(&meta, &text[..text.len() / 2]).unwrap();
 
     let err = ws.fails(&["run", "show", ID_A], 1);
-    assert!(err.contains("damaged") && err.contains("meta.json"), "{err}");
+    assert!(
+        err.contains("damaged") && err.contains("meta.json"),
+        "{err}"
+    );
     assert_no_panic(&err);
     ws.fails(&["run", "checkout", ID_A], 1);
     ws.fails(&["run", "diff", ID_A, ID_B], 1);
 
     let (code, out, err) = ws.run(&["run", "list"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains(&ID_B[..12]) && !out.contains(&ID_A[..12]), "{out}");
-    assert!(err.contains("skipped") && err.contains("meta.json"), "{err}");
+    assert!(
+        out.contains(&ID_B[..12]) && !out.contains(&ID_A[..12]),
+        "{out}"
+    );
+    assert!(
+        err.contains("skipped") && err.contains("meta.json"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -108,13 +135,20 @@ fn meta_json_of_the_wrong_type_or_naming_another_run_is_damage() {
     let err = ws.fails(&["run", "show", ID_A], 1);
     assert!(err.contains("damaged"), "{err}");
     fs::remove_file(&meta).unwrap();
-    fs::write(&meta, format!("{{\"replayId\": \"{ID_B}\", \"git_dirty\": \"yes\"}}")).unwrap();
+    fs::write(
+        &meta,
+        format!("{{\"replayId\": \"{ID_B}\", \"git_dirty\": \"yes\"}}"),
+    )
+    .unwrap();
     let err = ws.fails(&["run", "show", ID_A], 1);
     assert!(err.contains("damaged"), "{err}");
     fs::remove_file(&meta).unwrap();
     fs::write(&meta, format!("{{\"replayId\": \"{ID_B}\"}}")).unwrap();
     let err = ws.fails(&["run", "show", ID_A], 1);
-    assert!(err.contains("damaged") && err.contains(&ID_B[..16]), "{err}");
+    assert!(
+        err.contains("damaged") && err.contains(&ID_B[..16]),
+        "{err}"
+    );
 }
 
 #[test]
@@ -127,7 +161,10 @@ fn unexpected_entries_in_the_store_are_ignored_with_a_warning() {
     let (code, out, err) = ws.run(&["run", "list"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&ID_A[..12]), "{out}");
-    assert!(err.contains("README.md") && err.contains("handbook-spike"), "{err}");
+    assert!(
+        err.contains("README.md") && err.contains("handbook-spike"),
+        "{err}"
+    );
     let err = ws.fails(&["run", "show", ID_C], 1);
     assert!(err.contains("not a snapshot directory"), "{err}");
 }
@@ -147,7 +184,10 @@ fn unparsable_progress_in_a_snapshot_gives_a_positioned_error() {
     ws.write("progress.small.yml", "entries: [\n");
     ws.ok(&["run", "snapshot"]);
     let err = ws.fails(&["run", "diff", ID_A], 1);
-    assert!(err.contains("progress.small.yml") && err.contains(":"), "{err}");
+    assert!(
+        err.contains("progress.small.yml") && err.contains(":"),
+        "{err}"
+    );
     assert_no_panic(&err);
 }
 
@@ -156,7 +196,13 @@ fn archive_include_names_must_be_plain_file_names() {
     let ws = Ws::new();
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("secret"), "s").unwrap();
-    for bad in ["../README.md", "/etc/passwd", "sub/plan.small.yml", "..", "."] {
+    for bad in [
+        "../README.md",
+        "/etc/passwd",
+        "sub/plan.small.yml",
+        "..",
+        ".",
+    ] {
         let err = ws.fails(&["archive", "--include", bad], 2);
         assert!(err.contains("is not allowed"), "{bad}: {err}");
     }
@@ -198,5 +244,8 @@ fn archive_verify_reports_a_symlinked_file_as_unsafe() {
     symlink(&copy, &plan).unwrap();
     let (code, out, _) = ws.run(&["archive", "verify", dir.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(out.contains("UNSAFE") && out.contains("plan.small.yml"), "{out}");
+    assert!(
+        out.contains("UNSAFE") && out.contains("plan.small.yml"),
+        "{out}"
+    );
 }

@@ -34,12 +34,29 @@ fn list_shows_newest_first_with_short_ids_summary_and_git() {
     let ws = three_runs();
     let out = ws.ok(&["run", "list"]);
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].contains("CREATED") && lines[0].contains("REPLAY ID") && lines[0].contains("SUMMARY"), "{out}");
+    assert!(
+        lines[0].contains("CREATED")
+            && lines[0].contains("REPLAY ID")
+            && lines[0].contains("SUMMARY"),
+        "{out}"
+    );
     assert_eq!(lines.len(), 4, "{out}");
-    assert!(lines[1].contains(&ID_C[..12]) && lines[1].contains("Third run"), "{out}");
-    assert!(lines[2].contains(&ID_B[..12]) && lines[2].contains("Second run"), "{out}");
-    assert!(lines[3].contains(&ID_A[..12]) && lines[3].contains("Next task: task-1"), "{out}");
-    assert!(!lines[1].contains(ID_C), "IDs are shortened in the table: {out}");
+    assert!(
+        lines[1].contains(&ID_C[..12]) && lines[1].contains("Third run"),
+        "{out}"
+    );
+    assert!(
+        lines[2].contains(&ID_B[..12]) && lines[2].contains("Second run"),
+        "{out}"
+    );
+    assert!(
+        lines[3].contains(&ID_A[..12]) && lines[3].contains("Next task: task-1"),
+        "{out}"
+    );
+    assert!(
+        !lines[1].contains(ID_C),
+        "IDs are shortened in the table: {out}"
+    );
     assert!(lines[1].contains(&ws.head()[..8]), "{out}");
     assert!(lines[1].contains("false"), "{out}");
 }
@@ -86,7 +103,10 @@ fn show_an_ambiguous_or_unknown_prefix_is_a_usage_error() {
     let ws = three_runs();
     let err = ws.fails(&["run", "show", "a1"], 2);
     assert!(err.contains("ambiguous"), "{err}");
-    assert!(err.contains(&ID_A[..12]) && err.contains(&ID_B[..12]), "{err}");
+    assert!(
+        err.contains(&ID_A[..12]) && err.contains(&ID_B[..12]),
+        "{err}"
+    );
     let err = ws.fails(&["run", "show", "ffff"], 2);
     assert!(err.contains("no snapshot matches"), "{err}");
 }
@@ -97,12 +117,19 @@ fn show_json_has_meta_artifacts_and_handoff() {
     let v = ws.json(&["run", "show", "--json", ID_A]);
     assert_eq!(v["replayId"], ID_A);
     let sha = v["meta"]["git_sha"].as_str().unwrap();
-    assert!(sha.len() == 40 && sha != ws.head(), "A was taken two commits ago: {sha}");
+    assert!(
+        sha.len() == 40 && sha != ws.head(),
+        "A was taken two commits ago: {sha}"
+    );
     assert_eq!(v["summary"], "Run in progress. Next task: task-1.");
     assert_eq!(v["next_steps"][0], "Continue with task-1");
     assert_eq!(v["intact"], true);
-    let artifacts: Vec<String> =
-        v["artifacts"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    let artifacts: Vec<String> = v["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
     assert_eq!(artifacts.len(), 6, "{artifacts:?}");
     assert!(artifacts[0].ends_with("meta.json"));
 }
@@ -119,7 +146,10 @@ fn show_reports_a_snapshot_file_changed_after_it_was_taken() {
     fs::write(&plan, "tampered\n").unwrap();
     let (code, out, err) = ws.run(&["run", "show", ID_A]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("DAMAGED") && out.contains("plan.small.yml changed"), "{out}");
+    assert!(
+        out.contains("DAMAGED") && out.contains("plan.small.yml changed"),
+        "{out}"
+    );
     assert!(err.contains("damaged"), "{err}");
 }
 
@@ -131,7 +161,11 @@ fn snapshots_written_by_the_reference_layout_without_hashes_are_readable() {
     for name in ["intent.small.yml", "plan.small.yml", "progress.small.yml"] {
         fs::write(dir.join(name), ws.read(name)).unwrap();
     }
-    fs::write(dir.join("handoff.small.yml"), handoff(ID_C, "From elsewhere")).unwrap();
+    fs::write(
+        dir.join("handoff.small.yml"),
+        handoff(ID_C, "From elsewhere"),
+    )
+    .unwrap();
     fs::write(
         dir.join("meta.json"),
         format!("{{\n  \"replayId\": \"{ID_C}\",\n  \"created_at\": \"2026-01-01T00:00:00Z\",\n  \"git_sha\": \"\",\n  \"git_dirty\": false,\n  \"branch\": \"\",\n  \"cli_version\": \"1.0.10\",\n  \"workspace_kind\": \"repo-root\",\n  \"source_dir\": \"/x\"\n}}"),

@@ -12,20 +12,36 @@ fn snapshot_copies_every_artifact_byte_for_byte_and_records_meta() {
     assert!(out.contains(&ID_A[..16]), "{out}");
 
     let dir = ws.snap_dir(ID_A);
-    for name in ["intent.small.yml", "constraints.small.yml", "plan.small.yml", "progress.small.yml", "handoff.small.yml"] {
+    for name in [
+        "intent.small.yml",
+        "constraints.small.yml",
+        "plan.small.yml",
+        "progress.small.yml",
+        "handoff.small.yml",
+    ] {
         assert_eq!(fs::read(dir.join(name)).unwrap(), ws.read(name), "{name}");
     }
-    assert!(!dir.join("workspace.small.yml").exists(), "workspace metadata is not part of a snapshot");
+    assert!(
+        !dir.join("workspace.small.yml").exists(),
+        "workspace metadata is not part of a snapshot"
+    );
 
-    let meta: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["replayId"], ID_A);
     assert_eq!(meta["git_sha"], ws.head());
-    assert_eq!(meta["git_dirty"], false, "the run store itself must not make the tree dirty");
+    assert_eq!(
+        meta["git_dirty"], false,
+        "the run store itself must not make the tree dirty"
+    );
     assert_eq!(meta["branch"], "main");
     assert_eq!(meta["workspace_kind"], "repo-root");
     assert_eq!(meta["cli_version"], env!("CARGO_PKG_VERSION"));
     let created = meta["created_at"].as_str().unwrap();
-    assert!(created.starts_with("20") && created.ends_with('Z'), "{created}");
+    assert!(
+        created.starts_with("20") && created.ends_with('Z'),
+        "{created}"
+    );
     let files = meta["files"].as_object().unwrap();
     assert_eq!(files.len(), 5);
     use sha2::Digest;
@@ -38,7 +54,9 @@ fn snapshot_files_are_read_only_and_no_temporary_directory_is_left() {
     let ws = Ws::new();
     ws.ok(&["run", "snapshot"]);
     let dir = ws.snap_dir(ID_A);
-    let perms = fs::metadata(dir.join("plan.small.yml")).unwrap().permissions();
+    let perms = fs::metadata(dir.join("plan.small.yml"))
+        .unwrap()
+        .permissions();
     assert!(perms.readonly());
     let leftovers: Vec<_> = fs::read_dir(ws.store())
         .unwrap()
@@ -103,12 +121,21 @@ fn snapshot_of_an_existing_run_needs_force_and_force_replaces_it_whole() {
     let new_plan = PLAN.replace("Add the flag", "Add the --dry-run flag");
     ws.write("plan.small.yml", &new_plan);
     let err = ws.fails(&["run", "snapshot"], 1);
-    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
-    assert_eq!(fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(), PLAN.as_bytes());
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(),
+        PLAN.as_bytes()
+    );
 
     let out = ws.ok(&["run", "snapshot", "--force"]);
     assert!(out.contains("Replaced"), "{out}");
-    assert_eq!(fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(), new_plan.as_bytes());
+    assert_eq!(
+        fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(),
+        new_plan.as_bytes()
+    );
 }
 
 #[test]
@@ -149,7 +176,12 @@ fn snapshot_json_reports_id_dir_and_artifacts() {
 fn store_flag_puts_snapshots_elsewhere_relative_or_absolute() {
     let ws = Ws::new();
     ws.ok(&["run", "--store", "history", "snapshot"]);
-    assert!(ws.root().join("history").join(ID_A).join("meta.json").exists());
+    assert!(ws
+        .root()
+        .join("history")
+        .join(ID_A)
+        .join("meta.json")
+        .exists());
     assert!(!ws.snap_dir(ID_A).exists());
 
     let other = tempfile::tempdir().unwrap();
@@ -181,13 +213,20 @@ fn dir_flag_accepts_the_workspace_or_its_dot_small() {
         .success();
     assert!(ws.snap_dir(ID_A).exists());
     let mut c = assert_cmd::Command::cargo_bin("small").unwrap();
-    c.current_dir(elsewhere.path()).args(["run", "list", "--dir"]).arg(ws.root()).assert().success();
+    c.current_dir(elsewhere.path())
+        .args(["run", "list", "--dir"])
+        .arg(ws.root())
+        .assert()
+        .success();
 }
 
 #[test]
 fn workspace_scope_is_enforced() {
     let ws = Ws::new();
-    ws.write("workspace.small.yml", &WORKSPACE.replace("repo-root", "examples"));
+    ws.write(
+        "workspace.small.yml",
+        &WORKSPACE.replace("repo-root", "examples"),
+    );
     let err = ws.fails(&["run", "snapshot"], 1);
     assert!(err.contains("examples"), "{err}");
     ws.ok(&["run", "snapshot", "--workspace", "examples"]);
@@ -208,7 +247,10 @@ fn snapshots_are_recorded_in_the_run_index_with_lineage() {
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].get("replayId").unwrap().as_str(), Some(ID_A));
     assert_eq!(entries[1].get("replayId").unwrap().as_str(), Some(ID_B));
-    assert_eq!(entries[1].get("previous_replay_id").unwrap().as_str(), Some(ID_A));
+    assert_eq!(
+        entries[1].get("previous_replay_id").unwrap().as_str(),
+        Some(ID_A)
+    );
     assert_eq!(entries[1].get("reason").unwrap().as_str(), Some("snapshot"));
     assert_eq!(entries[1].get("summary").unwrap().as_str(), Some("second"));
 }
@@ -221,5 +263,8 @@ fn a_damaged_run_index_is_never_overwritten() {
     let (code, _, err) = ws.run(&["run", "snapshot"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("warning") && err.contains("index"), "{err}");
-    assert_eq!(fs::read_to_string(ws.store().join("index.small.yml")).unwrap(), "entries: [unclosed\n");
+    assert_eq!(
+        fs::read_to_string(ws.store().join("index.small.yml")).unwrap(),
+        "entries: [unclosed\n"
+    );
 }

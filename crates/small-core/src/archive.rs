@@ -13,7 +13,9 @@ use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::consts::{ArtifactKind, ARCHIVE_DIR, PROTOCOL_VERSION, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE};
+use crate::consts::{
+    ArtifactKind, ARCHIVE_DIR, PROTOCOL_VERSION, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE,
+};
 use crate::runs::index::{self, quote, IndexEntry};
 use crate::runs::{self, safe, RunError};
 use crate::yaml;
@@ -23,7 +25,10 @@ pub const MANIFEST_FILE: &str = "archive.small.yml";
 
 /// The files archived when `--include` is not given (missing ones are skipped).
 pub fn default_include() -> Vec<String> {
-    let mut v: Vec<String> = ArtifactKind::ALL.iter().map(|k| k.file_name().to_string()).collect();
+    let mut v: Vec<String> = ArtifactKind::ALL
+        .iter()
+        .map(|k| k.file_name().to_string())
+        .collect();
     v.push(WORKSPACE_FILE.to_string());
     v
 }
@@ -60,7 +65,11 @@ impl Manifest {
         } else {
             out.push_str("files:\n");
             for f in &self.files {
-                out.push_str(&format!("  - name: {}\n    sha256: {}\n", quote(&f.name), quote(&f.sha256)));
+                out.push_str(&format!(
+                    "  - name: {}\n    sha256: {}\n",
+                    quote(&f.name),
+                    quote(&f.sha256)
+                ));
             }
         }
         out
@@ -103,13 +112,17 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let handoff_name = ArtifactKind::Handoff.file_name();
     let label = format!("{SMALL_DIR}/{handoff_name}");
     let Some(handoff_bytes) = safe::read_live_file(&small.join(handoff_name))? else {
-        return Err(RunError::invalid(format!("{label} is missing, so the run has no replayId"))
-            .with_help("run `small handoff --summary \"<summary>\"` first"));
+        return Err(
+            RunError::invalid(format!("{label} is missing, so the run has no replayId"))
+                .with_help("run `small handoff --summary \"<summary>\"` first"),
+        );
     };
     let handoff = runs::handoff_info(&handoff_bytes, &label)?;
     if handoff.replay_id.is_empty() {
-        return Err(RunError::invalid(format!("{label} has no replayId to name the archive after"))
-            .with_help("run `small handoff --summary \"<summary>\"` first"));
+        return Err(RunError::invalid(format!(
+            "{label} has no replayId to name the archive after"
+        ))
+        .with_help("run `small handoff --summary \"<summary>\"` first"));
     }
     if !safe::is_replay_id(&handoff.replay_id) {
         return Err(RunError::invalid(format!(
@@ -138,13 +151,18 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let files = runs::read_live_files(root, &names)?;
     if explicit {
         if let Some(missing) = names.iter().find(|n| !files.iter().any(|(f, _)| f == *n)) {
-            return Err(RunError::usage(format!("{SMALL_DIR}/{missing} does not exist"))
-                .with_help("--include names files inside .small/"));
+            return Err(
+                RunError::usage(format!("{SMALL_DIR}/{missing} does not exist"))
+                    .with_help("--include names files inside .small/"),
+            );
         }
     }
     let listed: Vec<ArchiveFile> = files
         .iter()
-        .map(|(n, b)| ArchiveFile { name: n.clone(), sha256: safe::sha256_hex(b) })
+        .map(|(n, b)| ArchiveFile {
+            name: n.clone(),
+            sha256: safe::sha256_hex(b),
+        })
         .collect();
 
     let dest = match &opts.out {
@@ -202,19 +220,27 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
             }
         }
         _ => {
-            return Err(RunError::usage(format!("{} exists and is not a directory", dest.display()))
-                .with_help("choose an --out directory that does not exist yet"))
+            return Err(RunError::usage(format!(
+                "{} exists and is not a directory",
+                dest.display()
+            ))
+            .with_help("choose an --out directory that does not exist yet"))
         }
     }
 
     let manifest = Manifest {
         small_version: PROTOCOL_VERSION.to_string(),
-        archived_at: OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default(),
+        archived_at: OffsetDateTime::now_utc()
+            .format(&Rfc3339)
+            .unwrap_or_default(),
         source_dir: root.display().to_string(),
         replay_id: replay_id.clone(),
         files: listed.clone(),
     };
-    let parent = dest.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let parent = dest
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
     for (name, bytes) in &files {
         staged.add_file(name, bytes)?;
@@ -235,14 +261,24 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     if let Err(e) = index::append(&store, entry) {
         warnings.push(format!("the run index was not updated: {}", e.message));
     }
-    Ok(ArchiveReport { dir: dest, replay_id, files: listed, unchanged: false, replaced, warnings })
+    Ok(ArchiveReport {
+        dir: dest,
+        replay_id,
+        files: listed,
+        unchanged: false,
+        replaced,
+        warnings,
+    })
 }
 
 /// Read and check `archive.small.yml` of the archive in `dir`.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
     let path = dir.join(MANIFEST_FILE);
     let Some(bytes) = safe::read_stored_file(&path)? else {
-        return Err(RunError::usage(format!("{} is not an archive: it has no {MANIFEST_FILE}", dir.display())));
+        return Err(RunError::usage(format!(
+            "{} is not an archive: it has no {MANIFEST_FILE}",
+            dir.display()
+        )));
     };
     let damaged = |why: String| {
         RunError::invalid(format!("{}: {why}", path.display()))
@@ -254,7 +290,12 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
     if root.as_map().is_none() {
         return Err(damaged("the manifest is not a mapping".into()));
     }
-    let text = |key: &str| root.get(key).and_then(|n| n.as_str()).unwrap_or("").to_string();
+    let text = |key: &str| {
+        root.get(key)
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
     let Some(items) = root.get("files").and_then(|n| n.as_seq()) else {
         return Err(damaged("`files` is missing or not a list".into()));
     };
@@ -276,7 +317,10 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
         if !seen.insert(name.to_string()) {
             return Err(damaged(format!("{name} is listed twice")));
         }
-        files.push(ArchiveFile { name: name.to_string(), sha256: sha.to_ascii_lowercase() });
+        files.push(ArchiveFile {
+            name: name.to_string(),
+            sha256: sha.to_ascii_lowercase(),
+        });
     }
     Ok(Manifest {
         small_version: text("small_version"),
@@ -327,7 +371,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         safe::Entry::Missing => {
             return Err(RunError::usage(format!("{} does not exist", dir.display())))
         }
-        _ => return Err(RunError::usage(format!("{} is not a directory", dir.display()))),
+        _ => {
+            return Err(RunError::usage(format!(
+                "{} is not a directory",
+                dir.display()
+            )))
+        }
     }
     let manifest = read_manifest(dir)?;
     let mut checks = Vec::new();
@@ -346,7 +395,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
             }
             _ => (FileState::Unsafe, None),
         };
-        checks.push(FileCheck { name: f.name.clone(), state, expected: Some(f.sha256.clone()), actual });
+        checks.push(FileCheck {
+            name: f.name.clone(),
+            state,
+            expected: Some(f.sha256.clone()),
+            actual,
+        });
     }
     let mut extra = Vec::new();
     let rd = std::fs::read_dir(dir).map_err(|e| RunError::io("cannot read", dir, &e))?;
@@ -360,7 +414,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
     }
     extra.sort();
     for name in extra {
-        checks.push(FileCheck { name, state: FileState::Unlisted, expected: None, actual: None });
+        checks.push(FileCheck {
+            name,
+            state: FileState::Unlisted,
+            expected: None,
+            actual: None,
+        });
     }
     let ok = checks.iter().all(|c| c.state == FileState::Ok);
     Ok(VerifyReport {

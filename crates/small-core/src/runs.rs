@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::consts::{ArtifactKind, ARCHIVE_DIR, CACHE_DIR, RUNS_DIR, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE};
+use crate::consts::{
+    ArtifactKind, ARCHIVE_DIR, CACHE_DIR, RUNS_DIR, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE,
+};
 use crate::yaml;
 
 pub use diff::{diff_runs, DiffSide, FileDiff, ProgressDiff, RunDiff};
@@ -36,8 +38,12 @@ pub use index::IndexEntry;
 pub const META_FILE: &str = "meta.json";
 
 /// Artifacts a snapshot must have, in the order they are reported.
-pub const REQUIRED_ARTIFACTS: [ArtifactKind; 4] =
-    [ArtifactKind::Intent, ArtifactKind::Plan, ArtifactKind::Progress, ArtifactKind::Handoff];
+pub const REQUIRED_ARTIFACTS: [ArtifactKind; 4] = [
+    ArtifactKind::Intent,
+    ArtifactKind::Plan,
+    ArtifactKind::Progress,
+    ArtifactKind::Handoff,
+];
 /// Artifacts a snapshot holds when the workspace has them.
 pub const OPTIONAL_ARTIFACTS: [ArtifactKind; 1] = [ArtifactKind::Constraints];
 
@@ -68,10 +74,18 @@ pub struct RunError {
 
 impl RunError {
     pub fn usage(message: impl Into<String>) -> Self {
-        RunError { kind: ErrorKind::Usage, message: message.into(), help: None }
+        RunError {
+            kind: ErrorKind::Usage,
+            message: message.into(),
+            help: None,
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
-        RunError { kind: ErrorKind::Invalid, message: message.into(), help: None }
+        RunError {
+            kind: ErrorKind::Invalid,
+            message: message.into(),
+            help: None,
+        }
     }
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
@@ -120,7 +134,10 @@ pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
     let dir = root.join(SMALL_DIR);
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(RunError::usage(format!("{} is not a directory", dir.display()))),
+        Ok(_) => Err(RunError::usage(format!(
+            "{} is not a directory",
+            dir.display()
+        ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(RunError::usage(format!(
             "no SMALL workspace at {}: {SMALL_DIR}/ does not exist",
             root.display()
@@ -188,7 +205,11 @@ fn diag_error(d: &crate::diag::Diagnostic) -> RunError {
         msg.push_str(": ");
     }
     msg.push_str(&d.message);
-    let e = if d.code == crate::workspace::CODE_IO { RunError::usage(msg) } else { RunError::invalid(msg) };
+    let e = if d.code == crate::workspace::CODE_IO {
+        RunError::usage(msg)
+    } else {
+        RunError::invalid(msg)
+    };
     match &d.help {
         Some(h) => e.with_help(h.clone()),
         None => e,
@@ -198,7 +219,10 @@ fn diag_error(d: &crate::diag::Diagnostic) -> RunError {
 fn load_metadata(root: &Path) -> Result<crate::workspace::Workspace, RunError> {
     use crate::workspace::{LoadOptions, Location, Workspace};
     let small_dir = require_small_dir(root)?;
-    let loc = Location { root: root.to_path_buf(), small_dir };
+    let loc = Location {
+        root: root.to_path_buf(),
+        small_dir,
+    };
     let ws = Workspace::load(loc, &LoadOptions::only(&[]));
     if let Some(d) = ws.diagnostics.iter().find(|d| d.is_error()) {
         return Err(diag_error(d));
@@ -211,8 +235,11 @@ pub fn workspace_kind(root: &Path) -> Result<String, RunError> {
     let rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
     let ws = load_metadata(root)?;
     let Some(meta) = &ws.metadata else {
-        return Err(RunError::invalid(format!("workspace metadata {rel} is missing"))
-            .with_help("create it with `small init --force`, or write `kind: repo-root` into it"));
+        return Err(
+            RunError::invalid(format!("workspace metadata {rel} is missing")).with_help(
+                "create it with `small init --force`, or write `kind: repo-root` into it",
+            ),
+        );
     };
     let kind = meta.kind().unwrap_or("");
     if crate::workspace::WorkspaceKind::from_str(kind).is_err() {
@@ -252,19 +279,30 @@ pub struct HandoffInfo {
 /// error messages.
 pub fn handoff_info(bytes: &[u8], label: &str) -> Result<HandoffInfo, RunError> {
     let doc = yaml::parse_bytes(bytes, &yaml::Limits::default()).map_err(|e| {
-        RunError::invalid(format!("{label}:{}:{}: {}", e.pos.line, e.pos.column, e.message))
+        RunError::invalid(format!(
+            "{label}:{}:{}: {}",
+            e.pos.line, e.pos.column, e.message
+        ))
     })?;
     let root = &doc.root;
     let text = |n: Option<&yaml::Node>| n.and_then(|n| n.as_str()).map(str::to_string);
     let next_steps = root
         .pointer("/resume/next_steps")
         .and_then(|n| n.as_seq())
-        .map(|items| items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     Ok(HandoffInfo {
         summary: text(root.get("summary")).unwrap_or_default(),
         next_steps,
-        replay_id: text(root.pointer("/replayId/value")).unwrap_or_default().trim().to_string(),
+        replay_id: text(root.pointer("/replayId/value"))
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
     })
 }
 
@@ -307,9 +345,18 @@ pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
     let branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])
         .filter(|b| b != "HEAD")
         .unwrap_or_default();
-    let mut args: Vec<String> = vec!["status".into(), "--porcelain".into(), "--".into(), ":/".into()];
+    let mut args: Vec<String> = vec![
+        "status".into(),
+        "--porcelain".into(),
+        "--".into(),
+        ":/".into(),
+    ];
     let own = [root.join(CACHE_DIR), root.join(ARCHIVE_DIR)];
-    for ex in exclude.iter().copied().chain(own.iter().map(PathBuf::as_path)) {
+    for ex in exclude
+        .iter()
+        .copied()
+        .chain(own.iter().map(PathBuf::as_path))
+    {
         if let Ok(rel) = ex.strip_prefix(root) {
             if !rel.as_os_str().is_empty() {
                 args.push(format!(":(exclude){}", rel.to_string_lossy()));
@@ -372,7 +419,9 @@ impl Snapshot {
 }
 
 fn now_rfc3339() -> String {
-    OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
 /// The first `n` characters of an ID, for tables.
@@ -400,7 +449,10 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     require_small_dir(root)?;
     check_store_location(root, store)?;
 
-    let wanted: Vec<String> = snapshot_file_names().iter().map(|n| n.to_string()).collect();
+    let wanted: Vec<String> = snapshot_file_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     let files = read_live_files(root, &wanted)?;
     for kind in REQUIRED_ARTIFACTS {
         let name = kind.file_name();
@@ -422,7 +474,9 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         return Err(RunError::invalid(format!(
             "{handoff_label} has no replayId, so the run has no identity to file the snapshot under"
         ))
-        .with_help("run `small handoff --summary \"<summary>\"` to record one, then snapshot again"));
+        .with_help(
+            "run `small handoff --summary \"<summary>\"` to record one, then snapshot again",
+        ));
     }
     if !safe::is_replay_id(&handoff.replay_id) {
         return Err(RunError::invalid(format!(
@@ -445,7 +499,9 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
                 short_id(&replay_id, 16),
                 dest.display()
             ))
-            .with_help("pass --force to replace it, or record a new run with `small handoff` first"))
+            .with_help(
+                "pass --force to replace it, or record a new run with `small handoff` first",
+            ))
         }
         _ => {
             return Err(RunError::invalid(format!(
@@ -517,7 +573,10 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
     match safe::entry_type(&dir)? {
         safe::Entry::Dir => {}
         safe::Entry::Missing => {
-            return Err(RunError::usage(format!("no snapshot of run {short} in {}", store.display())))
+            return Err(RunError::usage(format!(
+                "no snapshot of run {short} in {}",
+                store.display()
+            )))
         }
         safe::Entry::Symlink => {
             return Err(RunError::invalid(format!(
@@ -528,7 +587,10 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
             .with_help("remove the link from the store"))
         }
         _ => {
-            return Err(RunError::invalid(format!("{} is not a snapshot directory", dir.display())))
+            return Err(RunError::invalid(format!(
+                "{} is not a snapshot directory",
+                dir.display()
+            )))
         }
     }
     let meta_path = dir.join(META_FILE);
@@ -555,7 +617,10 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
             "snapshot {short} is damaged: its {META_FILE} names run {}",
             short_id(&meta.replay_id, 16)
         ))
-        .with_help(format!("remove {} or take the snapshot again", dir.display())));
+        .with_help(format!(
+            "remove {} or take the snapshot again",
+            dir.display()
+        )));
     }
 
     let mut artifacts = Vec::new();
@@ -579,12 +644,18 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
         }
         artifacts.push(name.to_string());
     }
-    if !artifacts.iter().any(|a| a == ArtifactKind::Handoff.file_name()) {
+    if !artifacts
+        .iter()
+        .any(|a| a == ArtifactKind::Handoff.file_name())
+    {
         return Err(RunError::invalid(format!(
             "snapshot {short} is damaged: it has no {}",
             ArtifactKind::Handoff.file_name()
         ))
-        .with_help(format!("remove {} or take the snapshot again", dir.display())));
+        .with_help(format!(
+            "remove {} or take the snapshot again",
+            dir.display()
+        )));
     }
     Ok(Snapshot {
         replay_id: name.to_string(),
@@ -676,16 +747,23 @@ pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
     if let Some(exact) = names.iter().find(|n| n.eq_ignore_ascii_case(&q)) {
         return load_dir(store, exact);
     }
-    let matches: Vec<&String> =
-        names.iter().filter(|n| n.to_ascii_lowercase().starts_with(&q)).collect();
+    let matches: Vec<&String> = names
+        .iter()
+        .filter(|n| n.to_ascii_lowercase().starts_with(&q))
+        .collect();
     match matches.as_slice() {
-        [] => Err(RunError::usage(format!("no snapshot matches `{q}` in {}", store.display()))
-            .with_help("`small run list` shows the snapshots in the store")),
+        [] => Err(
+            RunError::usage(format!("no snapshot matches `{q}` in {}", store.display()))
+                .with_help("`small run list` shows the snapshots in the store"),
+        ),
         [one] => load_dir(store, one),
         many => Err(RunError::usage(format!(
             "`{q}` is ambiguous: it starts {} snapshot IDs ({})",
             many.len(),
-            many.iter().map(|n| short_id(n, 12)).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|n| short_id(n, 12))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
         .with_help("type more digits of the replay ID")),
     }
@@ -718,7 +796,12 @@ pub struct CheckoutReport {
 /// Restore a snapshot's artifacts into `.small/`. `workspace.small.yml` is never touched.
 /// A live file that differs from the snapshot is overwritten only when its content is kept
 /// in some snapshot of the store (so nothing is lost), or with `force`.
-pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<CheckoutReport, RunError> {
+pub fn checkout(
+    root: &Path,
+    store: &Path,
+    query: &str,
+    force: bool,
+) -> Result<CheckoutReport, RunError> {
     let snap = find(store, query)?;
     require_small_dir(root)?;
     if !snap.problems.is_empty() && !force {
@@ -729,7 +812,10 @@ pub fn checkout(root: &Path, store: &Path, query: &str, force: bool) -> Result<C
         ))
         .with_help("pass --force to restore it anyway"));
     }
-    let mut report = CheckoutReport { replay_id: snap.replay_id.clone(), ..Default::default() };
+    let mut report = CheckoutReport {
+        replay_id: snap.replay_id.clone(),
+        ..Default::default()
+    };
     let mut txn = crate::txn::Transaction::begin(root).map_err(txn_error)?;
     let mut unsaved = Vec::new();
     let mut writes = Vec::new();

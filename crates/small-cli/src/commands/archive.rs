@@ -69,7 +69,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = runs::workspace_root(&args.dir);
     let opts = ArchiveOptions {
         out: args.out,
-        include: if args.include.is_empty() { None } else { Some(args.include) },
+        include: if args.include.is_empty() {
+            None
+        } else {
+            Some(args.include)
+        },
         force: args.force,
     };
     let r = archive::create(&root, &opts).map_err(to_cli)?;
@@ -82,10 +86,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let short = runs::short_id(&r.replay_id, 16);
     if r.unchanged {
-        println!("Archive of run {short} at {} is already up to date ({} files)", r.dir.display(), r.files.len());
+        println!(
+            "Archive of run {short} at {} is already up to date ({} files)",
+            r.dir.display(),
+            r.files.len()
+        );
     } else {
-        let verb = if r.replaced { "Replaced the archive" } else { "Archived" };
-        println!("{verb} {} files of run {short} to {}", r.files.len(), r.dir.display());
+        let verb = if r.replaced {
+            "Replaced the archive"
+        } else {
+            "Archived"
+        };
+        println!(
+            "{verb} {} files of run {short} to {}",
+            r.files.len(),
+            r.dir.display()
+        );
     }
     for f in &r.files {
         println!("  {}  {}", &f.sha256[..12.min(f.sha256.len())], f.name);
@@ -120,7 +136,11 @@ fn verify(v: VerifyArgs, g: &GlobalArgs) -> CmdResult {
     let bad = r.files.iter().filter(|c| c.state != FileState::Ok).count();
     if bad == 0 {
         if !v.json && !g.quiet {
-            println!("Archive {} is intact ({} files).", v.path.display(), r.files.len());
+            println!(
+                "Archive {} is intact ({} files).",
+                v.path.display(),
+                r.files.len()
+            );
         }
         Ok(())
     } else {

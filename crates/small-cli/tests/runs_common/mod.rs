@@ -53,7 +53,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "t@example.com")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -65,7 +69,10 @@ impl Ws {
         ws.write("constraints.small.yml", CONSTRAINTS);
         ws.write("plan.small.yml", PLAN);
         ws.write("progress.small.yml", PROGRESS);
-        ws.write("handoff.small.yml", &handoff(ID_A, "Run in progress. Next task: task-1."));
+        ws.write(
+            "handoff.small.yml",
+            &handoff(ID_A, "Run in progress. Next task: task-1."),
+        );
         ws.write("workspace.small.yml", WORKSPACE);
         ws.write_root("README.md", "project\n");
         ws.commit_all();
@@ -142,14 +149,20 @@ impl Ws {
     /// Run and require success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "small {args:?} failed\nstdout: {out}\nstderr: {err}");
+        assert_eq!(
+            code, 0,
+            "small {args:?} failed\nstdout: {out}\nstderr: {err}"
+        );
         out
     }
 
     /// Run and require `code`; returns stderr.
     pub fn fails(&self, args: &[&str], code: i32) -> String {
         let (got, out, err) = self.run(args);
-        assert_eq!(got, code, "small {args:?}: expected exit {code}\nstdout: {out}\nstderr: {err}");
+        assert_eq!(
+            got, code,
+            "small {args:?}: expected exit {code}\nstdout: {out}\nstderr: {err}"
+        );
         err
     }
 
@@ -171,7 +184,10 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             if meta.is_dir() {
                 stack.push(p);
             } else if meta.is_file() {
-                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    fs::read(&p).unwrap(),
+                ));
             }
         }
     }

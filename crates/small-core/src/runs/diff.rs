@@ -40,7 +40,9 @@ impl DiffSide {
 
     fn describe(&self, name: &str) -> String {
         match self {
-            DiffSide::Snapshot(s) => format!("{name} in snapshot {}", super::short_id(&s.replay_id, 16)),
+            DiffSide::Snapshot(s) => {
+                format!("{name} in snapshot {}", super::short_id(&s.replay_id, 16))
+            }
             DiffSide::Live(_) => format!("{SMALL_DIR}/{name}"),
         }
     }
@@ -95,8 +97,12 @@ impl RunDiff {
 }
 
 /// Artifacts compared line by line (progress is summarised instead).
-const DIFFED: [ArtifactKind; 4] =
-    [ArtifactKind::Intent, ArtifactKind::Constraints, ArtifactKind::Plan, ArtifactKind::Handoff];
+const DIFFED: [ArtifactKind; 4] = [
+    ArtifactKind::Intent,
+    ArtifactKind::Constraints,
+    ArtifactKind::Plan,
+    ArtifactKind::Handoff,
+];
 
 /// Compare two runs. With `full`, the progress diff is included too.
 pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, RunError> {
@@ -111,13 +117,24 @@ pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, 
         files.push(unified(name, a.as_deref(), b.as_deref()));
     }
     let progress = diff_progress(from, to, full)?;
-    Ok(RunDiff { from: from.label(), to: to.label(), files, progress })
+    Ok(RunDiff {
+        from: from.label(),
+        to: to.label(),
+        files,
+        progress,
+    })
 }
 
 /// A unified diff of one file; a missing side is `/dev/null`, as in git.
 pub fn unified(name: &str, a: Option<&[u8]>, b: Option<&[u8]>) -> FileDiff {
     if a == b {
-        return FileDiff { name: name.to_string(), changed: false, added: 0, removed: 0, diff: String::new() };
+        return FileDiff {
+            name: name.to_string(),
+            changed: false,
+            added: 0,
+            removed: 0,
+            diff: String::new(),
+        };
     }
     let old = String::from_utf8_lossy(a.unwrap_or_default());
     let new = String::from_utf8_lossy(b.unwrap_or_default());
@@ -130,10 +147,28 @@ pub fn unified(name: &str, a: Option<&[u8]>, b: Option<&[u8]>) -> FileDiff {
             ChangeTag::Equal => {}
         }
     }
-    let old_label = if a.is_some() { format!("a/{name}") } else { "/dev/null".to_string() };
-    let new_label = if b.is_some() { format!("b/{name}") } else { "/dev/null".to_string() };
-    let diff = td.unified_diff().context_radius(3).header(&old_label, &new_label).to_string();
-    FileDiff { name: name.to_string(), changed: true, added, removed, diff }
+    let old_label = if a.is_some() {
+        format!("a/{name}")
+    } else {
+        "/dev/null".to_string()
+    };
+    let new_label = if b.is_some() {
+        format!("b/{name}")
+    } else {
+        "/dev/null".to_string()
+    };
+    let diff = td
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_label, &new_label)
+        .to_string();
+    FileDiff {
+        name: name.to_string(),
+        changed: true,
+        added,
+        removed,
+        diff,
+    }
 }
 
 struct ProgressFacts {
@@ -143,13 +178,20 @@ struct ProgressFacts {
 }
 
 fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts, RunError> {
-    let empty = ProgressFacts { entries: 0, completed: Vec::new(), latest: String::new() };
+    let empty = ProgressFacts {
+        entries: 0,
+        completed: Vec::new(),
+        latest: String::new(),
+    };
     let Some(bytes) = bytes else {
         return Ok(empty);
     };
     let label = side.describe(ArtifactKind::Progress.file_name());
     let doc = yaml::parse_bytes(bytes, &yaml::Limits::default()).map_err(|e| {
-        RunError::invalid(format!("{label}:{}:{}: {}", e.pos.line, e.pos.column, e.message))
+        RunError::invalid(format!(
+            "{label}:{}:{}: {}",
+            e.pos.line, e.pos.column, e.message
+        ))
     })?;
     let Some(items) = doc.root.get("entries").and_then(|n| n.as_seq()) else {
         return Ok(empty);
@@ -158,7 +200,12 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
     let mut latest: Option<(OffsetDateTime, String)> = None;
     let mut first_unparsed = String::new();
     for item in items {
-        let text = |k: &str| item.get(k).and_then(|n| n.as_str()).map(str::trim).unwrap_or("");
+        let text = |k: &str| {
+            item.get(k)
+                .and_then(|n| n.as_str())
+                .map(str::trim)
+                .unwrap_or("")
+        };
         if text("status") == "completed" && !text("task_id").is_empty() {
             completed.push(text("task_id").to_string());
         }
@@ -191,9 +238,17 @@ fn diff_progress(from: &DiffSide, to: &DiffSide, full: bool) -> Result<ProgressD
     let b = to.read(name)?;
     let before = progress_facts(from, a.as_deref())?;
     let after = progress_facts(to, b.as_deref())?;
-    let completed_delta =
-        after.completed.iter().filter(|t| !before.completed.contains(t)).cloned().collect();
-    let diff = if full { unified(name, a.as_deref(), b.as_deref()).diff } else { String::new() };
+    let completed_delta = after
+        .completed
+        .iter()
+        .filter(|t| !before.completed.contains(t))
+        .cloned()
+        .collect();
+    let diff = if full {
+        unified(name, a.as_deref(), b.as_deref()).diff
+    } else {
+        String::new()
+    };
     Ok(ProgressDiff {
         entries_before: before.entries,
         entries_after: after.entries,

@@ -31,8 +31,14 @@ pub struct IndexEntry {
     pub reason: String,
 }
 
-const FIELDS: [&str; 6] =
-    ["replayId", "timestamp", "git_sha", "summary", "previous_replay_id", "reason"];
+const FIELDS: [&str; 6] = [
+    "replayId",
+    "timestamp",
+    "git_sha",
+    "summary",
+    "previous_replay_id",
+    "reason",
+];
 
 impl IndexEntry {
     fn field(&self, name: &str) -> &str {
@@ -65,10 +71,14 @@ pub fn read_index(store: &Path) -> Result<Vec<IndexEntry>, RunError> {
         return Ok(Vec::new());
     };
     let damaged = |why: String| {
-        RunError::invalid(format!("the run index {} is damaged: {why}", path.display()))
-            .with_help("move the file away; it is rebuilt from the next snapshot on")
+        RunError::invalid(format!(
+            "the run index {} is damaged: {why}",
+            path.display()
+        ))
+        .with_help("move the file away; it is rebuilt from the next snapshot on")
     };
-    let doc = yaml::parse_bytes(&bytes, &yaml::Limits::default()).map_err(|e| damaged(e.to_string()))?;
+    let doc =
+        yaml::parse_bytes(&bytes, &yaml::Limits::default()).map_err(|e| damaged(e.to_string()))?;
     if doc.root.is_null() {
         return Ok(Vec::new());
     }
@@ -96,7 +106,13 @@ pub fn read_index(store: &Path) -> Result<Vec<IndexEntry>, RunError> {
                     yaml::Value::Str(s) => s.clone(),
                     yaml::Value::Null => String::new(),
                     yaml::Value::Int(n) => n.to_string(),
-                    _ => return Err(damaged(format!("entry {} field `{}` is not text", i + 1, e.key))),
+                    _ => {
+                        return Err(damaged(format!(
+                            "entry {} field `{}` is not text",
+                            i + 1,
+                            e.key
+                        )))
+                    }
                 };
                 entry.set(name, text);
             }
@@ -126,8 +142,8 @@ pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     }
     entries.push(entry);
     let text = render(&entries);
-    let result = crate::txn::atomic_write(store.join(INDEX_FILE), text.as_bytes())
-        .map_err(super::txn_error);
+    let result =
+        crate::txn::atomic_write(store.join(INDEX_FILE), text.as_bytes()).map_err(super::txn_error);
     let _ = fs4::FileExt::unlock(&lock);
     result
 }

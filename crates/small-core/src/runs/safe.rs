@@ -26,8 +26,11 @@ pub fn is_replay_id(s: &str) -> bool {
 /// before it is joined to a directory.
 pub fn check_file_name(name: &str, what: &str) -> Result<(), RunError> {
     let bad = |why: &str| {
-        Err(RunError::usage(format!("{what} `{}` is not allowed: {why}", name.escape_debug()))
-            .with_help("use a plain file name such as `plan.small.yml`"))
+        Err(RunError::usage(format!(
+            "{what} `{}` is not allowed: {why}",
+            name.escape_debug()
+        ))
+        .with_help("use a plain file name such as `plan.small.yml`"))
     };
     if name.is_empty() {
         return bad("the name is empty");
@@ -121,7 +124,10 @@ pub fn read_limited(path: &Path) -> Result<Vec<u8>, RunError> {
 pub fn read_live_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
     match fs::metadata(path) {
         Ok(m) if m.is_file() => read_limited(path).map(Some),
-        Ok(_) => Err(RunError::invalid(format!("{} is not a regular file", path.display()))),
+        Ok(_) => Err(RunError::invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(RunError::io("cannot inspect", path, &e)),
     }
@@ -139,8 +145,10 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
         .create_new(true)
         .open(path)
         .map_err(|e| RunError::io("cannot create", path, &e))?;
-    f.write_all(bytes).map_err(|e| RunError::io("cannot write", path, &e))?;
-    f.sync_all().map_err(|e| RunError::io("cannot sync", path, &e))?;
+    f.write_all(bytes)
+        .map_err(|e| RunError::io("cannot write", path, &e))?;
+    f.sync_all()
+        .map_err(|e| RunError::io("cannot sync", path, &e))?;
     Ok(())
 }
 
@@ -176,7 +184,10 @@ impl StagedDir {
             .prefix(prefix)
             .tempdir_in(parent)
             .map_err(|e| RunError::io("cannot create a temporary directory in", parent, &e))?;
-        Ok(StagedDir { dir: Some(dir), parent: parent.to_path_buf() })
+        Ok(StagedDir {
+            dir: Some(dir),
+            parent: parent.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -202,11 +213,17 @@ impl StagedDir {
         sync_dir(&staged);
         let exists = entry_type(dest)? != Entry::Missing;
         if exists && !replace {
-            return Err(RunError::invalid(format!("{} already exists", dest.display())));
+            return Err(RunError::invalid(format!(
+                "{} already exists",
+                dest.display()
+            )));
         }
         let mut aside = None;
         if exists {
-            let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = dest
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let trash = unique_sibling(&self.parent, &format!(".replaced-{name}-"));
             fs::rename(dest, &trash).map_err(|e| RunError::io("cannot move aside", dest, &e))?;
             aside = Some(trash);

@@ -35,9 +35,16 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     if r.restored.is_empty() {
         println!("Workspace already matches snapshot {short}; nothing to restore.");
     } else {
-        println!("Restored snapshot {short} into {}", ctx.root.join(".small").display());
+        println!(
+            "Restored snapshot {short} into {}",
+            ctx.root.join(".small").display()
+        );
         for f in &r.restored {
-            let note = if r.discarded.contains(f) { " (local changes discarded)" } else { "" };
+            let note = if r.discarded.contains(f) {
+                " (local changes discarded)"
+            } else {
+                ""
+            };
             println!("  restored  {f}{note}");
         }
     }

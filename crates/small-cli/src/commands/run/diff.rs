@@ -31,7 +31,9 @@ fn side(ctx: &Context, spec: &str) -> Result<DiffSide, crate::error::CliError> {
     if spec.trim().eq_ignore_ascii_case("live") {
         live_side(&ctx.root).map_err(to_cli)
     } else {
-        runs::find(&ctx.store, spec).map(|s| DiffSide::Snapshot(Box::new(s))).map_err(to_cli)
+        runs::find(&ctx.store, spec)
+            .map(|s| DiffSide::Snapshot(Box::new(s)))
+            .map_err(to_cli)
     }
 }
 
@@ -45,7 +47,13 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     if g.quiet {
         return Ok(());
     }
-    let label = |s: &str| if s == "live" { "live workspace".to_string() } else { runs::short_id(s, 16) };
+    let label = |s: &str| {
+        if s == "live" {
+            "live workspace".to_string()
+        } else {
+            runs::short_id(s, 16)
+        }
+    };
     println!("Run diff: {} -> {}", label(&d.from), label(&d.to));
     let changed: Vec<_> = d.files.iter().filter(|f| f.changed).collect();
     if changed.is_empty() {
@@ -62,15 +70,28 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let p = &d.progress;
     println!();
     println!("Progress:");
-    println!("  entries: {} -> {} ({:+})", p.entries_before, p.entries_after, p.entry_delta);
+    println!(
+        "  entries: {} -> {} ({:+})",
+        p.entries_before, p.entries_after, p.entry_delta
+    );
     if p.completed_delta.is_empty() {
         println!("  newly completed tasks: none");
     } else {
         println!("  newly completed tasks: {}", p.completed_delta.join(", "));
     }
     if !p.latest_before.is_empty() || !p.latest_after.is_empty() {
-        let or_dash = |v: &str| if v.is_empty() { "-".to_string() } else { v.to_string() };
-        println!("  newest entry: {} -> {}", or_dash(&p.latest_before), or_dash(&p.latest_after));
+        let or_dash = |v: &str| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        println!(
+            "  newest entry: {} -> {}",
+            or_dash(&p.latest_before),
+            or_dash(&p.latest_after)
+        );
     }
     if !p.diff.is_empty() {
         println!();

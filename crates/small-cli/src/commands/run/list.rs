@@ -59,10 +59,19 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     }
     if snaps.is_empty() {
-        println!("No snapshots in {} yet; take one with `small run snapshot`.", ctx.store.display());
+        println!(
+            "No snapshots in {} yet; take one with `small run snapshot`.",
+            ctx.store.display()
+        );
         return Ok(());
     }
-    let dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
+        }
+    };
     let rows: Vec<[String; 5]> = snaps
         .iter()
         .map(|s| {
@@ -70,7 +79,11 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
                 dash(&s.meta.created_at),
                 runs::short_id(&s.replay_id, 12),
                 dash(&runs::short_id(&s.meta.git_sha, 8)),
-                if s.meta.git_sha.is_empty() { "-".into() } else { s.meta.git_dirty.to_string() },
+                if s.meta.git_sha.is_empty() {
+                    "-".into()
+                } else {
+                    s.meta.git_dirty.to_string()
+                },
                 dash(&s.summary.replace('\n', " ")),
             ]
         })

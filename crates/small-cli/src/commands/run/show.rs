@@ -46,7 +46,11 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     };
     if args.json {
         let mut artifacts = vec![s.dir.join(runs::META_FILE).display().to_string()];
-        artifacts.extend(s.artifacts.iter().map(|a| s.dir.join(a).display().to_string()));
+        artifacts.extend(
+            s.artifacts
+                .iter()
+                .map(|a| s.dir.join(a).display().to_string()),
+        );
         print_json(&Out {
             replay_id: &s.replay_id,
             meta: &s.meta,
@@ -57,11 +61,21 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             intact: s.problems.is_empty(),
             problems: &s.problems,
         })?;
-        return if s.problems.is_empty() { Ok(()) } else { Err(damaged()) };
+        return if s.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(damaged())
+        };
     }
     if !g.quiet {
         let m = &s.meta;
-        let or_dash = |v: &str| if v.is_empty() { "-".to_string() } else { v.to_string() };
+        let or_dash = |v: &str| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        };
         println!("replayId:       {}", s.replay_id);
         println!("created at:     {}", or_dash(&m.created_at));
         println!("snapshot dir:   {}", s.dir.display());
@@ -73,9 +87,20 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         if m.git_sha.is_empty() && m.branch.is_empty() {
             println!("git:            -");
         } else {
-            let dirty = if m.git_dirty { ", uncommitted changes" } else { ", clean" };
-            let branch = if m.branch.is_empty() { String::new() } else { format!(" on {}", m.branch) };
-            println!("git:            {}{branch}{dirty}", or_dash(&runs::short_id(&m.git_sha, 12)));
+            let dirty = if m.git_dirty {
+                ", uncommitted changes"
+            } else {
+                ", clean"
+            };
+            let branch = if m.branch.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", m.branch)
+            };
+            println!(
+                "git:            {}{branch}{dirty}",
+                or_dash(&runs::short_id(&m.git_sha, 12))
+            );
         }
         println!("files:");
         for a in &s.artifacts {
@@ -84,7 +109,10 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         if m.files.is_empty() {
             println!("integrity:      not recorded (snapshot has no file hashes)");
         } else if s.problems.is_empty() {
-            println!("integrity:      intact (all {} files match their recorded hashes)", m.files.len());
+            println!(
+                "integrity:      intact (all {} files match their recorded hashes)",
+                m.files.len()
+            );
         } else {
             println!("integrity:      DAMAGED");
             for p in &s.problems {

@@ -46,12 +46,24 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     if g.quiet {
         return Ok(());
     }
-    let verb = if res.replaced { "Replaced snapshot" } else { "Saved snapshot" };
-    println!("{verb} of run {} in {}", runs::short_id(&s.replay_id, 16), shown(&ctx.root, &s.dir));
+    let verb = if res.replaced {
+        "Replaced snapshot"
+    } else {
+        "Saved snapshot"
+    };
+    println!(
+        "{verb} of run {} in {}",
+        runs::short_id(&s.replay_id, 16),
+        shown(&ctx.root, &s.dir)
+    );
     println!("replayId: {}", s.replay_id);
     println!("files:    {}", s.artifacts.join(", "));
     if !s.meta.git_sha.is_empty() {
-        let dirty = if s.meta.git_dirty { " (uncommitted changes)" } else { "" };
+        let dirty = if s.meta.git_dirty {
+            " (uncommitted changes)"
+        } else {
+            ""
+        };
         println!("git:      {}{dirty}", runs::short_id(&s.meta.git_sha, 12));
     }
     Ok(())
