@@ -60,6 +60,12 @@ impl From<ModeArg> for ComposeMode {
 /// replaces the file it points to instead of the link.
 pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<PathBuf, CliError> {
     let base = match dir {
+        Some(d) if !d.is_dir() => {
+            return Err(CliError::usage(format!(
+                "{} is not a directory",
+                d.display()
+            )))
+        }
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir()
             .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
