@@ -122,7 +122,8 @@ pub fn read_index(store: &Path) -> Result<Vec<IndexEntry>, RunError> {
     Ok(out)
 }
 
-/// Append `entry` to the index of `store`, filling `previous_replay_id` from the last entry.
+/// Append `entry` to the index of `store`, filling `previous_replay_id` from the newest entry
+/// of another run.
 pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     fs::create_dir_all(store).map_err(|e| RunError::io("cannot create", store, &e))?;
     let lock_path = store.join(LOCK_FILE);
@@ -136,8 +137,14 @@ pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
 
     let mut entries = read_index(store)?;
     if entry.previous_replay_id.is_empty() {
-        if let Some(last) = entries.last() {
-            entry.previous_replay_id = last.replay_id.clone();
+        // The run before this one: the newest entry of a different run (archiving or
+        // re-snapshotting the same run does not make it its own predecessor).
+        if let Some(prev) = entries
+            .iter()
+            .rev()
+            .find(|e| !e.replay_id.eq_ignore_ascii_case(&entry.replay_id))
+        {
+            entry.previous_replay_id = prev.replay_id.clone();
         }
     }
     entries.push(entry);
@@ -171,4 +178,46 @@ fn render(entries: &[IndexEntry]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, reason: &str) -> IndexEntry {
+        IndexEntry {
+            replay_id: id.into(),
+            timestamp: "2026-01-01T00:00:00Z".into(),
+            reason: reason.into(),
+            summary: "say \"hi\"\nnext: ok".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn appended_entries_read_back_with_lineage() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), entry("aa", "snapshot")).unwrap();
+        append(dir.path(), entry("aa", "archive")).unwrap();
+        append(dir.path(), entry("bb", "snapshot")).unwrap();
+        let got = read_index(dir.path()).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].previous_replay_id, "");
+        assert_eq!(
+            got[1].previous_replay_id, "",
+            "a run is never its own predecessor"
+        );
+        assert_eq!(got[2].previous_replay_id, "aa");
+        assert_eq!(got[2].summary, "say \"hi\"\nnext: ok");
+    }
+
+    #[test]
+    fn a_damaged_index_is_an_error_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(INDEX_FILE), "entries: {a: 1}\n").unwrap();
+        assert!(read_index(dir.path()).is_err());
+        assert!(append(dir.path(), entry("aa", "snapshot")).is_err());
+        let text = std::fs::read_to_string(dir.path().join(INDEX_FILE)).unwrap();
+        assert_eq!(text, "entries: {a: 1}\n");
+    }
 }

@@ -308,3 +308,67 @@ pub fn canonical_or_planned(path: &Path) -> PathBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_file_names_pass_and_paths_do_not() {
+        for ok in ["plan.small.yml", "a", "..x", "x..", "notes.md"] {
+            assert!(check_file_name(ok, "name").is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "/etc/passwd", "a\\b", "a\0b"] {
+            assert!(check_file_name(bad, "name").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn replay_ids_are_64_hex_digits() {
+        assert!(is_replay_id(&"a".repeat(64)));
+        assert!(is_replay_id(&"A".repeat(64)));
+        assert!(!is_replay_id(&"a".repeat(63)));
+        assert!(!is_replay_id(&"g".repeat(64)));
+        assert!(!is_replay_id(&format!("../{}", "a".repeat(61))));
+    }
+
+    #[test]
+    fn a_staged_directory_appears_whole_or_not_at_all() {
+        let parent = tempfile::tempdir().unwrap();
+        let dest = parent.path().join("run");
+        let staged = StagedDir::new(parent.path(), ".tmp-").unwrap();
+        staged.add_file("a.txt", b"one").unwrap();
+        assert!(!dest.exists());
+        staged.publish(&dest, false).unwrap();
+        assert_eq!(std::fs::read(dest.join("a.txt")).unwrap(), b"one");
+
+        let again = StagedDir::new(parent.path(), ".tmp-").unwrap();
+        again.add_file("b.txt", b"two").unwrap();
+        assert!(again.publish(&dest, false).is_err(), "no silent overwrite");
+        assert!(!dest.join("b.txt").exists());
+
+        let replace = StagedDir::new(parent.path(), ".tmp-").unwrap();
+        replace.add_file("c.txt", b"three").unwrap();
+        replace.publish(&dest, true).unwrap();
+        assert!(!dest.join("a.txt").exists() && dest.join("c.txt").exists());
+        let left: Vec<_> = std::fs::read_dir(parent.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(
+            left.len(),
+            1,
+            "temporary and replaced directories are cleaned up"
+        );
+    }
+
+    #[test]
+    fn an_abandoned_staged_directory_is_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        {
+            let staged = StagedDir::new(parent.path(), ".tmp-").unwrap();
+            staged.add_file("a.txt", b"one").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+}
