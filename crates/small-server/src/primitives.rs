@@ -224,10 +224,11 @@ fn put_response(put: &Put) -> Response {
 
 fn listing_response(l: &Listing) -> Response {
     let items: Vec<Value> = l.items.iter().map(summary).collect();
-    json_response(
-        StatusCode::OK,
-        json!({"items": items, "next": l.next}).to_string(),
-    )
+    let mut v = json!({ "items": items });
+    if let Some(n) = &l.next {
+        v["next"] = json!(n);
+    }
+    json_response(StatusCode::OK, v.to_string())
 }
 
 #[derive(Deserialize)]
