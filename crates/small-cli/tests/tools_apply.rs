@@ -310,3 +310,19 @@ fn handoff_flag_regenerates_the_handoff_after_success() {
     assert_ne!(now, bootstrap);
     assert!(!now.contains("Project initialized."));
 }
+
+#[test]
+fn an_unknown_plan_task_is_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    apply(d.path(), &["--cmd", "touch ran.txt", "--task", "task-9"])
+        .code(1)
+        .stderr(
+            predicate::str::contains("task-9 is not in").and(predicate::str::contains("task-1")),
+        );
+    assert!(!d.path().join("ran.txt").exists());
+    assert_eq!(progress_entries(d.path()).len(), 1);
+    // In signal mode a non-plan id records nothing, so it may run.
+    apply(d.path(), &["--cmd", "touch ran.txt", "--task", "build"]).success();
+    assert!(d.path().join("ran.txt").exists());
+}

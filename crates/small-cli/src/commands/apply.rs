@@ -157,6 +157,19 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
     small_core::replayid::is_well_formed(&v).then_some(v)
 }
 
+/// The ids of the plan's tasks, or `None` when the plan cannot be read.
+fn plan_task_ids(root: &Path) -> Option<Vec<String>> {
+    let bytes = std::fs::read(root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name())).ok()?;
+    let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
+    let tasks = doc.root.get("tasks")?.as_seq()?;
+    Some(
+        tasks
+            .iter()
+            .filter_map(|t| t.get("id")?.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
 /// Files of one run of a command.
 struct CommandLog {
     /// Workspace-relative path of the file holding the command (`command_ref`).
@@ -404,9 +417,33 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mode = ProgressMode::from_env();
     let task_id = args
         .task
-        .clone()
-        .filter(|t| !t.trim().is_empty())
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
         .unwrap_or_else(|| "apply".to_string());
+    // A task named on the command line must exist when something will be recorded for it
+    // (an entry for an unknown task would break strict check S2), checked before anything runs.
+    if let Some(t) = args
+        .task
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        let event = if dry_run { Event::DryRun } else { Event::End };
+        let records = should_record(event, t, mode) || args.auto_checkpoint;
+        if records && !t.starts_with(small_core::consts::META_TASK_PREFIX) {
+            if let Some(ids) = plan_task_ids(&root) {
+                if !ids.iter().any(|id| id == t) {
+                    return Err(CliError::invalid(format!(
+                        "task {t} is not in {SMALL_DIR}/{}; nothing was run\n  help: add it with `small plan --add \"<title>\"`, or use one of: {}",
+                        ArtifactKind::Plan.file_name(),
+                        if ids.is_empty() { "(no tasks)".to_string() } else { ids.join(", ") }
+                    )));
+                }
+            }
+        }
+    }
     let run_replay = workspace_run_replay_id(&root);
     let log_replay = current_replay_id(&root).unwrap_or_else(|| "unbound".to_string());
     let bind = |mut e: NewEntry| {
