@@ -484,7 +484,11 @@ pub fn compose(existing: Option<&str>, request: Request) -> Result<Composed, Com
             })
         }
         Request::Mode(ComposeMode::Prepend) => Ok(Composed {
-            text: format!("{block}{eol}{existing}"),
+            // A byte-order mark stays the first thing in the file.
+            text: match existing.strip_prefix('\u{feff}') {
+                Some(rest) => format!("\u{feff}{block}{eol}{rest}"),
+                None => format!("{block}{eol}{existing}"),
+            },
             action: Action::Prepended,
             previous_version: None,
         }),
@@ -742,5 +746,40 @@ mod tests {
             compose(Some("x"), Request::Default),
             Err(ComposeError::NeedsMode)
         );
+    }
+
+    #[test]
+    fn bom_stays_first_when_prepending() {
+        let c = compose(
+            Some("\u{feff}# Mine\n"),
+            Request::Mode(ComposeMode::Prepend),
+        )
+        .unwrap();
+        assert!(c.text.starts_with("\u{feff}<!-- BEGIN"));
+        assert!(c.text.ends_with("# Mine\n"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn outside_bytes_survive_every_mode(before in "[ -~\t\n\r]{0,80}", after in "[ -~\t\n\r]{0,80}") {
+            proptest::prop_assume!(!before.contains("SMALL HARNESS") && !after.contains("SMALL HARNESS"));
+            // Replace in place.
+            let old = format!("{before}<!-- BEGIN SMALL HARNESS v1.0.0 -->\nx\n<!-- END SMALL HARNESS v1.0.0 -->{after}");
+            for req in [Request::Default, Request::Mode(ComposeMode::Append), Request::Mode(ComposeMode::Prepend)] {
+                let c = compose(Some(&old), req).unwrap();
+                let info = find_block(&c.text).unwrap().unwrap();
+                proptest::prop_assert_eq!(&c.text[..info.start], before.as_str());
+                proptest::prop_assert_eq!(&c.text[info.end..], after.as_str());
+            }
+            // Append / prepend to a file without a block.
+            if !before.trim().is_empty() {
+                let a = compose(Some(&before), Request::Mode(ComposeMode::Append)).unwrap();
+                proptest::prop_assert!(a.text.starts_with(before.as_str()));
+                let p = compose(Some(&before), Request::Mode(ComposeMode::Prepend)).unwrap();
+                proptest::prop_assert!(p.text.ends_with(before.as_str()));
+                proptest::prop_assert!(find_block(&a.text).unwrap().is_some());
+                proptest::prop_assert!(find_block(&p.text).unwrap().is_some());
+            }
+        }
     }
 }

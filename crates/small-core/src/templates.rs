@@ -219,4 +219,40 @@ mod tests {
         let h = bootstrap_handoff(&"AB".repeat(32));
         assert!(h.contains(&"ab".repeat(32)));
     }
+
+    #[test]
+    fn every_template_is_a_valid_artifact() {
+        use crate::schemas::{SchemaSet, Target};
+        let limits = crate::yaml::Limits::default();
+        let schemas = SchemaSet::embedded();
+        let mut files: Vec<(Target, String)> =
+            base_artifacts(Some("A \"quoted\": intent\nwith two lines"))
+                .into_iter()
+                .map(|f| {
+                    let kind = ArtifactKind::ALL
+                        .into_iter()
+                        .find(|k| k.file_name() == f.name)
+                        .unwrap();
+                    (Target::Artifact(kind), f.content)
+                })
+                .collect();
+        files.push((
+            Target::Artifact(ArtifactKind::Handoff),
+            bootstrap_handoff(&"0".repeat(64)),
+        ));
+        files.push((
+            Target::Workspace,
+            workspace("repo-root", "2026-01-02T03:04:05.000000000Z"),
+        ));
+        files.push((
+            Target::Workspace,
+            workspace("examples", "2026-01-02T03:04:05.000000000Z"),
+        ));
+        for (target, text) in files {
+            let doc =
+                crate::yaml::parse_str(&text, &limits).unwrap_or_else(|e| panic!("{text}\n{e:?}"));
+            let diags = crate::validate::validate_document(&schemas, target, "template", &doc);
+            assert!(diags.is_empty(), "{text}\n{diags:?}");
+        }
+    }
 }
