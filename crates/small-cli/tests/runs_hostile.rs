@@ -249,3 +249,25 @@ fn archive_verify_reports_a_symlinked_file_as_unsafe() {
         "{out}"
     );
 }
+
+#[test]
+fn a_snapshot_with_extra_entries_or_without_meta_json_is_flagged() {
+    let ws = Ws::new();
+    ws.ok(&["run", "snapshot"]);
+    let dir = ws.snap_dir(ID_A);
+    fs::write(dir.join("run.sh"), "rm -rf /\n").unwrap();
+    let (code, out, err) = ws.run(&["run", "show", ID_A]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("unexpected entry `run.sh`"), "{out}");
+    let err = ws.fails(&["run", "checkout", ID_A], 1);
+    assert!(err.contains("damaged"), "{err}");
+    fs::remove_file(dir.join("run.sh")).unwrap();
+    fs::remove_file(dir.join("meta.json")).unwrap();
+    let (code, out, _) = ws.run(&["run", "show", ID_A]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("meta.json is missing"), "{out}");
+    // still listed, with the directory's time
+    let v = ws.json(&["run", "list", "--json"]);
+    assert_eq!(v["runs"][0]["replayId"], ID_A);
+    assert!(v["runs"][0]["created_at"].as_str().unwrap().ends_with('Z'));
+}

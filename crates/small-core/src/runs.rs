@@ -594,7 +594,9 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
         }
     }
     let meta_path = dir.join(META_FILE);
-    let meta = match safe::read_stored_file(&meta_path)? {
+    let meta_bytes = safe::read_stored_file(&meta_path)?;
+    let meta_missing = meta_bytes.is_none();
+    let meta = match meta_bytes {
         None => Meta::default(),
         Some(bytes) => serde_json::from_slice::<Meta>(&bytes).map_err(|e| {
             RunError::invalid(format!(
@@ -623,8 +625,31 @@ fn load_dir(store: &Path, name: &str) -> Result<Snapshot, RunError> {
         )));
     }
 
+    if meta.created_at.is_empty() {
+        // As the reference does for snapshots without a time: the directory's mtime.
+        if let Ok(modified) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) {
+            meta.created_at = OffsetDateTime::from(modified)
+                .format(&Rfc3339)
+                .unwrap_or_default();
+        }
+    }
+
     let mut artifacts = Vec::new();
     let mut problems = Vec::new();
+    if meta_missing {
+        problems.push(format!("{META_FILE} is missing"));
+    }
+    let known = snapshot_file_names();
+    let rd = std::fs::read_dir(&dir).map_err(|e| RunError::io("cannot read", &dir, &e))?;
+    let mut extra: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != META_FILE && !known.contains(&n.as_str()))
+        .collect();
+    extra.sort();
+    for n in extra {
+        problems.push(format!("unexpected entry `{}`", n.escape_debug()));
+    }
     let mut handoff = HandoffInfo::default();
     for name in snapshot_file_names() {
         let path = dir.join(name);

@@ -106,18 +106,18 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         for a in &s.artifacts {
             println!("  - {a}");
         }
-        if m.files.is_empty() {
-            println!("integrity:      not recorded (snapshot has no file hashes)");
-        } else if s.problems.is_empty() {
-            println!(
-                "integrity:      intact (all {} files match their recorded hashes)",
-                m.files.len()
-            );
-        } else {
+        if !s.problems.is_empty() {
             println!("integrity:      DAMAGED");
             for p in &s.problems {
                 println!("  - {p}");
             }
+        } else if m.files.is_empty() {
+            println!("integrity:      not recorded (snapshot has no file hashes)");
+        } else {
+            println!(
+                "integrity:      intact (all {} files match their recorded hashes)",
+                m.files.len()
+            );
         }
         println!("summary:        {}", or_dash(&s.summary));
         if s.next_steps.is_empty() {
