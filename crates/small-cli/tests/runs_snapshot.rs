@@ -268,3 +268,59 @@ fn a_damaged_run_index_is_never_overwritten() {
         "entries: [unclosed\n"
     );
 }
+
+#[test]
+fn dirty_flag_covers_the_whole_repository_but_not_smalls_own_directories() {
+    let ws = Ws::bare();
+    let sub = ws.root().join("apps/mailer");
+    let files = [
+        ("intent.small.yml", INTENT.to_string()),
+        ("plan.small.yml", PLAN.to_string()),
+        ("progress.small.yml", PROGRESS.to_string()),
+        ("handoff.small.yml", handoff(ID_A, "sub")),
+        ("workspace.small.yml", WORKSPACE.to_string()),
+    ];
+    fs::create_dir_all(sub.join(".small")).unwrap();
+    for (n, t) in &files {
+        fs::write(sub.join(".small").join(n), t).unwrap();
+    }
+    ws.write_root("README.md", "top\n");
+    let out = std::process::Command::new("git")
+        .args(["-C", ws.root().to_str().unwrap(), "add", "-A"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = std::process::Command::new("git")
+        .args([
+            "-C",
+            ws.root().to_str().unwrap(),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // An archive and the workspace lock beside .small/ do not count as changes.
+    ws.ok(&["archive", "--dir", "apps/mailer"]);
+    let v = ws.json(&["run", "snapshot", "--json", "--dir", "apps/mailer"]);
+    assert_eq!(v["meta"]["git_dirty"], false, "{v}");
+    assert_eq!(v["meta"]["git_sha"], ws.head());
+    assert!(sub.join(".small-runs").join(ID_A).exists());
+
+    // A change anywhere else in the repository does.
+    ws.write_root("README.md", "changed at the top\n");
+    let v = ws.json(&[
+        "run",
+        "snapshot",
+        "--json",
+        "--force",
+        "--dir",
+        "apps/mailer",
+    ]);
+    assert_eq!(v["meta"]["git_dirty"], true, "{v}");
+}

@@ -359,7 +359,7 @@ pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
     {
         if let Ok(rel) = ex.strip_prefix(root) {
             if !rel.as_os_str().is_empty() {
-                args.push(format!(":(exclude){}", rel.to_string_lossy()));
+                args.push(format!(":(exclude,literal){}", rel.to_string_lossy()));
             }
         }
     }
