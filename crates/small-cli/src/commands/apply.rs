@@ -19,7 +19,9 @@ pub const SUMMARY_CAP: usize = 200;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
 pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 
-/// Run a shell command (`sh -lc`) in the workspace root and record the result as progress.
+/// Run a shell command in the workspace root and record its result as progress
+///
+/// The command runs with `sh -lc`, in the directory that contains `.small/`.
 ///
 /// What is recorded depends on the progress mode (SMALL_PROGRESS_MODE):
 ///
@@ -35,6 +37,7 @@ pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 /// so the command may itself run `small`. Exits with the command's exit code.
 /// Without --cmd, apply is a dry run.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Shell command to run (with `sh -lc`, in the workspace root)
     #[arg(long, value_name = "COMMAND")]

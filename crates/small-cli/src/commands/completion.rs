@@ -4,7 +4,7 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use clap_complete::Shell;
 
-/// Print a shell completion script for small.
+/// Print a shell completion script for small
 ///
 /// Load it in the current shell, or save it where your shell looks for completions:
 ///
@@ -14,6 +14,7 @@ use clap_complete::Shell;
 ///   powershell:  small completion powershell | Out-String | Invoke-Expression
 ///   elvish:      eval (small completion elvish | slurp)
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// The shell to generate the script for
     #[arg(value_enum, ignore_case = true)]

@@ -13,7 +13,7 @@ use small_core::templates;
 use small_core::txn::Transaction;
 use std::path::{Path, PathBuf};
 
-/// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md.
+/// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
 ///
 /// Writes intent, constraints, plan, progress (with a `meta/init` entry), handoff and
 /// workspace metadata from templates; adds `.small-cache/`, `.small-runs/` and
@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 /// of a repository (a directory with `.git` or `.small`), else `repo-root`.
 /// Everything is written in one transaction: all of it, or nothing.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// The project intent to write into intent.small.yml
     #[arg(long, value_name = "TEXT")]

@@ -5,7 +5,7 @@ use crate::GlobalArgs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Run a built-in self-test in a scratch workspace (never your own).
+/// Run a built-in self-test in a scratch workspace (never your own)
 ///
 /// Runs this executable through a short workflow and checks each step succeeds:
 ///
@@ -21,6 +21,7 @@ use std::process::Command;
 /// afterwards. With --dir, that directory is used; it must be new or empty, so that the
 /// self-test can never touch existing files. Exit 1 if a step fails.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Keep the scratch workspace for inspection
     #[arg(long)]

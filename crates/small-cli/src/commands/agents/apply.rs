@@ -9,7 +9,7 @@ use crate::GlobalArgs;
 use small_core::agents::{compose, Action, ComposeError, Request};
 use std::path::PathBuf;
 
-/// Write or update the SMALL harness block in AGENTS.md.
+/// Write or update the SMALL harness block in AGENTS.md
 ///
 /// - no file: it is created with the block;
 /// - a file with a block: the block is replaced in place (no flag needed);
@@ -20,6 +20,7 @@ use std::path::PathBuf;
 ///
 /// Content outside the block is never changed. `.small/` is never touched.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 #[command(
     after_help = "Examples:\n  small agents apply\n  small agents apply --agents-mode append\n  \
 small agents apply --dry-run\n  small agents apply --file CLAUDE.md --agents-mode prepend"

@@ -6,7 +6,7 @@ use crate::GlobalArgs;
 use small_core::agents::{check, CheckOptions, CheckReport};
 use std::path::PathBuf;
 
-/// Check the SMALL harness block in AGENTS.md (read-only; writes nothing).
+/// Check the SMALL harness block in AGENTS.md (read-only; writes nothing)
 ///
 /// Fails (exit 1) when the file is missing (unless --allow-missing), when the markers are
 /// malformed (two blocks, a lone marker, versions that disagree), when the block's version is
@@ -14,6 +14,7 @@ use std::path::PathBuf;
 /// the file has no block, or when the block differs from the one `small agents apply`
 /// writes (drift). Exit 2 for a bad command line or an unreadable file.
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Directory holding the file (default: the current directory)
     #[arg(long, value_name = "PATH")]
