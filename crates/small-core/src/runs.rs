@@ -493,16 +493,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     match existing {
         safe::Entry::Missing => {}
         safe::Entry::Dir if force => {}
-        safe::Entry::Dir => {
-            return Err(RunError::invalid(format!(
-                "a snapshot of run {} already exists at {}",
-                short_id(&replay_id, 16),
-                dest.display()
-            ))
-            .with_help(
-                "pass --force to replace it, or record a new run with `small handoff` first",
-            ))
-        }
+        safe::Entry::Dir => return Err(exists_error(&replay_id, &dest)),
         _ => {
             return Err(RunError::invalid(format!(
                 "{} exists but is not a snapshot directory; remove it by hand",
@@ -532,7 +523,14 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         .map_err(|e| RunError::usage(format!("cannot encode {META_FILE}: {e}")))?;
     meta_text.push('\n');
     staged.add_file(META_FILE, meta_text.as_bytes())?;
-    staged.publish(&dest, force)?;
+    staged.publish(&dest, force).map_err(|e| {
+        // Another `small` published the same run between our check and our rename.
+        if !force && safe::entry_type(&dest).ok() == Some(safe::Entry::Dir) {
+            exists_error(&replay_id, &dest)
+        } else {
+            e
+        }
+    })?;
 
     let mut warnings = Vec::new();
     let entry = IndexEntry {
@@ -561,6 +559,15 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         replaced: existing == safe::Entry::Dir,
         warnings,
     })
+}
+
+fn exists_error(replay_id: &str, dest: &Path) -> RunError {
+    RunError::invalid(format!(
+        "a snapshot of run {} already exists at {}",
+        short_id(replay_id, 16),
+        dest.display()
+    ))
+    .with_help("pass --force to replace it, or record a new run with `small handoff` first")
 }
 
 // ---------------------------------------------------------------------------------------

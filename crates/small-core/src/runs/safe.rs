@@ -211,12 +211,10 @@ impl StagedDir {
     pub fn publish(mut self, dest: &Path, replace: bool) -> Result<(), RunError> {
         let staged = self.path().to_path_buf();
         sync_dir(&staged);
+        let already = || RunError::invalid(format!("{} already exists", dest.display()));
         let exists = entry_type(dest)? != Entry::Missing;
         if exists && !replace {
-            return Err(RunError::invalid(format!(
-                "{} already exists",
-                dest.display()
-            )));
+            return Err(already());
         }
         let mut aside = None;
         if exists {
@@ -225,12 +223,22 @@ impl StagedDir {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let trash = unique_sibling(&self.parent, &format!(".replaced-{name}-"));
-            fs::rename(dest, &trash).map_err(|e| RunError::io("cannot move aside", dest, &e))?;
-            aside = Some(trash);
+            match fs::rename(dest, &trash) {
+                Ok(()) => aside = Some(trash),
+                // Another writer moved it first: nothing to put aside.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(RunError::io("cannot move aside", dest, &e)),
+            }
         }
         if let Err(e) = fs::rename(&staged, dest) {
             if let Some(trash) = &aside {
-                let _ = fs::rename(trash, dest);
+                if fs::rename(trash, dest).is_err() {
+                    remove_tree(trash);
+                }
+            }
+            // Lost a race with another writer that published the same directory.
+            if entry_type(dest)? != Entry::Missing {
+                return Err(already());
             }
             return Err(RunError::io("cannot move the new directory to", dest, &e));
         }
