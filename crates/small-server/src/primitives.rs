@@ -95,17 +95,17 @@ pub fn router_with_limit(store: Arc<dyn PrimitiveStore>, body_limit: usize) -> R
 // Plumbing
 
 /// An error response: the server's error shape, plus `errors` for refused records.
-struct Failure(Response);
+struct Failure(Box<Response>);
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        self.0
+        *self.0
     }
 }
 
 impl From<ApiError> for Failure {
     fn from(e: ApiError) -> Self {
-        Failure(e.into_response())
+        Failure(Box::new(e.into_response()))
     }
 }
 
@@ -135,7 +135,7 @@ impl From<StoreError> for Failure {
             body.push_str(&serde_json::to_string(errors).unwrap_or_else(|_| "[]".into()));
             body.push('}');
         }
-        Failure(json_response(status, body))
+        Failure(Box::new(json_response(status, body)))
     }
 }
 
