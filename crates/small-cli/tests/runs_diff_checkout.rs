@@ -243,3 +243,15 @@ fn checkout_of_an_unknown_run_is_a_usage_error() {
     let err = ws.fails(&["run", "checkout", "abc"], 2);
     assert!(err.contains("no snapshot matches"), "{err}");
 }
+
+#[test]
+fn checkout_points_out_a_workspace_run_id_it_leaves_alone() {
+    let (ws, _, _) = two_runs();
+    let meta = format!("{WORKSPACE}run:\n  replay_id: \"{ID_B}\"\n");
+    ws.write("workspace.small.yml", &meta);
+    let out = ws.ok(&["run", "checkout", ID_A]);
+    assert!(out.contains("note:") && out.contains(&ID_B[..16]), "{out}");
+    assert_eq!(ws.read("workspace.small.yml"), meta.as_bytes());
+    let v = ws.json(&["run", "checkout", "--json", ID_B]);
+    assert!(v.get("workspace_run").is_none(), "{v}");
+}

@@ -176,3 +176,25 @@ fn snapshots_written_by_the_reference_layout_without_hashes_are_readable() {
     let out = ws.ok(&["run", "list"]);
     assert!(out.contains("From elsewhere"), "{out}");
 }
+
+#[test]
+fn list_marks_the_run_the_live_handoff_names() {
+    let ws = three_runs();
+    ws.write("handoff.small.yml", &handoff(ID_B, "Second run"));
+    let out = ws.ok(&["run", "list"]);
+    let marked: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(&format!("*{}", &ID_B[..12])))
+        .collect();
+    assert_eq!(marked.len(), 1, "{out}");
+    assert_eq!(out.matches('*').count(), 1, "{out}");
+    let v = ws.json(&["run", "list", "--json"]);
+    let current: Vec<&serde_json::Value> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["current"] == true)
+        .collect();
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0]["replayId"], ID_B);
+}

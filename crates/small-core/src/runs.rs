@@ -275,6 +275,14 @@ pub struct HandoffInfo {
     pub replay_id: String,
 }
 
+/// The replay ID of the live handoff, if it has a valid one (for marking the current run).
+pub fn live_replay_id(root: &Path) -> Option<String> {
+    let bytes = safe::read_live_file(&root.join(SMALL_DIR).join(ArtifactKind::Handoff.file_name()))
+        .ok()??;
+    let id = handoff_info(&bytes, "handoff").ok()?.replay_id;
+    safe::is_replay_id(&id).then(|| id.to_ascii_lowercase())
+}
+
 /// Read summary, next steps and replay ID from handoff text. `label` names the file in
 /// error messages.
 pub fn handoff_info(bytes: &[u8], label: &str) -> Result<HandoffInfo, RunError> {
@@ -823,6 +831,10 @@ pub struct CheckoutReport {
     pub kept: Vec<String>,
     /// Files whose local content was discarded (only with `force`).
     pub discarded: Vec<String>,
+    /// `run.replay_id` of `workspace.small.yml` when it names another run than the one
+    /// restored (the file is kept as it is; the caller may point this out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_run: Option<String>,
 }
 
 /// Restore a snapshot's artifacts into `.small/`. `workspace.small.yml` is never touched.
@@ -891,6 +903,14 @@ pub fn checkout(
     }
     txn.commit().map_err(txn_error)?;
     report.discarded = unsaved;
+    report.workspace_run = load_metadata(root)
+        .ok()
+        .and_then(|ws| {
+            ws.metadata
+                .as_ref()
+                .and_then(|m| m.run_replay_id().map(str::to_string))
+        })
+        .filter(|r| !r.eq_ignore_ascii_case(&report.replay_id));
     Ok(report)
 }
 

@@ -51,5 +51,11 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     for f in &r.kept {
         println!("  kept      {f} (not in the snapshot)");
     }
+    if let Some(other) = &r.workspace_run {
+        println!(
+            "note: .small/workspace.small.yml (kept as it is) still names run {} as current",
+            runs::short_id(other, 16)
+        );
+    }
     Ok(())
 }

@@ -28,6 +28,8 @@ struct Item<'a> {
     git_dirty: bool,
     #[serde(skip_serializing_if = "str::is_empty")]
     branch: &'a str,
+    /// The run the live handoff names.
+    current: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -37,6 +39,7 @@ struct Out<'a> {
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let (mut snaps, warnings) = runs::list(&ctx.store).map_err(to_cli)?;
+    let current = runs::live_replay_id(&ctx.root).unwrap_or_default();
     warn_all(&warnings);
     if args.limit > 0 {
         snaps.truncate(args.limit);
@@ -51,6 +54,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
                 git_sha: &s.meta.git_sha,
                 git_dirty: s.meta.git_dirty,
                 branch: &s.meta.branch,
+                current: s.replay_id.eq_ignore_ascii_case(&current),
             })
             .collect();
         return print_json(&Out { runs });
@@ -77,7 +81,15 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         .map(|s| {
             [
                 dash(&s.meta.created_at),
-                runs::short_id(&s.replay_id, 12),
+                format!(
+                    "{}{}",
+                    if s.replay_id.eq_ignore_ascii_case(&current) {
+                        "*"
+                    } else {
+                        " "
+                    },
+                    runs::short_id(&s.replay_id, 12)
+                ),
                 dash(&runs::short_id(&s.meta.git_sha, 8)),
                 if s.meta.git_sha.is_empty() {
                     "-".into()
@@ -88,7 +100,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             ]
         })
         .collect();
-    let head = ["CREATED", "REPLAY ID", "GIT", "DIRTY", "SUMMARY"];
+    let head = ["CREATED", " REPLAY ID", "GIT", "DIRTY", "SUMMARY"];
     let mut widths = head.map(str::len);
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
