@@ -326,3 +326,37 @@ fn an_unknown_plan_task_is_refused_before_anything_runs() {
     apply(d.path(), &["--cmd", "touch ran.txt", "--task", "build"]).success();
     assert!(d.path().join("ran.txt").exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_is_still_recorded() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_small"))
+        .args(["apply", "--cmd", "sleep 20", "--task", "task-1", "--dir"])
+        .arg(d.path())
+        .env_remove("SMALL_PROGRESS_MODE")
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Wait until the command runs (its command log exists), then Ctrl-C the whole group.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !d.path().join(".small-cache/logs").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130));
+    let e = progress_entries(d.path()).last().cloned().unwrap();
+    assert_eq!(
+        (e["task_id"].as_str(), e["status"].as_str()),
+        (Some("task-1"), Some("blocked"))
+    );
+}

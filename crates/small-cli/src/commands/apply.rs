@@ -259,6 +259,9 @@ fn run_shell(
     echo: bool,
     log_path: Option<&Path>,
 ) -> Result<(i32, Vec<u8>), CliError> {
+    // Ctrl-C reaches the command (same process group); small itself outlives the first one so
+    // that the interrupted run is still recorded. A second Ctrl-C stops small as well.
+    shield_from_first_interrupt();
     let mut child = Command::new("sh")
         .arg("-lc")
         .arg(command)
@@ -354,6 +357,64 @@ fn run_shell(
     };
     let out = captured.lock().map(|c| c.clone()).unwrap_or_default();
     Ok((code, out))
+}
+
+/// Keeps the first SIGINT (Ctrl-C) from killing small while a command runs; the second one
+/// exits with 130. Best effort: without a signal handler the default behaviour stays.
+fn shield_from_first_interrupt() {
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let ready2 = std::sync::Arc::clone(&ready);
+    let spawned = std::thread::Builder::new()
+        .name("ctrl-c".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(_) => {
+                    ready2.wait();
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let mut first = true;
+                loop {
+                    let signal = tokio::signal::ctrl_c();
+                    tokio::pin!(signal);
+                    // Register the handler before letting the command start waiting.
+                    let registered = futures_poll_once(&mut signal).await;
+                    if first {
+                        ready2.wait();
+                    }
+                    if !registered {
+                        // Already received while registering: treat as a Ctrl-C.
+                    } else if signal.await.is_err() {
+                        return;
+                    }
+                    if !first {
+                        eprintln!("\ninterrupted twice; stopping small (exit 130)");
+                        std::process::exit(130);
+                    }
+                    first = false;
+                }
+            });
+        });
+    if spawned.is_ok() {
+        ready.wait();
+    }
+}
+
+/// Polls a future once (to run its registration side effects). Returns `true` if it is still
+/// pending, `false` if it completed on that first poll.
+async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> bool {
+    use std::pin::Pin;
+    use std::task::Poll;
+    std::future::poll_fn(|cx| match Pin::new(&mut *f).poll(cx) {
+        Poll::Pending => Poll::Ready(true),
+        Poll::Ready(_) => Poll::Ready(false),
+    })
+    .await
 }
 
 /// Runs another `small` subcommand of this same executable, passing its output through.
