@@ -11,7 +11,16 @@ fn eight_writers_two_hundred_adds_each_lose_nothing() {
     let ws = Ws::new();
     // Some history that must survive.
     for i in 0..5 {
-        ws.ok(&["progress", "add", "--task", "meta/seed", "--status", "completed", "--evidence", &format!("seed-{i}")]);
+        ws.ok(&[
+            "progress",
+            "add",
+            "--task",
+            "meta/seed",
+            "--status",
+            "completed",
+            "--evidence",
+            &format!("seed-{i}"),
+        ]);
     }
     let before = ws.read("progress.small.yml");
     let root = ws.root().to_path_buf();
@@ -21,12 +30,25 @@ fn eight_writers_two_hundred_adds_each_lose_nothing() {
             std::thread::spawn(move || {
                 for i in 0..ADDS {
                     let o = std::process::Command::new(author_support::bin())
-                        .args(["progress", "add", "--task", "meta/load", "--status", "completed", "--evidence", &format!("w{w}-{i}")])
+                        .args([
+                            "progress",
+                            "add",
+                            "--task",
+                            "meta/load",
+                            "--status",
+                            "completed",
+                            "--evidence",
+                            &format!("w{w}-{i}"),
+                        ])
                         .current_dir(&root)
                         .env("SMALL_LOCK_TIMEOUT", "300")
                         .output()
                         .expect("spawn small");
-                    assert!(o.status.success(), "writer {w} add {i} failed: {}", String::from_utf8_lossy(&o.stderr));
+                    assert!(
+                        o.status.success(),
+                        "writer {w} add {i} failed: {}",
+                        String::from_utf8_lossy(&o.stderr)
+                    );
                 }
             })
         })
@@ -41,7 +63,11 @@ fn eight_writers_two_hundred_adds_each_lose_nothing() {
     assert_increasing(&entries);
     let mut seen = std::collections::HashSet::new();
     for e in &entries[5..] {
-        assert!(seen.insert(e["evidence"].as_str().unwrap().to_string()), "duplicate {}", e["evidence"]);
+        assert!(
+            seen.insert(e["evidence"].as_str().unwrap().to_string()),
+            "duplicate {}",
+            e["evidence"]
+        );
     }
     for w in 0..WRITERS {
         for i in 0..ADDS {

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 struct Rng(u64);
 impl Rng {
     fn new() -> Rng {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
         eprintln!("crash test seed: {seed}");
         Rng(seed | 1)
     }
@@ -32,7 +35,14 @@ fn only_canonical_files(ws: &Ws) {
 }
 
 fn all_parse(ws: &Ws) {
-    for name in ["intent.small.yml", "constraints.small.yml", "plan.small.yml", "progress.small.yml", "handoff.small.yml", "workspace.small.yml"] {
+    for name in [
+        "intent.small.yml",
+        "constraints.small.yml",
+        "plan.small.yml",
+        "progress.small.yml",
+        "handoff.small.yml",
+        "workspace.small.yml",
+    ] {
         let _ = ws.doc(name);
     }
 }
@@ -46,18 +56,41 @@ fn crash_loop(iterations: usize, slow_ms: Option<u64>, max_delay_ms: u64) {
     for it in 0..iterations {
         let before_progress = ws.read("progress.small.yml");
         let before_entries = ws.entries().len();
-        let before_status = ws.tasks().into_iter().find(|t| t["id"] == "task-2").unwrap()["status"].clone();
+        let before_status = ws
+            .tasks()
+            .into_iter()
+            .find(|t| t["id"] == "task-2")
+            .unwrap()["status"]
+            .clone();
         let checkpoint = rng.below(3) == 0;
         let status = if it % 2 == 0 { "completed" } else { "blocked" };
         let mut c = if checkpoint {
-            ws.cmd(&["checkpoint", "--task", "task-2", "--status", status, "--evidence", &format!("ck-{it}")])
+            ws.cmd(&[
+                "checkpoint",
+                "--task",
+                "task-2",
+                "--status",
+                status,
+                "--evidence",
+                &format!("ck-{it}"),
+            ])
         } else {
-            ws.cmd(&["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", &format!("it-{it}")])
+            ws.cmd(&[
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
+                &format!("it-{it}"),
+            ])
         };
         if let Some(ms) = slow_ms {
             c.env("SMALL_TEST_SLOW_COMMIT_MS", ms.to_string());
         }
-        c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
         let mut child = c.spawn().unwrap();
         let delay = Duration::from_micros(rng.below(max_delay_ms * 1000));
         let start = Instant::now();
@@ -77,24 +110,53 @@ fn crash_loop(iterations: usize, slow_ms: Option<u64>, max_delay_ms: u64) {
         all_parse(&ws);
         only_canonical_files(&ws);
         // The next command finishes or discards the interrupted commit.
-        ws.ok(&["progress", "add", "--task", "meta/after-crash", "--status", "completed", "--evidence", &format!("after-{it}")]);
+        ws.ok(&[
+            "progress",
+            "add",
+            "--task",
+            "meta/after-crash",
+            "--status",
+            "completed",
+            "--evidence",
+            &format!("after-{it}"),
+        ]);
         let text = ws.read("progress.small.yml");
-        assert!(text.starts_with(&before_progress), "iteration {it}: earlier progress bytes changed");
+        assert!(
+            text.starts_with(&before_progress),
+            "iteration {it}: earlier progress bytes changed"
+        );
         let entries = ws.entries();
         let new = entries.len() - before_entries;
         assert!(new == 1 || new == 2, "iteration {it}: {new} new entries");
         if !killed {
-            assert!(status_code.success(), "iteration {it}: writer failed on its own");
+            assert!(
+                status_code.success(),
+                "iteration {it}: writer failed on its own"
+            );
             assert_eq!(new, 2, "iteration {it}: acknowledged entry lost");
         }
         if checkpoint && new == 2 {
             // the checkpoint's entry is there, so its plan change must be too
-            let task2 = ws.tasks().into_iter().find(|t| t["id"] == "task-2").unwrap();
-            assert_eq!(task2["status"], status, "iteration {it}: plan and progress disagree after a crash");
+            let task2 = ws
+                .tasks()
+                .into_iter()
+                .find(|t| t["id"] == "task-2")
+                .unwrap();
+            assert_eq!(
+                task2["status"], status,
+                "iteration {it}: plan and progress disagree after a crash"
+            );
         }
         if checkpoint && new == 1 {
-            let task2 = ws.tasks().into_iter().find(|t| t["id"] == "task-2").unwrap();
-            assert_eq!(task2["status"], before_status, "iteration {it}: plan changed without its progress entry");
+            let task2 = ws
+                .tasks()
+                .into_iter()
+                .find(|t| t["id"] == "task-2")
+                .unwrap();
+            assert_eq!(
+                task2["status"], before_status,
+                "iteration {it}: plan changed without its progress entry"
+            );
         }
         assert_increasing(&entries);
         only_canonical_files(&ws);

@@ -34,7 +34,13 @@ fn comments_survive_plan_done() {
     ws.write("plan.small.yml", COMMENTED_PLAN);
     ws.ok(&["plan", "--done", "task-1"]);
     let text = ws.read("plan.small.yml");
-    for keep in ["# The plan, written by a human.", "# first things first", "title: 'Set up' # single-quoted on purpose", "status: pending   # aligned comment", "id: task-2"] {
+    for keep in [
+        "# The plan, written by a human.",
+        "# first things first",
+        "title: 'Set up' # single-quoted on purpose",
+        "status: pending   # aligned comment",
+        "id: task-2",
+    ] {
         assert!(text.contains(keep), "lost {keep:?}:\n{text}");
     }
     assert_eq!(ws.tasks()[0]["status"], "completed");
@@ -61,11 +67,20 @@ fn pending_blocked_and_unknown_ids() {
     ws.ok(&["plan", "--pending", "task-2"]);
     assert_eq!(ws.tasks()[1]["status"], "pending");
     let e = ws.entries();
-    assert_eq!(e.iter().map(|e| e["status"].as_str().unwrap()).collect::<Vec<_>>(), ["blocked", "pending"]);
+    assert_eq!(
+        e.iter()
+            .map(|e| e["status"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["blocked", "pending"]
+    );
     let before = ws.read("plan.small.yml");
     let err = ws.fails(1, &["plan", "--done", "task-9"]);
     assert!(err.contains("task-9"), "{err}");
-    assert_eq!(ws.read("plan.small.yml"), before, "a failed command changes nothing");
+    assert_eq!(
+        ws.read("plan.small.yml"),
+        before,
+        "a failed command changes nothing"
+    );
     assert_eq!(ws.entries().len(), 2);
 }
 
@@ -86,7 +101,13 @@ fn dependencies_are_checked() {
     let err = ws.fails(1, &["plan", "--depends", "task-3:task-8"]);
     assert!(err.contains("task-8"), "{err}");
     ws.fails(2, &["plan", "--depends", "task-3"]);
-    assert_eq!(ws.entries().iter().filter(|e| e["notes"] == "small plan --depends").count(), 2);
+    assert_eq!(
+        ws.entries()
+            .iter()
+            .filter(|e| e["notes"] == "small plan --depends")
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -112,19 +133,44 @@ fn no_flags_and_reset() {
 fn checkpoint_updates_plan_and_progress_together() {
     let ws = Ws::new();
     ws.write("plan.small.yml", COMMENTED_PLAN);
-    let out = ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed", "--evidence", "tests pass"]);
+    let out = ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "tests pass",
+    ]);
     assert!(out.contains("task-1 -> completed"), "{out}");
     assert_eq!(ws.tasks()[0]["status"], "completed");
-    assert!(ws.read("plan.small.yml").contains("# single-quoted on purpose"));
+    assert!(ws
+        .read("plan.small.yml")
+        .contains("# single-quoted on purpose"));
     let e = ws.entries();
     assert_eq!(e[0]["evidence"], "tests pass");
-    let out = ws.ok(&["checkpoint", "--task", "task-2", "--status", "Blocked", "--json", "--notes", "waiting"]);
+    let out = ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "Blocked",
+        "--json",
+        "--notes",
+        "waiting",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["status"], "blocked");
     assert_eq!(v["progress_entry"]["notes"], "waiting");
-    assert_eq!(v["progress_entry"]["evidence"], "Recorded checkpoint via small checkpoint");
+    assert_eq!(
+        v["progress_entry"]["evidence"],
+        "Recorded checkpoint via small checkpoint"
+    );
     assert_eq!(v["checkpoint_at"], ws.entries()[1]["timestamp"]);
-    assert_eq!(v["files"], serde_json::json!(["plan.small.yml", "progress.small.yml"]));
+    assert_eq!(
+        v["files"],
+        serde_json::json!(["plan.small.yml", "progress.small.yml"])
+    );
     assert_increasing(&ws.entries());
     ws.strict_ok();
 }
@@ -133,15 +179,55 @@ fn checkpoint_updates_plan_and_progress_together() {
 fn checkpoint_refusals_change_nothing() {
     let ws = Ws::new();
     let plan = ws.read("plan.small.yml");
-    ws.fails(2, &["checkpoint", "--task", "task-1", "--status", "pending"]);
-    let err = ws.fails(1, &["checkpoint", "--task", "task-5", "--status", "completed"]);
+    ws.fails(
+        2,
+        &["checkpoint", "--task", "task-1", "--status", "pending"],
+    );
+    let err = ws.fails(
+        1,
+        &["checkpoint", "--task", "task-5", "--status", "completed"],
+    );
     assert!(err.contains("task-5"), "{err}");
-    ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed", "--at", "2030-01-01T00:00:00.1Z"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--at",
+        "2030-01-01T00:00:00.1Z",
+    ]);
     let plan2 = ws.read("plan.small.yml");
-    ws.fails(1, &["checkpoint", "--task", "task-1", "--status", "blocked", "--at", "2029-01-01T00:00:00.1Z"]);
-    assert_eq!(ws.read("plan.small.yml"), plan2, "plan unchanged when the progress entry is refused");
+    ws.fails(
+        1,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "blocked",
+            "--at",
+            "2029-01-01T00:00:00.1Z",
+        ],
+    );
+    assert_eq!(
+        ws.read("plan.small.yml"),
+        plan2,
+        "plan unchanged when the progress entry is refused"
+    );
     assert_ne!(plan, plan2);
     assert_eq!(ws.entries().len(), 1);
-    ws.ok(&["checkpoint", "--task", "task-1", "--status", "blocked", "--after", "2029-01-01T00:00:00.1Z"]);
-    assert_eq!(ws.entries()[1]["timestamp"], "2030-01-01T00:00:00.100000001Z");
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "blocked",
+        "--after",
+        "2029-01-01T00:00:00.1Z",
+    ]);
+    assert_eq!(
+        ws.entries()[1]["timestamp"],
+        "2030-01-01T00:00:00.100000001Z"
+    );
 }

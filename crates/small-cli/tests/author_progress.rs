@@ -7,8 +7,20 @@ use author_support::{assert_increasing, Ws};
 fn add_appends_one_entry_with_generated_timestamp() {
     let ws = Ws::new();
     let before = ws.read("progress.small.yml");
-    let out = ws.ok(&["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", "started: \"quoted\" # not a comment"]);
-    assert!(out.contains("task-1") && out.contains("in_progress"), "{out}");
+    let out = ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "started: \"quoted\" # not a comment",
+    ]);
+    assert!(
+        out.contains("task-1") && out.contains("in_progress"),
+        "{out}"
+    );
     let e = ws.entries();
     assert_eq!(e.len(), 1);
     assert_eq!(e[0]["task_id"], "task-1");
@@ -19,9 +31,21 @@ fn add_appends_one_entry_with_generated_timestamp() {
     for line in before.lines().filter(|l| l.starts_with('#')) {
         assert!(after.contains(line), "lost comment {line}");
     }
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "completed", "--notes", "done"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--notes",
+        "done",
+    ]);
     let after2 = ws.read("progress.small.yml");
-    assert!(after2.starts_with(&after), "second append must only add bytes at the end");
+    assert!(
+        after2.starts_with(&after),
+        "second append must only add bytes at the end"
+    );
     let e = ws.entries();
     assert_eq!(e.len(), 2);
     assert_eq!(e[1]["evidence"], "Recorded progress via small progress add");
@@ -35,23 +59,45 @@ fn add_binds_entries_to_the_run_and_touches_updated_at() {
     let ws = Ws::new();
     let id = "ab".repeat(32);
     ws.write("workspace.small.yml", &format!("# meta\nsmall_version: \"1.0.0\"\nowner: \"agent\"\nkind: \"repo-root\"\ncreated_at: \"2026-01-01T00:00:00Z\"\nupdated_at: \"2026-01-01T00:00:00Z\"\nrun:\n  replay_id: \"{id}\"\n"));
-    ws.ok(&["progress", "add", "--task", "meta/note", "--status", "completed"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "meta/note",
+        "--status",
+        "completed",
+    ]);
     assert_eq!(ws.entries()[0]["replayId"], id.as_str());
     let meta = ws.read("workspace.small.yml");
     assert!(meta.starts_with("# meta\n"));
-    assert!(!meta.contains("updated_at: \"2026-01-01T00:00:00Z\""), "{meta}");
+    assert!(
+        !meta.contains("updated_at: \"2026-01-01T00:00:00Z\""),
+        "{meta}"
+    );
 }
 
 #[test]
 fn add_json_output() {
     let ws = Ws::new();
-    let out = ws.ok(&["progress", "add", "--task", "task-1", "--status", "COMPLETED", "--evidence", "e", "--json"]);
+    let out = ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "COMPLETED",
+        "--evidence",
+        "e",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["entry"]["status"], "completed");
     assert_eq!(v["entry"]["task_id"], "task-1");
     assert_eq!(v["task_exists_in_plan"], true);
     assert!(v["workspace"].as_str().is_some());
-    let out = ws.ok(&["progress", "add", "--task", "task-77", "--status", "pending", "--json"]);
+    let out = ws.ok(&[
+        "progress", "add", "--task", "task-77", "--status", "pending", "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["task_exists_in_plan"], false);
     assert_eq!(v["entry"]["timestamp"], ws.entries()[1]["timestamp"]);
@@ -60,7 +106,9 @@ fn add_json_output() {
 #[test]
 fn unknown_task_warns_but_records() {
     let ws = Ws::new();
-    let o = ws.run(&["progress", "add", "--task", "task-99", "--status", "pending"]);
+    let o = ws.run(&[
+        "progress", "add", "--task", "task-99", "--status", "pending",
+    ]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("task-99 is not in plan"));
     assert_eq!(ws.entries().len(), 1);
@@ -69,26 +117,106 @@ fn unknown_task_warns_but_records() {
 #[test]
 fn at_and_after() {
     let ws = Ws::new();
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending", "--at", "2030-01-01T00:00:00.5+02:00"]);
-    assert_eq!(ws.entries()[0]["timestamp"], "2029-12-31T22:00:00.500000000Z");
-    let err = ws.fails(1, &["progress", "add", "--task", "task-1", "--status", "pending", "--at", "2029-12-31T22:00:00.5Z"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "pending",
+        "--at",
+        "2030-01-01T00:00:00.5+02:00",
+    ]);
+    assert_eq!(
+        ws.entries()[0]["timestamp"],
+        "2029-12-31T22:00:00.500000000Z"
+    );
+    let err = ws.fails(
+        1,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "pending",
+            "--at",
+            "2029-12-31T22:00:00.5Z",
+        ],
+    );
     assert!(err.contains("not after"), "{err}");
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending", "--after", "2001-01-01T00:00:00.0Z"]);
-    assert_eq!(ws.entries()[1]["timestamp"], "2029-12-31T22:00:00.500000001Z");
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending", "--after", "2031-01-01T00:00:00.0Z"]);
-    assert_eq!(ws.entries()[2]["timestamp"], "2031-01-01T00:00:00.000000001Z");
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "pending",
+        "--after",
+        "2001-01-01T00:00:00.0Z",
+    ]);
+    assert_eq!(
+        ws.entries()[1]["timestamp"],
+        "2029-12-31T22:00:00.500000001Z"
+    );
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "pending",
+        "--after",
+        "2031-01-01T00:00:00.0Z",
+    ]);
+    assert_eq!(
+        ws.entries()[2]["timestamp"],
+        "2031-01-01T00:00:00.000000001Z"
+    );
     // a clock behind the log still gives increasing timestamps
     ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending"]);
-    assert_eq!(ws.entries()[3]["timestamp"], "2031-01-01T00:00:00.000000002Z");
-    ws.fails(2, &["progress", "add", "--task", "task-1", "--status", "pending", "--at", "2031-01-01T00:00:00.1Z", "--after", "2031-01-01T00:00:00.1Z"]);
-    ws.fails(1, &["progress", "add", "--task", "task-1", "--status", "pending", "--at", "2040-01-01T00:00:00Z"]);
+    assert_eq!(
+        ws.entries()[3]["timestamp"],
+        "2031-01-01T00:00:00.000000002Z"
+    );
+    ws.fails(
+        2,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "pending",
+            "--at",
+            "2031-01-01T00:00:00.1Z",
+            "--after",
+            "2031-01-01T00:00:00.1Z",
+        ],
+    );
+    ws.fails(
+        1,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "pending",
+            "--at",
+            "2040-01-01T00:00:00Z",
+        ],
+    );
     assert_eq!(ws.entries().len(), 4);
 }
 
 #[test]
 fn bad_flags_and_no_workspace() {
     let ws = Ws::new();
-    ws.fails(2, &["progress", "add", "--task", "task-1", "--status", "done"]);
+    ws.fails(
+        2,
+        &["progress", "add", "--task", "task-1", "--status", "done"],
+    );
     ws.fails(2, &["progress", "add", "--status", "pending"]);
     ws.fails(2, &["progress", "add", "--task", "task-1"]);
     let empty = tempfile::tempdir().unwrap();
@@ -107,19 +235,54 @@ fn dir_flag_and_workspace_scope() {
     let other = tempfile::tempdir().unwrap();
     let dir = ws.root().display().to_string();
     let o = std::process::Command::new(author_support::bin())
-        .args(["progress", "add", "--task", "task-1", "--status", "pending", "--dir", &dir])
+        .args([
+            "progress", "add", "--task", "task-1", "--status", "pending", "--dir", &dir,
+        ])
         .current_dir(other.path())
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(ws.entries().len(), 1);
-    let err = ws.fails(1, &["progress", "add", "--task", "task-1", "--status", "pending", "--workspace", "examples"]);
+    let err = ws.fails(
+        1,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "pending",
+            "--workspace",
+            "examples",
+        ],
+    );
     assert!(err.contains("repo-root"), "{err}");
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending", "--workspace", "any"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "pending",
+        "--workspace",
+        "any",
+    ]);
     std::fs::remove_file(ws.path("workspace.small.yml")).unwrap();
-    let err = ws.fails(1, &["progress", "add", "--task", "task-1", "--status", "pending"]);
+    let err = ws.fails(
+        1,
+        &["progress", "add", "--task", "task-1", "--status", "pending"],
+    );
     assert!(err.contains("fix workspace"), "{err}");
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "pending", "--workspace", "any"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "pending",
+        "--workspace",
+        "any",
+    ]);
     assert_eq!(ws.entries().len(), 3);
 }
 
@@ -128,10 +291,20 @@ fn appends_to_hand_written_logs_without_touching_them() {
     let ws = Ws::new();
     let base = "small_version: \"1.0.0\"\r\nowner: agent\r\nentries:\r\n    # the first\r\n    - task_id: task-1\r\n      timestamp: 2026-01-01T00:00:00.5Z # unquoted\r\n      evidence: |\r\n        - looks like an item\r\n      status: completed";
     ws.write("progress.small.yml", base);
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "completed"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+    ]);
     let text = ws.read("progress.small.yml");
     assert!(text.starts_with(base), "{text}");
-    assert!(text[base.len()..].starts_with("\r\n    - task_id: \"task-1\"\r\n"), "{text}");
+    assert!(
+        text[base.len()..].starts_with("\r\n    - task_id: \"task-1\"\r\n"),
+        "{text}"
+    );
     assert_eq!(ws.entries().len(), 2);
     assert_eq!(ws.entries()[0]["evidence"], "- looks like an item\n");
 }
@@ -140,7 +313,10 @@ fn appends_to_hand_written_logs_without_touching_them() {
 fn refuses_to_append_after_a_broken_last_entry() {
     let ws = Ws::new();
     ws.write("progress.small.yml", "small_version: \"1.0.0\"\nowner: agent\nentries:\n  - task_id: a\n    timestamp: \"not a time\"\n    evidence: x\n");
-    let err = ws.fails(1, &["progress", "add", "--task", "task-1", "--status", "pending"]);
+    let err = ws.fails(
+        1,
+        &["progress", "add", "--task", "task-1", "--status", "pending"],
+    );
     assert!(err.contains("progress migrate"), "{err}");
 }
 
@@ -153,12 +329,25 @@ fn migrate_rewrites_timestamps_only() {
     assert!(out.contains("Rewrote 2 of 2"), "{out}");
     let text = ws.read("progress.small.yml");
     assert!(text.contains("task_id: task-1 # c1\n"));
-    assert!(text.contains("timestamp: \"2026-01-02T00:00:00.000000000Z\""), "{text}");
-    assert!(text.contains("timestamp: \"2026-01-02T00:00:00.000000001Z\""), "{text}");
+    assert!(
+        text.contains("timestamp: \"2026-01-02T00:00:00.000000000Z\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("timestamp: \"2026-01-02T00:00:00.000000001Z\""),
+        "{text}"
+    );
     assert_increasing(&ws.entries());
     let out = ws.ok(&["progress", "migrate"]);
     assert!(out.contains("nothing to do"), "{out}");
     // after migrate, appending works again
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "completed"]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+    ]);
     assert_increasing(&ws.entries());
 }

@@ -311,6 +311,12 @@ impl Transaction {
         fs::metadata(self.root.join(rel)).ok().map(|m| m.len())
     }
 
+    /// Drop whatever is staged for `rel` (write or append).
+    pub fn discard(&mut self, rel: &str) {
+        self.writes.remove(rel);
+        self.appends.remove(rel);
+    }
+
     /// Whether anything is staged.
     pub fn is_dirty(&self) -> bool {
         !self.writes.is_empty() || !self.appends.is_empty()

@@ -207,11 +207,7 @@ pub fn quote_version_line(text: &str) -> Option<String> {
             };
             edit::quote(raw)
         };
-        let gap = if rest.starts_with(' ') || rest.is_empty() {
-            " "
-        } else {
-            " "
-        };
+        let gap = " ";
         out.push_str(&body[..prefix_len]);
         out.push_str(gap);
         out.push_str(&new_value);

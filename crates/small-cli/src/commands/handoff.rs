@@ -48,14 +48,38 @@ pub fn load_tasks(txn: &Transaction) -> Result<Vec<plan::Task>, CliError> {
 }
 
 /// Build the handoff: state from plan + strict check, the given replay id, summary override.
+///
+/// The strict check sees the workspace as it will be: a provisional handoff with the chosen
+/// replayId (and no current task) is staged first, so a stale current task or replay scope
+/// in the old handoff does not make the new one report a blocked run.
 pub fn build(
-    txn: &Transaction,
+    txn: &mut Transaction,
     summary: Option<&str>,
     replay_id: ReplayId,
     run: Option<handoff::RunMeta>,
 ) -> Result<Handoff, CliError> {
     let tasks = load_tasks(txn)?;
+    let provisional = Handoff {
+        summary: summary.unwrap_or("Handoff being generated").to_string(),
+        current_task_id: None,
+        next_steps: Vec::new(),
+        replay_id: replay_id.clone(),
+        run: run.clone(),
+    };
+    let rel = handoff::handoff_rel();
+    let existing = txn
+        .read(&rel)
+        .map_err(shared::txn_err)?
+        .and_then(|b| String::from_utf8(b).ok());
+    txn.write(
+        rel,
+        handoff::render(&provisional, existing.as_deref()).into_bytes(),
+    );
     let strict = handoff::strict_check(txn).map_err(shared::txn_err)?;
+    match existing {
+        Some(text) => txn.write(handoff::handoff_rel(), text.into_bytes()),
+        None => txn.discard(&handoff::handoff_rel()),
+    }
     let state = handoff::compute_state(&tasks, &strict);
     Ok(Handoff {
         summary: summary
@@ -137,7 +161,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Some(m) => m,
         None => default_replay_id(&txn)?,
     };
-    let h = build(&txn, args.summary.as_deref(), replay_id, None)?;
+    let h = build(&mut txn, args.summary.as_deref(), replay_id, None)?;
     stage(&mut txn, &h)?;
     let report = txn.commit().map_err(shared::txn_err)?;
     shared::say(

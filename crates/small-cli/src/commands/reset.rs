@@ -92,7 +92,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         previous_replay_id: previous.clone(),
     };
     let h = handoff_cmd::build(
-        &txn,
+        &mut txn,
         None,
         ReplayId {
             value: new_id,

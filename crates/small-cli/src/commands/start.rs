@@ -78,7 +78,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
         previous_replay_id: None,
     };
-    let h = handoff_cmd::build(&txn, args.summary.as_deref(), replay_id, Some(run))?;
+    let h = handoff_cmd::build(&mut txn, args.summary.as_deref(), replay_id, Some(run))?;
     handoff_cmd::stage(&mut txn, &h)?;
     if self_heal {
         let mut e = NewEntry::new("meta/replayid-self-heal", Some("completed"))

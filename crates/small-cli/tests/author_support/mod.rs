@@ -26,8 +26,16 @@ impl Ws {
             std::fs::write(small.join(f.name), f.content).unwrap();
         }
         let id = small_core::replayid::auto_replay_id_in(&small).unwrap();
-        std::fs::write(small.join("handoff.small.yml"), templates::bootstrap_handoff(&id)).unwrap();
-        std::fs::write(small.join("workspace.small.yml"), templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z")).unwrap();
+        std::fs::write(
+            small.join("handoff.small.yml"),
+            templates::bootstrap_handoff(&id),
+        )
+        .unwrap();
+        std::fs::write(
+            small.join("workspace.small.yml"),
+            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+        )
+        .unwrap();
         Ws { dir }
     }
 
@@ -49,7 +57,10 @@ impl Ws {
 
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(bin());
-        c.args(args).current_dir(self.root()).env("NO_COLOR", "1").env_remove("SMALL_TEST_SLOW_COMMIT_MS");
+        c.args(args)
+            .current_dir(self.root())
+            .env("NO_COLOR", "1")
+            .env_remove("SMALL_TEST_SLOW_COMMIT_MS");
         c
     }
 
@@ -99,15 +110,24 @@ impl Ws {
 
     pub fn doc(&self, name: &str) -> serde_json::Value {
         let text = self.read(name);
-        yaml::parse_str(&text, &Limits::default()).unwrap_or_else(|e| panic!("{name} does not parse: {e}\n{text}")).root.to_json()
+        yaml::parse_str(&text, &Limits::default())
+            .unwrap_or_else(|e| panic!("{name} does not parse: {e}\n{text}"))
+            .root
+            .to_json()
     }
 
     pub fn entries(&self) -> Vec<serde_json::Value> {
-        self.doc("progress.small.yml")["entries"].as_array().cloned().unwrap_or_default()
+        self.doc("progress.small.yml")["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn tasks(&self) -> Vec<serde_json::Value> {
-        self.doc("plan.small.yml")["tasks"].as_array().cloned().unwrap_or_default()
+        self.doc("plan.small.yml")["tasks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -115,10 +135,16 @@ impl Ws {
 pub fn assert_increasing(entries: &[serde_json::Value]) {
     let mut last = None;
     for (i, e) in entries.iter().enumerate() {
-        let ts = e["timestamp"].as_str().unwrap_or_else(|| panic!("entry {i} has no timestamp"));
-        let t = small_core::timestamp::parse(ts).unwrap_or_else(|e| panic!("entry {i} timestamp {ts}: {e}"));
+        let ts = e["timestamp"]
+            .as_str()
+            .unwrap_or_else(|| panic!("entry {i} has no timestamp"));
+        let t = small_core::timestamp::parse(ts)
+            .unwrap_or_else(|e| panic!("entry {i} timestamp {ts}: {e}"));
         if let Some(l) = last {
-            assert!(t > l, "entry {i} timestamp {ts} is not after the previous one");
+            assert!(
+                t > l,
+                "entry {i} timestamp {ts} is not after the previous one"
+            );
         }
         last = Some(t);
     }
