@@ -340,3 +340,27 @@ fn quiet_init_prints_nothing() {
         .stdout("");
     assert!(d.path().join(".small/handoff.small.yml").exists());
 }
+
+#[test]
+fn concurrent_inits_make_exactly_one_workspace() {
+    let d = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_small"))
+                .args(["init", "--no-agents", "--dir"])
+                .arg(d.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<i32> = children
+        .into_iter()
+        .map(|mut c| c.wait().unwrap().code().unwrap())
+        .collect();
+    assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
+    assert!(codes.iter().all(|&c| c == 0 || c == 1), "{codes:?}");
+    assert_eq!(progress_entries(d.path()).len(), 1);
+    assert_check_strict(d.path());
+}

@@ -203,6 +203,20 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     std::fs::create_dir_all(&small_dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", small_dir.display())))?;
     let mut txn = Transaction::begin(&root).map_err(txn_err)?;
+    // Another `small init` may have won the race between the check above and the lock.
+    if !args.force {
+        let taken = ArtifactKind::ALL
+            .iter()
+            .map(|k| k.file_name())
+            .chain([WORKSPACE_FILE])
+            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+        if taken {
+            return Err(CliError::invalid(format!(
+                "a SMALL workspace was just created in {} by another process; nothing was changed",
+                root.display()
+            )));
+        }
+    }
 
     let rel = |name: &str| format!("{SMALL_DIR}/{name}");
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
