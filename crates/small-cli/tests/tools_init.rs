@@ -152,8 +152,39 @@ fn init_refuses_an_existing_workspace_and_force_overwrites() {
         .arg(d.path())
         .assert()
         .success()
-        .stdout(predicate::str::contains("overwrote"));
+        .stdout(predicate::str::contains("overwrote"))
+        .stdout(predicate::str::contains("extended"));
     assert!(read(&intent).contains("small_version"));
+    // Progress is append-only: the old entry is still there, a second meta/init follows.
+    let entries = progress_entries(d.path());
+    assert_eq!(entries.len(), 2);
+    assert!(entries.iter().all(|e| e["task_id"] == "meta/init"));
+    assert_check_strict(d.path());
+}
+
+#[test]
+fn force_moves_a_damaged_progress_log_aside_instead_of_deleting_it() {
+    let d = tempfile::tempdir().unwrap();
+    small()
+        .args(["init", "--no-agents", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success();
+    let progress = d.path().join(".small/progress.small.yml");
+    std::fs::write(&progress, "entries: [oops\n").unwrap();
+    small()
+        .args(["init", "--no-agents", "--force", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("moved to .small-cache/backup/"));
+    assert_eq!(progress_entries(d.path()).len(), 1);
+    let backups: Vec<_> = std::fs::read_dir(d.path().join(".small-cache/backup"))
+        .unwrap()
+        .collect();
+    assert_eq!(backups.len(), 1);
+    let kept = std::fs::read_to_string(backups[0].as_ref().unwrap().path()).unwrap();
+    assert_eq!(kept, "entries: [oops\n");
     assert_check_strict(d.path());
 }
 

@@ -33,7 +33,7 @@ pub struct Args {
     /// The project intent to write into intent.small.yml
     #[arg(long, value_name = "TEXT")]
     pub intent: Option<String>,
-    /// Overwrite the files of an existing .small/ (its progress history is replaced too)
+    /// Overwrite the files of an existing .small/ (progress keeps its history: append-only)
     #[arg(long)]
     pub force: bool,
     /// Directory to create the workspace in (default: the current directory)
@@ -228,10 +228,52 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         ArtifactKind::Handoff => "the resume point",
     };
 
+    // Progress is append-only (seed 000, invariant 3): a re-initialised workspace keeps its
+    // log and gets the meta/init entry appended. A log that cannot take an append is moved
+    // to .small-cache/ (nothing is deleted) and a new one started.
+    let progress_rel = rel(ArtifactKind::Progress.file_name());
+    let mut progress_note: Option<String> = None;
+    if txn.exists(&progress_rel) {
+        match txn.last_progress_timestamp() {
+            Ok(_) => progress_note = Some("kept its history; meta/init appended".to_string()),
+            Err(e) => {
+                let old = txn
+                    .read(&progress_rel)
+                    .map_err(txn_err)?
+                    .unwrap_or_default();
+                let stamp: String = small_core::timestamp::format_utc(small_core::progress::now())
+                    .chars()
+                    .filter(|c| *c != '-' && *c != ':')
+                    .collect();
+                let backup = format!("{CACHE_DIR}/backup/progress.small.{stamp}.yml");
+                small_core::txn::atomic_write(root.join(&backup), &old).map_err(|e| {
+                    CliError::usage(format!("cannot back up the progress log: {e}"))
+                })?;
+                eprintln!(
+                    "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
+                );
+                progress_note = Some(format!("new log; the old one is in {backup}"));
+            }
+        }
+    }
+    let keep_progress = progress_note
+        .as_deref()
+        .is_some_and(|n| n.starts_with("kept"));
+
     let base = templates::base_artifacts(args.intent.as_deref());
     for f in &base {
         let r = rel(f.name);
         let was = txn.exists(&r);
+        if r == progress_rel {
+            if !keep_progress {
+                txn.write(r.clone(), f.content.clone().into_bytes());
+            }
+            let n = progress_note
+                .clone()
+                .unwrap_or_else(|| note(ArtifactKind::Progress).to_string());
+            report.push((r, was, n));
+            continue;
+        }
         txn.write(r.clone(), f.content.clone().into_bytes());
         let kind = ArtifactKind::ALL
             .into_iter()
@@ -326,7 +368,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     println!();
     let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (path, was, note) in &report {
-        let verb = if *was { "overwrote" } else { "created  " };
+        let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
+            (false, _) => "created  ",
+            (true, true) if note.starts_with("kept") => "extended ",
+            (true, _) => "overwrote",
+        };
         println!("  {verb} {path:<width$}  {note}");
     }
     if let Some((had, added)) = &gitignore_added {
