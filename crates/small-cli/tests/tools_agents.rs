@@ -422,3 +422,16 @@ fn check_text_output_names_the_file_and_result() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn from_inside_dot_small_the_file_next_to_it_is_meant() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join(".small")).unwrap();
+    small()
+        .args(["agents", "apply"])
+        .current_dir(d.path().join(".small"))
+        .assert()
+        .success();
+    assert!(d.path().join("AGENTS.md").exists());
+    assert!(!d.path().join(".small/AGENTS.md").exists());
+}

@@ -55,8 +55,8 @@ impl From<ModeArg> for ComposeMode {
     }
 }
 
-/// The file to work on: `dir` (default: current directory) joined with `file` (default
-/// AGENTS.md; an absolute `file` is used as is). A symbolic link is followed, so writing
+/// The file to work on: `dir` (default: current directory; its parent when it is `.small`)
+/// joined with `file` (default AGENTS.md; an absolute `file` is used as is). A symbolic link is followed, so writing
 /// replaces the file it points to instead of the link.
 pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<PathBuf, CliError> {
     let base = match dir {
@@ -69,6 +69,14 @@ pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<Path
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir()
             .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+    };
+    // AGENTS.md lives at the repository root, never inside `.small/` (seed 000): from inside
+    // `.small/`, the file next to it is meant.
+    let base = match base.file_name() {
+        Some(n) if n == small_core::consts::SMALL_DIR => {
+            base.parent().map(Path::to_path_buf).unwrap_or(base)
+        }
+        _ => base,
     };
     let path = base.join(file.unwrap_or(AGENTS_FILE));
     match std::fs::symlink_metadata(&path) {
