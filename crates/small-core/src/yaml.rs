@@ -265,6 +265,57 @@ pub fn parse_str(src: &str, limits: &Limits) -> Result<Document, YamlError> {
     })
 }
 
+#[doc(hidden)]
+/// Benchmark aid: how many events the underlying parser yields for `src`.
+pub fn count_raw_events(src: &str) -> usize {
+    Parser::new_from_str(src).take_while(Result::is_ok).count()
+}
+
+/// Parse text that the caller already owns, without copying it.
+pub fn parse_string(src: String, limits: &Limits) -> Result<Document, YamlError> {
+    check_size(src.len(), limits)?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src.as_str()),
+    };
+    let root = Builder::new(text, bom_len, limits).run()?;
+    Ok(Document { root, source: src })
+}
+
+/// Parse a file's bytes without copying them (UTF-8 checked, BOM tolerated).
+pub fn parse_vec(bytes: Vec<u8>, limits: &Limits) -> Result<Document, YamlError> {
+    check_size(bytes.len(), limits)?;
+    match String::from_utf8(bytes) {
+        Ok(text) => parse_string(text, limits),
+        Err(e) => parse_bytes(e.as_bytes(), limits),
+    }
+}
+
+/// Parse with bounded memory for long logs: every item of the sequence under the top-level
+/// key `stream_key` (for progress, `entries`) is handed to `sink` as soon as it is complete,
+/// with its index, and is not kept in the returned tree. The returned root still has that
+/// key, holding an empty sequence whose span covers the whole sequence in the source.
+/// Anchors defined inside streamed items still resolve in later items.
+pub fn parse_streaming(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Result<Node, YamlError> {
+    check_size(src.len(), limits)?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
+    let mut builder = Builder::new(text, bom_len, limits);
+    builder.stream = Some(Stream {
+        key: stream_key,
+        sink,
+        count: 0,
+    });
+    builder.run()
+}
+
 fn check_size(len: usize, limits: &Limits) -> Result<(), YamlError> {
     if len > limits.max_bytes {
         return Err(YamlError {
@@ -399,7 +450,14 @@ impl MapFrame {
     }
 }
 
-struct Builder<'a> {
+struct Stream<'s> {
+    key: &'s str,
+    sink: &'s mut dyn FnMut(usize, Node),
+    count: usize,
+}
+
+struct Builder<'a, 's> {
+    stream: Option<Stream<'s>>,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     offsets: Offsets<'a>,
     limits: Limits,
@@ -410,9 +468,10 @@ struct Builder<'a> {
     documents: usize,
 }
 
-impl<'a> Builder<'a> {
+impl<'a, 's> Builder<'a, 's> {
     fn new(text: &'a str, base: usize, limits: &Limits) -> Self {
         Builder {
+            stream: None,
             parser: Parser::new_from_str(text),
             offsets: Offsets::new(text, base),
             limits: *limits,
@@ -575,12 +634,25 @@ impl<'a> Builder<'a> {
             let count = node.count_nodes();
             self.anchors.insert(anchor, (node.clone(), count));
         }
+        let streamed = self.stream.as_ref().is_some_and(|stream| {
+            self.stack.len() == 2
+                && matches!(&self.stack[1], Frame::Seq { .. })
+                && matches!(&self.stack[0], Frame::Map(m)
+                    if m.key.as_ref().is_some_and(|(k, _)| k == stream.key))
+        });
         match self.stack.last_mut() {
             None => {
                 self.root = Some(node);
                 Ok(())
             }
             Some(Frame::Seq { items, .. }) => {
+                if streamed {
+                    if let Some(stream) = &mut self.stream {
+                        (stream.sink)(stream.count, node);
+                        stream.count += 1;
+                        return Ok(());
+                    }
+                }
                 items.push(node);
                 Ok(())
             }
@@ -945,6 +1017,46 @@ mod tests {
             doc.root.to_json().to_string(),
             r#"{"z":1,"a":["x",{"k":"v"}]}"#
         );
+    }
+
+    #[test]
+    fn streaming_hands_out_items_without_keeping_them() {
+        let src =
+            "small_version: \"1.0.0\"\nentries:\n  - a: 1\n  - &x {b: 2}\n  - *x\nother: [1, 2]\n";
+        let mut seen = Vec::new();
+        let root = parse_streaming(src, &Limits::default(), "entries", &mut |i, n| {
+            seen.push((i, n.to_json().to_string(), n.span.start.line))
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (0, r#"{"a":1}"#.to_string(), 3),
+                (1, r#"{"b":2}"#.to_string(), 4),
+                (2, r#"{"b":2}"#.to_string(), 4)
+            ]
+        );
+        let entries = root.get("entries").unwrap();
+        assert_eq!(entries.as_seq().map(<[Node]>::len), Some(0));
+        assert_eq!(entries.span.start.line, 3);
+        assert_eq!(
+            root.get("other").unwrap().as_seq().map(<[Node]>::len),
+            Some(2)
+        );
+        let err = parse_streaming(
+            "entries:\n  - a: 1\n  - a: 1\n    a: 2\n",
+            &Limits::default(),
+            "entries",
+            &mut |_, _| {},
+        );
+        assert!(err.unwrap_err().message.contains("duplicate key"));
+    }
+
+    #[test]
+    fn owned_parsing_keeps_the_source() {
+        let doc = parse_vec(b"a: 1\n".to_vec(), &Limits::default()).unwrap();
+        assert_eq!(doc.source, "a: 1\n");
+        assert!(parse_vec(b"a: \xff\n".to_vec(), &Limits::default()).is_err());
     }
 
     #[test]
