@@ -198,3 +198,26 @@ fn list_marks_the_run_the_live_handoff_names() {
     assert_eq!(current.len(), 1);
     assert_eq!(current[0]["replayId"], ID_B);
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let ws = three_runs();
+    for args in [
+        &["run", "list"][..],
+        &["run", "show", ID_A],
+        &["run", "list", "--json"],
+    ] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("small"))
+            .current_dir(ws.root())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::commands::run::{print_json, to_cli, warn_all};
+use crate::commands::run::{emit, print_json, to_cli, warn_all};
 use crate::error::{CliError, CmdResult};
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::archive::{self, ArchiveOptions, FileState};
 use small_core::runs;
@@ -60,9 +61,16 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(Sub::Verify(v)) = args.command {
-        return verify(v, g);
-    }
+    let mut o = String::new();
+    let result = match args.command {
+        Some(Sub::Verify(v)) => verify(v, g, &mut o),
+        None => create(args, g, &mut o),
+    };
+    emit(&o)?;
+    result
+}
+
+fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
     if args.out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
         return Err(CliError::usage("--out needs a directory path"));
     }
@@ -86,7 +94,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let short = runs::short_id(&r.replay_id, 16);
     if r.unchanged {
-        println!(
+        outln!(
+            o,
             "Archive of run {short} at {} is already up to date ({} files)",
             r.dir.display(),
             r.files.len()
@@ -97,19 +106,20 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         } else {
             "Archived"
         };
-        println!(
+        outln!(
+            o,
             "{verb} {} files of run {short} to {}",
             r.files.len(),
             r.dir.display()
         );
     }
     for f in &r.files {
-        println!("  {}  {}", &f.sha256[..12.min(f.sha256.len())], f.name);
+        outln!(o, "  {}  {}", &f.sha256[..12.min(f.sha256.len())], f.name);
     }
     Ok(())
 }
 
-fn verify(v: VerifyArgs, g: &GlobalArgs) -> CmdResult {
+fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let r = archive::verify(&v.path).map_err(to_cli)?;
     if v.json {
         print_json(&r)?;
@@ -130,13 +140,14 @@ fn verify(v: VerifyArgs, g: &GlobalArgs) -> CmdResult {
             if c.state == FileState::Ok && g.quiet {
                 continue;
             }
-            println!("{line}");
+            outln!(o, "{line}");
         }
     }
     let bad = r.files.iter().filter(|c| c.state != FileState::Ok).count();
     if bad == 0 {
         if !v.json && !g.quiet {
-            println!(
+            outln!(
+                o,
                 "Archive {} is intact ({} files).",
                 v.path.display(),
                 r.files.len()

@@ -1,7 +1,8 @@
 //! `small run checkout`
 
-use super::{print_json, to_cli, Context};
+use super::{emit, print_json, to_cli, Context};
 use crate::error::CmdResult;
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::runs;
 
@@ -24,6 +25,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let mut o = String::new();
+    let result = body(args, ctx, g, &mut o);
+    emit(&o)?;
+    result
+}
+
+fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let r = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
     if args.json {
         return print_json(&r);
@@ -33,9 +41,13 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     }
     let short = runs::short_id(&r.replay_id, 16);
     if r.restored.is_empty() {
-        println!("Workspace already matches snapshot {short}; nothing to restore.");
+        outln!(
+            o,
+            "Workspace already matches snapshot {short}; nothing to restore."
+        );
     } else {
-        println!(
+        outln!(
+            o,
             "Restored snapshot {short} into {}",
             ctx.root.join(".small").display()
         );
@@ -45,14 +57,15 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             } else {
                 ""
             };
-            println!("  restored  {f}{note}");
+            outln!(o, "  restored  {f}{note}");
         }
     }
     for f in &r.kept {
-        println!("  kept      {f} (not in the snapshot)");
+        outln!(o, "  kept      {f} (not in the snapshot)");
     }
     if let Some(other) = &r.workspace_run {
-        println!(
+        outln!(
+            o,
             "note: .small/workspace.small.yml (kept as it is) still names run {} as current",
             runs::short_id(other, 16)
         );

@@ -1,7 +1,8 @@
 //! `small run diff`
 
-use super::{print_json, to_cli, Context};
+use super::{emit, print_json, to_cli, Context};
 use crate::error::CmdResult;
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::runs::{self, diff::live_side, DiffSide};
 
@@ -38,6 +39,13 @@ fn side(ctx: &Context, spec: &str) -> Result<DiffSide, crate::error::CliError> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let mut o = String::new();
+    let result = body(args, ctx, g, &mut o);
+    emit(&o)?;
+    result
+}
+
+fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let from = side(ctx, &args.from)?;
     let to = side(ctx, args.to.as_deref().unwrap_or("live"))?;
     let d = runs::diff_runs(&from, &to, args.full).map_err(to_cli)?;
@@ -54,30 +62,37 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             runs::short_id(s, 16)
         }
     };
-    println!("Run diff: {} -> {}", label(&d.from), label(&d.to));
+    outln!(o, "Run diff: {} -> {}", label(&d.from), label(&d.to));
     let changed: Vec<_> = d.files.iter().filter(|f| f.changed).collect();
     if changed.is_empty() {
-        println!("No changes in intent, constraints, plan or handoff.");
+        outln!(o, "No changes in intent, constraints, plan or handoff.");
     }
     for f in changed {
-        println!();
-        println!("diff {} (+{} -{})", f.name, f.added, f.removed);
-        print!("{}", f.diff);
+        outln!(o);
+        outln!(o, "diff {} (+{} -{})", f.name, f.added, f.removed);
+        o.push_str(&f.diff);
         if !f.diff.ends_with('\n') {
-            println!();
+            outln!(o);
         }
     }
     let p = &d.progress;
-    println!();
-    println!("Progress:");
-    println!(
+    outln!(o);
+    outln!(o, "Progress:");
+    outln!(
+        o,
         "  entries: {} -> {} ({:+})",
-        p.entries_before, p.entries_after, p.entry_delta
+        p.entries_before,
+        p.entries_after,
+        p.entry_delta
     );
     if p.completed_delta.is_empty() {
-        println!("  newly completed tasks: none");
+        outln!(o, "  newly completed tasks: none");
     } else {
-        println!("  newly completed tasks: {}", p.completed_delta.join(", "));
+        outln!(
+            o,
+            "  newly completed tasks: {}",
+            p.completed_delta.join(", ")
+        );
     }
     if !p.latest_before.is_empty() || !p.latest_after.is_empty() {
         let or_dash = |v: &str| {
@@ -87,18 +102,19 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
                 v.to_string()
             }
         };
-        println!(
+        outln!(
+            o,
             "  newest entry: {} -> {}",
             or_dash(&p.latest_before),
             or_dash(&p.latest_after)
         );
     }
     if !p.diff.is_empty() {
-        println!();
-        println!("diff progress.small.yml");
-        print!("{}", p.diff);
+        outln!(o);
+        outln!(o, "diff progress.small.yml");
+        o.push_str(&p.diff);
     } else if !args.full && p.entry_delta != 0 {
-        println!("  (pass --full for the complete progress diff)");
+        outln!(o, "  (pass --full for the complete progress diff)");
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! `small run list`
 
-use super::{print_json, to_cli, warn_all, Context};
+use super::{emit, print_json, to_cli, warn_all, Context};
 use crate::error::CmdResult;
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::runs;
 
@@ -38,6 +39,13 @@ struct Out<'a> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let mut o = String::new();
+    let result = body(args, ctx, g, &mut o);
+    emit(&o)?;
+    result
+}
+
+fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let (mut snaps, warnings) = runs::list(&ctx.store).map_err(to_cli)?;
     let current = runs::live_replay_id(&ctx.root).unwrap_or_default();
     warn_all(&warnings);
@@ -63,7 +71,8 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     }
     if snaps.is_empty() {
-        println!(
+        outln!(
+            o,
             "No snapshots in {} yet; take one with `small run snapshot`.",
             ctx.store.display()
         );
@@ -107,7 +116,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: [&str; 5]| {
+    let mut line = |cells: [&str; 5]| {
         let mut out = String::new();
         for (i, c) in cells.iter().enumerate() {
             if i == 4 {
@@ -116,7 +125,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
                 out.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
-        println!("{}", out.trim_end());
+        outln!(o, "{}", out.trim_end());
     };
     line(head);
     for r in &rows {

@@ -112,12 +112,36 @@ pub fn warn_all(warnings: &[String]) {
     }
 }
 
+/// Write text to stdout. A closed pipe (`small run list | head`) ends the output quietly
+/// instead of failing.
+pub fn emit(text: &str) -> CmdResult {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::usage(format!("cannot write output: {e}"))),
+    }
+}
+
+/// Append one formatted line to a `String` buffer.
+#[macro_export]
+macro_rules! outln {
+    ($buf:expr) => {
+        $buf.push('\n')
+    };
+    ($buf:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($buf, $($arg)*);
+    }};
+}
+
 /// Print a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
-    let text = serde_json::to_string_pretty(value)
+    let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::usage(format!("cannot encode JSON output: {e}")))?;
-    println!("{text}");
-    Ok(())
+    text.push('\n');
+    emit(&text)
 }
 
 /// A path for display: relative to the workspace root when it is inside it.

@@ -1,7 +1,8 @@
 //! `small run show`
 
-use super::{print_json, to_cli, Context};
+use super::{emit, print_json, to_cli, Context};
 use crate::error::{CliError, CmdResult};
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::runs;
 
@@ -36,6 +37,13 @@ struct Out<'a> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let mut o = String::new();
+    let result = body(args, ctx, g, &mut o);
+    emit(&o)?;
+    result
+}
+
+fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let s = runs::find(&ctx.store, &args.replay_id).map_err(to_cli)?;
     let damaged = || {
         CliError::invalid(format!(
@@ -76,16 +84,16 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
                 v.to_string()
             }
         };
-        println!("replayId:       {}", s.replay_id);
-        println!("created at:     {}", or_dash(&m.created_at));
-        println!("snapshot dir:   {}", s.dir.display());
-        println!("tool version:   {}", or_dash(&m.cli_version));
-        println!("workspace kind: {}", or_dash(&m.workspace_kind));
+        outln!(o, "replayId:       {}", s.replay_id);
+        outln!(o, "created at:     {}", or_dash(&m.created_at));
+        outln!(o, "snapshot dir:   {}", s.dir.display());
+        outln!(o, "tool version:   {}", or_dash(&m.cli_version));
+        outln!(o, "workspace kind: {}", or_dash(&m.workspace_kind));
         if !m.source_dir.is_empty() {
-            println!("source dir:     {}", m.source_dir);
+            outln!(o, "source dir:     {}", m.source_dir);
         }
         if m.git_sha.is_empty() && m.branch.is_empty() {
-            println!("git:            -");
+            outln!(o, "git:            -");
         } else {
             let dirty = if m.git_dirty {
                 ", uncommitted changes"
@@ -97,35 +105,40 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
             } else {
                 format!(" on {}", m.branch)
             };
-            println!(
+            outln!(
+                o,
                 "git:            {}{branch}{dirty}",
                 or_dash(&runs::short_id(&m.git_sha, 12))
             );
         }
-        println!("files:");
+        outln!(o, "files:");
         for a in &s.artifacts {
-            println!("  - {a}");
+            outln!(o, "  - {a}");
         }
         if !s.problems.is_empty() {
-            println!("integrity:      DAMAGED");
+            outln!(o, "integrity:      DAMAGED");
             for p in &s.problems {
-                println!("  - {p}");
+                outln!(o, "  - {p}");
             }
         } else if m.files.is_empty() {
-            println!("integrity:      not recorded (snapshot has no file hashes)");
+            outln!(
+                o,
+                "integrity:      not recorded (snapshot has no file hashes)"
+            );
         } else {
-            println!(
+            outln!(
+                o,
                 "integrity:      intact (all {} files match their recorded hashes)",
                 m.files.len()
             );
         }
-        println!("summary:        {}", or_dash(&s.summary));
+        outln!(o, "summary:        {}", or_dash(&s.summary));
         if s.next_steps.is_empty() {
-            println!("next steps:     none");
+            outln!(o, "next steps:     none");
         } else {
-            println!("next steps:");
+            outln!(o, "next steps:");
             for step in &s.next_steps {
-                println!("  - {step}");
+                outln!(o, "  - {step}");
             }
         }
     }

@@ -1,7 +1,8 @@
 //! `small run snapshot`
 
-use super::{print_json, shown, to_cli, warn_all, Context};
+use super::{emit, print_json, shown, to_cli, warn_all, Context};
 use crate::error::CmdResult;
+use crate::outln;
 use crate::GlobalArgs;
 use small_core::runs;
 
@@ -31,6 +32,13 @@ struct Out<'a> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
+    let mut o = String::new();
+    let result = body(args, ctx, g, &mut o);
+    emit(&o)?;
+    result
+}
+
+fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let res = runs::snapshot(&ctx.root, &ctx.store, args.force).map_err(to_cli)?;
     warn_all(&res.warnings);
     let s = &res.snapshot;
@@ -51,20 +59,25 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     } else {
         "Saved snapshot"
     };
-    println!(
+    outln!(
+        o,
         "{verb} of run {} in {}",
         runs::short_id(&s.replay_id, 16),
         shown(&ctx.root, &s.dir)
     );
-    println!("replayId: {}", s.replay_id);
-    println!("files:    {}", s.artifacts.join(", "));
+    outln!(o, "replayId: {}", s.replay_id);
+    outln!(o, "files:    {}", s.artifacts.join(", "));
     if !s.meta.git_sha.is_empty() {
         let dirty = if s.meta.git_dirty {
             " (uncommitted changes)"
         } else {
             ""
         };
-        println!("git:      {}{dirty}", runs::short_id(&s.meta.git_sha, 12));
+        outln!(
+            o,
+            "git:      {}{dirty}",
+            runs::short_id(&s.meta.git_sha, 12)
+        );
     }
     Ok(())
 }
