@@ -10,20 +10,24 @@ use std::process::ExitCode;
 
 /// SMALL: durable, machine-checkable project state for agents and humans.
 #[derive(Parser, Debug)]
-#[command(name = "small", disable_version_flag = true)]
+#[command(
+    name = "small",
+    disable_version_flag = true,
+    arg_required_else_help = true
+)]
 pub struct Cli {
+    /// Print version information and exit (same as `small version`)
+    #[arg(short = 'v', long = "version")]
+    pub version: bool,
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Flags every command accepts.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GlobalArgs {
-    /// Print version information and exit
-    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version, global = true)]
-    version: Option<bool>,
     /// Disable ANSI colour output
     #[arg(long, global = true)]
     pub no_color: bool,
@@ -66,7 +70,12 @@ pub enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let g = cli.global.clone();
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        // `small --version` / `small -v` (clap prints help when neither is given).
+        let args = commands::version::Args { json: false };
+        return finish(commands::version::run(args, &g));
+    };
+    let result = match command {
         Command::Version(a) => commands::version::run(a, &g),
         Command::Init(a) => commands::init::run(a, &g),
         Command::Validate(a) => commands::validate::run(a, &g),
@@ -95,6 +104,11 @@ fn main() -> ExitCode {
         Command::Serve(a) => commands::serve::run(a, &g),
         Command::Store(a) => commands::store::run(a, &g),
     };
+    finish(result)
+}
+
+/// Print a command's error (if any) and turn it into the process exit code.
+fn finish(result: error::CmdResult) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
