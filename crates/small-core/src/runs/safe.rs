@@ -83,6 +83,16 @@ pub fn entry_type(path: &Path) -> Result<Entry, RunError> {
     }
 }
 
+/// Whether a regular file exists inside a store or archive directory, with the same refusals
+/// as [`read_stored_file`] (a symbolic link or a non-file is an error), without reading it.
+pub fn stored_file_exists(path: &Path) -> Result<bool, RunError> {
+    match entry_type(path)? {
+        Entry::Missing => Ok(false),
+        Entry::File => Ok(true),
+        _ => read_stored_file(path).map(|_| true),
+    }
+}
+
 /// Read a regular file inside a store or archive directory. A symbolic link, a directory or
 /// a special file where a file should be is refused with `damaged(...)`; a missing file is
 /// `Ok(None)`.
