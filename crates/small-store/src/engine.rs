@@ -548,22 +548,17 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     fn lineage_graph(&self, artifact_id: &str, direction: Direction, depth: u32) -> Result<Graph> {
         let depth = depth.clamp(1, MAX_DEPTH);
         let up = direction == Direction::Ancestors;
-        let rows = self
+        let (reached, walked) = self
             .backend
             .read(&mut |tx| tx.walk(artifact_id, depth, up))?;
-        let mut nodes: BTreeMap<String, u32> = BTreeMap::new();
-        let mut edges = BTreeSet::new();
-        for (child, parent, d) in rows {
-            let reached = if up { parent.clone() } else { child.clone() };
-            if reached != artifact_id {
-                let e = nodes.entry(reached).or_insert(d);
-                *e = (*e).min(d);
-            }
-            edges.insert(GraphEdge {
-                from: child,
-                to: parent,
-            });
-        }
+        let nodes: BTreeMap<String, u32> = reached
+            .into_iter()
+            .filter(|(id, _)| id != artifact_id)
+            .collect();
+        let edges: BTreeSet<GraphEdge> = walked
+            .into_iter()
+            .map(|(from, to)| GraphEdge { from, to })
+            .collect();
         let mut nodes: Vec<GraphNode> = nodes
             .into_iter()
             .map(|(id, depth)| GraphNode { id, depth })

@@ -10,7 +10,7 @@ pub use replay::PgReplayStore;
 
 use crate::error::{Result, StoreError};
 use crate::model::Record;
-use crate::tx::{Backend, Tx, Versioned};
+use crate::tx::{Backend, Tx, Versioned, Walk};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement};
 use std::sync::Mutex;
@@ -126,9 +126,10 @@ const SQL: &[&str] = &[
         WHERE w.depth < $2::INT
      ),
      best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
-     SELECT e.child, e.parent, b.depth FROM best a
+     SELECT node, NULL, depth FROM best
+     UNION ALL
+     SELECT e.child, e.parent, -1 FROM best a
      JOIN small_lineage_edges e ON e.child = a.node
-     JOIN best b ON b.node = e.parent
      WHERE a.depth < $2::INT",
     "WITH RECURSIVE walk(node, depth) AS (
         SELECT $1::TEXT, 0
@@ -137,9 +138,10 @@ const SQL: &[&str] = &[
         WHERE w.depth < $2::INT
      ),
      best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
-     SELECT e.child, e.parent, b.depth FROM best a
+     SELECT node, NULL, depth FROM best
+     UNION ALL
+     SELECT e.child, e.parent, -1 FROM best a
      JOIN small_lineage_edges e ON e.parent = a.node
-     JOIN best b ON b.node = e.child
      WHERE a.depth < $2::INT",
     "WITH RECURSIVE d(node) AS (
         SELECT $1::TEXT
@@ -490,13 +492,22 @@ impl Tx for PgTx<'_, '_> {
         self.records(LINEAGE_FOR, &[&artifact_id])
     }
 
-    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Vec<(String, String, u32)>> {
+    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Walk> {
         let d = depth.min(i32::MAX as u32) as i32;
+        // The walk touches few rows per step: index lookups beat hash joins even when the
+        // planner's statistics are stale (a freshly loaded graph).
+        self.tx
+            .batch_execute("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
+            .map_err(pg_error)?;
         let rows = self.query(if up { WALK_UP } else { WALK_DOWN }, &[&id, &d])?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get::<_, i32>(2) as u32))
-            .collect())
+        let mut walk: Walk = (Vec::new(), Vec::new());
+        for r in &rows {
+            match r.get::<_, Option<String>>(1) {
+                None => walk.0.push((r.get(0), r.get::<_, i32>(2).max(0) as u32)),
+                Some(parent) => walk.1.push((r.get(0), parent)),
+            }
+        }
+        Ok(walk)
     }
 
     fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool> {

@@ -4,7 +4,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::model::Record;
-use crate::tx::{Backend, Tx, Versioned};
+use crate::tx::{Backend, Tx, Versioned, Walk};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -339,7 +339,7 @@ impl Tx for SqliteTx<'_> {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Vec<(String, String, u32)>> {
+    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Walk> {
         let sql = if up {
             "WITH RECURSIVE walk(node, depth) AS (
                 SELECT ?1, 0
@@ -348,9 +348,10 @@ impl Tx for SqliteTx<'_> {
                 WHERE w.depth < ?2
              ),
              best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
-             SELECT e.child, e.parent, b.depth FROM best a
+             SELECT node, NULL, depth FROM best
+             UNION ALL
+             SELECT e.child, e.parent, -1 FROM best a
              JOIN small_lineage_edges e ON e.child = a.node
-             JOIN best b ON b.node = e.parent
              WHERE a.depth < ?2"
         } else {
             "WITH RECURSIVE walk(node, depth) AS (
@@ -360,20 +361,24 @@ impl Tx for SqliteTx<'_> {
                 WHERE w.depth < ?2
              ),
              best(node, depth) AS (SELECT node, MIN(depth) FROM walk GROUP BY node)
-             SELECT e.child, e.parent, b.depth FROM best a
+             SELECT node, NULL, depth FROM best
+             UNION ALL
+             SELECT e.child, e.parent, -1 FROM best a
              JOIN small_lineage_edges e ON e.parent = a.node
-             JOIN best b ON b.node = e.child
              WHERE a.depth < ?2"
         };
         let mut st = self.tx.prepare_cached(sql)?;
         let rows = st.query_map(params![id, depth], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)? as u32,
-            ))
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?))
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        let mut walk: Walk = (Vec::new(), Vec::new());
+        for row in rows {
+            match row? {
+                (node, None, d) => walk.0.push((node, d.max(0) as u32)),
+                (child, Some(parent), _) => walk.1.push((child, parent)),
+            }
+        }
+        Ok(walk)
     }
 
     fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool> {

@@ -5,6 +5,9 @@
 use crate::error::Result;
 use crate::model::Record;
 
+/// Nodes with their distance, and (child, parent) edges, of a lineage walk.
+pub type Walk = (Vec<(String, u32)>, Vec<(String, String)>);
+
 /// Tables holding versioned records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Versioned {
@@ -43,9 +46,10 @@ pub trait Tx {
     /// Appends a lineage record and its derivation edges; returns its sequence number.
     fn lineage_insert(&mut self, rec: &Record, parents: &[String]) -> Result<u64>;
     fn lineage_for(&mut self, artifact_id: &str) -> Result<Vec<Record>>;
-    /// Edges (child, parent, depth) reached from `id` within `depth`, walking to parents
-    /// (`up`) or to children.
-    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Vec<(String, String, u32)>>;
+    /// Walks the derivation graph from `id` within `depth` steps, to parents (`up`) or to
+    /// children: every node reached with its smallest distance (the start node at 0), and
+    /// every edge walked as (child, parent).
+    fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Walk>;
     /// Whether `target` is reachable from `id` walking to children (any depth).
     fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool>;
 
