@@ -80,35 +80,37 @@ const SCHEMA_GET: usize = 0;
 const SCHEMA_INSERT: usize = 1;
 const SCHEMA_LIST: usize = 2;
 const HEAD_CREATE: usize = 3;
-const HEAD_LOCK: usize = 4;
-const HEAD_GET: usize = 5;
-const VERSION_GET: usize = 6;
-const VERSION_INSERT: usize = 7;
-const HEAD_SET: usize = 8;
-const HEADS_LIST: usize = 9;
-const VERSIONS_LIST: usize = 10;
-const LINEAGE_FIND: usize = 11;
-const LINEAGE_INSERT: usize = 12;
-const EDGE_INSERT: usize = 13;
-const LINEAGE_FOR: usize = 14;
-const WALK_UP: usize = 15;
-const WALK_DOWN: usize = 16;
-const REACHES_DOWN: usize = 17;
-const LIFECYCLE_LOCK: usize = 18;
-const LIFECYCLE_EVENTS: usize = 19;
-const LIFECYCLE_INSERT: usize = 20;
+const HEAD_GET: usize = 4;
+const VERSION_GET: usize = 5;
+const VERSION_INSERT: usize = 6;
+const HEADS_LIST: usize = 7;
+const VERSIONS_LIST: usize = 8;
+const LINEAGE_FIND: usize = 9;
+const LINEAGE_INSERT: usize = 10;
+const EDGE_INSERT: usize = 11;
+const LINEAGE_FOR: usize = 12;
+const WALK_UP: usize = 13;
+const WALK_DOWN: usize = 14;
+const REACHES_DOWN: usize = 15;
+const LIFECYCLE_LOCK: usize = 16;
+const LIFECYCLE_EVENTS: usize = 17;
+const LIFECYCLE_INSERT: usize = 18;
 
 const SQL: &[&str] = &[
     "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id = $1",
     "INSERT INTO small_schemas (id, body, sha256, stored_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
     "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id > $1 ORDER BY id LIMIT $2",
-    "INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, 0) ON CONFLICT (kind, id) DO NOTHING",
-    "SELECT latest FROM small_heads WHERE kind = $1 AND id = $2 FOR UPDATE",
+    // Creates the head row when missing and locks it either way (ON CONFLICT DO UPDATE takes the
+    // row lock, like SELECT ... FOR UPDATE), in one round trip.
+    "INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, 0)
+     ON CONFLICT (kind, id) DO UPDATE SET latest = small_heads.latest RETURNING latest",
     "SELECT latest FROM small_heads WHERE kind = $1 AND id = $2",
     "SELECT id, version, body, sha256, stored_at, resolved FROM small_versions WHERE kind = $1 AND id = $2 AND version = $3",
-    "INSERT INTO small_versions (kind, id, version, schema_id, body, sha256, resolved, stored_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    "INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, $3)
+    "WITH inserted AS (
+        INSERT INTO small_versions (kind, id, version, schema_id, body, sha256, resolved, stored_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     )
+     INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, $3)
      ON CONFLICT (kind, id) DO UPDATE SET latest = EXCLUDED.latest",
     "SELECT v.id, v.version, v.body, v.sha256, v.stored_at, v.resolved
      FROM small_heads h JOIN small_versions v ON v.kind = h.kind AND v.id = h.id AND v.version = h.latest
@@ -422,8 +424,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn lock_head(&mut self, t: Versioned, id: &str) -> Result<u64> {
-        self.execute(HEAD_CREATE, &[&kind(t), &id])?;
-        let rows = self.query(HEAD_LOCK, &[&kind(t), &id])?;
+        let rows = self.query(HEAD_CREATE, &[&kind(t), &id])?;
         Ok(rows.first().map(|r| r.get::<_, i64>(0)).unwrap_or(0) as u64)
     }
 
@@ -451,7 +452,6 @@ impl Tx for PgTx<'_, '_> {
                 &r.stored_at,
             ],
         )?;
-        self.execute(HEAD_SET, &[&kind(t), &r.id, &v])?;
         Ok(())
     }
 
