@@ -59,6 +59,8 @@ pub const LOCK_TIMEOUT_ENV: &str = "SMALL_LOCK_TIMEOUT";
 pub const LOCK_FILE: &str = ".small-cache/lock";
 /// Redo journal, relative to the workspace root.
 pub const JOURNAL_FILE: &str = ".small-cache/txn.journal";
+/// Intent note of single-append commits, relative to the workspace root.
+pub const APPEND_NOTE_FILE: &str = ".small-cache/append.note";
 /// Staging directory for temporary files, relative to the workspace root.
 pub const STAGING_DIR: &str = ".small-cache/tmp";
 
@@ -333,6 +335,24 @@ impl Transaction {
         }
         let writes = std::mem::take(&mut self.writes);
         let appends = std::mem::take(&mut self.appends);
+        if writes.is_empty() && appends.len() == 1 {
+            // One append: an intent note (fsynced before the append) is enough to repair a
+            // torn tail; see `AppendNote`.
+            for (rel, app) in &appends {
+                let note = AppendNote {
+                    rel: rel.clone(),
+                    app: app.clone(),
+                };
+                note.write(&self.root)?;
+                slow_point();
+                apply_append(&self.root, rel, app)?;
+                AppendNote::mark_done(&self.root);
+            }
+            return Ok(report);
+        }
+        // Other commits may replace a file an earlier append note describes: make its
+        // "done" mark durable first, so recovery can never mistake it for a torn append.
+        AppendNote::settle(&self.root);
         if appends.is_empty() && writes.len() == 1 {
             // One rename is atomic on its own: no journal needed.
             for (rel, bytes) in &writes {
@@ -364,7 +384,7 @@ impl Drop for Transaction {
 /// whether anything was repaired. Cheap when there is nothing to do (one `stat`).
 pub fn recover(root: impl AsRef<Path>) -> Result<bool> {
     let root = root.as_ref();
-    if !root.join(JOURNAL_FILE).exists() {
+    if !root.join(JOURNAL_FILE).exists() && !AppendNote::pending(root) {
         return Ok(false);
     }
     let txn = Transaction::begin(root)?;
@@ -554,6 +574,43 @@ fn acquire_lock(root: &Path, timeout: Duration) -> Result<File> {
         .truncate(false)
         .open(&path)
         .map_err(|e| TxnError::io("open lock file", &path, e))?;
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => return Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => {}
+        Err(fs4::TryLockError::Error(e)) => return Err(TxnError::io("lock", &path, e)),
+    }
+    wait_for_lock(file, path, timeout)
+}
+
+/// Unix: block in `flock` on a duplicate of the descriptor in a helper thread, so waiters
+/// wake the moment the lock is free (in the kernel's order) instead of polling. If the wait
+/// times out, the helper keeps waiting; once it gets the lock it drops its duplicate, and
+/// since our own descriptor is gone by then, the lock is released at once.
+#[cfg(unix)]
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
+    let start = Instant::now();
+    let dup = file
+        .try_clone()
+        .map_err(|e| TxnError::io("lock", &path, e))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = fs4::FileExt::lock(&dup);
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(())) => Ok(file),
+        Ok(Err(e)) => Err(TxnError::io("lock", &path, e)),
+        Err(_) => Err(TxnError::LockTimeout {
+            lock: path,
+            waited: start.elapsed(),
+            env: LOCK_TIMEOUT_ENV,
+        }),
+    }
+}
+
+/// Elsewhere: poll with a short backoff.
+#[cfg(not(unix))]
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(500);
     loop {
@@ -571,7 +628,7 @@ fn acquire_lock(root: &Path, timeout: Duration) -> Result<File> {
             });
         }
         std::thread::sleep(pause.min(timeout - waited));
-        pause = (pause * 2).min(Duration::from_millis(20));
+        pause = (pause * 2).min(Duration::from_millis(5));
     }
 }
 
@@ -601,9 +658,10 @@ fn remove_journal(root: &Path) -> Result<()> {
 
 /// With the lock held: re-apply a committed journal, or discard an uncommitted one.
 fn recover_locked(root: &Path) -> Result<bool> {
+    let noted = AppendNote::recover(root)?;
     let jpath = root.join(JOURNAL_FILE);
     let Some(bytes) = read_opt(&jpath)? else {
-        return Ok(false);
+        return Ok(noted);
     };
     match Journal::decode(&bytes) {
         Some(journal) => {
@@ -722,6 +780,148 @@ impl Journal {
     }
 }
 
+/// The intent record of a single-append commit, kept at [`APPEND_NOTE_FILE`] and
+/// overwritten in place by every such commit (so after the first one, a commit costs two
+/// data syncs: the note, then the appended bytes; no directory sync, no rename).
+///
+/// Layout: `NOTE_MAGIC`, one state byte (`P` pending, `D` done), sha256(body), body = path
+/// length, path, pre-append length, byte count, bytes. The state byte is outside the
+/// checksum. Recovery re-applies a *pending* note whose checksum matches and whose file
+/// length lies between the pre-append length and the end of the append (a torn or missing
+/// tail): it cuts the file back and writes the bytes again. A note that is done, damaged
+/// (then the append never started: the note is synced first), or that does not fit the
+/// file (the file was replaced since) is ignored.
+struct AppendNote {
+    rel: String,
+    app: StagedAppend,
+}
+
+const NOTE_MAGIC: &[u8; 16] = b"small-append-v1\n";
+const NOTE_STATE_AT: u64 = 16;
+
+impl AppendNote {
+    fn body(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(self.app.bytes.len() + self.rel.len() + 24);
+        b.extend_from_slice(&(self.rel.len() as u64).to_le_bytes());
+        b.extend_from_slice(self.rel.as_bytes());
+        b.extend_from_slice(&self.app.pre_len.to_le_bytes());
+        b.extend_from_slice(&(self.app.bytes.len() as u64).to_le_bytes());
+        b.extend_from_slice(&self.app.bytes);
+        b
+    }
+
+    fn write(&self, root: &Path) -> Result<()> {
+        let path = root.join(APPEND_NOTE_FILE);
+        let body = self.body();
+        let mut out = Vec::with_capacity(body.len() + 49);
+        out.extend_from_slice(NOTE_MAGIC);
+        out.push(b'P');
+        out.extend_from_slice(&Sha256::digest(&body));
+        out.extend_from_slice(&body);
+        let created = !path.exists();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| TxnError::io("open", &path, e))?;
+        f.write_all(&out)
+            .map_err(|e| TxnError::io("write", &path, e))?;
+        f.set_len(out.len() as u64)
+            .map_err(|e| TxnError::io("truncate", &path, e))?;
+        f.sync_data().map_err(|e| TxnError::io("fsync", &path, e))?;
+        if created {
+            sync_dir(&parent_dir(&path));
+        }
+        Ok(())
+    }
+
+    /// Best effort: a lost "done" mark only makes recovery re-check a complete append.
+    fn mark_done(root: &Path) {
+        if let Ok(mut f) = OpenOptions::new()
+            .write(true)
+            .open(root.join(APPEND_NOTE_FILE))
+        {
+            if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() {
+                let _ = f.write_all(b"D");
+            }
+        }
+    }
+
+    /// Mark the note done and sync it (if there is one).
+    fn settle(root: &Path) {
+        if let Ok(mut f) = OpenOptions::new()
+            .write(true)
+            .open(root.join(APPEND_NOTE_FILE))
+        {
+            if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() && f.write_all(b"D").is_ok() {
+                let _ = f.sync_data();
+            }
+        }
+    }
+
+    fn pending(root: &Path) -> bool {
+        let mut b = [0u8; 17];
+        File::open(root.join(APPEND_NOTE_FILE))
+            .and_then(|mut f| f.read_exact(&mut b))
+            .is_ok()
+            && &b[..16] == NOTE_MAGIC
+            && b[16] == b'P'
+    }
+
+    fn decode(bytes: &[u8]) -> Option<(bool, AppendNote)> {
+        let rest = bytes.strip_prefix(NOTE_MAGIC.as_slice())?;
+        let (&state, rest) = rest.split_first()?;
+        if rest.len() < 32 {
+            return None;
+        }
+        let (sum, body) = rest.split_at(32);
+        if Sha256::digest(body).as_slice() != sum {
+            return None;
+        }
+        let mut r = Reader(body);
+        let plen = usize::try_from(r.u64()?).ok()?;
+        let rel = String::from_utf8(r.take(plen)?.to_vec()).ok()?;
+        check_rel(&rel).ok()?;
+        let pre_len = r.u64()?;
+        let n = usize::try_from(r.u64()?).ok()?;
+        let bytes = r.take(n)?.to_vec();
+        Some((
+            state == b'P',
+            AppendNote {
+                rel,
+                app: StagedAppend { pre_len, bytes },
+            },
+        ))
+    }
+
+    /// With the lock held: finish a pending append. Returns whether a repair was made.
+    fn recover(root: &Path) -> Result<bool> {
+        let Some(bytes) = read_opt(&root.join(APPEND_NOTE_FILE))? else {
+            return Ok(false);
+        };
+        let Some((true, note)) = AppendNote::decode(&bytes) else {
+            return Ok(false);
+        };
+        let path = root.join(&note.rel);
+        let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let end = note.app.pre_len + note.app.bytes.len() as u64;
+        let mut repaired = false;
+        if len >= note.app.pre_len && len <= end {
+            let complete = len == end && {
+                let (_, tail) = read_tail(&path, note.app.bytes.len() as u64)?;
+                tail == note.app.bytes
+            };
+            if !complete {
+                apply_append(root, &note.rel, &note.app)?;
+                repaired = true;
+            }
+        }
+        AppendNote::mark_done(root);
+        Ok(repaired)
+    }
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
@@ -818,6 +1018,41 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n");
         assert_eq!(fs::read(d.path().join(".small/q.yml")).unwrap(), b"new\n");
         assert!(!recover(d.path()).unwrap());
+    }
+
+    #[test]
+    fn torn_single_append_is_repaired_from_the_note() {
+        let d = ws();
+        let p = d.path().join(".small/p.yml");
+        fs::write(&p, b"entries:\n  - a\n").unwrap();
+        let mut t = Transaction::begin(d.path()).unwrap();
+        t.append(".small/p.yml", b"  - b\n".to_vec()).unwrap();
+        t.commit().unwrap();
+        assert!(!AppendNote::pending(d.path()));
+        // a pending note and a torn tail, as a crash mid-append leaves them
+        let note = AppendNote {
+            rel: ".small/p.yml".into(),
+            app: StagedAppend {
+                pre_len: 21,
+                bytes: b"  - c\n".to_vec(),
+            },
+        };
+        note.write(d.path()).unwrap();
+        fs::write(&p, b"entries:\n  - a\n  - b\n  -").unwrap();
+        assert!(recover(d.path()).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n  - c\n");
+        // a pending note whose append completed changes nothing
+        note.write(d.path()).unwrap();
+        assert!(!recover(d.path()).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n  - c\n");
+        // a stale note (the file was replaced since) is ignored
+        note.write(d.path()).unwrap();
+        fs::write(&p, b"entries:\n  - x\n  - y\n  - z\n  - w\n").unwrap();
+        assert!(!recover(d.path()).unwrap());
+        assert_eq!(
+            fs::read(&p).unwrap(),
+            b"entries:\n  - x\n  - y\n  - z\n  - w\n"
+        );
     }
 
     #[test]

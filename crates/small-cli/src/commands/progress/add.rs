@@ -108,7 +108,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let appended = txn
         .append_progress(&entry, &rule)
         .map_err(shared::txn_err)?;
-    handoff::touch_workspace(&mut txn, None).map_err(shared::txn_err)?;
 
     let task_id = args.task.trim().to_string();
     let in_plan = match handoff::parse_file(&txn, &plan::plan_rel()) {
