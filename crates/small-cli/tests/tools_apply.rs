@@ -360,3 +360,24 @@ fn an_interrupted_run_is_still_recorded() {
         (Some("task-1"), Some("blocked"))
     );
 }
+
+#[test]
+fn large_output_is_kept_whole_in_the_log_and_capped_in_the_evidence() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    // 2 MB of output, ending in a recognisable line.
+    let cmd = "head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; echo LAST-LINE";
+    apply(
+        d.path(),
+        &["--cmd", cmd, "--task", "task-1", "--auto-progress"],
+    )
+    .success();
+    let e = progress_entries(d.path()).last().cloned().unwrap();
+    let ev = e["evidence"].as_str().unwrap();
+    assert!(ev.len() < 4200, "evidence is capped: {} bytes", ev.len());
+    assert!(ev.ends_with("LAST-LINE"), "the tail is kept");
+    let notes = e["notes"].as_str().unwrap();
+    let out_ref = notes.split("output in ").nth(1).unwrap();
+    let log = std::fs::metadata(d.path().join(out_ref)).unwrap().len();
+    assert_eq!(log, 2_000_000 + 1 + "LAST-LINE\n".len() as u64);
+}
