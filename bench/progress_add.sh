@@ -7,8 +7,10 @@
 #        ADDS=<n>                appends timed per size (default 50)
 #
 # For each size it writes a workspace whose progress log already holds that many entries,
-# then times ADDS consecutive `progress add` runs and prints the mean wall time per add,
-# the log size, and the ratio to the first size.
+# then times ADDS consecutive `progress add` runs and prints the median and mean wall time
+# per add (whole process: start, lock, read tail, append, fsync), the log size, and the
+# median's ratio to the first size. fsync latency dominates and varies with machine load;
+# the median is the figure to compare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=("$@"); [ ${#SIZES[@]} -eq 0 ] && SIZES=(1000 100000)
@@ -58,28 +60,30 @@ Y
   } > "$d/.small/progress.small.yml"
 }
 
-measure() { # binary dir
-  local bin=$1 d=$2 start end
-  start=$(date +%s%N)
+measure() { # binary dir -> "median mean" microseconds per add
+  local bin=$1 d=$2 t0 t1
+  : > "$d.times"
   for i in $(seq 1 "$ADDS"); do
+    t0=$(date +%s%N)
     "$bin" progress add --dir "$d" --task task-1 --status in_progress --evidence "bench $i" >/dev/null
+    t1=$(date +%s%N)
+    echo $(( (t1 - t0) / 1000 )) >> "$d.times"
   done
-  end=$(date +%s%N)
-  echo $(( (end - start) / ADDS / 1000 ))  # microseconds per add
+  sort -n "$d.times" | awk '{ a[NR] = $1; s += $1 } END { printf "%d %d", a[int((NR + 1) / 2)], s / NR }'
 }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 first=""
-printf '%-10s %-12s %-14s %-8s %s\n' entries log_bytes us_per_add ratio impl
+printf '%-10s %-12s %-12s %-12s %-8s %s\n' entries log_bytes median_us mean_us ratio impl
 for n in "${SIZES[@]}"; do
   for impl in small ${REF:+ref}; do
     bin=$SMALL; [ "$impl" = ref ] && bin=$REF
     d="$tmp/$impl-$n"; make_ws "$d" "$n"
     bytes=$(stat -c %s "$d/.small/progress.small.yml")
-    us=$(measure "$bin" "$d")
+    read -r us mean <<< "$(measure "$bin" "$d")"
     [ "$impl" = small ] && [ -z "$first" ] && first=$us
     ratio=$(awk -v a="$us" -v b="${first:-$us}" 'BEGIN { printf "%.2f", a / b }')
-    printf '%-10s %-12s %-14s %-8s %s\n' "$n" "$bytes" "$us" "$ratio" "$impl"
+    printf '%-10s %-12s %-12s %-12s %-8s %s\n' "$n" "$bytes" "$us" "$mean" "$ratio" "$impl"
     if [ "$impl" = small ]; then
       # the log still holds every entry, and still checks
       c=$(grep -c '^  - task_id:' "$d/.small/progress.small.yml")
