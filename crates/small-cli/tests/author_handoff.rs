@@ -176,3 +176,31 @@ fn reset_starts_a_new_run_and_keeps_history() {
     assert_ne!(ws.read("intent.small.yml"), intent);
     ws.strict_ok();
 }
+
+#[test]
+fn start_fix_repairs_orphan_progress() {
+    let ws = Ws::new();
+    ws.ok(&["start"]);
+    let id = ws.doc("handoff.small.yml")["replayId"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-42",
+        "--status",
+        "completed",
+        "--evidence",
+        "old work",
+    ]);
+    // bind it to the handoff's run so strict S2 sees it
+    let text = ws.read("progress.small.yml");
+    assert!(text.contains(&id) || ws.doc("workspace.small.yml")["run"]["replay_id"] == id.as_str());
+    let err = ws.fails(1, &["start"]);
+    assert!(err.contains("start --fix"), "{err}");
+    let out = ws.ok(&["start", "--fix"]);
+    assert!(out.contains("task-42 -> meta/historical/task-42"), "{out}");
+    ws.strict_ok();
+}
