@@ -255,3 +255,19 @@ fn checkout_points_out_a_workspace_run_id_it_leaves_alone() {
     let v = ws.json(&["run", "checkout", "--json", ID_B]);
     assert!(v.get("workspace_run").is_none(), "{v}");
 }
+
+#[test]
+fn checkout_restores_unusual_bytes_exactly() {
+    let ws = Ws::new();
+    // A byte-order mark, CRLF line endings, non-ASCII text and no final newline.
+    let odd = "\u{feff}small_version: \"1.0.0\"\r\nowner: \"human\"\r\nintent: \"Grüße, 日本語 — ok\"\r\nscope:\r\n  include: []\r\n  exclude: []\r\nsuccess_criteria: []";
+    ws.write("intent.small.yml", odd);
+    ws.ok(&["run", "snapshot"]);
+    ws.write("intent.small.yml", INTENT);
+    let out = ws.ok(&["run", "diff", ID_A]);
+    assert!(out.contains("+++ b/intent.small.yml"), "{out}");
+    ws.ok(&["run", "checkout", "--force", ID_A]);
+    assert_eq!(ws.read("intent.small.yml"), odd.as_bytes());
+    let v = ws.json(&["run", "diff", "--json", ID_A]);
+    assert_eq!(v["files"][0]["changed"], false, "{v}");
+}
