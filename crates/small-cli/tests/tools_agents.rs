@@ -435,3 +435,65 @@ fn from_inside_dot_small_the_file_next_to_it_is_meant() {
     assert!(d.path().join("AGENTS.md").exists());
     assert!(!d.path().join(".small/AGENTS.md").exists());
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else if e.file_name() != "expected.json" {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn conformance_case_with_agents_md_keeps_its_notes_and_validity() {
+    let case = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/cases/valid-agents-md"
+    ));
+    if !case.is_dir() {
+        eprintln!(
+            "notice: conformance data not found at {}; test skipped",
+            case.display()
+        );
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(case, d.path());
+    let original = read(d.path().join("AGENTS.md"));
+    // A hand-written v1.0.0 block: well-formed, drifted from ours.
+    let (code, v) = check_json(d.path(), &[]);
+    assert_eq!(
+        (code, v["blockValid"].clone(), v["hasDrift"].clone()),
+        (0, true.into(), true.into())
+    );
+    let (code, _) = check_json(d.path(), &["--strict"]);
+    assert_eq!(code, 1);
+    apply(d.path(), &[]).success();
+    let now = read(d.path().join("AGENTS.md"));
+    assert_eq!(
+        outside(&now).0,
+        outside(&original).0,
+        "the team's notes before the block are kept"
+    );
+    assert_eq!(outside(&now).1, outside(&original).1);
+    let (code, _) = check_json(d.path(), &["--strict"]);
+    assert_eq!(code, 0);
+    // AGENTS.md never affects protocol validity, and .small/ was not touched.
+    small()
+        .args(["validate", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success();
+    for f in std::fs::read_dir(case.join(".small")).unwrap() {
+        let f = f.unwrap();
+        assert_eq!(
+            std::fs::read(f.path()).unwrap(),
+            std::fs::read(d.path().join(".small").join(f.file_name())).unwrap()
+        );
+    }
+}
