@@ -381,3 +381,24 @@ fn large_output_is_kept_whole_in_the_log_and_capped_in_the_evidence() {
     let log = std::fs::metadata(d.path().join(out_ref)).unwrap().len();
     assert_eq!(log, 2_000_000 + 1 + "LAST-LINE\n".len() as u64);
 }
+
+#[test]
+fn quiet_hides_the_command_output_but_not_its_errors() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    small()
+        .args([
+            "--quiet",
+            "apply",
+            "--cmd",
+            "echo to-stdout; echo to-stderr >&2",
+            "--task",
+            "task-1",
+            "--dir",
+        ])
+        .arg(d.path())
+        .assert()
+        .success()
+        .stdout("")
+        .stderr(predicate::str::contains("to-stderr"));
+}

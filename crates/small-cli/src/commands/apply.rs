@@ -252,11 +252,11 @@ fn output_evidence(output: &[u8], exit_code: i32) -> String {
 }
 
 /// Runs `sh -lc command` in `root`, copying its output to ours and into a buffer (and the
-/// log file, when given). `echo`: whether to show the output as it comes.
+/// log file, when given). `echo`: whether to show the output as it comes (stdout, stderr).
 fn run_shell(
     root: &Path,
     command: &str,
-    echo: bool,
+    echo: (bool, bool),
     log_path: Option<&Path>,
 ) -> Result<(i32, Vec<u8>), CliError> {
     // Ctrl-C reaches the command (same process group); small itself outlives the first one so
@@ -276,9 +276,13 @@ fn run_shell(
         if let Some(parent) = p.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        std::fs::File::create(p)
-            .ok()
-            .map(|f| Arc::new(Mutex::new(f)))
+        match std::fs::File::create(p) {
+            Ok(f) => Some(Arc::new(Mutex::new(f))),
+            Err(e) => {
+                eprintln!("warning: cannot keep the output in {}: {e}", p.display());
+                None
+            }
+        }
     });
     let mut pumps = Vec::new();
     let streams: Vec<(Box<dyn Read + Send>, bool)> = vec![
@@ -302,7 +306,7 @@ fn run_shell(
                     Ok(n) => n,
                 };
                 let chunk = &buf[..n];
-                if echo {
+                if (is_err && echo.1) || (!is_err && echo.0) {
                     if is_err {
                         let mut e = std::io::stderr().lock();
                         let _ = e.write_all(chunk);
@@ -585,7 +589,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
     say(format!("Running: {}", log.summary));
     let started = std::time::Instant::now();
-    let echo = !args.auto_progress && !g.quiet;
+    // --quiet hides the command's standard output, not its errors; --auto-progress hides both
+    // (they go into the evidence). Everything is in the output log either way.
+    let echo = (!args.auto_progress && !g.quiet, !args.auto_progress);
     let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
