@@ -28,8 +28,14 @@
 //!   `.small-cache/tmp/` (never inside `.small/`), which is written, fsynced, renamed over the
 //!   target, after which the target directory is fsynced. An append writes only the new bytes
 //!   at the end of the file and fsyncs them.
-//! * **All or nothing across files.** When a commit touches more than one file, or appends,
-//!   a redo journal (`.small-cache/txn.journal`) holding every staged change is written
+//! * **A single append** (the common `progress add` commit) first overwrites an intent note,
+//!   `.small-cache/append.note` (file, pre-append length, bytes, checksum, pending/done),
+//!   and syncs it; then appends and syncs the bytes; then marks the note done. The next
+//!   transaction re-applies a pending note whose file is between its pre-append length and
+//!   the end of the append (a torn or missing tail): cut back, write again. Two data syncs,
+//!   no rename. See `AppendNote` for why a stale or damaged note is harmless.
+//! * **All or nothing across files.** When a commit touches more than one file, or appends
+//!   alongside other changes, a redo journal (`.small-cache/txn.journal`) holding every staged change is written
 //!   atomically first; its appearance is the commit point. The changes are then applied and the
 //!   journal removed. If the process dies part-way, the next transaction (or [`recover`])
 //!   finds the journal and re-applies it: whole-file writes are simply written again, and each
@@ -39,7 +45,8 @@
 //!   A commit of one whole-file write needs no journal: the rename is the commit point.
 //!
 //! Readers need no lock: renames are atomic, and an append in flight only ever adds bytes
-//! after the last complete entry.
+//! after the last complete entry. A reader that must not see an append in flight can hold
+//! [`read_lock`]; one that wants an interrupted commit finished first calls [`recover`].
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
