@@ -246,3 +246,24 @@ fn workspace_scope_is_enforced() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn accept_dry_run_shows_the_diff_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    let before = read(d.path().join(".small/intent.small.yml"));
+    small()
+        .args(["draft", "intent", "--from", "-", "--dir"])
+        .arg(d.path())
+        .write_stdin(NEW_INTENT)
+        .assert()
+        .success();
+    small()
+        .args(["accept", "intent", "--dry-run", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("+intent: \"Ship the importer\""));
+    assert_eq!(read(d.path().join(".small/intent.small.yml")), before);
+    assert_eq!(progress_entries(d.path()).len(), 1);
+}

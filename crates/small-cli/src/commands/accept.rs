@@ -35,6 +35,9 @@ pub struct AcceptArgs {
     /// Workspace kinds to accept: root, examples or any
     #[arg(long, value_name = "SCOPE", default_value = "root")]
     pub workspace: String,
+    /// Show the change as a diff and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn txn_err(e: TxnError) -> CliError {
@@ -85,6 +88,24 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         if !g.quiet {
             println!("{target} already matches {draft}; nothing to accept");
         }
+        return Ok(());
+    }
+    if a.dry_run {
+        drop(txn);
+        let old_text = old
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let new_text = String::from_utf8_lossy(&bytes);
+        let diff = similar::TextDiff::from_lines(old_text.as_ref(), new_text.as_ref());
+        println!("Dry run: accepting {draft} would change {target} (nothing written):");
+        print!(
+            "{}",
+            diff.unified_diff().context_radius(3).header(
+                &format!("{target} (current)"),
+                &format!("{target} (accepted)")
+            )
+        );
         return Ok(());
     }
     txn.write(target.clone(), bytes.clone());
