@@ -395,3 +395,17 @@ fn concurrent_inits_make_exactly_one_workspace() {
     assert_eq!(progress_entries(d.path()).len(), 1);
     assert_check_strict(d.path());
 }
+
+#[test]
+fn a_directory_that_does_not_exist_yet_is_created_with_agents_md() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("new/project");
+    small()
+        .args(["init", "--dir"])
+        .arg(&target)
+        .assert()
+        .success();
+    assert!(target.join(".small/progress.small.yml").exists());
+    assert!(target.join("AGENTS.md").exists());
+    assert_check_strict(&target);
+}

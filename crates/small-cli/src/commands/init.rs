@@ -158,7 +158,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if existed && !args.force {
         return Err(CliError::invalid(format!(
             "a SMALL workspace already exists in {} ; nothing was changed.\n\
-             help: `small init --force` overwrites its files, including the progress history",
+             help: `small init --force` rewrites its files from the templates (the progress log is kept)",
             root.display()
         )));
     }
@@ -173,8 +173,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let agents_plan: Option<Composed> = if args.no_agents {
         None
     } else {
-        let path = agents::target_path(Some(&root), None)?;
-        let existing = agents::read_target(&path)?;
+        // The directory may not exist yet: then neither does AGENTS.md.
+        let existing = if root.is_dir() {
+            agents::read_target(&agents::target_path(Some(&root), None)?)?
+        } else {
+            None
+        };
         let request = if args.overwrite_agents {
             Request::Overwrite
         } else if let Some(m) = args.agents_mode {
