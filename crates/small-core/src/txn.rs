@@ -834,8 +834,8 @@ impl Journal {
 /// overwritten in place by every such commit (so after the first one, a commit costs two
 /// data syncs: the note, then the appended bytes; no directory sync, no rename).
 ///
-/// Layout: `NOTE_MAGIC`, one state byte (`P` pending, `D` done), sha256(body), body = path
-/// length, path, pre-append length, byte count, bytes. The state byte is outside the
+/// Layout: `NOTE_MAGIC`, one state byte (`P` pending, `D` done), body length, sha256(body),
+/// body = path length, path, pre-append length, byte count, bytes; zero padding to 4 KiB. The state byte is outside the
 /// checksum. Recovery re-applies a *pending* note whose checksum matches and whose file
 /// length lies between the pre-append length and the end of the append (a torn or missing
 /// tail): it cuts the file back and writes the bytes again. A note that is done, damaged
@@ -863,11 +863,15 @@ impl AppendNote {
     fn write(&self, root: &Path) -> Result<()> {
         let path = root.join(APPEND_NOTE_FILE);
         let body = self.body();
-        let mut out = Vec::with_capacity(body.len() + 49);
+        let mut out = Vec::with_capacity(body.len() + 4096);
         out.extend_from_slice(NOTE_MAGIC);
         out.push(b'P');
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&Sha256::digest(&body));
         out.extend_from_slice(&body);
+        // Pad to whole 4 KiB blocks so the file size rarely changes: then syncing the note
+        // needs no metadata update.
+        out.resize(out.len().div_ceil(4096) * 4096, 0);
         let created = !path.exists();
         let mut f = OpenOptions::new()
             .write(true)
@@ -922,10 +926,10 @@ impl AppendNote {
     fn decode(bytes: &[u8]) -> Option<(bool, AppendNote)> {
         let rest = bytes.strip_prefix(NOTE_MAGIC.as_slice())?;
         let (&state, rest) = rest.split_first()?;
-        if rest.len() < 32 {
-            return None;
-        }
-        let (sum, body) = rest.split_at(32);
+        let mut head = Reader(rest);
+        let body_len = usize::try_from(head.u64()?).ok()?;
+        let sum = head.take(32)?;
+        let body = head.take(body_len)?;
         if Sha256::digest(body).as_slice() != sum {
             return None;
         }
