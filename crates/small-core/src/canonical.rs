@@ -908,9 +908,11 @@ mod tests {
             "\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/\u{7f}\u{2028}\""
         );
         assert_eq!(
-            canon(r#""\ud800\uDFFF\ude00\ud83d\ud83d\ude00""#),
-            "\"\\ud800\\udfff\\ude00\\ud83d😀\""
+            canon(r#""\ud800x\uDFFF\ude00\ud83d\ud83d\ude00""#),
+            "\"\\ud800x\\udfff\\ude00\\ud83d😀\""
         );
+        // A valid pair written as escapes is one code point, written raw.
+        assert_eq!(canon(r#""\ud800\uDFFF""#), "\"\u{103ff}\"");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! shutdown.
 
 pub mod body;
+mod cache;
 pub mod error;
 mod handlers;
 pub mod logging;
@@ -22,6 +23,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use small_store::replay::{MemoryReplayStore, ReplayStore, SqliteReplayStore};
 use small_store::PrimitiveStore;
@@ -143,6 +145,8 @@ pub struct AppState {
     pub primitives: Option<Arc<dyn PrimitiveStore>>,
     pub body_limit: usize,
     pub request_timeout: Duration,
+    /// Replay responses already served (records never change once stored).
+    pub replay_cache: Arc<cache::ReplayCache>,
 }
 
 impl AppState {
@@ -152,6 +156,7 @@ impl AppState {
             primitives: None,
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            replay_cache: Arc::default(),
         }
     }
 }
@@ -178,14 +183,17 @@ pub fn router(state: AppState) -> Router {
     if let Some(p) = prims {
         api = api.merge(p);
     }
-    api.layer(middleware::from_fn_with_state(timeout, timeout_layer))
-        .layer(middleware::from_fn(json_errors))
-        .layer(middleware::from_fn(access_log))
+    api.layer(middleware::from_fn_with_state(timeout, frame))
 }
 
-/// Fail a request that takes longer than the configured time with a JSON 408.
-async fn timeout_layer(State(limit): State<Duration>, req: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
+/// The one middleware around every request: the request timeout (JSON 408), the JSON error
+/// shape for errors produced outside our handlers (405 from routing keeps its `Allow`), and
+/// one access log line.
+async fn frame(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let resp = match tokio::time::timeout(limit, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
@@ -193,15 +201,21 @@ async fn timeout_layer(State(limit): State<Duration>, req: Request, next: Next) 
             format!("the request took longer than {} ms", limit.as_millis()),
         )
         .into_response(),
-    }
+    };
+    let resp = json_error_shape(resp, &method, &path);
+    tracing::info!(
+        target: "small::access",
+        method = %method,
+        path = %path,
+        status = resp.status().as_u16(),
+        micros = start.elapsed().as_micros() as u64,
+        "request"
+    );
+    resp
 }
 
-/// Give every error response produced outside our handlers (405 from routing, for example)
-/// the one JSON error shape, keeping its headers (`Allow`).
-async fn json_errors(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let resp = next.run(req).await;
+/// Give an error response that is not JSON the one JSON error shape, keeping its headers.
+fn json_error_shape(resp: Response, method: &axum::http::Method, path: &str) -> Response {
     let status = resp.status();
     if status.as_u16() < 400 {
         return resp;
@@ -235,23 +249,6 @@ async fn json_errors(req: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(body))
 }
 
-/// One access log line per request.
-async fn access_log(req: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let resp = next.run(req).await;
-    tracing::info!(
-        target: "small::access",
-        method = %method,
-        path = %path,
-        status = resp.status().as_u16(),
-        micros = start.elapsed().as_micros() as u64,
-        "request"
-    );
-    resp
-}
-
 /// A bound, not yet running server.
 pub struct Server {
     listener: tokio::net::TcpListener,
@@ -272,9 +269,14 @@ impl Server {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         tracing::info!(target: "small::server", addr = %self.listener.local_addr()?, store = %self.store, "listening");
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        axum::serve(
+            self.listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            }),
+            self.app,
+        )
+        .with_graceful_shutdown(shutdown)
+        .await?;
         tracing::info!(target: "small::server", "stopped");
         Ok(())
     }
@@ -289,6 +291,7 @@ pub async fn bind(config: &ServerConfig) -> Result<Server, String> {
         primitives: Some(stores.primitives.clone()),
         body_limit: config.body_limit,
         request_timeout: config.request_timeout,
+        replay_cache: Arc::default(),
     };
     let app = router(state);
     let listener = tokio::net::TcpListener::bind(&config.addr)

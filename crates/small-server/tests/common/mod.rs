@@ -190,10 +190,7 @@ pub fn parse_response(buf: &[u8]) -> Response {
 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
         let size =
             usize::from_str_radix(String::from_utf8_lossy(&b[..eol]).trim(), 16).unwrap_or(0);
         if size == 0 {
@@ -234,7 +231,7 @@ fn match_template(path: &str) -> Option<String> {
         .cloned()
 }
 
-fn resolve<'a>(v: &'a Value) -> &'a Value {
+fn resolve(v: &Value) -> &Value {
     match v.get("$ref").and_then(|r| r.as_str()) {
         Some(r) => openapi()
             .pointer(r.trim_start_matches('#'))
