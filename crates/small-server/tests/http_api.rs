@@ -477,3 +477,33 @@ fn json_body_helper_rejects_and_accepts_media_types() {
     }
     let _: Value = json!(null);
 }
+
+#[test]
+fn graceful_shutdown_finishes_requests_in_flight() {
+    use std::io::{Read, Write};
+    let s = TestServer::memory();
+    let addr = s.addr;
+    // Start a request and send only half of its body.
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /small/v1/validate-manifest HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        SEED.len()
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.write_all(&SEED[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // Shut down (stop() waits for the server to finish) while the request is in flight.
+    let stopper = std::thread::spawn(move || s.stop());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !stopper.is_finished(),
+        "shutdown waits for the request in flight"
+    );
+    conn.write_all(&SEED[10..]).unwrap();
+    let mut resp = Vec::new();
+    conn.read_to_end(&mut resp).unwrap();
+    let r = common::parse_response(&resp);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains(SEED_ID));
+    stopper.join().unwrap();
+}
