@@ -74,6 +74,40 @@ fn progress_violations(schemas: &SchemaSet, root: &Node) -> Vec<Violation> {
     out
 }
 
+/// Validate one progress entry node on its own (for streaming a long log with
+/// [`crate::yaml::parse_streaming`]): `index` is its position in `entries`, `file` the name
+/// diagnostics carry. Spans come from the entry node, which keeps its place in the file.
+/// Pair it with a header check of the document (`validate_document` on the streamed root,
+/// whose `entries` is left empty, covers the header).
+pub fn validate_progress_entry_node(
+    schemas: &SchemaSet,
+    file: &str,
+    index: usize,
+    entry: &Node,
+) -> Vec<Diagnostic> {
+    let json = entry.to_json();
+    if schemas.progress_entry_is_valid(&json) {
+        return Vec::new();
+    }
+    let prefix = format!("/entries/{index}");
+    let mut out: Vec<Diagnostic> = schemas
+        .validate_progress_entry(index, &json)
+        .into_iter()
+        .map(|mut v| {
+            // Locate relative to the entry node, report the full pointer.
+            let full = v.pointer.clone();
+            v.pointer = v.pointer.strip_prefix(&prefix).unwrap_or("").to_string();
+            v.anchor = v.anchor.strip_prefix(&prefix).unwrap_or("").to_string();
+            let mut d = to_diagnostic(v, file, entry);
+            d.path = Some(full);
+            d
+        })
+        .collect();
+    diag::sort(&mut out);
+    out.dedup();
+    out
+}
+
 fn to_diagnostic(v: Violation, file: &str, root: &Node) -> Diagnostic {
     let span = if v.at_key {
         root.locate_key(&v.pointer)
@@ -189,5 +223,56 @@ mod tests {
         );
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(d[0].help.as_deref().unwrap().contains("quoted"));
+    }
+
+    #[test]
+    fn a_streamed_entry_is_located_in_the_file() {
+        let src = "small_version: \"1.0.0\"\nowner: agent\nentries:\n  - task_id: a\n    evidence: x\n  - task_id: b\n    status: done\n";
+        let set = SchemaSet::embedded();
+        let mut diags = Vec::new();
+        let root =
+            crate::yaml::parse_streaming(src, &Limits::default(), "entries", &mut |i, node| {
+                diags.extend(validate_progress_entry_node(&set, "p.yml", i, &node));
+            })
+            .unwrap();
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].path.as_deref(), Some("/entries/1/status"));
+        let s = diags[0].span.unwrap();
+        assert_eq!((s.start.line, s.start.column), (7, 13));
+        let doc = Document {
+            root,
+            source: src.to_string(),
+        };
+        assert!(validate_document(&set, ArtifactKind::Progress.into(), "p.yml", &doc).is_empty());
+    }
+
+    /// Timing probe, not a timed test: `SMALL_PERF_PROGRESS=path/to/progress.small.yml
+    /// cargo test --release -p small-core --lib validate::tests::perf -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn perf_progress_validation() {
+        let Some(path) = std::env::var_os("SMALL_PERF_PROGRESS") else {
+            return;
+        };
+        let bytes = std::fs::read(path).unwrap();
+        let doc = crate::yaml::parse_bytes(&bytes, &Limits::default()).unwrap();
+        let set = SchemaSet::embedded();
+        let t = std::time::Instant::now();
+        let d = validate_document(&set, ArtifactKind::Progress.into(), "p", &doc);
+        let split = t.elapsed();
+        let t = std::time::Instant::now();
+        let whole = set.validate(ArtifactKind::Progress.into(), &doc.root.to_json());
+        let full = t.elapsed();
+        eprintln!(
+            "entries: {}; entry-by-entry {:?} ({} diags); whole document {:?} ({} violations)",
+            doc.root
+                .get("entries")
+                .and_then(Node::as_seq)
+                .map_or(0, <[Node]>::len),
+            split,
+            d.len(),
+            full,
+            whole.len()
+        );
     }
 }

@@ -503,7 +503,8 @@ pub fn load_file(path: &Path, rel: &str, limits: &Limits) -> Result<Document, Lo
         )));
     }
     let bytes = std::fs::read(path).map_err(|e| io(format!("cannot read {rel}: {e}")))?;
-    parse_artifact(&bytes, rel, limits).map_err(LoadError::Problem)
+    let doc = yaml::parse_vec(bytes, limits).map_err(|e| LoadError::Problem(yaml_diag(rel, &e)))?;
+    require_mapping(doc, rel).map_err(LoadError::Problem)
 }
 
 /// Parse file bytes as an artifact: YAML, and a mapping at the top level.
@@ -512,43 +513,49 @@ pub fn parse_artifact(
     rel: &str,
     limits: &Limits,
 ) -> Result<Document, Box<Diagnostic>> {
-    let doc = yaml::parse_bytes(bytes, limits).map_err(|e| {
-        Box::new(
-            Diagnostic::error(CODE_YAML, format!("{rel} is not valid YAML: {}", e.message))
-                .in_file(rel)
-                .at(Some(Span {
-                    start: e.pos,
-                    end: e.pos,
-                })),
-        )
-    })?;
-    if doc.root.as_map().is_none() {
-        let (what, span) = match &doc.root.value {
-            yaml::Value::Null => (
-                "is empty",
-                Span {
-                    start: Pos {
-                        line: 1,
-                        column: 1,
-                        offset: 0,
-                    },
-                    ..doc.root.span
-                },
-            ),
-            yaml::Value::Seq(_) => ("has a list at the top level", doc.root.span),
-            _ => ("has a single value at the top level", doc.root.span),
-        };
-        return Err(Box::new(
-            Diagnostic::error(
-                CODE_YAML,
-                format!("{rel} {what}; it must be a mapping of fields"),
-            )
+    let doc = yaml::parse_bytes(bytes, limits).map_err(|e| yaml_diag(rel, &e))?;
+    require_mapping(doc, rel)
+}
+
+fn yaml_diag(rel: &str, e: &yaml::YamlError) -> Box<Diagnostic> {
+    Box::new(
+        Diagnostic::error(CODE_YAML, format!("{rel} is not valid YAML: {}", e.message))
             .in_file(rel)
-            .at(Some(span))
-            .with_help("write the fields as `key: value` lines at the top level"),
-        ));
+            .at(Some(Span {
+                start: e.pos,
+                end: e.pos,
+            })),
+    )
+}
+
+fn require_mapping(doc: Document, rel: &str) -> Result<Document, Box<Diagnostic>> {
+    if doc.root.as_map().is_some() {
+        return Ok(doc);
     }
-    Ok(doc)
+    let (what, span) = match &doc.root.value {
+        yaml::Value::Null => (
+            "is empty",
+            Span {
+                start: Pos {
+                    line: 1,
+                    column: 1,
+                    offset: 0,
+                },
+                ..doc.root.span
+            },
+        ),
+        yaml::Value::Seq(_) => ("has a list at the top level", doc.root.span),
+        _ => ("has a single value at the top level", doc.root.span),
+    };
+    Err(Box::new(
+        Diagnostic::error(
+            CODE_YAML,
+            format!("{rel} {what}; it must be a mapping of fields"),
+        )
+        .in_file(rel)
+        .at(Some(span))
+        .with_help("write the fields as `key: value` lines at the top level"),
+    ))
 }
 
 /// `workspace.small.yml` kinds.
