@@ -512,8 +512,9 @@ impl<B: Backend> PrimitiveStore for Store<B> {
                 });
             }
             let mut errors = Vec::new();
+            let cyclic = tx.reaches_down(&l.artifact_id, &l.parents)?;
             for (i, p) in l.parents.iter().enumerate() {
-                if tx.reaches_down(&l.artifact_id, p)? {
+                if cyclic.contains(p) {
                     errors.push(FieldError::new(
                         format!("/derivedFrom/{i}"),
                         format!(

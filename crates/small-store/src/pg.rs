@@ -119,7 +119,8 @@ const SQL: &[&str] = &[
      WHERE kind = $1 AND id = $2 AND version > $3 ORDER BY version LIMIT $4",
     "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lineage WHERE artifact_id = $1 AND sha256 = $2",
     "INSERT INTO small_lineage (artifact_id, body, sha256, stored_at) VALUES ($1, $2, $3, $4) RETURNING seq",
-    "INSERT INTO small_lineage_edges (child, parent) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    "INSERT INTO small_lineage_edges (child, parent) SELECT $1::TEXT, unnest($2::TEXT[])
+     ON CONFLICT DO NOTHING",
     "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lineage WHERE artifact_id = $1 ORDER BY seq",
     "WITH RECURSIVE walk(node, depth) AS (
         SELECT $1::TEXT, 0
@@ -149,7 +150,7 @@ const SQL: &[&str] = &[
         SELECT $1::TEXT
         UNION
         SELECT e.child FROM d JOIN small_lineage_edges e ON e.parent = d.node
-     ) SELECT 1::INT FROM d WHERE node = $2 LIMIT 1",
+     ) SELECT node FROM d WHERE node = ANY($2::TEXT[])",
     "SELECT pg_advisory_xact_lock(hashtextextended('small-lifecycle:' || $1::TEXT, 0))",
     "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lifecycle WHERE artifact_id = $1 ORDER BY seq",
     "INSERT INTO small_lifecycle (artifact_id, seq, type, body, sha256, stored_at) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -230,13 +231,17 @@ impl PgBackend {
                 redact(&self.url)
             ))
         })?;
+        // Every query of the store touches a few rows through an index (point lookups, short
+        // ranges, lineage walks a few steps at a time). Nested-loop index joins are right for
+        // all of them, also when the planner's statistics are stale after a bulk load, when it
+        // would otherwise pick hash joins that scan whole tables at every recursion step.
+        let mut setup = String::from("SET enable_hashjoin = off; SET enable_mergejoin = off;");
         if let Some(s) = &self.schema {
-            client
-                .batch_execute(&format!(
-                    "CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s}"
-                ))
-                .map_err(pg_error)?;
+            setup.push_str(&format!(
+                " CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s};"
+            ));
         }
+        client.batch_execute(&setup).map_err(pg_error)?;
         Ok(client)
     }
 
@@ -482,8 +487,8 @@ impl Tx for PgTx<'_, '_> {
     fn lineage_insert(&mut self, r: &Record, parents: &[String]) -> Result<u64> {
         let rows = self.query(LINEAGE_INSERT, &[&r.id, &r.json, &r.sha256, &r.stored_at])?;
         let seq: i64 = rows.first().map(|r| r.get(0)).unwrap_or(0);
-        for p in parents {
-            self.execute(EDGE_INSERT, &[&r.id, p])?;
+        if !parents.is_empty() {
+            self.execute(EDGE_INSERT, &[&r.id, &parents])?;
         }
         Ok(seq as u64)
     }
@@ -494,11 +499,6 @@ impl Tx for PgTx<'_, '_> {
 
     fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Walk> {
         let d = depth.min(i32::MAX as u32) as i32;
-        // The walk touches few rows per step: index lookups beat hash joins even when the
-        // planner's statistics are stale (a freshly loaded graph).
-        self.tx
-            .batch_execute("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
-            .map_err(pg_error)?;
         let rows = self.query(if up { WALK_UP } else { WALK_DOWN }, &[&id, &d])?;
         let mut walk: Walk = (Vec::new(), Vec::new());
         for r in &rows {
@@ -510,8 +510,12 @@ impl Tx for PgTx<'_, '_> {
         Ok(walk)
     }
 
-    fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool> {
-        Ok(!self.query(REACHES_DOWN, &[&id, &target])?.is_empty())
+    fn reaches_down(&mut self, id: &str, targets: &[String]) -> Result<Vec<String>> {
+        if targets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.query(REACHES_DOWN, &[&id, &targets])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn lifecycle_lock(&mut self, artifact_id: &str) -> Result<()> {

@@ -369,7 +369,11 @@ impl Tx for SqliteTx<'_> {
         };
         let mut st = self.tx.prepare_cached(sql)?;
         let rows = st.query_map(params![id, depth], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
         })?;
         let mut walk: Walk = (Vec::new(), Vec::new());
         for row in rows {
@@ -381,19 +385,25 @@ impl Tx for SqliteTx<'_> {
         Ok(walk)
     }
 
-    fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool> {
-        let found: Option<i64> = self
-            .tx
-            .prepare_cached(
-                "WITH RECURSIVE d(node) AS (
-                    SELECT ?1
-                    UNION
-                    SELECT e.child FROM d JOIN small_lineage_edges e ON e.parent = d.node
-                 ) SELECT 1 FROM d WHERE node = ?2 LIMIT 1",
-            )?
-            .query_row(params![id, target], |r| r.get(0))
-            .optional()?;
-        Ok(found.is_some())
+    fn reaches_down(&mut self, id: &str, targets: &[String]) -> Result<Vec<String>> {
+        let mut st = self.tx.prepare_cached(
+            "WITH RECURSIVE d(node) AS (
+                SELECT ?1
+                UNION
+                SELECT e.child FROM d JOIN small_lineage_edges e ON e.parent = d.node
+             ) SELECT 1 FROM d WHERE node = ?2 LIMIT 1",
+        )?;
+        let mut reached = Vec::new();
+        for t in targets {
+            if st
+                .query_row(params![id, t], |r| r.get::<_, i64>(0))
+                .optional()?
+                .is_some()
+            {
+                reached.push(t.clone());
+            }
+        }
+        Ok(reached)
     }
 
     fn lifecycle_lock(&mut self, _artifact_id: &str) -> Result<()> {

@@ -50,8 +50,8 @@ pub trait Tx {
     /// children: every node reached with its smallest distance (the start node at 0), and
     /// every edge walked as (child, parent).
     fn walk(&mut self, id: &str, depth: u32, up: bool) -> Result<Walk>;
-    /// Whether `target` is reachable from `id` walking to children (any depth).
-    fn reaches_down(&mut self, id: &str, target: &str) -> Result<bool>;
+    /// Which of `targets` are reachable from `id` walking to children (any depth).
+    fn reaches_down(&mut self, id: &str, targets: &[String]) -> Result<Vec<String>>;
 
     /// Locks the lifecycle stream of an artifact until the transaction ends.
     fn lifecycle_lock(&mut self, artifact_id: &str) -> Result<()>;
