@@ -176,6 +176,14 @@ fn invalid_artifacts_are_refused_with_every_error_located() {
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"], json!("invalid"));
+    // Missing required properties are located at the object lacking them, named in the message.
+    let messages = v["errors"].to_string();
+    for name in ["id", "content"] {
+        assert!(
+            messages.contains(&format!("\\\"{name}\\\" is a required property")),
+            "{messages}"
+        );
+    }
     let mut paths: Vec<&str> = v["errors"]
         .as_array()
         .unwrap()
@@ -185,13 +193,7 @@ fn invalid_artifacts_are_refused_with_every_error_located() {
     paths.sort();
     assert_eq!(
         paths,
-        vec![
-            "/data",
-            "/data/content",
-            "/data/id",
-            "/data/publishedAt",
-            "/data/title"
-        ]
+        vec!["/data", "/data", "/data/publishedAt", "/data/title"]
     );
     // Nothing was stored.
     small(t.path())
