@@ -109,6 +109,9 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
         let chars: Vec<char> = text.chars().collect();
         let end_col = if span.end.line == span.start.line && span.end.column as usize > start_col {
             span.end.column as usize
+        } else if span.end == span.start {
+            // A point (a YAML syntax error, a missing field): one caret.
+            start_col + 1
         } else {
             // Multi-line span: underline to the end of the first line's content.
             chars.len().max(start_col) + 1
@@ -226,6 +229,14 @@ mod tests {
             .at(span(2, 5, 3, 13));
         let text = render(&d, Some(src), false);
         assert!(text.contains("2 |   - id: x\n  |     ^^^^^\n"), "{text}");
+    }
+
+    #[test]
+    fn a_point_gets_one_caret() {
+        let src = "a: 1\n\tb: 2\n";
+        let d = Diagnostic::error("yaml", "tab").in_file("f").at(span(2, 1, 2, 1));
+        let text = render(&d, Some(src), false);
+        assert!(text.contains("2 | \tb: 2\n  | ^\n"), "{text}");
     }
 
     #[test]

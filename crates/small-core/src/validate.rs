@@ -115,6 +115,16 @@ fn to_diagnostic(v: Violation, file: &str, root: &Node) -> Diagnostic {
         None
     }
     .unwrap_or_else(|| root.locate(&v.anchor));
+    // A missing field has no text of its own: point at the start of the mapping that lacks
+    // it rather than underlining the mapping's first line.
+    let span = if v.anchor != v.pointer && !v.at_key {
+        crate::diag::Span {
+            start: span.start,
+            end: span.start,
+        }
+    } else {
+        span
+    };
     let mut d = Diagnostic::error(CODE_SCHEMA, v.message)
         .in_file(file)
         .at(Some(span))
