@@ -213,9 +213,13 @@ impl PgBackend {
             schema: schema.map(str::to_string),
             pool: Mutex::new(Vec::new()),
         };
-        let mut client = backend.raw_client()?;
-        migrate(&mut client)?;
-        let conn = backend.prepare(client)?;
+        // The blocking client runs its own small runtime, which cannot start on a thread that
+        // is driving an async runtime (a server opening its store): connect on a helper thread.
+        let conn = off_runtime(|| {
+            let mut client = backend.raw_client()?;
+            migrate(&mut client)?;
+            backend.prepare(client)
+        })?;
         backend
             .pool
             .lock()
@@ -296,6 +300,34 @@ impl PgBackend {
                 }
                 other => return other,
             }
+        }
+    }
+}
+
+/// Runs `f` on a helper thread: blocking PostgreSQL calls must not run on a thread that drives
+/// an async runtime (they start one of their own).
+pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+    std::thread::scope(|scope| {
+        scope.spawn(f).join().unwrap_or_else(|_| {
+            Err(StoreError::Backend(
+                "PostgreSQL connection thread panicked".into(),
+            ))
+        })
+    })
+}
+
+impl Drop for PgBackend {
+    fn drop(&mut self) {
+        // Closing a client blocks on its runtime too: close them on a helper thread.
+        let conns = match self.pool.get_mut() {
+            Ok(pool) => std::mem::take(pool),
+            Err(_) => return,
+        };
+        if !conns.is_empty() {
+            let _ = off_runtime(move || {
+                drop(conns);
+                Ok(())
+            });
         }
     }
 }

@@ -71,6 +71,21 @@ impl PgReplayStore {
     }
 }
 
+impl Drop for PgReplayStore {
+    fn drop(&mut self) {
+        let clients = match self.pool.get_mut() {
+            Ok(pool) => std::mem::take(pool),
+            Err(_) => return,
+        };
+        if !clients.is_empty() {
+            let _ = super::off_runtime(move || {
+                drop(clients);
+                Ok(())
+            });
+        }
+    }
+}
+
 impl ReplayStore for PgReplayStore {
     fn get(&self, replay_id: &str) -> Result<Option<ReplayRecord>, ReplayStoreError> {
         self.with_client(|c| {
