@@ -158,6 +158,10 @@ fn deliberate(case: &str, key: &str, reference: i32) -> Option<(i32, &'static st
         {
             Some((1, "2: format uri / date-time asserted"))
         }
+        "timestamp-fraction-comma" | "timestamp-not-rfc3339" if key == "validate" => Some((
+            1,
+            "2: progress timestamp is a date-time and the format is asserted",
+        )),
         // 3. .small/ext/ is the spec's extension directory.
         "s4-ext-dir" if is(STRICT) => Some((0, "3: .small/ext/ allowed under S4")),
         // 4. verify enforces the evidence gate without --strict.

@@ -14,7 +14,7 @@
 //!
 //! Findings never repeat the secret: [`Finding::describe`] shows at most its first characters.
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use std::sync::OnceLock;
 
 use crate::diag::Span;
@@ -57,9 +57,24 @@ struct Pattern {
     re: Regex,
 }
 
-fn patterns() -> &'static [Pattern] {
-    static P: OnceLock<Vec<Pattern>> = OnceLock::new();
+/// All patterns, and a set matching any of them in one pass (most strings match none).
+struct Patterns {
+    set: RegexSet,
+    list: Vec<Pattern>,
+}
+
+fn compiled() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| {
+        let list = patterns();
+        let set =
+            RegexSet::new(list.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
+        Patterns { set, list }
+    })
+}
+
+fn patterns() -> Vec<Pattern> {
+    {
         let table: [(&str, &str); 13] = [
             (
                 "PEM private key",
@@ -67,40 +82,40 @@ fn patterns() -> &'static [Pattern] {
             ),
             (
                 "AWS access key id",
-                r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b",
+                r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?-u:\b)",
             ),
             (
                 "Stripe secret key",
-                r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+                r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
             ),
-            ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-            ("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-            ("Slack token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
+            ("GitHub token", r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{30,}"),
+            ("GitHub token", r"(?-u:\b)github_pat_[A-Za-z0-9_]{22,}"),
+            ("Slack token", r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}"),
             (
                 "Slack webhook URL",
                 r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
             ),
-            ("GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-            ("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-            ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
+            ("GitLab token", r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}"),
+            ("npm token", r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)"),
+            ("Google API key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}"),
             (
                 "API secret key",
-                r"\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{32,}",
+                r"(?-u:\b)sk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{32,}",
             ),
             (
                 "JSON Web Token",
-                r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+                r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             ),
             (
                 "password inside a URL",
-                r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+",
+                r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+",
             ),
         ];
         table
             .iter()
             .filter_map(|(kind, re)| Regex::new(re).ok().map(|re| Pattern { kind, re }))
             .collect()
-    })
+    }
 }
 
 /// Words that, as the last word of a key name, mean the value is a secret.
@@ -151,6 +166,18 @@ fn key_words(key: &str) -> Vec<String> {
 
 /// True if a key name says its value is a secret.
 pub fn is_secret_key_name(key: &str) -> bool {
+    // Fast path: every secret word contains one of these (checked without allocating).
+    let lower_has = |needle: &str| {
+        key.as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+    };
+    if !["pass", "secret", "token", "key", "cred"]
+        .iter()
+        .any(|n| lower_has(n))
+    {
+        return false;
+    }
     let words = key_words(key);
     let Some(last) = words.last() else {
         return false;
@@ -278,10 +305,11 @@ fn is_random_token(token: &str) -> bool {
 
 /// Look for a secret inside one string value. `key` is the mapping key holding it, if any.
 pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
-    for p in patterns() {
-        if let Some(m) = p.re.find(value) {
+    let pats = compiled();
+    if let Some(i) = pats.set.matches(value).iter().next() {
+        if let Some(m) = pats.list[i].re.find(value) {
             return Some(Finding {
-                kind: p.kind,
+                kind: pats.list[i].kind,
                 range: m.range(),
             });
         }
