@@ -710,3 +710,90 @@ pub fn transition_allowed(
         other => Err(format!("unknown lifecycle event type `{other}`")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(kinds: &[&str]) -> Vec<(String, String)> {
+        kinds
+            .iter()
+            .map(|k| (k.to_string(), "2025-01-15T09:00:00Z".to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn transitions_table() {
+        let at = "2025-01-15T10:00:00Z";
+        let ok = |prev: &[&str], next: &str| transition_allowed(&stream(prev), next, at).is_ok();
+        assert!(ok(&[], "created"));
+        for k in [
+            "validated",
+            "materialized",
+            "published",
+            "deprecated",
+            "archived",
+        ] {
+            assert!(!ok(&[], k), "{k} cannot come first");
+        }
+        assert!(!ok(&["created"], "created"));
+        assert!(ok(&["created"], "validated"));
+        assert!(ok(&["created"], "archived"));
+        assert!(!ok(&["created"], "materialized"));
+        assert!(!ok(&["created"], "published"));
+        assert!(ok(&["created", "validated"], "materialized"));
+        assert!(ok(&["created", "validated"], "published"));
+        assert!(!ok(&["created", "validated"], "deprecated"));
+        assert!(ok(&["created", "validated", "published"], "deprecated"));
+        assert!(ok(
+            &["created", "validated", "published", "deprecated"],
+            "archived"
+        ));
+        for k in EVENT_TYPES {
+            assert!(
+                !ok(&["created", "archived"], k),
+                "nothing after archived ({k})"
+            );
+        }
+        assert!(!ok(&["created"], "exploded"));
+        let earlier =
+            transition_allowed(&stream(&["created"]), "validated", "2025-01-15T08:00:00Z");
+        assert!(earlier.unwrap_err().contains("earlier"));
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_by_utf16_and_keeps_numbers() {
+        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"y":[1.5,-0.0,12345678901234567890],"x":"\u00e9\ud83d\ude00"},"\ue000":0,"\ud83d\ude00":0}"#).unwrap();
+        assert_eq!(
+            canonical_json(&v),
+            "{\"a\":{\"x\":\"é😀\",\"y\":[1.5,-0.0,12345678901234567890]},\"b\":1,\"😀\":0,\"\u{e000}\":0}"
+        );
+    }
+
+    #[test]
+    fn artifact_references() {
+        assert_eq!(
+            parse_artifact_ref("a:1"),
+            Some(ArtifactRef {
+                id: "a:1".into(),
+                version: None
+            })
+        );
+        assert_eq!(
+            parse_artifact_ref("a:1@3"),
+            Some(ArtifactRef {
+                id: "a:1".into(),
+                version: Some(3)
+            })
+        );
+        assert_eq!(
+            parse_artifact_ref("a@0"),
+            Some(ArtifactRef {
+                id: "a@0".into(),
+                version: None
+            })
+        );
+        assert_eq!(parse_artifact_ref("a b"), None);
+        assert_eq!(parse_artifact_ref(""), None);
+    }
+}
