@@ -303,11 +303,7 @@ impl Workspace {
                         document,
                     });
                 }
-                Err(LoadError::Missing) => ws.diagnostics.push(
-                    Diagnostic::error(CODE_MISSING, format!("required file {rel} is missing"))
-                        .in_file(rel.clone())
-                        .with_help(missing_help(kind)),
-                ),
+                Err(LoadError::Missing) => ws.diagnostics.push(missing_diag(kind, &rel)),
                 Err(LoadError::Problem(d)) => ws.note_failure(&path, *d),
             }
         }
@@ -342,6 +338,56 @@ impl Workspace {
             }
         }
         self.diagnostics.push(d);
+    }
+
+    /// Load the progress log with bounded memory: each entry of `entries` is handed to
+    /// `sink` with its index as soon as it is parsed, then dropped. Afterwards
+    /// [`Workspace::progress`] holds the document with `entries` as an empty sequence (whose
+    /// span covers the entries in the source) and the full source text; problems (missing
+    /// file, YAML error) go to [`Workspace::diagnostics`] as with [`Workspace::load`]. Use it
+    /// on a workspace loaded without [`ArtifactKind::Progress`] in [`LoadOptions`].
+    pub fn stream_progress(&mut self, limits: &Limits, sink: &mut dyn FnMut(usize, yaml::Node)) {
+        let kind = ArtifactKind::Progress;
+        let path = self.small_dir.join(kind.file_name());
+        let rel = rel_path(kind.file_name());
+        self.progress = None;
+        self.diagnostics
+            .retain(|d| d.file.as_deref() != Some(rel.as_str()));
+        self.failed_sources.retain(|(r, _)| *r != rel);
+        match read_file(&path, &rel, limits) {
+            Err(LoadError::Missing) => self.diagnostics.push(missing_diag(kind, &rel)),
+            Err(LoadError::Problem(d)) => self.diagnostics.push(*d),
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Err(e) => {
+                    let d = match yaml::parse_bytes(e.as_bytes(), limits) {
+                        Err(y) => yaml_diag(&rel, &y),
+                        Ok(_) => Box::new(
+                            Diagnostic::error(CODE_YAML, format!("{rel} is not valid UTF-8"))
+                                .in_file(rel.clone()),
+                        ),
+                    };
+                    self.diagnostics.push(*d);
+                }
+                Ok(text) => match yaml::parse_streaming(&text, limits, "entries", sink) {
+                    Err(e) => {
+                        self.diagnostics.push(*yaml_diag(&rel, &e));
+                        self.failed_sources.push((rel, text));
+                    }
+                    Ok(root) => match require_mapping(Document { root, source: text }, &rel) {
+                        Ok(document) => {
+                            self.progress = Some(LoadedArtifact {
+                                kind,
+                                path,
+                                rel_path: rel,
+                                document,
+                            })
+                        }
+                        Err(d) => self.diagnostics.push(*d),
+                    },
+                },
+            },
+        }
+        crate::diag::sort(&mut self.diagnostics);
     }
 
     /// The loaded artifact of a kind, if loaded.
@@ -448,6 +494,12 @@ fn rel_path(file: &str) -> String {
     format!("{SMALL_DIR}/{file}")
 }
 
+fn missing_diag(kind: ArtifactKind, rel: &str) -> Diagnostic {
+    Diagnostic::error(CODE_MISSING, format!("required file {rel} is missing"))
+        .in_file(rel)
+        .with_help(missing_help(kind))
+}
+
 fn missing_help(kind: ArtifactKind) -> String {
     let body = match kind {
         ArtifactKind::Intent => {
@@ -479,6 +531,13 @@ pub enum LoadError {
 /// Read and parse one YAML file whose top level must be a mapping. `rel` is the name used in
 /// diagnostics. Enforces `limits.max_bytes` before reading.
 pub fn load_file(path: &Path, rel: &str, limits: &Limits) -> Result<Document, LoadError> {
+    let bytes = read_file(path, rel, limits)?;
+    let doc = yaml::parse_vec(bytes, limits).map_err(|e| LoadError::Problem(yaml_diag(rel, &e)))?;
+    require_mapping(doc, rel).map_err(LoadError::Problem)
+}
+
+/// Read a file's bytes: missing, unreadable and too-large files are [`LoadError`]s.
+fn read_file(path: &Path, rel: &str, limits: &Limits) -> Result<Vec<u8>, LoadError> {
     let io =
         |msg: String| LoadError::Problem(Box::new(Diagnostic::error(CODE_IO, msg).in_file(rel)));
     let meta = match std::fs::metadata(path) {
@@ -502,9 +561,7 @@ pub fn load_file(path: &Path, rel: &str, limits: &Limits) -> Result<Document, Lo
             .in_file(rel),
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| io(format!("cannot read {rel}: {e}")))?;
-    let doc = yaml::parse_vec(bytes, limits).map_err(|e| LoadError::Problem(yaml_diag(rel, &e)))?;
-    require_mapping(doc, rel).map_err(LoadError::Problem)
+    std::fs::read(path).map_err(|e| io(format!("cannot read {rel}: {e}")))
 }
 
 /// Parse file bytes as an artifact: YAML, and a mapping at the top level.
@@ -740,6 +797,45 @@ mod tests {
             .find(|d| d.file.as_deref() == Some(".small/intent.small.yml"))
             .unwrap();
         assert_eq!(dup.span.unwrap().start.line, 2);
+    }
+
+    #[test]
+    fn progress_can_be_streamed() {
+        let progress =
+            "small_version: \"1.0.0\"\nowner: agent\nentries:\n  - task_id: a\n  - task_id: b\n";
+        let tmp = make(&[("progress.small.yml", progress)]);
+        let mut ws = Workspace::open(Some(tmp.path()), &LoadOptions::only(&[])).unwrap();
+        let mut seen = Vec::new();
+        ws.stream_progress(&Limits::default(), &mut |i, node| {
+            seen.push((
+                i,
+                node.get("task_id")
+                    .and_then(|n| n.as_str())
+                    .map(str::to_string),
+            ))
+        });
+        assert_eq!(seen, vec![(0, Some("a".into())), (1, Some("b".into()))]);
+        let p = ws.progress.as_ref().unwrap();
+        assert_eq!(
+            p.document
+                .root
+                .get("entries")
+                .and_then(|n| n.as_seq())
+                .map(<[_]>::len),
+            Some(0)
+        );
+        assert_eq!(p.document.source, progress);
+        assert!(ws.diagnostics.is_empty());
+
+        std::fs::write(tmp.path().join(".small/progress.small.yml"), "entries: [\n").unwrap();
+        ws.stream_progress(&Limits::default(), &mut |_, _| {});
+        assert_eq!(ws.diagnostics.len(), 1);
+        assert_eq!(ws.diagnostics[0].code, CODE_YAML);
+        assert!(ws.source_of(".small/progress.small.yml").is_some());
+        std::fs::remove_file(tmp.path().join(".small/progress.small.yml")).unwrap();
+        ws.stream_progress(&Limits::default(), &mut |_, _| {});
+        assert_eq!(ws.diagnostics.len(), 1);
+        assert_eq!(ws.diagnostics[0].code, CODE_MISSING);
     }
 
     #[test]

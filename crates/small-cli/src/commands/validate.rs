@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
+use small_core::consts::{ArtifactKind, SMALL_DIR};
 use small_core::diag::Diagnostic;
 use small_core::schemas::{SchemaSet, SchemaSource};
-use small_core::validate::validate_workspace;
-use small_core::workspace::{LoadOptions, Workspace};
+use small_core::validate::{validate_progress_entry_node, validate_workspace};
+use small_core::workspace::{locate, LoadOptions, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use crate::render;
@@ -54,21 +55,14 @@ struct JsonReport<'a> {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let color = !args.json && render::use_color(g.no_color, &std::io::stderr());
 
-    let ws = match Workspace::open(args.dir.as_deref(), &LoadOptions::all()) {
-        Ok(ws) => ws,
+    let loc = match locate(args.dir.as_deref()) {
+        Ok(loc) => loc,
         Err(e) => {
-            return fail(
-                &args,
-                color,
-                None,
-                None,
-                &[],
-                vec![e.to_diagnostic()],
-                EXIT_USAGE,
-            )
+            let d = vec![e.to_diagnostic()];
+            return fail(&args, color, None, None, &[], d, EXIT_USAGE);
         }
     };
-    let root = Some(ws.root.display().to_string());
+    let root = Some(loc.root.display().to_string());
 
     let schemas = match SchemaSet::resolve(args.spec_dir.as_deref()) {
         Ok(s) => s,
@@ -80,8 +74,28 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let source = describe_source(schemas.source());
 
+    // The progress log is streamed (bounded memory, each entry checked as it is parsed)
+    // whenever the schemas allow checking entries one by one.
+    let mut entry_diags = Vec::new();
+    let ws = if schemas.progress_splits() {
+        let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+            .into_iter()
+            .filter(|k| *k != ArtifactKind::Progress)
+            .collect();
+        let opts = LoadOptions::only(&kinds);
+        let mut ws = Workspace::load(loc, &opts);
+        let rel = format!("{SMALL_DIR}/{}", ArtifactKind::Progress.file_name());
+        ws.stream_progress(&opts.limits, &mut |i, node| {
+            entry_diags.extend(validate_progress_entry_node(&schemas, &rel, i, &node));
+        });
+        ws
+    } else {
+        Workspace::load(loc, &LoadOptions::all())
+    };
+
     let mut diags = ws.diagnostics.clone();
     diags.extend(validate_workspace(&schemas, &ws));
+    diags.extend(entry_diags);
     small_core::diag::sort(&mut diags);
 
     let files: Vec<&str> = ws
