@@ -634,6 +634,8 @@ pub struct ProgressLinter<'p> {
     plan: &'p PlanIndex,
     scope: String,
     prev: Option<(Instant, usize)>,
+    /// Only gather facts; report nothing (the entries were linted elsewhere).
+    facts_only: bool,
     pub facts: ProgressFacts,
     pub diags: Vec<Diagnostic>,
 }
@@ -645,6 +647,7 @@ impl<'p> ProgressLinter<'p> {
             plan,
             scope: scope.to_string(),
             prev: None,
+            facts_only: false,
             facts: ProgressFacts::default(),
             diags: Vec::new(),
         }
@@ -652,8 +655,17 @@ impl<'p> ProgressLinter<'p> {
 
     /// Check entry `i` of `entries`.
     pub fn entry(&mut self, i: usize, e: &Node) {
-        let k = ArtifactKind::Progress;
         self.facts.count += 1;
+        if !self.facts_only {
+            self.diagnose(i, e);
+        }
+        if e.as_map().is_some() {
+            self.gather(i, e);
+        }
+    }
+
+    fn diagnose(&mut self, i: usize, e: &Node) {
+        let k = ArtifactKind::Progress;
         let base = format!("/entries/{i}");
         if e.as_map().is_none() {
             self.diags.push(diag(
@@ -734,7 +746,12 @@ impl<'p> ProgressLinter<'p> {
                 .with_help(format!("add one of: {}", EVIDENCE_FIELDS.join(", "))),
             );
         }
-        // Facts for S1, S2 and the evidence gate.
+    }
+
+    /// Facts for S1, S2 and the evidence gate.
+    fn gather(&mut self, i: usize, e: &Node) {
+        let task_node = e.get("task_id");
+        let task_id = trimmed_text(task_node);
         if task_id.is_empty() {
             return;
         }
@@ -1085,6 +1102,7 @@ pub fn check_evidence_gate(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Ve
 /// Progress facts computed without diagnostics (for verify's gate when lint ran elsewhere).
 pub fn progress_facts(plan: &PlanIndex, scope: &str, progress: Option<&Node>) -> ProgressFacts {
     let mut pl = ProgressLinter::new(plan, scope);
+    pl.facts_only = true;
     if let Some(entries) = progress
         .and_then(|p| p.get("entries"))
         .and_then(Node::as_seq)
