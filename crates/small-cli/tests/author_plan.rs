@@ -231,3 +231,49 @@ fn checkpoint_refusals_change_nothing() {
         "2030-01-01T00:00:00.100000001Z"
     );
 }
+
+#[test]
+fn every_writing_command_takes_dir_and_quiet() {
+    let ws = Ws::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = ws.root().join(".small").display().to_string(); // the .small dir itself works too
+    let run = |args: &[&str]| {
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["--dir", dir.as_str()]);
+        let o = std::process::Command::new(author_support::bin())
+            .args(&full)
+            .current_dir(elsewhere.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{full:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = run(&["--quiet", "plan", "--add", "Quiet task"]);
+    assert!(out.is_empty(), "--quiet printed {out:?}");
+    assert!(run(&["plan", "--done", "task-1"]).contains("updated .small/plan.small.yml"));
+    run(&["checkpoint", "--task", "task-2", "--status", "completed"]);
+    run(&[
+        "progress",
+        "add",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+    ]);
+    run(&["progress", "migrate"]);
+    run(&["handoff"]);
+    run(&["start"]);
+    run(&["fix", "--versions"]);
+    run(&["fix", "workspace"]);
+    run(&["reset", "--yes", "--keep-intent"]);
+    assert_eq!(ws.tasks().len(), 1);
+    ws.strict_ok();
+    assert!(
+        !elsewhere.path().join(".small").exists()
+            && !elsewhere.path().join(".small-cache").exists()
+    );
+}
