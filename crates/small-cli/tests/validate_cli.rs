@@ -427,3 +427,19 @@ fn large_progress_log_is_validated_entry_by_entry() {
     assert!(e.contains(".small/progress.small.yml:15005:13"), "{e}");
     assert!(e.contains("/entries/5000/commit"), "{e}");
 }
+
+/// The whole human report for a workspace with one problem of each kind, in report order.
+#[test]
+fn human_report_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join(".small")).unwrap();
+    write(tmp.path(), "handoff.small.yml", "small_version: 1.0\nowner: agent\nsummary: \"Half done.\"\nresume:\n  next_steps: []\nlinks: []\nreplayId:\n  value: \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n  source: manual\n");
+    write(tmp.path(), "intent.small.yml", "small_version: \"1.0.0\"\nowner: agent\nintent: \"Ship the weekly report generator.\"\nscope:\n  include: [\"reports/\"]\n  exclude: []\nsuccess_criteria: []\n");
+    write(tmp.path(), "plan.small.yml", "small_version: \"1.0.0\"\nowner: agent\ntasks:\n  - id: task-1\n    status: pending\nmilestone: Q3\n");
+    write(tmp.path(), "progress.small.yml", "small_version: \"1.0.0\"\nowner: agent\nentries:\n  - task_id: task-1\n    timestamp: \"2026-03-01T10:00:00.125Z\"\n    evidence: null\n");
+    let o = small(tmp.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "");
+    let expected = "error[missing]: required file .small/constraints.small.yml is missing\n --> .small/constraints.small.yml\n  = help: restore it (for example from version control), or create it with at least: small_version: \"1.0.0\", owner: human, constraints: [{id: ..., rule: \"...\", severity: error}]\n\nerror[schema]: `small_version` must be \"1.0.0\", found the number 1.0\n --> .small/handoff.small.yml:1:16\n  |\n1 | small_version: 1.0\n  |                ^^^\n  = path: /small_version\n  = help: write `small_version: \"1.0.0\"` (quoted, so YAML keeps it a string)\n\nerror[schema]: `owner` must be \"human\", found \"agent\"\n --> .small/intent.small.yml:2:8\n  |\n2 | owner: agent\n  |        ^^^^^\n  = path: /owner\n  = help: set it to \"human\"\n\nerror[schema]: missing required field `title` in `tasks[0]`\n --> .small/plan.small.yml:4:5\n  |\n4 |   - id: task-1\n  |     ^\n  = path: /tasks/0/title\n  = help: add `title:` with a non-empty string\n\nerror[schema]: unknown field `milestone`\n --> .small/plan.small.yml:6:1\n  |\n6 | milestone: Q3\n  | ^^^^^^^^^\n  = path: /milestone\n  = help: remove it, or use one of the allowed fields: small_version, owner, tasks\n\nerror[schema]: `entries[0].evidence` must be a non-empty string or a mapping, found null\n --> .small/progress.small.yml:6:15\n  |\n6 |     evidence: null\n  |               ^^^^\n  = path: /entries/0/evidence\n  = help: write a short text, or a mapping of details\n\nvalidation failed: 6 errors in 5 files\n";
+    assert_eq!(stderr(&o), expected);
+}
