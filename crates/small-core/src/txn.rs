@@ -685,10 +685,12 @@ fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
 /// Remove temp files a crashed process left in the staging directory (we hold the lock, so
 /// no live writer owns them). Best effort.
 fn cleanup_staging(root: &Path) {
-    if let Ok(rd) = fs::read_dir(root.join(STAGING_DIR)) {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().contains(".small-tmp-") {
-                let _ = fs::remove_file(e.path());
+    for dir in [STAGING_DIR, CACHE_DIR] {
+        if let Ok(rd) = fs::read_dir(root.join(dir)) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().contains(".small-tmp-") {
+                    let _ = fs::remove_file(e.path());
+                }
             }
         }
     }
