@@ -685,10 +685,13 @@ fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
 /// Remove temp files a crashed process left in the staging directory (we hold the lock, so
 /// no live writer owns them). Best effort.
 fn cleanup_staging(root: &Path) {
-    for dir in [STAGING_DIR, CACHE_DIR] {
+    // In the cache root only our own journal temp files: others may write there without
+    // the workspace lock.
+    for (dir, prefix) in [(STAGING_DIR, "."), (CACHE_DIR, ".txn.journal.small-tmp-")] {
         if let Ok(rd) = fs::read_dir(root.join(dir)) {
             for e in rd.flatten() {
-                if e.file_name().to_string_lossy().contains(".small-tmp-") {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with(prefix) && name.contains(".small-tmp-") {
                     let _ = fs::remove_file(e.path());
                 }
             }
