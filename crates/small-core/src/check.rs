@@ -16,12 +16,14 @@ use std::sync::Arc;
 
 use crate::consts::{ArtifactKind, WORKSPACE_FILE};
 use crate::diag::{self, Diagnostic, Severity};
-use crate::invariants::{self, Docs, Options};
+use crate::invariants::{
+    self, Docs, Options, PlanIndex, ProgressFacts, ProgressLinter, StreamedLint,
+};
 use crate::layout;
 use crate::schemas::SchemaSet;
 use crate::validate;
 use crate::verify::{self, SinceError};
-use crate::workspace::{Scope, Workspace, CODE_IO};
+use crate::workspace::{LoadOptions, Location, Scope, Workspace, CODE_IO};
 
 /// Flags of the gate commands.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +41,90 @@ fn is_metadata_file(d: &Diagnostic) -> bool {
     d.file
         .as_deref()
         .is_some_and(|f| f.ends_with(WORKSPACE_FILE))
+}
+
+/// A workspace loaded for the gates. The progress log is streamed when possible: each
+/// entry is schema-checked, linted and compared with `--since` as it is parsed, then dropped,
+/// so memory stays near the size of the file whatever the number of entries.
+pub struct Loaded {
+    pub ws: Workspace,
+    /// What streaming the progress log produced (`None`: it was loaded whole).
+    pub streamed: Option<Streamed>,
+}
+
+/// Per-entry results of a streamed progress log.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// Schema violations of the entries (empty when no schemas were given).
+    pub schema: Vec<Diagnostic>,
+    /// Lint diagnostics of the entries (`TS`, `INV2`, `SHAPE`, `INV1`, `LINK`).
+    pub lint: Vec<Diagnostic>,
+    pub facts: ProgressFacts,
+    /// The append-only proof, when `--since` was given.
+    pub append: Option<Result<Vec<Diagnostic>, SinceError>>,
+}
+
+/// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
+/// schemas while streaming (lint passes `None`).
+pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
+    if schemas.is_some_and(|s| !s.progress_splits()) {
+        return Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        };
+    }
+    let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+        .into_iter()
+        .filter(|k| *k != ArtifactKind::Progress)
+        .collect();
+    let lo = LoadOptions::only(&kinds);
+    let mut ws = Workspace::load(loc, &lo);
+    let plan = PlanIndex::from_plan(ws.plan.as_ref().map(|a| &a.document.root));
+    let scope = invariants::handoff_replay_scope(ws.handoff.as_ref().map(|a| &a.document.root));
+    let mut append = match &opts.since {
+        None => None,
+        Some(rev) => Some(
+            verify::progress_at_revision(&ws.root, rev).and_then(|old| match old {
+                Some(text) => verify::AppendOnly::new(rev, &text).map(Some),
+                None => Ok(None),
+            }),
+        ),
+    };
+    let rel = invariants::rel_path(ArtifactKind::Progress);
+    let mut schema_diags = Vec::new();
+    let mut linter = ProgressLinter::new(&plan, &scope);
+    ws.stream_progress(&lo.limits, &mut |i, node| {
+        if let Some(s) = schemas {
+            schema_diags.extend(validate::validate_progress_entry_node(s, &rel, i, &node));
+        }
+        linter.entry_all(i, &node, opts.strict);
+        if let Some(Ok(Some(a))) = append.as_mut() {
+            a.feed(i, &node);
+        }
+    });
+    let entries_span = ws
+        .progress
+        .as_ref()
+        .and_then(|p| p.document.root.get("entries"))
+        .map(|e| e.span);
+    let progress_loaded = ws.progress.is_some();
+    let append = append.map(|r| {
+        r.map(|a| match a {
+            Some(a) if progress_loaded => a.finish(entries_span),
+            Some(a) => verify::check_append_only_unreadable(a),
+            None => Vec::new(),
+        })
+    });
+    let streamed = Streamed {
+        schema: schema_diags,
+        lint: linter.diags,
+        facts: linter.facts,
+        append,
+    };
+    Loaded {
+        ws,
+        streamed: Some(streamed),
+    }
 }
 
 /// Views of the loaded artifacts for the invariant rules.
@@ -65,10 +151,13 @@ pub fn has_system_error(diags: &[Diagnostic]) -> bool {
 }
 
 /// Stage 1: load problems of the artifacts and schema violations.
-pub fn validate_stage(ws: &Workspace, schemas: &SchemaSet) -> Vec<Diagnostic> {
-    let mut out = artifact_load_diagnostics(ws);
-    for a in ws.artifacts() {
+pub fn validate_stage(l: &Loaded, schemas: &SchemaSet) -> Vec<Diagnostic> {
+    let mut out = artifact_load_diagnostics(&l.ws);
+    for a in l.ws.artifacts() {
         out.extend(validate::validate_artifact(schemas, a));
+    }
+    if let Some(s) = &l.streamed {
+        out.extend(s.schema.iter().cloned());
     }
     diag::sort(&mut out);
     out
@@ -76,12 +165,18 @@ pub fn validate_stage(ws: &Workspace, schemas: &SchemaSet) -> Vec<Diagnostic> {
 
 /// Stage 2: invariants, S4 (strict) and formatting drift. Fails only on an unreadable
 /// `.small/` directory listing.
-pub fn lint_stage(ws: &Workspace, opts: &GateOptions) -> std::io::Result<Vec<Diagnostic>> {
-    let mut out = invariants::lint(
+pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnostic>> {
+    let ws = &l.ws;
+    let streamed = l.streamed.as_ref().map(|s| StreamedLint {
+        diags: s.lint.clone(),
+        facts: s.facts.clone(),
+    });
+    let mut out = invariants::lint_with(
         &docs(ws),
         Options {
             strict: opts.strict,
         },
+        streamed,
     );
     if opts.strict {
         for u in layout::unexpected_paths(&ws.root)? {
@@ -130,10 +225,11 @@ pub fn lint_stage(ws: &Workspace, opts: &GateOptions) -> std::io::Result<Vec<Dia
 /// Stage 3: workspace metadata and scope, replayId, current task, evidence gate, and the
 /// append-only proof when `opts.since` is set.
 pub fn verify_stage(
-    ws: &Workspace,
+    l: &Loaded,
     schemas: &SchemaSet,
     opts: &GateOptions,
 ) -> Result<Vec<Diagnostic>, SinceError> {
+    let ws = &l.ws;
     let mut out: Vec<Diagnostic> = ws
         .diagnostics
         .iter()
@@ -178,16 +274,24 @@ pub fn verify_stage(
     if let Some(h) = docs.handoff {
         verify::check_replay_id(h, &mut out);
     }
+    let facts = l.streamed.as_ref().map(|s| &s.facts);
     verify::check_plan_links(
         docs.plan,
         docs.progress,
         docs.handoff,
         opts.strict,
+        facts,
         &mut out,
     );
-    if let Some(rev) = &opts.since {
-        if let Some(old) = verify::progress_at_revision(&ws.root, rev)? {
-            out.extend(verify::check_append_only(rev, &old, docs.progress)?);
+    match l.streamed.as_ref().and_then(|s| s.append.as_ref()) {
+        Some(Ok(d)) => out.extend(d.iter().cloned()),
+        Some(Err(e)) => return Err(e.clone()),
+        None => {
+            if let Some(rev) = &opts.since {
+                if let Some(old) = verify::progress_at_revision(&ws.root, rev)? {
+                    out.extend(verify::check_append_only(rev, &old, docs.progress)?);
+                }
+            }
         }
     }
     diag::sort(&mut out);
@@ -325,7 +429,7 @@ impl Stage {
 
 /// Run validate, lint and verify in order on a loaded workspace, stopping at the first
 /// stage with errors.
-pub fn run_check(ws: &Workspace, schemas: &Arc<SchemaSet>, opts: &GateOptions) -> CheckReport {
+pub fn run_check(ws: &Loaded, schemas: &Arc<SchemaSet>, opts: &GateOptions) -> CheckReport {
     let mut report = CheckReport {
         validate: StageReport::skipped("not run"),
         lint: StageReport::skipped("validate did not pass"),

@@ -616,7 +616,7 @@ fn check_handoff(root: &Node, out: &mut Vec<Diagnostic>) {
 // Progress, entry by entry
 
 /// What the cross-file rules need to know about the progress log.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ProgressFacts {
     /// Task ids (trimmed) that have at least one entry.
     pub with_entries: HashSet<String>,
@@ -661,6 +661,16 @@ impl<'p> ProgressLinter<'p> {
         }
         if e.as_map().is_some() {
             self.gather(i, e);
+        }
+    }
+
+    /// [`ProgressLinter::entry`] plus the secret and link rules on the entry.
+    pub fn entry_all(&mut self, i: usize, e: &Node, strict: bool) {
+        self.entry(i, e);
+        if !self.facts_only {
+            let prefix = format!("/entries/{i}");
+            check_secrets_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
+            check_links_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
         }
     }
 
@@ -900,7 +910,18 @@ fn severity(strict: bool) -> Severity {
 
 /// INV1: secrets in one artifact.
 pub fn check_secrets(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
-    for hit in crate::secrets::scan_document(root) {
+    check_secrets_at(kind, root, "", strict, out);
+}
+
+/// INV1 on a node found at JSON pointer `prefix` (a progress entry while streaming).
+pub fn check_secrets_at(
+    kind: ArtifactKind,
+    node: &Node,
+    prefix: &str,
+    strict: bool,
+    out: &mut Vec<Diagnostic>,
+) {
+    for hit in crate::secrets::scan_node(node, prefix) {
         let mut d = diag(
             "INV1",
             kind,
@@ -953,9 +974,20 @@ pub fn insecure_urls(s: &str) -> Vec<&str> {
 
 /// LINK: non-local `http://` links (localhost allowed in progress only, as the reference).
 pub fn check_links(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
+    check_links_at(kind, root, "", strict, out);
+}
+
+/// LINK on a node found at JSON pointer `prefix`.
+pub fn check_links_at(
+    kind: ArtifactKind,
+    node: &Node,
+    prefix: &str,
+    strict: bool,
+    out: &mut Vec<Diagnostic>,
+) {
     let allow_local = kind == ArtifactKind::Progress;
-    let mut path = String::new();
-    walk_strings(root, &mut path, &mut |p, node, s| {
+    let mut path = prefix.to_string();
+    walk_strings(node, &mut path, &mut |p, node, s| {
         if !s.contains("http://") {
             return;
         }
@@ -1035,6 +1067,24 @@ pub fn version_format_drift(file: &str, root: &Node) -> Option<Diagnostic> {
 /// All lint rules over the loaded artifacts (S4 excepted: it needs the directory, see
 /// `layout`). Diagnostics come out in the stable order (file, then position).
 pub fn lint(docs: &Docs, opts: Options) -> Vec<Diagnostic> {
+    lint_with(docs, opts, None)
+}
+
+/// What streaming the progress log produced for lint: the entries' diagnostics (from
+/// [`ProgressLinter::entry_all`]) and the facts.
+#[derive(Debug, Default)]
+pub struct StreamedLint {
+    pub diags: Vec<Diagnostic>,
+    pub facts: ProgressFacts,
+}
+
+/// [`lint`], with the progress entries already checked while streaming (the progress
+/// document then holds only its header).
+pub fn lint_with(
+    docs: &Docs,
+    opts: Options,
+    mut streamed: Option<StreamedLint>,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let plan = PlanIndex::from_plan(docs.plan);
     let scope = handoff_replay_scope(docs.handoff);
@@ -1050,7 +1100,11 @@ pub fn lint(docs: &Docs, opts: Options) -> Vec<Diagnostic> {
             ArtifactKind::Plan => check_plan(root, &mut out),
             ArtifactKind::Handoff => check_handoff(root, &mut out),
             ArtifactKind::Progress => {
-                if let Some(entries) = check_progress_header(root, &mut out) {
+                if let Some(sl) = streamed.take() {
+                    check_progress_header(root, &mut out);
+                    out.extend(sl.diags);
+                    facts = Some(sl.facts);
+                } else if let Some(entries) = check_progress_header(root, &mut out) {
                     let mut pl = ProgressLinter::new(&plan, &scope);
                     for (i, e) in entries.iter().enumerate() {
                         pl.entry(i, e);

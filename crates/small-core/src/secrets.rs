@@ -345,8 +345,13 @@ pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
 
 /// Walk a document and report every string that looks like a secret (one finding per value).
 pub fn scan_document(root: &Node) -> Vec<Hit> {
+    scan_node(root, "")
+}
+
+/// Walk a node found at JSON pointer `prefix` (paths in the hits start with it).
+pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
-    walk(root, None, &mut String::new(), &mut hits);
+    walk(node, None, &mut prefix.to_string(), &mut hits);
     hits
 }
 

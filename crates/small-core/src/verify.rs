@@ -135,11 +135,13 @@ pub fn check_run_identity(
 }
 
 /// S3 and the evidence gate as verify runs them. `strict`: lint already reported S3/S1.
+/// `facts`: the progress facts when the log was streamed (else they are computed here).
 pub fn check_plan_links(
     plan: Option<&Node>,
     progress: Option<&Node>,
     handoff: Option<&Node>,
     strict: bool,
+    facts: Option<&invariants::ProgressFacts>,
     out: &mut Vec<Diagnostic>,
 ) {
     let Some(plan_root) = plan else { return };
@@ -147,9 +149,16 @@ pub fn check_plan_links(
     if !strict {
         invariants::check_s3(&idx, handoff, out);
         if progress.is_some() {
-            let scope = invariants::handoff_replay_scope(handoff);
-            let facts = invariants::progress_facts(&idx, &scope, progress);
-            invariants::check_evidence_gate(&idx, &facts, out);
+            let computed;
+            let facts = match facts {
+                Some(f) => f,
+                None => {
+                    let scope = invariants::handoff_replay_scope(handoff);
+                    computed = invariants::progress_facts(&idx, &scope, progress);
+                    &computed
+                }
+            };
+            invariants::check_evidence_gate(&idx, facts, out);
         }
     }
 }
@@ -266,89 +275,168 @@ fn changed_fields(old: &Node, new: &Node) -> Vec<String> {
     keys
 }
 
-/// INV3: every entry of `old_text` is still in `current` (the log as loaded today),
-/// unchanged and in order, at the front. Reports the first entry deleted or altered.
+/// INV3, entry by entry: feed today's entries in order with [`AppendOnly::feed`], then
+/// [`AppendOnly::finish`] reports the first entry of the log at the revision that was
+/// deleted, altered, moved or cut off.
+pub struct AppendOnly {
+    rev: String,
+    old: Vec<Node>,
+    /// First mismatch: index, today's entry there, and whether it equals the next old entry.
+    first: Option<(usize, Node, bool)>,
+    /// The mismatching old entry shows up later in today's log.
+    found_later: bool,
+    seen: usize,
+}
+
+impl AppendOnly {
+    /// Parse the log as it was at `rev`.
+    pub fn new(rev: &str, old_text: &str) -> Result<AppendOnly, SinceError> {
+        let old = yaml::parse_str(old_text, &yaml::Limits::default()).map_err(|e| {
+            SinceError::OldUnreadable {
+                rev: rev.into(),
+                reason: e.to_string(),
+            }
+        })?;
+        let entries = match old.root.value {
+            Value::Map(fields) => fields
+                .into_iter()
+                .find(|e| e.key == "entries")
+                .and_then(|e| match e.value.value {
+                    Value::Seq(items) => Some(items),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Ok(AppendOnly {
+            rev: rev.to_string(),
+            old: entries,
+            first: None,
+            found_later: false,
+            seen: 0,
+        })
+    }
+
+    /// Today's entry `i` (in order).
+    pub fn feed(&mut self, i: usize, n: &Node) {
+        self.seen = i + 1;
+        match &self.first {
+            None => {
+                if let Some(o) = self.old.get(i) {
+                    if !same_value(o, n) {
+                        let next_here = self.old.get(i + 1).is_some_and(|x| same_value(x, n));
+                        self.first = Some((i, n.clone(), next_here));
+                    }
+                }
+            }
+            Some((fi, _, _)) => {
+                if !self.found_later && same_value(&self.old[*fi], n) {
+                    self.found_later = true;
+                }
+            }
+        }
+    }
+
+    /// The violation, if any. `entries_span`: where today's `entries` list is (for the
+    /// truncation report).
+    pub fn finish(self, entries_span: Option<Span>) -> Vec<Diagnostic> {
+        let file = rel_path(ArtifactKind::Progress);
+        let rev = &self.rev;
+        let help = format!(
+            "progress is append-only: restore the entry from `git show {rev}:./{file}` and record corrections as new entries"
+        );
+        if let Some((i, n, next_here)) = &self.first {
+            let o = &self.old[*i];
+            let label = entry_label(o);
+            let what = if *next_here {
+                format!("entries[{i}] {label} present at {rev} was deleted")
+            } else if self.found_later {
+                format!("entries[{i}] {label} present at {rev} was moved: new entries were inserted before it")
+            } else {
+                let fields = changed_fields(o, n);
+                if fields.is_empty() {
+                    format!("entries[{i}] {label} present at {rev} was replaced")
+                } else {
+                    format!(
+                        "entries[{i}] {label} present at {rev} was altered (changed: {})",
+                        fields.join(", ")
+                    )
+                }
+            };
+            return vec![Diagnostic::error("INV3", what)
+                .in_file(file)
+                .at(Some(n.span))
+                .with_path(format!("/entries/{i}"))
+                .with_help(help)];
+        }
+        if self.seen < self.old.len() {
+            let i = self.seen;
+            let removed = self.old.len() - i;
+            return vec![Diagnostic::error(
+                "INV3",
+                format!(
+                    "entries[{i}] {} present at {rev} was deleted: the log had {} entries then and has {} now ({removed} removed from the end)",
+                    entry_label(&self.old[i]),
+                    self.old.len(),
+                    self.seen
+                ),
+            )
+            .in_file(file)
+            .at(entries_span)
+            .with_path(format!("/entries/{i}"))
+            .with_help(help)];
+        }
+        Vec::new()
+    }
+}
+
+/// INV3 when today's log cannot be loaded at all (missing, not YAML).
+pub fn check_append_only_unreadable(a: AppendOnly) -> Vec<Diagnostic> {
+    if a.old.is_empty() {
+        return Vec::new();
+    }
+    vec![Diagnostic::error(
+        "INV3",
+        format!(
+            "the progress log had {} entries at {} but cannot be read now",
+            a.old.len(),
+            a.rev
+        ),
+    )
+    .in_file(rel_path(ArtifactKind::Progress))]
+}
+
+/// INV3 over a fully loaded log: every entry of `old_text` is still in `current` (the log
+/// as loaded today), unchanged and in order, at the front.
 pub fn check_append_only(
     rev: &str,
     old_text: &str,
     current: Option<&Node>,
 ) -> Result<Vec<Diagnostic>, SinceError> {
-    let file = rel_path(ArtifactKind::Progress);
-    let old = yaml::parse_str(old_text, &yaml::Limits::default()).map_err(|e| {
-        SinceError::OldUnreadable {
-            rev: rev.into(),
-            reason: e.to_string(),
-        }
-    })?;
-    let old_entries = old
-        .root
-        .get("entries")
-        .and_then(Node::as_seq)
-        .unwrap_or(&[]);
-    if old_entries.is_empty() {
-        return Ok(Vec::new());
-    }
-    let help = format!(
-        "progress is append-only: restore the entry from `git show {rev}:./{file}` and record corrections as new entries"
-    );
+    let mut a = AppendOnly::new(rev, old_text)?;
     let Some(cur) = current else {
+        if a.old.is_empty() {
+            return Ok(Vec::new());
+        }
         return Ok(vec![Diagnostic::error(
             "INV3",
             format!(
                 "the progress log had {} entries at {rev} but cannot be read now",
-                old_entries.len()
+                a.old.len()
             ),
         )
-        .in_file(file)
-        .with_help(help)]);
+        .in_file(rel_path(ArtifactKind::Progress))]);
     };
-    let new_entries = cur.get("entries").and_then(Node::as_seq).unwrap_or(&[]);
-    for (i, o) in old_entries.iter().enumerate() {
-        let label = entry_label(o);
-        let Some(n) = new_entries.get(i) else {
-            let removed = old_entries.len() - i;
-            return Ok(vec![Diagnostic::error(
-                "INV3",
-                format!(
-                    "entries[{i}] {label} present at {rev} was deleted: the log had {} entries then and has {} now ({removed} removed from the end)",
-                    old_entries.len(),
-                    new_entries.len()
-                ),
-            )
-            .in_file(file)
-            .at(Some(cur.get("entries").map_or(cur.span, |e| e.span)))
-            .with_path(format!("/entries/{i}"))
-            .with_help(help)]);
-        };
-        if same_value(o, n) {
-            continue;
-        }
-        let still_later = new_entries[i + 1..].iter().any(|m| same_value(o, m));
-        let next_here = old_entries
-            .get(i + 1)
-            .is_some_and(|next| same_value(next, n));
-        let what = if next_here {
-            format!("entries[{i}] {label} present at {rev} was deleted")
-        } else if still_later {
-            format!("entries[{i}] {label} present at {rev} was moved: new entries were inserted before it")
-        } else {
-            let fields = changed_fields(o, n);
-            if fields.is_empty() {
-                format!("entries[{i}] {label} present at {rev} was replaced")
-            } else {
-                format!(
-                    "entries[{i}] {label} present at {rev} was altered (changed: {})",
-                    fields.join(", ")
-                )
-            }
-        };
-        return Ok(vec![Diagnostic::error("INV3", what)
-            .in_file(file)
-            .at(Some(n.span))
-            .with_path(format!("/entries/{i}"))
-            .with_help(help)]);
+    let entries = cur.get("entries");
+    for (i, e) in entries
+        .and_then(Node::as_seq)
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        a.feed(i, e);
     }
-    Ok(Vec::new())
+    Ok(a.finish(Some(entries.map_or(cur.span, |e| e.span))))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use small_core::check::{self, CheckReport, GateOptions, StageStatus};
 use small_core::diag::{Diagnostic, Severity};
 use small_core::schemas::SchemaSet;
-use small_core::workspace::{LoadOptions, Scope, Workspace};
+use small_core::workspace::{Location, Scope, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
 use crate::render;
@@ -52,9 +52,9 @@ pub(crate) fn parse_scope(s: &str) -> Result<Scope, String> {
     s.parse()
 }
 
-/// Load the whole workspace (artifacts and metadata), or say why there is none.
-pub(crate) fn open_workspace(dir: Option<&std::path::Path>) -> Result<Workspace, Diagnostic> {
-    Workspace::open(dir, &LoadOptions::all()).map_err(|e| e.to_diagnostic())
+/// Find the workspace, or say why there is none.
+pub(crate) fn locate(dir: Option<&std::path::Path>) -> Result<Location, Diagnostic> {
+    small_core::workspace::locate(dir).map_err(|e| e.to_diagnostic())
 }
 
 /// Resolve the schemas (--spec-dir, $SMALL_SPEC_DIR, embedded).
@@ -133,19 +133,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         since: None,
     };
     let printer = Printer::new(g, args.ci);
-    let (report, ws) = match open_workspace(args.dir.as_deref()) {
+    let (report, loaded) = match locate(args.dir.as_deref()) {
         Err(d) => (check::no_workspace_report(d), None),
-        Ok(ws) => match schemas(args.spec_dir.as_deref()) {
-            Err(d) => (check::no_workspace_report(d), Some(ws)),
-            Ok(schemas) => (check::run_check(&ws, &schemas, &opts), Some(ws)),
+        Ok(loc) => match schemas(args.spec_dir.as_deref()) {
+            Err(d) => (check::no_workspace_report(d), None),
+            Ok(schemas) => {
+                let l = check::load(loc, Some(&schemas), &opts);
+                (check::run_check(&l, &schemas, &opts), Some(l))
+            }
         },
     };
+    let ws = loaded.as_ref().map(|l| &l.ws);
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::usage(format!("cannot encode the report: {e}")))?;
         println!("{text}");
     } else {
-        print_human(&report, ws.as_ref(), &printer, g);
+        print_human(&report, ws, &printer, g);
     }
     match report.exit_code {
         0 => Ok(()),

@@ -101,8 +101,10 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             return;
         }
     };
+    let loaded = check::Loaded { ws, streamed: None };
+    let ws = &loaded.ws;
     r.ok("workspace", format!("{} exists", ws.small_dir.display()));
-    let load = check::artifact_load_diagnostics(&ws);
+    let load = check::artifact_load_diagnostics(ws);
     if load.is_empty() {
         r.ok(
             "files",
@@ -141,7 +143,7 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
     }
     match schemas(None) {
         Ok(s) => {
-            let v: Vec<Diagnostic> = check::validate_stage(&ws, &s)
+            let v: Vec<Diagnostic> = check::validate_stage(&loaded, &s)
                 .into_iter()
                 .filter(|d| !load.contains(d))
                 .collect();
@@ -154,12 +156,12 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
                 scope: Scope::Any,
                 ..Default::default()
             };
-            match check::lint_stage(&ws, &opts) {
+            match check::lint_stage(&loaded, &opts) {
                 Ok(l) if l.is_empty() => r.ok("invariants", "all protocol invariants hold"),
                 Ok(l) => r.diags("invariants", &l, "see docs/rules.md"),
                 Err(e) => r.error("invariants", format!("cannot list .small/: {e}"), ""),
             }
-            match check::verify_stage(&ws, &s, &opts) {
+            match check::verify_stage(&loaded, &s, &opts) {
                 Ok(v) if v.is_empty() => r.ok(
                     "verify",
                     "workspace metadata, replayId and evidence gate ok",
@@ -170,7 +172,7 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
         }
         Err(d) => r.diags("schema", &[d], ""),
     }
-    run_state(&ws, r);
+    run_state(ws, r);
 }
 
 fn run_state(ws: &Workspace, r: &mut Report) {

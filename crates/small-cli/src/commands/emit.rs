@@ -75,6 +75,8 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
     let include = parse_include(args.include.as_deref())?;
     let ws = Workspace::open(args.dir.as_deref(), &LoadOptions::all())
         .map_err(|e| CliError::usage(e.to_string()))?;
+    let loaded = check::Loaded { ws, streamed: None };
+    let ws = &loaded.ws;
     if args.workspace != Scope::Any {
         if let Some(d) = ws.check_scope(args.workspace).first() {
             return Err(CliError::invalid(d.message.clone()));
@@ -210,7 +212,7 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
             ..Default::default()
         };
         let report = match schemas(None) {
-            Ok(s) => check::run_check(&ws, &s, &opts),
+            Ok(s) => check::run_check(&loaded, &s, &opts),
             Err(d) => check::no_workspace_report(d),
         };
         exit = report.exit_code;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use small_core::check::{self, GateOptions};
 use small_core::diag::{self, Diagnostic};
 
-use crate::commands::check::{count, errors_and_warnings, exit_for, open_workspace, Printer};
+use crate::commands::check::{count, errors_and_warnings, exit_for, locate, Printer};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -37,8 +37,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let printer = Printer::new(g, false);
-    let ws = match open_workspace(args.dir.as_deref()) {
-        Ok(ws) => ws,
+    let loc = match locate(args.dir.as_deref()) {
+        Ok(loc) => loc,
         Err(d) => {
             printer.print(&[d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -49,8 +49,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         format_strict: args.format_strict,
         ..Default::default()
     };
-    let mut diags: Vec<Diagnostic> = check::artifact_load_diagnostics(&ws);
-    match check::lint_stage(&ws, &opts) {
+    let loaded = check::load(loc, None, &opts);
+    let ws = &loaded.ws;
+    let mut diags: Vec<Diagnostic> = check::artifact_load_diagnostics(ws);
+    match check::lint_stage(&loaded, &opts) {
         Ok(d) => diags.extend(d),
         Err(e) => {
             diags.push(Diagnostic::error(
@@ -60,7 +62,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
     diag::sort(&mut diags);
-    printer.print(&diags, Some(&ws));
+    printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
         eprintln!(

@@ -8,7 +8,7 @@ use small_core::diag::{self, Diagnostic};
 use small_core::workspace::Scope;
 
 use crate::commands::check::{
-    count, errors_and_warnings, exit_for, open_workspace, parse_scope, schemas, Printer,
+    count, errors_and_warnings, exit_for, locate, parse_scope, schemas, Printer,
 };
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
@@ -47,8 +47,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let printer = Printer::new(g, args.ci);
-    let ws = match open_workspace(args.dir.as_deref()) {
-        Ok(ws) => ws,
+    let loc = match locate(args.dir.as_deref()) {
+        Ok(loc) => loc,
         Err(d) => {
             printer.print(&[d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -67,19 +67,21 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         scope: args.workspace,
         since: args.since.clone(),
     };
-    let mut diags: Vec<Diagnostic> = check::validate_stage(&ws, &schemas);
-    match check::lint_stage(&ws, &opts) {
+    let loaded = check::load(loc, Some(&schemas), &opts);
+    let ws = &loaded.ws;
+    let mut diags: Vec<Diagnostic> = check::validate_stage(&loaded, &schemas);
+    match check::lint_stage(&loaded, &opts) {
         Ok(d) => diags.extend(d),
         Err(e) => diags.push(Diagnostic::error(
             "io",
             format!("cannot list {}: {e}", ws.small_dir.display()),
         )),
     }
-    match check::verify_stage(&ws, &schemas, &opts) {
+    match check::verify_stage(&loaded, &schemas, &opts) {
         Ok(d) => diags.extend(d),
         Err(e) => {
             diag::sort(&mut diags);
-            printer.print(&diags, Some(&ws));
+            printer.print(&diags, Some(ws));
             printer.print(
                 &[Diagnostic::error("since", e.to_string()).with_help(
                     "pass a commit, tag or branch of the repository that holds the workspace",
@@ -91,7 +93,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     diag::sort(&mut diags);
     diags.dedup();
-    printer.print(&diags, Some(&ws));
+    printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
         if !args.ci {
