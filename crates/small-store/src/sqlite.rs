@@ -351,7 +351,7 @@ impl Tx for SqliteTx<'_> {
              SELECT node, NULL, depth FROM best
              UNION ALL
              SELECT e.child, e.parent, -1 FROM best a
-             JOIN small_lineage_edges e ON e.child = a.node
+             CROSS JOIN small_lineage_edges e ON e.child = a.node
              WHERE a.depth < ?2"
         } else {
             "WITH RECURSIVE walk(node, depth) AS (
@@ -364,7 +364,7 @@ impl Tx for SqliteTx<'_> {
              SELECT node, NULL, depth FROM best
              UNION ALL
              SELECT e.child, e.parent, -1 FROM best a
-             JOIN small_lineage_edges e ON e.parent = a.node
+             CROSS JOIN small_lineage_edges e ON e.parent = a.node
              WHERE a.depth < ?2"
         };
         let mut st = self.tx.prepare_cached(sql)?;

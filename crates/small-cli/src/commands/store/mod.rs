@@ -136,7 +136,11 @@ impl Out {
     pub fn listing(&self, l: &Listing) {
         if self.json {
             let items: Vec<Value> = l.items.iter().map(summary).collect();
-            self.value(&json!({"items": items, "next": l.next}));
+            let mut v = json!({ "items": items });
+            if let Some(n) = &l.next {
+                v["next"] = json!(n);
+            }
+            self.value(&v);
         } else {
             for r in &l.items {
                 println!(
