@@ -3,7 +3,8 @@
 # POST /small/v1/validate-manifest and POST /small/v1/replay with a ~300-byte manifest,
 # keep-alive, 64 connections. Prints requests/s and latency percentiles (p50/p90/p99).
 #
-# Environment: SMALL_BIN (binary; default: builds target/release/small), DURATION (default 10s),
+# Environment: SMALL_BIN (binary; default: builds target/release/small; the stand-alone
+# `cargo build --release -p small-server --example serve` binary works too), DURATION (default 10s),
 # CONNECTIONS (default 64), THREADS (wrk threads, default 2), STORE (default memory).
 set -euo pipefail
 
