@@ -43,4 +43,9 @@ fn postgres_replay_store_first_wins() {
     let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(results.iter().filter(|(_, c)| *c).count(), 1);
     assert!(results.iter().all(|(r, _)| *r == results[0].0));
+
+    drop((a, b));
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
 }

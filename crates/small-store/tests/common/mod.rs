@@ -42,6 +42,18 @@ pub fn fresh_pg_schema(url: &str, test: &str) -> String {
 pub struct Harness {
     pub store: Arc<dyn PrimitiveStore>,
     _dir: Option<tempfile::TempDir>,
+    /// PostgreSQL: (URL, schema) to drop when the test ends.
+    pg: Option<(String, String)>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some((url, schema)) = &self.pg {
+            if let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls) {
+                let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+            }
+        }
+    }
 }
 
 pub fn sqlite(_test: &str) -> Option<Harness> {
@@ -50,6 +62,7 @@ pub fn sqlite(_test: &str) -> Option<Harness> {
     Some(Harness {
         store: Arc::new(Store::new(backend)),
         _dir: Some(dir),
+        pg: None,
     })
 }
 
@@ -60,5 +73,6 @@ pub fn postgres(test: &str) -> Option<Harness> {
     Some(Harness {
         store: Arc::new(Store::new(backend)),
         _dir: None,
+        pg: Some((url, schema)),
     })
 }
