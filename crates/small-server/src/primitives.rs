@@ -256,6 +256,16 @@ impl PageQuery {
                 }
             },
         };
+        if let Some(a) = &self.after {
+            if !small_store::model::valid_id(a) {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                    "`after` must be the `next` cursor of a previous page",
+                )
+                .into());
+            }
+        }
         Ok(Page {
             after: self.after.clone(),
             limit,

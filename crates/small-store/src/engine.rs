@@ -290,10 +290,14 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn get_schema(&self, id: &str) -> Result<Option<Record>> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
         self.backend.read(&mut |tx| tx.schema_get(id))
     }
 
     fn list_schemas(&self, page: &Page) -> Result<Listing> {
+        check_cursor(page)?;
         let limit = page.limit();
         let items = self
             .backend
@@ -345,6 +349,9 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn get_artifact(&self, id: &str, version: Option<u64>) -> Result<Option<Record>> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
         self.backend.read(&mut |tx| {
             let v = match version {
                 Some(v) => v,
@@ -358,6 +365,7 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn list_artifacts(&self, page: &Page) -> Result<Listing> {
+        check_cursor(page)?;
         let limit = page.limit();
         let items = self
             .backend
@@ -477,6 +485,9 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn get_manifest(&self, id: &str, version: Option<u64>) -> Result<Option<Record>> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
         self.backend.read(&mut |tx| {
             let v = match version {
                 Some(v) => v,
@@ -490,6 +501,7 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn list_manifests(&self, page: &Page) -> Result<Listing> {
+        check_cursor(page)?;
         let limit = page.limit();
         let items = self
             .backend
@@ -543,12 +555,24 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn get_lineage(&self, artifact_id: &str) -> Result<Vec<Record>> {
+        if !valid_id(artifact_id) {
+            return Ok(Vec::new());
+        }
         self.backend.read(&mut |tx| tx.lineage_for(artifact_id))
     }
 
     fn lineage_graph(&self, artifact_id: &str, direction: Direction, depth: u32) -> Result<Graph> {
         let depth = depth.clamp(1, MAX_DEPTH);
         let up = direction == Direction::Ancestors;
+        if !valid_id(artifact_id) {
+            return Ok(Graph {
+                artifact_id: artifact_id.to_string(),
+                direction,
+                depth,
+                nodes: Vec::new(),
+                edges: Vec::new(),
+            });
+        }
         let (reached, walked) = self
             .backend
             .read(&mut |tx| tx.walk(artifact_id, depth, up))?;
@@ -663,6 +687,9 @@ impl<B: Backend> PrimitiveStore for Store<B> {
     }
 
     fn get_lifecycle(&self, artifact_id: &str) -> Result<Vec<Record>> {
+        if !valid_id(artifact_id) {
+            return Ok(Vec::new());
+        }
         self.backend
             .read(&mut |tx| tx.lifecycle_events(artifact_id))
     }
@@ -682,6 +709,17 @@ impl<B: Backend> Store<B> {
     }
 }
 
+/// List cursors are ids: anything else cannot match and is refused.
+fn check_cursor(page: &Page) -> Result<()> {
+    match page.after.as_deref() {
+        Some(a) if !valid_id(a) => Err(StoreError::field(
+            "/after",
+            "the cursor `after` must be an id from a previous page",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn same_or_conflict(existing: Record, rec: &Record) -> Result<Put> {
     if existing.json == rec.json {
         Ok(Put {
@@ -697,6 +735,12 @@ fn same_or_conflict(existing: Record, rec: &Record) -> Result<Put> {
 }
 
 fn versions<B: Backend>(backend: &B, t: Versioned, id: &str, page: &Page) -> Result<Listing> {
+    if !valid_id(id) {
+        return Err(StoreError::NotFound(format!(
+            "{} `{id}` does not exist",
+            noun(t)
+        )));
+    }
     let limit = page.limit();
     let after = match page.after.as_deref() {
         None => 0,

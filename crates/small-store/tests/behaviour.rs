@@ -37,6 +37,7 @@ both_backends!(
     lifecycle_streams_sync_as_a_prefix,
     listings_paginate,
     concurrent_appenders_get_contiguous_versions,
+    ids_that_cannot_exist_are_simply_not_found,
 );
 
 fn article_schema() -> Value {
@@ -642,5 +643,53 @@ fn concurrent_appenders_get_contiguous_versions(s: Arc<dyn PrimitiveStore>) {
     assert_eq!(
         events.iter().map(|r| r.version).collect::<Vec<_>>(),
         (1..=events.len() as u64).collect::<Vec<_>>()
+    );
+}
+
+fn ids_that_cannot_exist_are_simply_not_found(s: Arc<dyn PrimitiveStore>) {
+    // NUL and other control characters never reach the database (PostgreSQL refuses them).
+    for id in ["a\u{0}b", "", "with space", "tab\t"] {
+        assert_eq!(s.get_schema(id).unwrap(), None);
+        assert_eq!(s.get_artifact(id, None).unwrap(), None);
+        assert_eq!(s.get_manifest(id, Some(1)).unwrap(), None);
+        assert!(s.get_lineage(id).unwrap().is_empty());
+        assert!(s.get_lifecycle(id).unwrap().is_empty());
+        assert!(s
+            .lineage_graph(id, Direction::Descendants, 3)
+            .unwrap()
+            .nodes
+            .is_empty());
+        assert!(matches!(
+            s.list_artifact_versions(id, &Page::default()),
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(s
+            .append_lifecycle(id, &ev("created", "2025-01-15T09:00:00Z"))
+            .is_err());
+    }
+    let bad = Page {
+        after: Some("x\u{0}".into()),
+        limit: None,
+    };
+    assert!(matches!(
+        s.list_artifacts(&bad),
+        Err(StoreError::Invalid { .. })
+    ));
+    assert!(matches!(
+        s.list_schemas(&bad),
+        Err(StoreError::Invalid { .. })
+    ));
+    // Stored text may contain any character: canonical JSON escapes control characters.
+    s.register_schema(&json!({"$id": "schema:any:v1"})).unwrap();
+    let a = json!({"id": "n:1", "kind": "k", "schemaId": "schema:any:v1", "data": {"s": "nul\u{0}here"}});
+    let put = s.put_artifact(&a).unwrap();
+    assert!(
+        put.record.json.contains("nul\\u0000here"),
+        "{}",
+        put.record.json
+    );
+    assert_eq!(
+        s.get_artifact("n:1", Some(1)).unwrap().unwrap().value()["data"],
+        a["data"]
     );
 }
