@@ -234,7 +234,9 @@ mod tests {
     #[test]
     fn a_point_gets_one_caret() {
         let src = "a: 1\n\tb: 2\n";
-        let d = Diagnostic::error("yaml", "tab").in_file("f").at(span(2, 1, 2, 1));
+        let d = Diagnostic::error("yaml", "tab")
+            .in_file("f")
+            .at(span(2, 1, 2, 1));
         let text = render(&d, Some(src), false);
         assert!(text.contains("2 | \tb: 2\n  | ^\n"), "{text}");
     }
