@@ -6,7 +6,8 @@
 # every check enabled, stops the server, and exits non-zero on any failure schemathesis reports.
 #
 # Environment: SMALL_BIN (binary to test), ST_MAX_EXAMPLES (examples per operation, default 50),
-# SCHEMATHESIS_VERSION (pip requirement, default "schemathesis>=4,<5").
+# SCHEMATHESIS_VERSION (pip requirement, default "schemathesis>=4,<5"), ST_ARGS (extra
+# arguments, e.g. ST_ARGS="--include-path-regex ^/small/v1/replay" to test one part).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +63,8 @@ schemathesis run "$BASE/openapi/small.v1.yaml" \
   --checks all \
   --max-examples "${ST_MAX_EXAMPLES:-50}" \
   --seed 1 \
-  --no-color
+  --no-color \
+  ${ST_ARGS:-}
 STATUS=$?
 set -e
 

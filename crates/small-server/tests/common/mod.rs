@@ -284,9 +284,6 @@ pub fn check_against_openapi(method: &str, path: &str, resp: &Response) {
                         resp.status
                     )
                 });
-                if essence == "application/yaml" {
-                    return;
-                }
                 Some(media["schema"].clone())
             }
         }
@@ -294,14 +291,24 @@ pub fn check_against_openapi(method: &str, path: &str, resp: &Response) {
     if let Some(schema) = schema_ref {
         // Bodies may quote lone surrogates (`\ud800`), which serde_json refuses: read them
         // with the JavaScript-exact parser.
-        let instance: Value = small_core::canonical::parse(&resp.body)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{method} {path}: body is not JSON ({e}): {}",
-                    String::from_utf8_lossy(&resp.body)
-                )
-            })
-            .to_serde_lossy();
+        let yaml = resp
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("application/yaml"));
+        let instance: Value = if yaml {
+            small_core::yaml::parse_bytes(&resp.body, &Default::default())
+                .unwrap_or_else(|e| panic!("{method} {path}: body is not YAML: {}", e.message))
+                .root
+                .to_json()
+        } else {
+            small_core::canonical::parse(&resp.body)
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{method} {path}: body is not JSON ({e}): {}",
+                        String::from_utf8_lossy(&resp.body)
+                    )
+                })
+                .to_serde_lossy()
+        };
         let mut root = serde_json::Map::new();
         root.insert("components".into(), openapi()["components"].clone());
         if let Value::Object(m) = schema {
