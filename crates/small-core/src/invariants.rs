@@ -333,8 +333,12 @@ pub fn show(n: &Node) -> String {
     }
 }
 
-pub fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+pub fn escape_pointer(key: &str) -> std::borrow::Cow<'_, str> {
+    if key.contains(['~', '/']) {
+        std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
+    } else {
+        std::borrow::Cow::Borrowed(key)
+    }
 }
 
 fn need(
@@ -688,7 +692,7 @@ impl<'p> ProgressLinter<'p> {
             return;
         }
         let task_node = e.get("task_id");
-        let task_id = trimmed_text(task_node);
+        let task_id = trimmed_cow(task_node);
         if !non_empty_str(task_node) {
             self.diags.push(
                 diag(
@@ -761,7 +765,8 @@ impl<'p> ProgressLinter<'p> {
     /// Facts for S1, S2 and the evidence gate.
     fn gather(&mut self, i: usize, e: &Node) {
         let task_node = e.get("task_id");
-        let task_id = trimmed_text(task_node);
+        let task_cow = trimmed_cow(task_node);
+        let task_id: &str = &task_cow;
         if task_id.is_empty() {
             return;
         }
@@ -773,29 +778,38 @@ impl<'p> ProgressLinter<'p> {
                     Some(Value::Str(s)) => !s.trim().is_empty(),
                     Some(_) => true,
                 });
-        if strict_evidence && !self.facts.with_strict_evidence.contains(&task_id) {
-            self.facts.with_strict_evidence.insert(task_id.clone());
+        if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
+            self.facts.with_strict_evidence.insert(task_id.to_string());
         }
         let in_scope = if self.scope.is_empty() {
             true
         } else {
-            let rid = trimmed_text(e.get("replayId"));
-            !rid.is_empty() && rid == self.scope
+            let rid = trimmed_cow(e.get("replayId"));
+            !rid.is_empty() && *rid == *self.scope
         };
         if in_scope
             && !task_id.starts_with(META_TASK_PREFIX)
             && !self.plan.tasks.is_empty()
-            && !self.plan.contains(&task_id)
+            && !self.plan.contains(task_id)
         {
             self.facts.s2_offenders.push((
                 i,
-                task_id.clone(),
+                task_id.to_string(),
                 task_node.map_or(e.span, |n| n.span),
             ));
         }
-        if !self.facts.with_entries.contains(&task_id) {
-            self.facts.with_entries.insert(task_id);
+        if !self.facts.with_entries.contains(task_id) {
+            self.facts.with_entries.insert(task_id.to_string());
         }
+    }
+}
+
+/// A scalar's text, trimmed, borrowed when it is a string.
+fn trimmed_cow(node: Option<&Node>) -> std::borrow::Cow<'_, str> {
+    match node.map(|n| &n.value) {
+        Some(Value::Str(s)) => std::borrow::Cow::Borrowed(s.trim()),
+        Some(_) => std::borrow::Cow::Owned(trimmed_text(node)),
+        None => std::borrow::Cow::Borrowed(""),
     }
 }
 

@@ -52,6 +52,8 @@ pub struct Hit {
     pub what: String,
 }
 
+const URL_PASSWORD: &str = "password inside a URL";
+
 struct Pattern {
     kind: &'static str,
     re: Regex,
@@ -67,8 +69,14 @@ fn compiled() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| {
         let list = patterns();
-        let set =
-            RegexSet::new(list.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
+        // The URL rule has no literal prefix; it is kept out of the set (which can then skip
+        // most text quickly on literal prefixes) and run only on strings with `://` and `@`.
+        let set = RegexSet::new(
+            list.iter()
+                .filter(|p| p.kind != URL_PASSWORD)
+                .map(|p| p.re.as_str()),
+        )
+        .unwrap_or_else(|_| RegexSet::empty());
         Patterns { set, list }
     })
 }
@@ -107,7 +115,7 @@ fn patterns() -> Vec<Pattern> {
                 r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             ),
             (
-                "password inside a URL",
+                URL_PASSWORD,
                 r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+",
             ),
         ];
@@ -306,12 +314,18 @@ fn is_random_token(token: &str) -> bool {
 /// Look for a secret inside one string value. `key` is the mapping key holding it, if any.
 pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
     let pats = compiled();
-    if let Some(i) = pats.set.matches(value).iter().next() {
-        if let Some(m) = pats.list[i].re.find(value) {
-            return Some(Finding {
-                kind: pats.list[i].kind,
-                range: m.range(),
-            });
+    let url_candidate = value.contains("://") && value.contains('@');
+    if url_candidate || pats.set.is_match(value) {
+        for p in &pats.list {
+            if p.kind == URL_PASSWORD && !url_candidate {
+                continue;
+            }
+            if let Some(m) = p.re.find(value) {
+                return Some(Finding {
+                    kind: p.kind,
+                    range: m.range(),
+                });
+            }
         }
     }
     if let Some(k) = key {
@@ -391,7 +405,11 @@ fn walk(node: &Node, key: Option<&str>, path: &mut String, hits: &mut Vec<Hit>) 
             for e in entries {
                 let len = path.len();
                 path.push('/');
-                path.push_str(&e.key.replace('~', "~0").replace('/', "~1"));
+                if e.key.contains(['~', '/']) {
+                    path.push_str(&e.key.replace('~', "~0").replace('/', "~1"));
+                } else {
+                    path.push_str(&e.key);
+                }
                 walk(&e.value, Some(&e.key), path, hits);
                 path.truncate(len);
             }
