@@ -74,9 +74,9 @@ pub fn parse(text: &str) -> Result<Instant, TimestampError> {
     let mut p = Cursor { b, i: 0 };
     let year = p.digits(4, "a four-digit year")? as i64;
     p.expect(b'-', "`-` after the year")?;
-    let month = p.digits(2, "a two-digit month")? as u32;
+    let month = p.digits(2, "a two-digit month")?;
     p.expect(b'-', "`-` after the month")?;
-    let day = p.digits(2, "a two-digit day")? as u32;
+    let day = p.digits(2, "a two-digit day")?;
     match p.peek() {
         Some(b'T') => p.i += 1,
         Some(b't') | Some(b' ') => return Err(TimestampError::NoTSeparator),
@@ -87,11 +87,11 @@ pub fn parse(text: &str) -> Result<Instant, TimestampError> {
             ))
         }
     }
-    let hour = p.digits(2, "a two-digit hour")? as u32;
+    let hour = p.digits(2, "a two-digit hour")?;
     p.expect(b':', "`:` after the hour")?;
-    let minute = p.digits(2, "two-digit minutes")? as u32;
+    let minute = p.digits(2, "two-digit minutes")?;
     p.expect(b':', "`:` after the minutes")?;
-    let second = p.digits(2, "two-digit seconds")? as u32;
+    let second = p.digits(2, "two-digit seconds")?;
     let mut nanos: i128 = 0;
     let mut has_fraction = false;
     match p.peek() {

@@ -53,18 +53,18 @@ pub(crate) fn parse_scope(s: &str) -> Result<Scope, String> {
 }
 
 /// Find the workspace, or say why there is none.
-pub(crate) fn locate(dir: Option<&std::path::Path>) -> Result<Location, Diagnostic> {
-    small_core::workspace::locate(dir).map_err(|e| e.to_diagnostic())
+pub(crate) fn locate(dir: Option<&std::path::Path>) -> Result<Location, Box<Diagnostic>> {
+    small_core::workspace::locate(dir).map_err(|e| Box::new(e.to_diagnostic()))
 }
 
 /// Resolve the schemas (--spec-dir, $SMALL_SPEC_DIR, embedded).
 pub(crate) fn schemas(
     spec_dir: Option<&std::path::Path>,
-) -> Result<std::sync::Arc<SchemaSet>, Diagnostic> {
+) -> Result<std::sync::Arc<SchemaSet>, Box<Diagnostic>> {
     SchemaSet::resolve(spec_dir).map_err(|e| {
-        Diagnostic::error("schemas", e.to_string()).with_help(
+        Box::new(Diagnostic::error("schemas", e.to_string()).with_help(
             "point --spec-dir (or SMALL_SPEC_DIR) at a directory with all the *.schema.json files, or unset it to use the built-in schemas",
-        )
+        ))
     })
 }
 
@@ -134,9 +134,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let printer = Printer::new(g, args.ci);
     let (report, loaded) = match locate(args.dir.as_deref()) {
-        Err(d) => (check::no_workspace_report(d), None),
+        Err(d) => (check::no_workspace_report(*d), None),
         Ok(loc) => match schemas(args.spec_dir.as_deref()) {
-            Err(d) => (check::no_workspace_report(d), None),
+            Err(d) => (check::no_workspace_report(*d), None),
             Ok(schemas) => {
                 let l = check::load(loc, Some(&schemas), &opts);
                 (check::run_check(&l, &schemas, &opts), Some(l))

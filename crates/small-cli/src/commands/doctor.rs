@@ -170,7 +170,7 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
                 Err(e) => r.error("verify", e.to_string(), ""),
             }
         }
-        Err(d) => r.diags("schema", &[d], ""),
+        Err(d) => r.diags("schema", &[*d], ""),
     }
     run_state(ws, r);
 }

@@ -213,7 +213,7 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         };
         let report = match schemas(None) {
             Ok(s) => check::run_check(&loaded, &s, &opts),
-            Err(d) => check::no_workspace_report(d),
+            Err(d) => check::no_workspace_report(*d),
         };
         exit = report.exit_code;
         out.insert(

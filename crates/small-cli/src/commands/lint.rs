@@ -40,7 +40,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
         Err(d) => {
-            printer.print(&[d], None);
+            printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
         }
     };
