@@ -174,6 +174,24 @@ fn key_words(key: &str) -> Vec<String> {
 
 /// True if a key name says its value is a secret.
 pub fn is_secret_key_name(key: &str) -> bool {
+    // The protocol's own field names are never secrets.
+    if matches!(
+        key,
+        "task_id"
+            | "timestamp"
+            | "status"
+            | "evidence"
+            | "command"
+            | "commit"
+            | "notes"
+            | "replayId"
+            | "test"
+            | "link"
+            | "id"
+            | "title"
+    ) {
+        return false;
+    }
     // Fast path: every secret word contains one of these (checked without allocating).
     let lower_has = |needle: &str| {
         key.as_bytes()
@@ -335,6 +353,9 @@ pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
                 range: 0..value.len(),
             });
         }
+    }
+    if value.len() < 32 {
+        return None;
     }
     let b = value.as_bytes();
     let mut i = 0;
