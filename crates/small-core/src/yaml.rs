@@ -21,6 +21,8 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError};
 
 use crate::diag::{Pos, Span};
 
+mod fast;
+
 /// Resource limits for one file.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -307,6 +309,9 @@ pub fn parse_streaming(
         Some(rest) => ('\u{feff}'.len_utf8(), rest),
         None => (0, src),
     };
+    if let Some(root) = fast::stream(text, bom_len, stream_key, sink) {
+        return Ok(root);
+    }
     let mut builder = Builder::new(text, bom_len, limits);
     builder.stream = Some(Stream {
         key: stream_key,

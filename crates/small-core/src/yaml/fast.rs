@@ -1,0 +1,636 @@
+//! A fast path for the common shape of long logs.
+//!
+//! A progress log is almost always a top-level mapping of plain keys to one-line scalars,
+//! with one key (`entries`) holding a block sequence of block mappings whose values are
+//! one-line scalars. The general YAML parser spends about a second on a 35 MB log of that
+//! shape; this module reads it line by line an order of magnitude faster and produces the
+//! same nodes (values, styles, starts of every span, key spans).
+//!
+//! It is deliberately strict: every line must be one of a handful of forms, checked in a
+//! first pass that builds nothing. Anything else — flow collections other than `[]`/`{}`,
+//! block scalars, multi-line scalars, anchors, aliases, tags, tabs, CR line ends, quoted or
+//! unusual keys, duplicate keys, documents markers — makes [`stream`] return `None`, and the
+//! caller parses the file with the general parser instead, which also produces the error
+//! messages for files that are invalid YAML.
+
+use super::{resolve_plain, to_u32, Entry, Node, Style, Value};
+use crate::diag::{Pos, Span};
+use saphyr_parser::ScalarStyle;
+
+/// One classified line.
+enum Line<'a> {
+    /// Empty or comment only.
+    Blank,
+    /// `key: value` (value may be absent) at `indent`, optionally behind `- ` (`item`).
+    Pair {
+        indent: usize,
+        item: bool,
+        key: &'a str,
+        key_col: usize,
+        value: Option<Tok<'a>>,
+    },
+}
+
+/// A one-line scalar (or an empty flow collection) found on a line.
+#[derive(Clone, Copy)]
+struct Tok<'a> {
+    /// Byte column (0-based) where the token starts on its line.
+    col: usize,
+    /// The token's source text.
+    raw: &'a str,
+    kind: TokKind,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum TokKind {
+    Plain,
+    Single,
+    Double,
+    EmptySeq,
+    EmptyMap,
+}
+
+/// Parse `text` if it has the simple shape, streaming the items under `stream_key`.
+/// `base` is the byte offset of `text` in the file (a byte-order mark before it).
+/// Returns `None` when the file has any other shape; nothing has been sent to `sink` then.
+pub(super) fn stream(
+    text: &str,
+    base: usize,
+    stream_key: &str,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Option<Node> {
+    // Pass 1: check the shape without building anything.
+    walk(text, base, stream_key, &mut None)?;
+    // Pass 2: build, cannot fail where pass 1 succeeded.
+    walk(text, base, stream_key, &mut Some(sink))
+}
+
+fn walk(
+    text: &str,
+    base: usize,
+    stream_key: &str,
+    sink: &mut Option<&mut dyn FnMut(usize, Node)>,
+) -> Option<Node> {
+    let build = sink.is_some();
+    let mut top: Vec<Entry> = Vec::new();
+    let mut top_keys: Vec<&str> = Vec::new();
+    // The sequence under the stream key, while inside it: (item indent, seq start, count).
+    let mut in_seq: Option<(usize, Option<Pos>, usize)> = None;
+    let mut seq_done = false;
+    // The item mapping being built: (entries, keys, start).
+    let mut item: Option<(Vec<Entry>, Vec<&str>, Pos)> = None;
+    let mut line_no = 0usize;
+    let mut offset = 0usize;
+    let mut last_end = Pos {
+        line: 1,
+        column: 1,
+        offset: to_u32(base),
+    };
+
+    let flush = |item: &mut Option<(Vec<Entry>, Vec<&str>, Pos)>,
+                 sink: &mut Option<&mut dyn FnMut(usize, Node)>,
+                 seq: &mut Option<(usize, Option<Pos>, usize)>,
+                 end: Pos| {
+        if let (Some((entries, _, start)), Some((_, _, count))) = (item.take(), seq.as_mut()) {
+            if let Some(sink) = sink {
+                let node = Node {
+                    value: Value::Map(entries),
+                    span: Span { start, end },
+                    style: Style::Block,
+                };
+                sink(*count, node);
+            }
+            *count += 1;
+        }
+    };
+
+    for raw_line in text.split_inclusive('\n') {
+        line_no += 1;
+        let line_start = offset;
+        offset += raw_line.len();
+        let line = raw_line.strip_suffix('\n').unwrap_or(raw_line);
+        let pos = |col: usize| Pos {
+            line: to_u32(line_no),
+            column: to_u32(line[..col].chars().count() + 1),
+            offset: to_u32(base + line_start + col),
+        };
+        match classify(line)? {
+            Line::Blank => continue,
+            Line::Pair {
+                indent,
+                item: is_item,
+                key,
+                key_col,
+                value,
+            } => {
+                let key_span = Span {
+                    start: pos(key_col),
+                    end: pos(key_col + key.len()),
+                };
+                let value_node = match value {
+                    Some(tok) => Some(scalar(tok, &pos, build)?),
+                    None => None,
+                };
+                if indent == 0 && !is_item {
+                    // A top-level key ends the sequence (and its last item).
+                    if let Some((_, seq_start, _)) = in_seq {
+                        flush(&mut item, sink, &mut in_seq, last_end);
+                        let start = seq_start?;
+                        let seq = Node {
+                            value: Value::Seq(Vec::new()),
+                            span: Span { start, end: pos(0) },
+                            style: Style::Block,
+                        };
+                        top.last_mut()?.value = seq;
+                        in_seq = None;
+                        seq_done = true;
+                    }
+                    if top_keys.contains(&key) {
+                        return None;
+                    }
+                    top_keys.push(key);
+                    let node = match value_node {
+                        Some(n) => n,
+                        None => {
+                            // Only the stream key may open a block, and only once.
+                            if key != stream_key || seq_done {
+                                return None;
+                            }
+                            in_seq = Some((usize::MAX, None, 0));
+                            Node {
+                                value: Value::Null,
+                                span: key_span,
+                                style: Style::Plain,
+                            }
+                        }
+                    };
+                    if build {
+                        top.push(Entry {
+                            key: key.to_string(),
+                            key_span,
+                            value: node,
+                        });
+                    } else {
+                        top.push(Entry {
+                            key: String::new(),
+                            key_span,
+                            value: node,
+                        });
+                    }
+                    last_end = pos(line.len());
+                    continue;
+                }
+                // Inside the stream sequence.
+                let (seq_indent, seq_start, _) = in_seq.as_mut()?;
+                let value_node = value_node?;
+                if is_item {
+                    if *seq_indent == usize::MAX {
+                        *seq_indent = indent;
+                        // An indentless sequence (`- ` at the parent key's column) starts
+                        // at its first key, as the general parser reports it.
+                        *seq_start = Some(pos(if indent == 0 { key_col } else { indent }));
+                    } else if indent != *seq_indent {
+                        return None;
+                    }
+                    flush(&mut item, sink, &mut in_seq, last_end);
+                    let mut entries = Vec::new();
+                    if build {
+                        entries.push(Entry {
+                            key: key.to_string(),
+                            key_span,
+                            value: value_node,
+                        });
+                    }
+                    item = Some((entries, vec![key], key_span.start));
+                } else {
+                    let (entries, keys, start) = item.as_mut()?;
+                    if to_u32(key_col) + 1 != start.column || keys.contains(&key) {
+                        return None;
+                    }
+                    keys.push(key);
+                    if build {
+                        entries.push(Entry {
+                            key: key.to_string(),
+                            key_span,
+                            value: value_node,
+                        });
+                    }
+                }
+                last_end = pos(line.len());
+            }
+        }
+    }
+    let end_pos = Pos {
+        line: to_u32(line_no + 1),
+        column: 1,
+        offset: to_u32(base + offset),
+    };
+    if let Some((_, seq_start, _)) = in_seq {
+        flush(&mut item, sink, &mut in_seq, end_pos);
+        // `entries:` with nothing after it is a null, not an empty sequence: leave that to
+        // the general parser.
+        let start = seq_start?;
+        top.last_mut()?.value = Node {
+            value: Value::Seq(Vec::new()),
+            span: Span {
+                start,
+                end: end_pos,
+            },
+            style: Style::Block,
+        };
+    }
+    if top.is_empty() {
+        return None;
+    }
+    let start = top[0].key_span.start;
+    Some(Node {
+        value: Value::Map(top),
+        span: Span {
+            start,
+            end: end_pos,
+        },
+        style: Style::Block,
+    })
+}
+
+/// Classify a line, or `None` if it is outside the simple shape.
+fn classify(line: &str) -> Option<Line<'_>> {
+    let bytes = line.as_bytes();
+    let indent = bytes.iter().take_while(|&&b| b == b' ').count();
+    let rest = &line[indent..];
+    if rest.is_empty() || rest.starts_with('#') {
+        return Some(Line::Blank);
+    }
+    if rest.contains('\t') || rest.contains('\r') {
+        return None;
+    }
+    let (item, key_col) = match rest.strip_prefix("- ") {
+        Some(after) => {
+            let extra = after.bytes().take_while(|&b| b == b' ').count();
+            (true, indent + 2 + extra)
+        }
+        None => (false, indent),
+    };
+    let after_key_start = &line[key_col..];
+    let key_len = after_key_start
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
+        .count();
+    if key_len == 0 || after_key_start.starts_with('-') || after_key_start.starts_with('.') {
+        return None;
+    }
+    let key = &after_key_start[..key_len];
+    let after_key = &after_key_start[key_len..];
+    let after_colon = after_key.strip_prefix(':')?;
+    if !(after_colon.is_empty() || after_colon.starts_with(' ')) {
+        return None;
+    }
+    let spaces = after_colon.bytes().take_while(|&b| b == b' ').count();
+    let value_col = key_col + key_len + 1 + spaces;
+    let value_text = &line[value_col..];
+    if value_text.is_empty() || value_text.starts_with('#') {
+        if spaces == 0 && value_text.starts_with('#') {
+            return None;
+        }
+        return Some(Line::Pair {
+            indent,
+            item,
+            key,
+            key_col,
+            value: None,
+        });
+    }
+    let tok = token(value_text, value_col)?;
+    Some(Line::Pair {
+        indent,
+        item,
+        key,
+        key_col,
+        value: Some(tok),
+    })
+}
+
+/// The one-line scalar at the start of `s` (which starts at byte column `col`), checking
+/// that only spaces or a comment follow it.
+fn token(s: &str, col: usize) -> Option<Tok<'_>> {
+    let bytes = s.as_bytes();
+    let (len, kind) = match bytes[0] {
+        b'"' => {
+            let mut i = 1;
+            loop {
+                match bytes.get(i)? {
+                    b'\\' => i += 2,
+                    b'"' => break,
+                    _ => i += 1,
+                }
+            }
+            (i + 1, TokKind::Double)
+        }
+        b'\'' => {
+            let mut i = 1;
+            loop {
+                match bytes.get(i)? {
+                    b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
+                    b'\'' => break,
+                    _ => i += 1,
+                }
+            }
+            (i + 1, TokKind::Single)
+        }
+        b'[' if s.starts_with("[]") => (2, TokKind::EmptySeq),
+        b'{' if s.starts_with("{}") => (2, TokKind::EmptyMap),
+        b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'[' | b']' | b'{' | b'}'
+        | b',' | b'?' | b':' | b'#' => return None,
+        b'-' if bytes.get(1).is_none_or(|b| *b == b' ') => return None,
+        _ => {
+            // Plain: up to a comment (` #`) or the end, trailing spaces trimmed; no `: `
+            // inside and no `:` at the end (that would be a mapping).
+            let end = s.find(" #").unwrap_or(s.len());
+            let text = s[..end].trim_end_matches(' ');
+            if text.contains(": ") || text.ends_with(':') || text.contains(" #") {
+                return None;
+            }
+            if text
+                .bytes()
+                .any(|b| matches!(b, b'[' | b']' | b'{' | b'}' | b','))
+            {
+                // Fine in block context, but keep the fast path to the obvious cases.
+                return None;
+            }
+            return Some(Tok {
+                col,
+                raw: text,
+                kind: TokKind::Plain,
+            });
+        }
+    };
+    let tail = &s[len..];
+    let trimmed = tail.trim_start_matches(' ');
+    if !(trimmed.is_empty() || (trimmed.starts_with('#') && trimmed.len() < tail.len())) {
+        return None;
+    }
+    Some(Tok {
+        col,
+        raw: &s[..len],
+        kind,
+    })
+}
+
+/// Build the node of a token (or, when not building, only check it can be decoded).
+fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node> {
+    let span = Span {
+        start: pos(tok.col),
+        end: pos(tok.col + tok.raw.len()),
+    };
+    let (value, style) = match tok.kind {
+        TokKind::Plain => (
+            if build {
+                resolve_plain(tok.raw, ScalarStyle::Plain)
+            } else {
+                Value::Null
+            },
+            Style::Plain,
+        ),
+        TokKind::Single => {
+            let inner = &tok.raw[1..tok.raw.len() - 1];
+            (
+                Value::Str(if build {
+                    inner.replace("''", "'")
+                } else {
+                    String::new()
+                }),
+                Style::SingleQuoted,
+            )
+        }
+        TokKind::Double => {
+            let inner = &tok.raw[1..tok.raw.len() - 1];
+            (Value::Str(unescape(inner)?), Style::DoubleQuoted)
+        }
+        TokKind::EmptySeq => (Value::Seq(Vec::new()), Style::Flow),
+        TokKind::EmptyMap => (Value::Map(Vec::new()), Style::Flow),
+    };
+    Some(Node { value, span, style })
+}
+
+/// Decode the escapes of a double-quoted scalar; `None` for anything unusual.
+fn unescape(s: &str) -> Option<String> {
+    if !s.contains('\\') {
+        return Some(s.to_string());
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next()?;
+        let decoded = match e {
+            '0' => '\0',
+            'a' => '\u{7}',
+            'b' => '\u{8}',
+            't' => '\t',
+            'n' => '\n',
+            'v' => '\u{b}',
+            'f' => '\u{c}',
+            'r' => '\r',
+            'e' => '\u{1b}',
+            ' ' => ' ',
+            '"' => '"',
+            '/' => '/',
+            '\\' => '\\',
+            'N' => '\u{85}',
+            '_' => '\u{a0}',
+            'L' => '\u{2028}',
+            'P' => '\u{2029}',
+            'x' | 'u' | 'U' => {
+                let n = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let hex: String = chars.by_ref().take(n).collect();
+                if hex.len() != n {
+                    return None;
+                }
+                char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+            }
+            _ => return None,
+        };
+        out.push(decoded);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_str, Builder, Limits, Node, Stream, Value};
+    use proptest::prelude::*;
+
+    /// What the general parser streams for `src`.
+    fn general(src: &str) -> Result<(Node, Vec<Node>), String> {
+        let mut items = Vec::new();
+        let mut sink = |_: usize, n: Node| items.push(n);
+        let mut b = Builder::new(src, 0, &Limits::default());
+        b.stream = Some(Stream {
+            key: "entries",
+            sink: &mut sink,
+            count: 0,
+        });
+        let root = b.run().map_err(|e| e.message)?;
+        Ok((root, items))
+    }
+
+    fn fast(src: &str) -> Option<(Node, Vec<Node>)> {
+        let mut items = Vec::new();
+        let root = super::stream(src, 0, "entries", &mut |_, n| items.push(n))?;
+        Some((root, items))
+    }
+
+    /// Same values, styles, start positions and key spans (ends of spans may differ: the
+    /// general parser lets a scalar's span run over a trailing comment).
+    fn same(a: &Node, b: &Node) -> Result<(), String> {
+        if a.style != b.style || a.span.start != b.span.start {
+            return Err(format!("node differs: {a:?} vs {b:?}"));
+        }
+        match (&a.value, &b.value) {
+            (Value::Map(x), Value::Map(y)) => {
+                if x.len() != y.len() {
+                    return Err(format!("map sizes differ: {a:?} vs {b:?}"));
+                }
+                for (ex, ey) in x.iter().zip(y) {
+                    if ex.key != ey.key || ex.key_span != ey.key_span {
+                        return Err(format!("keys differ: {ex:?} vs {ey:?}"));
+                    }
+                    same(&ex.value, &ey.value)?;
+                }
+                Ok(())
+            }
+            (Value::Seq(x), Value::Seq(y)) if x.len() == y.len() => {
+                x.iter().zip(y).try_for_each(|(p, q)| same(p, q))
+            }
+            (Value::Float(x), Value::Float(y)) if x.is_nan() && y.is_nan() => Ok(()),
+            (x, y) if x == y => Ok(()),
+            _ => Err(format!("values differ: {a:?} vs {b:?}")),
+        }
+    }
+
+    fn agree(src: &str) -> Result<bool, String> {
+        let Some((froot, fitems)) = fast(src) else {
+            return Ok(false);
+        };
+        let (groot, gitems) = general(src)
+            .map_err(|e| format!("fast path accepted what the parser refuses ({e}):\n{src}"))?;
+        same(&froot, &groot).map_err(|e| format!("{e}\n{src}"))?;
+        if fitems.len() != gitems.len() {
+            return Err(format!("item counts differ\n{src}"));
+        }
+        for (f, g) in fitems.iter().zip(&gitems) {
+            same(f, g).map_err(|e| format!("{e}\n{src}"))?;
+        }
+        Ok(true)
+    }
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z][a-zA-Z0-9 ._/-]{0,20}",
+            "[0-9]{1,5}",
+            Just("true".to_string()),
+            Just("~".to_string()),
+            Just("null".to_string()),
+            Just("1.5e3".to_string()),
+            Just("0x1F".to_string()),
+            Just("-dry run".to_string()),
+            "\"([a-z #:'ü€]|\\\\|\\\"|\\n|\\t|\\u00e9|\\x41){0,12}\"",
+            "'([a-z #:\"ü]|''){0,12}'",
+            Just("[]".to_string()),
+            Just("{}".to_string()),
+            "[a-z]{1,5}: [a-z]{1,5}",
+            "[a-z]{1,5} #[a-z]{0,5}",
+            Just("\"unterminated".to_string()),
+            Just("&anchor x".to_string()),
+            Just("|".to_string()),
+        ]
+    }
+
+    fn comment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just(" # note".to_string()),
+            Just("  #x".to_string())
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn fast_path_agrees_with_the_parser(
+            head in proptest::collection::vec((scalar(), comment()), 0..3),
+            items in proptest::collection::vec(proptest::collection::vec((scalar(), comment()), 1..5), 0..6),
+            indent in 0usize..3,
+            blank_between in any::<bool>(),
+        ) {
+            let mut src = String::new();
+            for (i, (v, c)) in head.iter().enumerate() {
+                src.push_str(&format!("k{i}: {v}{c}\n"));
+            }
+            src.push_str("entries:\n");
+            let pad = " ".repeat(indent);
+            for item in &items {
+                for (j, (v, c)) in item.iter().enumerate() {
+                    let lead = if j == 0 { format!("{pad}- ") } else { format!("{pad}  ") };
+                    src.push_str(&format!("{lead}f{j}: {v}{c}\n"));
+                }
+                if blank_between {
+                    src.push_str("\n  # between items\n");
+                }
+            }
+            src.push_str("tail: end\n");
+            if let Err(e) = agree(&src) {
+                return Err(TestCaseError::fail(e));
+            }
+        }
+    }
+
+    #[test]
+    fn typical_logs_take_the_fast_path() {
+        let log = "small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n  - timestamp: \"2026-01-01T00:00:00.1Z\"\n    task_id: \"task-1\"\n    evidence: \"ran it: ok\"\n";
+        assert_eq!(agree(log), Ok(true));
+        assert_eq!(agree("small_version: \"1.0.0\"\nentries: []\n"), Ok(true));
+        let crlf = log.replace('\n', "\r\n");
+        assert_eq!(agree(&crlf), Ok(false));
+        assert_eq!(agree("entries:\n  - a: 1\n    b:\n      c: 2\n"), Ok(false));
+        assert_eq!(agree("entries:\n  - a: 1\n  - a: 1\n    a: 2\n"), Ok(false));
+        assert_eq!(agree("entries:\nother: 1\n"), Ok(false));
+        assert!(parse_str(log, &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn conformance_progress_logs_agree() {
+        let cases = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/conformance/cases"
+        );
+        let Ok(dir) = std::fs::read_dir(cases) else {
+            eprintln!("notice: {cases} is absent; skipping the corpus comparison");
+            return;
+        };
+        let mut fast_taken = 0;
+        for case in dir.flatten() {
+            let path = case.path().join(".small/progress.small.yml");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            match agree(text) {
+                Ok(true) => fast_taken += 1,
+                Ok(false) => {}
+                Err(e) => panic!("{}: {e}", path.display()),
+            }
+        }
+        assert!(
+            fast_taken > 50,
+            "only {fast_taken} corpus logs took the fast path"
+        );
+    }
+}
