@@ -75,10 +75,9 @@ impl StoreLocation {
             StoreLocation::Sqlite(path) => SqliteReplayStore::open(path)
                 .map(|s| Arc::new(s) as Arc<dyn ReplayStore>)
                 .map_err(|e| format!("cannot open the store {}: {e}", path.display())),
-            StoreLocation::Postgres(_) => Err(
-                "replay records cannot be kept in PostgreSQL yet; use an SQLite file or `memory`"
-                    .into(),
-            ),
+            StoreLocation::Postgres(url) => small_store::pg::PgReplayStore::connect(url)
+                .map(|s| Arc::new(s) as Arc<dyn ReplayStore>)
+                .map_err(|e| format!("cannot open the PostgreSQL store: {e}")),
         }
     }
 
