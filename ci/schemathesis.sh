@@ -57,10 +57,17 @@ if [ -z "$BASE" ]; then
 fi
 echo "ci/schemathesis.sh: testing $BASE" >&2
 
+# positive_data_acceptance (ST202) is left out on purpose: the primitives store refuses
+# requests that are valid against the request schema for reasons OpenAPI cannot express
+# (a referenced schema or artifact must already exist, versions must follow each other, ids
+# must be unique), answering with its documented 422. Every other check runs: no 5xx, status
+# codes and content types as documented, responses valid against their schemas, and invalid
+# requests refused.
 set +e
 schemathesis run "$BASE/openapi/small.v1.yaml" \
   --url "$BASE" \
   --checks all \
+  --exclude-checks positive_data_acceptance \
   --max-examples "${ST_MAX_EXAMPLES:-50}" \
   --seed 1 \
   --no-color \
