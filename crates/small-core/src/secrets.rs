@@ -320,6 +320,25 @@ fn is_random_token(token: &str) -> bool {
     if t.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-') {
         return false;
     }
+    // So are paths with a hash among their segments (`.small-cache/logs/<replayId>/...`):
+    // judge the path without them. A base64 secret that happens to contain `/` has no
+    // all-hex segment of hash length and is judged whole.
+    let is_hash = |seg: &str| seg.len() >= 32 && seg.bytes().all(|c| c.is_ascii_hexdigit());
+    if t.contains('/') {
+        // A path whose segments are mostly words (`logs`, `commands`) is a path, whatever
+        // its hash and timestamp segments look like.
+        let segs: Vec<&str> = t
+            .split('/')
+            .filter(|seg| !seg.is_empty() && !is_hash(seg))
+            .collect();
+        let wordy = segs.iter().filter(|seg| wordiness(seg) >= 0.6).count();
+        if segs.len() >= 3 && wordy * 2 > segs.len() {
+            return false;
+        }
+        if t.split('/').any(is_hash) {
+            return is_random_token(&segs.join("/"));
+        }
+    }
     let upper = t.bytes().any(|c| c.is_ascii_uppercase());
     let lower = t.bytes().any(|c| c.is_ascii_lowercase());
     let digit = t.bytes().any(|c| c.is_ascii_digit());
@@ -539,5 +558,16 @@ mod tests {
         let f = scan_str(None, v).unwrap();
         let d = f.describe(v);
         assert!(!d.contains("51HqLyj"), "{d}");
+    }
+
+    #[test]
+    fn log_paths_with_a_replay_id_are_not_secrets() {
+        let path = ".small-cache/logs/5a4775972ef32d43e98e5dff04cb229dfa9d0de5138ae337ab6bfcb3e0755469/commands/20261122T131333.837229773Z.txt";
+        assert_eq!(scan_str(Some("command_ref"), path), None);
+        let notes = format!("apply: exit code 0; output in {path}");
+        assert_eq!(scan_str(Some("notes"), &notes), None);
+        // A base64 secret with `/` inside is still found.
+        let aws = "aws_secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYq9Zt";
+        assert!(scan_str(Some("notes"), aws).is_some());
     }
 }
