@@ -277,7 +277,10 @@ fn time_parse(file: &Path) -> Result<(), String> {
     let limits = small_core::yaml::Limits::default();
     let start = Instant::now();
     let events = small_core::yaml::count_raw_events(&text);
-    println!("raw parser events: {events} in {:.1} ms", start.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "raw parser events: {events} in {:.1} ms",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
     let start = Instant::now();
     let doc = small_core::yaml::parse_str(&text, &limits).map_err(|e| e.to_string())?;
     let full = start.elapsed();

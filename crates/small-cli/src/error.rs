@@ -16,15 +16,24 @@ pub struct CliError {
 impl CliError {
     /// The workspace exists but its state is invalid (exit 1).
     pub fn invalid(message: impl Into<String>) -> Self {
-        CliError { exit: EXIT_INVALID, message: message.into() }
+        CliError {
+            exit: EXIT_INVALID,
+            message: message.into(),
+        }
     }
     /// Bad command line, or a system error such as an unreadable file (exit 2).
     pub fn usage(message: impl Into<String>) -> Self {
-        CliError { exit: EXIT_USAGE, message: message.into() }
+        CliError {
+            exit: EXIT_USAGE,
+            message: message.into(),
+        }
     }
     /// Exit with a code but print nothing more (the command already reported).
     pub fn silent(exit: u8) -> Self {
-        CliError { exit, message: String::new() }
+        CliError {
+            exit,
+            message: String::new(),
+        }
     }
 }
 

@@ -68,6 +68,7 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     let g = cli.global.clone();
     let Some(command) = cli.command else {
@@ -117,5 +118,16 @@ fn finish(result: error::CmdResult) -> ExitCode {
             }
             ExitCode::from(e.exit)
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, which turns `small status | head` into a panic on the next write.
+/// Like other Unix tools, `small` simply stops when its reader goes away.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists; resetting a
+    // signal disposition to its default has no other effect on the program.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

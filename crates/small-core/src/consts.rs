@@ -87,7 +87,14 @@ pub const KIND_REPO_ROOT: &str = "repo-root";
 pub const KIND_EXAMPLES: &str = "examples";
 
 /// Fields that count as evidence for invariant 2.
-pub const EVIDENCE_FIELDS: [&str; 6] = ["evidence", "verification", "command", "test", "link", "commit"];
+pub const EVIDENCE_FIELDS: [&str; 6] = [
+    "evidence",
+    "verification",
+    "command",
+    "test",
+    "link",
+    "commit",
+];
 
 /// Progress task id prefix for bootstrap / meta entries (exempt from S2).
 pub const META_TASK_PREFIX: &str = "meta/";

@@ -70,7 +70,10 @@ impl Diagnostic {
     }
 
     pub fn warning(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
     }
 
     pub fn in_file(mut self, file: impl Into<String>) -> Self {
@@ -99,7 +102,12 @@ impl Diagnostic {
 
     /// Stable report order: by file, then position, then code and message.
     pub fn sort_key(&self) -> (Option<&str>, Option<Pos>, &str, &str) {
-        (self.file.as_deref(), self.span.map(|s| s.start), &self.code, &self.message)
+        (
+            self.file.as_deref(),
+            self.span.map(|s| s.start),
+            &self.code,
+            &self.message,
+        )
     }
 }
 
