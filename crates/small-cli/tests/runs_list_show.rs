@@ -218,6 +218,11 @@ fn output_into_a_closed_pipe_ends_quietly() {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        // `small` stops like other Unix tools when its reader goes away: either it finished
+        // writing first (exit 0) or SIGPIPE ended it, silently.
+        use std::os::unix::process::ExitStatusExt;
+        let quiet = out.status.code() == Some(0) || out.status.signal() == Some(13);
+        assert!(quiet, "{args:?}: {:?} {err}", out.status);
+        assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
