@@ -155,6 +155,34 @@ fn generate(dir: &Path, tasks: usize, progress: usize) -> Result<u64, String> {
     Ok(files[3].1.len() as u64)
 }
 
+/// Generate in a child process and flush it to disk before timing anything: the measured
+/// commands must not inherit this process's memory (a forked child starts with its parent's
+/// resident set) nor pay for flushing the freshly written files in their own `fsync`.
+fn generate_fresh(dir: &Path, tasks: usize, progress: usize) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let status = Command::new(exe)
+        .args([
+            "gen",
+            "--tasks",
+            &tasks.to_string(),
+            "--progress",
+            &progress.to_string(),
+            "--dir",
+        ])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("generating {} failed", dir.display()));
+    }
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    fs::metadata(dir.join(".small/progress.small.yml"))
+        .map(|m| m.len())
+        .map_err(|e| e.to_string())
+}
+
 /// One finished command: wall time, peak RSS in KiB, exit code.
 struct Sample {
     wall: Duration,
@@ -226,7 +254,7 @@ fn run_benchmarks(small: &Path, runs: usize, work: &Path, quick: bool) -> Result
     );
     for (name, t, p) in sizes {
         let dir = work.join(name);
-        let bytes = generate(&dir, t, p)?;
+        let bytes = generate_fresh(&dir, t, p)?;
         let commands: [&[&str]; 3] = [
             &["check", "--strict", "--json"],
             &["status", "--json"],
@@ -241,7 +269,7 @@ fn run_benchmarks(small: &Path, runs: usize, work: &Path, quick: bool) -> Result
         // progress add: each run appends one entry to a fresh copy of the workspace.
         let mut samples = Vec::new();
         for i in 0..runs {
-            generate(&dir, t, p)?;
+            generate_fresh(&dir, t, p)?;
             let evidence = format!("bench append {i}");
             let args = [
                 "progress",
