@@ -28,7 +28,10 @@ fn workspace(dir: &Path, bad: bool) {
         ("intent.small.yml", INTENT),
         ("constraints.small.yml", CONSTRAINTS),
         ("plan.small.yml", if bad { BAD_PLAN } else { PLAN }),
-        ("progress.small.yml", if bad { BAD_PROGRESS } else { PROGRESS }),
+        (
+            "progress.small.yml",
+            if bad { BAD_PROGRESS } else { PROGRESS },
+        ),
         ("handoff.small.yml", HANDOFF),
         ("workspace.small.yml", WORKSPACE),
     ];
@@ -74,7 +77,13 @@ fn snapshot(name: &str, bad: bool, args: &[&str]) {
     }
     let expected = fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (run with SMALL_UPDATE_GOLDEN=1)", path.display()));
-    assert_eq!(text, expected, "output of `small {}` changed ({})", args.join(" "), path.display());
+    assert_eq!(
+        text,
+        expected,
+        "output of `small {}` changed ({})",
+        args.join(" "),
+        path.display()
+    );
 }
 
 #[test]
