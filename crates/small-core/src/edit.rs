@@ -271,29 +271,8 @@ pub fn append_item(src: &str, seq: &Node, key_col: usize, item: &str) -> Result<
             text: format!(", {item}"),
         });
     }
-    let Some(first) = items.first() else {
-        return Err(EditError("cannot add to an empty block list".into()));
-    };
-    // The dash sits before the first item's content; find its column on that line.
-    let first_at = first.span.start.offset as usize;
-    let ls = line_start(src, first_at);
-    let dash = src[ls..first_at]
-        .rfind('-')
-        .map(|i| ls + i)
-        .unwrap_or(seq.span.start.offset as usize);
-    let col = column_of(src, dash);
-    let (at, newline_first) = line_end_after(src, content_end(seq));
-    let mut text = String::new();
-    if newline_first {
-        text.push_str(eol);
-    }
-    text.push_str(&" ".repeat(col));
-    text.push_str("- ");
-    text.push_str(item);
-    text.push_str(eol);
-    Ok(Edit {
-        range: at..at,
-        text,
+    append_to_block_list(src, seq, items, eol, |col| {
+        format!("{}- {item}{eol}", " ".repeat(col))
     })
 }
 
@@ -342,9 +321,22 @@ pub fn append_map_item(
             text,
         });
     }
+    append_to_block_list(src, seq, items, eol, render)
+}
+
+/// Append rendered text after the last item of a non-empty block list. `render` gets the
+/// column of the list's dashes and returns the new item's lines.
+fn append_to_block_list(
+    src: &str,
+    seq: &Node,
+    items: &[Node],
+    eol: &str,
+    render: impl Fn(usize) -> String,
+) -> Result<Edit, EditError> {
     let Some(first) = items.first() else {
         return Err(EditError("cannot add to an empty block list".into()));
     };
+    // The dash sits before the first item's content; find its column on that line.
     let first_at = first.span.start.offset as usize;
     let ls = line_start(src, first_at);
     let dash = src[ls..first_at]
