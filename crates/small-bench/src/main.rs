@@ -106,7 +106,7 @@ fn generate(dir: &Path, tasks: usize, progress: usize) -> Result<u64, String> {
             let _ = writeln!(plan, "    depends_on:\n      - \"task-{}\"", i - 1);
         }
     }
-    let replay_id = small_core::replayid::auto_replay_id(
+    let replay_id = small_core::spec::replayid::auto_replay_id(
         intent.as_bytes(),
         plan.as_bytes(),
         Some(constraints.as_bytes()),

@@ -1,38 +1,29 @@
 //! The SMALL protocol library: everything `small` knows about the protocol, with no
-//! terminal, flag or HTTP code. The CLI and the HTTP server are thin front ends on it.
+//! terminal, flag or HTTP code. The CLI, the HTTP server and the MCP server are thin front
+//! ends on it.
+//!
+//! The folders are the architecture; dependencies point down this list, never up:
+//! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
+//!   timestamps, replay IDs).
+//! - `diag`: the one diagnostic shape every rule and operation reports through.
+//! - `yaml`, `json`: loading YAML with positions; canonical JSON.
+//! - `workspace`: locating and loading a `.small/` workspace.
+//! - `gates`: schemas, validation, invariants, verify, check, status.
+//! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).
+//! - `history`: run snapshots and archives.
+//! - `api`: manifests and replay for the HTTP API.
 
-pub mod consts;
 pub mod diag;
+pub mod json;
+pub mod spec;
 pub mod yaml;
 
-// Workspace model, schema validation (issue: workspace core).
-pub mod schemas;
-pub mod validate;
 pub mod workspace;
 
-// Invariants and the read-only gates.
-pub mod check;
-pub mod invariants;
-pub mod layout;
-pub mod replayid;
-pub mod secrets;
-pub mod status;
-pub mod timestamp;
-pub mod verify;
+pub mod gates;
 
-// Canonical JSON and the API manifest (seed 001 / 004).
-pub mod canonical;
-pub mod manifest;
+pub mod authoring;
 
-// Authoring: transactions, progress log, span-preserving edits.
-pub mod edit;
-pub mod handoff;
-pub mod plan;
-pub mod progress;
-pub mod txn;
+pub mod history;
 
-// AGENTS.md harness block, templates, run history, archives.
-pub mod agents;
-pub mod archive;
-pub mod runs;
-pub mod templates;
+pub mod api;

@@ -1,8 +1,8 @@
 //! All API vectors (../shared/conformance/api/*.jsonl) through the library: validation
 //! result, error order and messages, canonical JSON and replay IDs.
 
-use small_core::canonical;
-use small_core::manifest::{validate_request, ManifestRequest};
+use small_core::api::manifest::{validate_request, ManifestRequest};
+use small_core::json::canonical;
 use std::path::PathBuf;
 
 fn api_dir() -> Option<PathBuf> {
@@ -74,7 +74,7 @@ fn every_api_vector_through_the_library() {
                 if let Some(canonical::Value::String(want)) = expected.get("replayIdUnvalidated") {
                     if let Some(m) = req.manifest() {
                         assert_eq!(
-                            small_core::manifest::replay_id("1.0.0", m).as_str(),
+                            small_core::api::manifest::replay_id("1.0.0", m).as_str(),
                             want.as_str().unwrap(),
                             "{name}: replayIdUnvalidated"
                         );

@@ -3,7 +3,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use small_core::canonical::{self, JsString};
+use small_core::json::canonical::{self, JsString};
 
 /// An API error response.
 #[derive(Debug, Clone)]

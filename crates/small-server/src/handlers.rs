@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use small_core::canonical::{self, JsString, Value};
-use small_core::manifest::{self, ManifestError, ManifestRequest, RequestError};
+use small_core::api::manifest::{self, ManifestError, ManifestRequest, RequestError};
+use small_core::json::canonical::{self, JsString, Value};
 use small_store::replay::ReplayRecord;
 
 /// The protocol contract, exactly as seed 001 shows it.
@@ -52,7 +52,7 @@ pub fn schema_text(name: &str) -> Option<&'static str> {
         return Some(text);
     }
     if ARTIFACT_SCHEMAS.contains(&short) {
-        return small_core::schemas::embedded_text(short);
+        return small_core::gates::schemas::embedded_text(short);
     }
     None
 }

@@ -171,7 +171,7 @@ async fn read_body(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<Value, 
     let bytes = read_json_body(headers, body, ctx.body_limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v) => Ok(v),
-        Err(serde_err) => match small_core::canonical::parse(&bytes) {
+        Err(serde_err) => match small_core::json::canonical::parse(&bytes) {
             Err(e) => Err(ApiError::from_parse(&e).into()),
             Ok(_) => Err(ApiError::new(
                 StatusCode::BAD_REQUEST,

@@ -3,9 +3,9 @@
 use super::draft::{check_artifact, draft_rel, open_scoped, render_plain};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
-use small_core::progress::{NewEntry, TimestampRule};
-use small_core::txn::{Transaction, TxnError};
+use small_core::authoring::progress::{NewEntry, TimestampRule};
+use small_core::authoring::txn::{Transaction, TxnError};
+use small_core::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
 use std::path::PathBuf;
 
 /// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
@@ -112,17 +112,19 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
     // Keep workspace metadata's updated_at current, editing only that value.
     let ws_rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
-    let now = small_core::timestamp::format_utc(small_core::progress::now());
+    let now = small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
     if let Ok(src) = txn.read_string(&ws_rel) {
         if let Ok(doc) = small_core::yaml::parse_str(&src, &small_core::yaml::Limits::default()) {
-            let edit = small_core::edit::set_key(
+            let edit = small_core::authoring::edit::set_key(
                 &src,
                 &doc.root,
                 "updated_at",
-                &small_core::edit::NewValue::Scalar(small_core::edit::quote(&now)),
+                &small_core::authoring::edit::NewValue::Scalar(small_core::authoring::edit::quote(
+                    &now,
+                )),
             );
             if let Ok(e) = edit {
-                if let Ok(updated) = small_core::edit::apply(&src, vec![e]) {
+                if let Ok(updated) = small_core::authoring::edit::apply(&src, vec![e]) {
                     txn.write(ws_rel, updated.into_bytes());
                 }
             }

@@ -4,9 +4,9 @@ use super::draft::open_scoped;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use sha2::{Digest, Sha256};
-use small_core::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
-use small_core::progress::{NewEntry, TimestampRule};
-use small_core::txn::{Transaction, TxnError};
+use small_core::authoring::progress::{NewEntry, TimestampRule};
+use small_core::authoring::txn::{Transaction, TxnError};
+use small_core::spec::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -141,7 +141,7 @@ fn current_replay_id(root: &Path) -> Option<String> {
             .as_str()?
             .trim()
             .to_ascii_lowercase();
-        small_core::replayid::is_well_formed(&v).then_some(v)
+        small_core::spec::replayid::is_well_formed(&v).then_some(v)
     };
     read(WORKSPACE_FILE, "/run/replay_id")
         .or_else(|| read(ArtifactKind::Handoff.file_name(), "/replayId/value"))
@@ -157,7 +157,7 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
         .as_str()?
         .trim()
         .to_string();
-    small_core::replayid::is_well_formed(&v).then_some(v)
+    small_core::spec::replayid::is_well_formed(&v).then_some(v)
 }
 
 /// The ids of the plan's tasks, or `None` when the plan cannot be read.
@@ -196,7 +196,7 @@ fn write_command_log(
     let name: String = stamp.chars().filter(|c| *c != '-' && *c != ':').collect();
     let command_ref = format!("{dir}/{name}.txt");
     let output_ref = format!("{dir}/{name}.output.log");
-    small_core::txn::atomic_write(root.join(&command_ref), command.as_bytes())
+    small_core::authoring::txn::atomic_write(root.join(&command_ref), command.as_bytes())
         .map_err(|e| CliError::usage(format!("cannot write the command log {command_ref}: {e}")))?;
     Ok(CommandLog {
         command_ref,
@@ -500,7 +500,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     {
         let event = if dry_run { Event::DryRun } else { Event::End };
         let records = should_record(event, t, mode) || args.auto_checkpoint;
-        if records && !t.starts_with(small_core::consts::META_TASK_PREFIX) {
+        if records && !t.starts_with(small_core::spec::consts::META_TASK_PREFIX) {
             if let Some(ids) = plan_task_ids(&root) {
                 if !ids.iter().any(|id| id == t) {
                     return Err(CliError::invalid(format!(
@@ -554,7 +554,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 .field("notes", "apply --dry-run"),
         );
         if let Some(c) = &command {
-            let stamp = small_core::timestamp::format_utc(small_core::progress::now());
+            let stamp =
+                small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
             let log = write_command_log(&root, &log_replay, &stamp, c)?;
             entry = with_command(entry, &log);
             entry.set("notes", format!("apply --dry-run of `{}`", log.summary));
@@ -568,7 +569,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
 
     let command = command.unwrap_or_default();
-    let start_stamp = small_core::timestamp::format_utc(small_core::progress::now());
+    let start_stamp =
+        small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
     let log = write_command_log(&root, &log_replay, &start_stamp, &command)?;
 
     if should_record(Event::Start, &task_id, mode) {

@@ -7,8 +7,8 @@ use crate::commands::run::{emit, print_json, to_cli, warn_all};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::archive::{self, ArchiveOptions, FileState};
-use small_core::runs;
+use small_core::history::archive::{self, ArchiveOptions, FileState};
+use small_core::history::runs;
 
 /// Archive the current run for lineage retention, or verify an archive.
 ///

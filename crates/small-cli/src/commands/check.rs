@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use small_core::check::{self, CheckReport, GateOptions, StageStatus};
 use small_core::diag::{Diagnostic, Severity};
-use small_core::schemas::SchemaSet;
+use small_core::gates::check::{self, CheckReport, GateOptions, StageStatus};
+use small_core::gates::schemas::SchemaSet;
 use small_core::workspace::{Location, Scope, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};

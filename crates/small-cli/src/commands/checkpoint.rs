@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use small_core::handoff;
-use small_core::plan;
+use small_core::authoring::handoff;
+use small_core::authoring::plan;
 
 use crate::commands::progress::add::{entry_from_flags, timestamp_rule};
 use crate::commands::progress::shared::{self, ScopeArg};

@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use small_core::check::{self, GateOptions};
-use small_core::consts::{ArtifactKind, SMALL_DIR};
 use small_core::diag::Diagnostic;
-use small_core::invariants::PlanIndex;
-use small_core::layout;
-use small_core::status::normalized_status;
+use small_core::gates::check::{self, GateOptions};
+use small_core::gates::invariants::PlanIndex;
+use small_core::gates::layout;
+use small_core::gates::status::normalized_status;
+use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
 use small_core::workspace::{LoadOptions, Scope, Workspace};
 use small_core::yaml::Node;
 

@@ -2,8 +2,8 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::consts::{ArtifactKind, CACHE_DIR};
 use small_core::diag::Diagnostic;
+use small_core::spec::consts::{ArtifactKind, CACHE_DIR};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -82,11 +82,11 @@ pub(crate) fn render_plain(d: &Diagnostic) -> String {
 /// Parses `bytes` as `kind` and validates it against the embedded schema. `rel` names the
 /// file in diagnostics.
 pub(crate) fn check_artifact(kind: ArtifactKind, bytes: &[u8], rel: &str) -> Vec<Diagnostic> {
-    use small_core::schemas::{SchemaSet, Target};
+    use small_core::gates::schemas::{SchemaSet, Target};
     let limits = small_core::yaml::Limits::default();
     match small_core::workspace::parse_artifact(bytes, rel, &limits) {
         Err(d) => vec![*d],
-        Ok(doc) => small_core::validate::validate_document(
+        Ok(doc) => small_core::gates::validate::validate_document(
             &SchemaSet::embedded(),
             Target::Artifact(kind),
             rel,
@@ -129,7 +129,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let problems = check_artifact(kind, &bytes, &rel);
     let path = root.join(&rel);
     let existed = path.exists();
-    small_core::txn::atomic_write(&path, &bytes)
+    small_core::authoring::txn::atomic_write(&path, &bytes)
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
     if !g.quiet {
         println!(

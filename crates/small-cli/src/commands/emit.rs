@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
-use small_core::check::{self, GateOptions};
-use small_core::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
-use small_core::invariants::PlanIndex;
-use small_core::status::{self, PlanStatus, RecentEntry};
+use small_core::gates::check::{self, GateOptions};
+use small_core::gates::invariants::PlanIndex;
+use small_core::gates::status::{self, PlanStatus, RecentEntry};
+use small_core::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
 use small_core::workspace::{LoadOptions, Scope, Workspace};
 use small_core::yaml::Node;
 

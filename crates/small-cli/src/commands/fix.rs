@@ -4,16 +4,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use small_core::consts::{
+use small_core::authoring::edit::{self, NewValue};
+use small_core::authoring::handoff;
+use small_core::authoring::plan;
+use small_core::authoring::progress::{self, NewEntry, TimestampRule};
+use small_core::authoring::templates;
+use small_core::authoring::txn::Transaction;
+use small_core::spec::consts::{
     ArtifactKind, ARCHIVE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT, META_TASK_PREFIX, PROTOCOL_VERSION,
     RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
-use small_core::edit::{self, NewValue};
-use small_core::handoff;
-use small_core::plan;
-use small_core::progress::{self, NewEntry, TimestampRule};
-use small_core::templates;
-use small_core::txn::Transaction;
 use small_core::yaml::{self, Limits, Node};
 
 use crate::commands::progress::shared::{self, ScopeArg};

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::handoff::{self, Handoff, ReplayId};
-use small_core::plan;
-use small_core::progress;
-use small_core::txn::Transaction;
+use small_core::authoring::handoff::{self, Handoff, ReplayId};
+use small_core::authoring::plan;
+use small_core::authoring::progress;
+use small_core::authoring::txn::Transaction;
 
 use crate::commands::progress::shared::{self, ScopeArg};
 use crate::error::{CliError, CmdResult};

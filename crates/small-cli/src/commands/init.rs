@@ -3,14 +3,14 @@
 use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::agents::{compose, ComposeError, Composed, Request};
-use small_core::consts::{
+use small_core::authoring::agents::{compose, ComposeError, Composed, Request};
+use small_core::authoring::progress::{NewEntry, TimestampRule};
+use small_core::authoring::templates;
+use small_core::authoring::txn::Transaction;
+use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
-use small_core::progress::{NewEntry, TimestampRule};
-use small_core::templates;
-use small_core::txn::Transaction;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -138,9 +138,9 @@ fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)> {
     Some((out, missing))
 }
 
-fn txn_err(e: small_core::txn::TxnError) -> CliError {
+fn txn_err(e: small_core::authoring::txn::TxnError) -> CliError {
     match e {
-        small_core::txn::TxnError::Invalid(m) => CliError::invalid(m),
+        small_core::authoring::txn::TxnError::Invalid(m) => CliError::invalid(m),
         other => CliError::usage(other.to_string()),
     }
 }
@@ -245,14 +245,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                     .read(&progress_rel)
                     .map_err(txn_err)?
                     .unwrap_or_default();
-                let stamp: String = small_core::timestamp::format_utc(small_core::progress::now())
-                    .chars()
-                    .filter(|c| *c != '-' && *c != ':')
-                    .collect();
+                let stamp: String =
+                    small_core::spec::timestamp::format_utc(small_core::authoring::progress::now())
+                        .chars()
+                        .filter(|c| *c != '-' && *c != ':')
+                        .collect();
                 let backup = format!("{CACHE_DIR}/backup/progress.small.{stamp}.yml");
-                small_core::txn::atomic_write(root.join(&backup), &old).map_err(|e| {
-                    CliError::usage(format!("cannot back up the progress log: {e}"))
-                })?;
+                small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
+                    |e| CliError::usage(format!("cannot back up the progress log: {e}")),
+                )?;
                 eprintln!(
                     "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
                 );
@@ -290,7 +291,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .map(|f| f.content.as_bytes())
             .unwrap_or_default()
     };
-    let replay_id = small_core::replayid::auto_replay_id(
+    let replay_id = small_core::spec::replayid::auto_replay_id(
         content_of(ArtifactKind::Intent.file_name()),
         content_of(ArtifactKind::Plan.file_name()),
         Some(content_of(ArtifactKind::Constraints.file_name())),
@@ -308,7 +309,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     ));
 
     let (kind, repo) = detect_kind(&root);
-    let now = small_core::timestamp::format_utc(small_core::progress::now());
+    let now = small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
     let ws_rel = rel(WORKSPACE_FILE);
     let was = txn.exists(&ws_rel);
     txn.write(
@@ -352,7 +353,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if let Some(c) = &agents_plan {
         if c.action.writes() && agents_is_link {
             let path = agents::target_path(Some(&root), None)?;
-            small_core::txn::atomic_write(&path, c.text.as_bytes())
+            small_core::authoring::txn::atomic_write(&path, c.text.as_bytes())
                 .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
         }
     }

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::check::{self, GateOptions};
 use small_core::diag::{self, Diagnostic};
+use small_core::gates::check::{self, GateOptions};
 
 use crate::commands::check::{count, errors_and_warnings, exit_for, locate, Printer};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};

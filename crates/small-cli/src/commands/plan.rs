@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::handoff;
-use small_core::plan;
-use small_core::progress::{self, NewEntry, TimestampRule};
-use small_core::templates;
-use small_core::txn::Transaction;
+use small_core::authoring::handoff;
+use small_core::authoring::plan;
+use small_core::authoring::progress::{self, NewEntry, TimestampRule};
+use small_core::authoring::templates;
+use small_core::authoring::txn::Transaction;
 
 use crate::commands::progress::shared::{self, ScopeArg};
 use crate::error::{CliError, CmdResult};
@@ -232,6 +232,6 @@ fn has_evidence_entry(txn: &Transaction, task: &str) -> Result<bool, CliError> {
             && (nonempty(e, "evidence") || nonempty(e, "notes"))
             && e.get("timestamp")
                 .and_then(|t| t.as_str())
-                .is_some_and(|t| small_core::timestamp::parse(t).is_ok())
+                .is_some_and(|t| small_core::spec::timestamp::parse(t).is_ok())
     }))
 }

@@ -3,10 +3,10 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use small_core::consts::{ArtifactKind, SMALL_DIR};
-use small_core::handoff::{self, ReplayId, RunMeta};
-use small_core::progress::{NewEntry, TimestampRule};
-use small_core::templates;
+use small_core::authoring::handoff::{self, ReplayId, RunMeta};
+use small_core::authoring::progress::{NewEntry, TimestampRule};
+use small_core::authoring::templates;
+use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
 
 use crate::commands::handoff as handoff_cmd;
 use crate::commands::progress::shared::{self, ScopeArg};

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
-use small_core::handoff::{self, RunMeta};
-use small_core::progress::{NewEntry, TimestampRule};
-use small_core::templates;
+use small_core::authoring::handoff::{self, RunMeta};
+use small_core::authoring::progress::{NewEntry, TimestampRule};
+use small_core::authoring::templates;
+use small_core::spec::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
 
 use crate::commands::handoff as handoff_cmd;
 use crate::commands::progress::shared::{self, ScopeArg};
@@ -128,15 +128,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     Ok(())
 }
 
-fn intent_and_plan_valid(txn: &small_core::txn::Transaction) -> bool {
-    use small_core::schemas::{SchemaSet, Target};
+fn intent_and_plan_valid(txn: &small_core::authoring::txn::Transaction) -> bool {
+    use small_core::gates::schemas::{SchemaSet, Target};
     let schemas = SchemaSet::embedded();
     [ArtifactKind::Intent, ArtifactKind::Plan]
         .into_iter()
         .all(|k| {
             let rel = format!("{SMALL_DIR}/{}", k.file_name());
             match handoff::parse_file(txn, &rel) {
-                Ok(Some(doc)) => small_core::validate::validate_document(
+                Ok(Some(doc)) => small_core::gates::validate::validate_document(
                     &schemas,
                     Target::Artifact(k),
                     &rel,

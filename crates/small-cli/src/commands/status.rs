@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::status::{self, Status, StatusOptions, KNOWN_STATUSES};
+use small_core::gates::status::{self, Status, StatusOptions, KNOWN_STATUSES};
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -40,11 +40,11 @@ pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliErr
     };
     if base
         .file_name()
-        .is_some_and(|n| n == small_core::consts::SMALL_DIR)
+        .is_some_and(|n| n == small_core::spec::consts::SMALL_DIR)
     {
         Ok(base)
     } else {
-        Ok(base.join(small_core::consts::SMALL_DIR))
+        Ok(base.join(small_core::spec::consts::SMALL_DIR))
     }
 }
 

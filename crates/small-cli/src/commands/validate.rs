@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use small_core::consts::{ArtifactKind, SMALL_DIR};
 use small_core::diag::Diagnostic;
-use small_core::schemas::{SchemaSet, SchemaSource};
-use small_core::validate::{validate_progress_entry_node, validate_workspace};
+use small_core::gates::schemas::{SchemaSet, SchemaSource};
+use small_core::gates::validate::{validate_progress_entry_node, validate_workspace};
+use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
 use small_core::workspace::{locate, LoadOptions, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use small_core::check::{self, GateOptions};
 use small_core::diag::{self, Diagnostic};
+use small_core::gates::check::{self, GateOptions};
 use small_core::workspace::Scope;
 
 use crate::commands::check::{

@@ -1,6 +1,6 @@
 //! `small version`: the version of this tool and the protocol versions it implements.
 
-use small_core::consts::{PROTOCOL_VERSION, TOOL_VERSION};
+use small_core::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;

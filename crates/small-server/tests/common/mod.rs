@@ -115,7 +115,7 @@ impl Response {
             .map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> Value {
-        small_core::canonical::parse(&self.body)
+        small_core::json::canonical::parse(&self.body)
             .unwrap_or_else(|e| {
                 panic!(
                     "response is not JSON ({e}): {}",
@@ -300,7 +300,7 @@ pub fn check_against_openapi(method: &str, path: &str, resp: &Response) {
                 .root
                 .to_json()
         } else {
-            small_core::canonical::parse(&resp.body)
+            small_core::json::canonical::parse(&resp.body)
                 .unwrap_or_else(|e| {
                     panic!(
                         "{method} {path}: body is not JSON ({e}): {}",

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::agents::{compose, Action, ComposeError, Request};
+use small_core::authoring::agents::{compose, Action, ComposeError, Request};
 use std::path::PathBuf;
 
 /// Write or update the SMALL harness block in AGENTS.md
@@ -92,7 +92,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     }
     if composed.action.writes() {
-        small_core::txn::atomic_write(&path, composed.text.as_bytes())
+        small_core::authoring::txn::atomic_write(&path, composed.text.as_bytes())
             .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
     }
     if !g.quiet {

@@ -3,7 +3,7 @@
 use super::{display_name, read_target, target_path};
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
-use small_core::agents::{check, CheckOptions, CheckReport};
+use small_core::authoring::agents::{check, CheckOptions, CheckReport};
 use std::path::PathBuf;
 
 /// Check the SMALL harness block in AGENTS.md (read-only; writes nothing)

@@ -6,8 +6,8 @@ pub mod print;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::agents::{find_block, Action, ComposeMode, Composed};
-use small_core::consts::{harness_begin_marker, harness_end_marker, AGENTS_FILE};
+use small_core::authoring::agents::{find_block, Action, ComposeMode, Composed};
+use small_core::spec::consts::{harness_begin_marker, harness_end_marker, AGENTS_FILE};
 use std::path::{Path, PathBuf};
 
 /// Manage the SMALL harness block in AGENTS.md.
@@ -73,7 +73,7 @@ pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<Path
     // AGENTS.md lives at the repository root, never inside `.small/` (seed 000): from inside
     // `.small/`, the file next to it is meant.
     let base = match base.file_name() {
-        Some(n) if n == small_core::consts::SMALL_DIR => {
+        Some(n) if n == small_core::spec::consts::SMALL_DIR => {
             base.parent().map(Path::to_path_buf).unwrap_or(base)
         }
         _ => base,
@@ -163,7 +163,7 @@ pub(crate) fn describe(composed: &Composed, file_name: &str, dry_run: bool) -> S
         .flatten()
         .map(|b| format!(" (lines {}-{})", b.begin_line, b.end_line))
         .unwrap_or_default();
-    let version = small_core::consts::PROTOCOL_VERSION;
+    let version = small_core::spec::consts::PROTOCOL_VERSION;
     let (verb_done, verb_would) = match composed.action {
         Action::Created => ("Created", "Would create"),
         Action::Replaced => ("Replaced", "Would replace"),

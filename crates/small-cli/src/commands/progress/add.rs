@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use small_core::handoff;
-use small_core::plan;
-use small_core::progress::{NewEntry, TimestampRule};
+use small_core::authoring::handoff;
+use small_core::authoring::plan;
+use small_core::authoring::progress::{NewEntry, TimestampRule};
 
 use super::shared::{self, ScopeArg};
 use crate::error::{CliError, CmdResult};
@@ -83,7 +83,7 @@ pub fn entry_from_flags(
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let status = args.status.trim().to_ascii_lowercase();
-    if !small_core::progress::STATUSES.contains(&status.as_str()) {
+    if !small_core::authoring::progress::STATUSES.contains(&status.as_str()) {
         return Err(CliError::usage(format!(
             "invalid --status {:?}: use pending, in_progress, completed, blocked or cancelled",
             args.status
@@ -125,7 +125,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return Ok(());
     }
-    if !in_plan && !task_id.starts_with(small_core::consts::META_TASK_PREFIX) {
+    if !in_plan && !task_id.starts_with(small_core::spec::consts::META_TASK_PREFIX) {
         eprintln!("warning: task {task_id} is not in plan.small.yml (add it with `small plan --add`, or use a meta/ id for bookkeeping)");
     }
     shared::say(

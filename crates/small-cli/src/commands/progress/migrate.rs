@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::progress;
+use small_core::authoring::progress;
 
 use super::shared::{self, ScopeArg};
 use crate::error::{CliError, CmdResult};
@@ -39,7 +39,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     };
     txn.write(rel.clone(), text.into_bytes());
-    small_core::handoff::touch_workspace(&mut txn, None).map_err(shared::txn_err)?;
+    small_core::authoring::handoff::touch_workspace(&mut txn, None).map_err(shared::txn_err)?;
     let changes = txn.commit().map_err(shared::txn_err)?;
     shared::say(
         g,

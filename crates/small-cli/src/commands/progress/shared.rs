@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use small_core::handoff::ScopeError;
-use small_core::txn::{CommitReport, Transaction, TxnError};
+use small_core::authoring::handoff::ScopeError;
+use small_core::authoring::txn::{CommitReport, Transaction, TxnError};
 use small_core::workspace::{self, Scope};
 
 use crate::error::CliError;
@@ -68,7 +68,7 @@ pub fn check_scope(
             "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
         )));
     }
-    small_core::handoff::check_scope(txn, scope.scope()).map_err(|e| match e {
+    small_core::authoring::handoff::check_scope(txn, scope.scope()).map_err(|e| match e {
         ScopeError::Txn(t) => txn_err(t),
         ScopeError::Scope(m) => CliError::invalid(m),
     })

@@ -4,7 +4,7 @@ use super::{emit, print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::runs;
+use small_core::history::runs;
 
 /// Restore a snapshot's artifacts into .small/ (workspace.small.yml is never touched).
 ///

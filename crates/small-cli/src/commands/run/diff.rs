@@ -4,7 +4,7 @@ use super::{emit, print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::runs::{self, diff::live_side, DiffSide};
+use small_core::history::runs::{self, diff::live_side, DiffSide};
 
 /// Compare two runs: unified diffs of intent, constraints, plan and handoff, and a summary
 /// of progress (entry counts, newly completed tasks, newest timestamps).

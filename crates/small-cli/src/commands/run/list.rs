@@ -4,7 +4,7 @@ use super::{emit, print_json, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::runs;
+use small_core::history::runs;
 
 /// List the snapshots in the run store, newest first.
 #[derive(clap::Args, Debug)]

@@ -4,7 +4,7 @@ use super::{emit, print_json, shown, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::runs;
+use small_core::history::runs;
 
 /// Save the current run (intent, plan, progress, handoff, constraints) into the run store.
 ///

@@ -1,0 +1,206 @@
+//! `small handoff`, `small start`, `small reset`.
+
+use crate::author_support;
+use author_support::Ws;
+
+#[test]
+fn handoff_auto_replay_id_and_state() {
+    let ws = Ws::new();
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
+    let out = ws.ok(&["handoff"]);
+    assert!(out.contains("replayId"), "{out}");
+    let h = ws.doc("handoff.small.yml");
+    let meta = ws.doc("workspace.small.yml");
+    assert_eq!(h["replayId"]["source"], "auto");
+    assert_eq!(h["replayId"]["value"], meta["run"]["replay_id"]);
+    assert_eq!(
+        h["summary"],
+        "Run complete. strict check passed. All plan tasks completed."
+    );
+    assert_eq!(h["resume"]["next_steps"], serde_json::json!([]));
+    // comments of the previous handoff (the template's) are kept
+    assert!(ws.read("handoff.small.yml").starts_with('#'));
+    ws.strict_ok();
+}
+
+#[test]
+fn handoff_uses_the_hash_when_the_workspace_has_no_run() {
+    let ws = Ws::new();
+    let small = ws.root().join(".small");
+    let expected = small_core::spec::replayid::auto_replay_id_in(&small).unwrap();
+    ws.ok(&["handoff", "--summary", "Custom summary"]);
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["replayId"]["value"], expected.as_str());
+    assert_eq!(h["summary"], "Custom summary");
+    assert_eq!(h["resume"]["current_task_id"], "task-1");
+    assert_eq!(
+        ws.doc("workspace.small.yml")["run"]["replay_id"],
+        expected.as_str()
+    );
+}
+
+#[test]
+fn handoff_manual_replay_id_is_lowercased() {
+    let ws = Ws::new();
+    let upper = "AB1B9B30FD05B96E8884D59D023A8E10F8704090E6A26CE3CECDA744579DDD22";
+    ws.ok(&["handoff", "--replay-id", upper]);
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["replayId"]["value"], upper.to_ascii_lowercase().as_str());
+    assert_eq!(h["replayId"]["source"], "manual");
+    let err = ws.fails(2, &["handoff", "--replay-id", "abc"]);
+    assert!(err.contains("64"), "{err}");
+}
+
+#[test]
+fn handoff_refuses_dangling_tasks() {
+    let ws = Ws::new();
+    ws.ok(&["plan", "--add", "Second"]);
+    let before = ws.read("handoff.small.yml");
+    let err = ws.fails(1, &["handoff"]);
+    assert!(
+        err.contains("task-2") && err.contains("checkpoint"),
+        "{err}"
+    );
+    assert_eq!(ws.read("handoff.small.yml"), before);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "blocked",
+        "--evidence",
+        "needs input",
+    ]);
+    ws.ok(&["handoff"]);
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["resume"]["current_task_id"], "task-1");
+    ws.strict_ok();
+}
+
+#[test]
+fn handoff_scope_flags() {
+    let ws = Ws::new();
+    let err = ws.fails(2, &["handoff", "--workspace", "examples"]);
+    assert!(err.contains("--workspace any"), "{err}");
+    ws.write(
+        "workspace.small.yml",
+        "small_version: \"1.0.0\"\nowner: \"agent\"\nkind: \"examples\"\n",
+    );
+    ws.fails(1, &["handoff"]);
+    ws.ok(&["handoff", "--workspace", "any"]);
+}
+
+#[test]
+fn start_repairs_missing_files_and_self_heals_the_replay_id() {
+    let ws = Ws::new();
+    std::fs::remove_file(ws.path("handoff.small.yml")).unwrap();
+    std::fs::remove_file(ws.path("progress.small.yml")).unwrap();
+    let intent = ws.read("intent.small.yml");
+    let out = ws.ok(&["start"]);
+    assert!(out.contains("Strict check passed"), "{out}");
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["run"]["transition_reason"], "self_heal");
+    assert_eq!(
+        ws.entries().last().unwrap()["task_id"],
+        "meta/replayid-self-heal"
+    );
+    assert_eq!(
+        ws.read("intent.small.yml"),
+        intent,
+        "start never rewrites the intent"
+    );
+    ws.ok(&["start", "--summary", "again"]);
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["run"]["transition_reason"], "manual");
+    assert_eq!(h["summary"], "again");
+    ws.strict_ok();
+}
+
+#[test]
+fn reset_starts_a_new_run_and_keeps_history() {
+    let ws = Ws::new();
+    ws.ok(&["plan", "--add", "Two"]);
+    ws.ok(&["checkpoint", "--task", "task-2", "--status", "completed"]);
+    ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed"]);
+    ws.ok(&["handoff"]);
+    let old_id = ws.doc("handoff.small.yml")["replayId"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let progress_before = ws.read("progress.small.yml");
+    let constraints = ws.read("constraints.small.yml");
+    let intent = ws.read("intent.small.yml");
+
+    // without --yes it asks; "n" on stdin cancels
+    let mut c = ws.cmd(&["reset"]);
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"n\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cancelled"));
+    assert_eq!(ws.tasks().len(), 2);
+
+    ws.ok(&["reset", "--yes", "--keep-intent"]);
+    assert_eq!(ws.read("intent.small.yml"), intent);
+    assert_eq!(ws.read("constraints.small.yml"), constraints);
+    assert!(
+        ws.read("progress.small.yml").starts_with(&progress_before),
+        "progress is only appended to"
+    );
+    assert_eq!(ws.tasks().len(), 1);
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["run"]["transition_reason"], "reset");
+    assert_eq!(h["run"]["previous_replay_id"], old_id.as_str());
+    assert_ne!(h["replayId"]["value"], old_id.as_str());
+    assert_eq!(
+        h["replayId"]["value"],
+        ws.doc("workspace.small.yml")["run"]["replay_id"]
+    );
+    let last = ws.entries().last().cloned().unwrap();
+    assert_eq!(last["task_id"], "meta/reset");
+    assert_eq!(last["replayId"], h["replayId"]["value"]);
+    ws.strict_ok();
+
+    ws.ok(&["reset", "-y"]);
+    assert_ne!(ws.read("intent.small.yml"), intent);
+    ws.strict_ok();
+}
+
+#[test]
+fn start_fix_repairs_orphan_progress() {
+    let ws = Ws::new();
+    ws.ok(&["start"]);
+    let id = ws.doc("handoff.small.yml")["replayId"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-42",
+        "--status",
+        "completed",
+        "--evidence",
+        "old work",
+    ]);
+    // bind it to the handoff's run so strict S2 sees it
+    let text = ws.read("progress.small.yml");
+    assert!(text.contains(&id) || ws.doc("workspace.small.yml")["run"]["replay_id"] == id.as_str());
+    let err = ws.fails(1, &["start"]);
+    assert!(err.contains("start --fix"), "{err}");
+    let out = ws.ok(&["start", "--fix"]);
+    assert!(out.contains("task-42 -> meta/historical/task-42"), "{out}");
+    ws.strict_ok();
+}

@@ -1,0 +1,38 @@
+//! The CLI integration tests: one test binary (cargo's `tests/testsuite` pattern) that runs
+//! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
+
+mod author_support;
+mod runs_common;
+#[path = "../../../small-server/tests/common/mod.rs"]
+mod server_common;
+mod tools_support;
+
+mod author_concurrency;
+mod author_conformance;
+mod author_crash;
+mod author_fix;
+mod author_handoff;
+mod author_plan;
+mod author_progress;
+mod conformance;
+mod gate_check;
+mod gate_golden;
+mod gate_lint;
+mod manifest_cli;
+mod runs_archive;
+mod runs_concurrency;
+mod runs_diff_checkout;
+mod runs_hostile;
+mod runs_list_show;
+mod runs_snapshot;
+mod store_cli;
+mod store_http;
+mod store_scaleout;
+mod tools_agents;
+mod tools_apply;
+mod tools_completion;
+mod tools_draft_accept;
+mod tools_init;
+mod tools_selftest;
+mod validate_cli;
+mod validate_conformance;

@@ -1,0 +1,3 @@
+//! What the HTTP API serves: manifest validation and replay.
+
+pub mod manifest;

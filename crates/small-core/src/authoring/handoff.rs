@@ -1,0 +1,765 @@
+//! The handoff (the resume entrypoint) and run metadata.
+//!
+//! * Resume state is computed from the plan and a strict check of the workspace, as the
+//!   reference does: a strict failure or an explicitly blocked task with nothing runnable
+//!   gives a *blocked* run (`meta/blocker` when the strict check is what blocks), all tasks
+//!   completed gives a *complete* run, otherwise the next runnable task (an `in_progress`
+//!   task, else the first pending task whose dependencies are all completed).
+//! * Before a handoff is written, *dangling* tasks (tasks with progress that are neither
+//!   completed nor blocked) stop it.
+//! * The replayId is the workspace's `run.replay_id` if set, else the hash of intent, plan
+//!   and constraints (`crate::spec::replayid`), or a manual one (64 hex digits, stored lower case).
+//! * An existing handoff is edited in place (`crate::authoring::edit`): comments, links and other keys
+//!   a human wrote stay; a missing or unreadable one is written fresh.
+//! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
+//!   both updated in place by [`touch_workspace`].
+
+use std::str::FromStr;
+
+use crate::authoring::edit::{self, NewValue};
+use crate::authoring::plan::Task;
+use crate::authoring::txn::{Transaction, TxnError};
+use crate::diag::Severity;
+use crate::gates::invariants::{self, scalar_text, Docs, Options};
+use crate::gates::schemas::{SchemaSet, Target};
+use crate::spec::consts::{
+    ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE,
+};
+use crate::workspace::{Scope, WorkspaceKind};
+use crate::yaml::{self, Document, Limits, Node, Style};
+
+/// Workspace-relative path of the workspace metadata.
+pub fn workspace_rel() -> String {
+    format!("{SMALL_DIR}/{WORKSPACE_FILE}")
+}
+
+/// Workspace-relative path of the handoff.
+pub fn handoff_rel() -> String {
+    format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name())
+}
+
+fn artifact_rel(kind: ArtifactKind) -> String {
+    format!("{SMALL_DIR}/{}", kind.file_name())
+}
+
+/// How many next steps a handoff lists at most.
+pub const NEXT_STEPS_LIMIT: usize = 3;
+
+/// Parse a file as the transaction sees it. `Ok(None)` if it does not exist.
+pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnError> {
+    let Some(bytes) = txn.read(rel)? else {
+        return Ok(None);
+    };
+    yaml::parse_bytes(&bytes, &Limits::default())
+        .map(Some)
+        .map_err(|e| TxnError::Invalid(format!("{rel} cannot be read: {e}")))
+}
+
+/// Why `--workspace` refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    #[error(transparent)]
+    Txn(#[from] TxnError),
+    #[error("{0}")]
+    Scope(String),
+}
+
+/// Enforce `--workspace` against `workspace.small.yml`'s kind.
+pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), ScopeError> {
+    if scope == Scope::Any {
+        return Ok(());
+    }
+    let rel = workspace_rel();
+    let Some(doc) = parse_file(txn, &rel)? else {
+        return Err(ScopeError::Scope(format!(
+            "workspace metadata {rel} is missing; create it with `small fix workspace` (or pass --workspace any)"
+        )));
+    };
+    let kind = doc.root.get("kind").and_then(Node::as_str).unwrap_or("");
+    match WorkspaceKind::from_str(kind) {
+        Ok(k) if scope.allows(k) => Ok(()),
+        Ok(k) => Err(ScopeError::Scope(format!(
+            "workspace kind \"{}\" is not allowed with --workspace {scope}; pass --workspace {} or --workspace any",
+            k.as_str(),
+            k.scope_name()
+        ))),
+        Err(()) => Err(ScopeError::Scope(format!(
+            "{rel} has kind {kind:?}, which is not a workspace kind (use repo-root or examples; `small fix workspace --force` rewrites it)"
+        ))),
+    }
+}
+
+/// The current run's replay id (`run.replay_id` in workspace metadata), if set.
+pub fn run_replay_id(txn: &Transaction) -> Result<Option<String>, TxnError> {
+    let Some(doc) = parse_file(txn, &workspace_rel())? else {
+        return Ok(None);
+    };
+    Ok(doc
+        .root
+        .pointer("/run/replay_id")
+        .and_then(Node::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string))
+}
+
+/// Now, as written into metadata timestamps (RFC 3339 UTC, nanoseconds).
+pub fn now_text() -> String {
+    crate::spec::timestamp::format_utc(crate::authoring::progress::now())
+}
+
+/// Set `updated_at` to now and, when given, `run.replay_id`, editing workspace metadata in
+/// place. Does nothing when the file does not exist. Returns whether anything was staged.
+pub fn touch_workspace(txn: &mut Transaction, replay_id: Option<&str>) -> Result<bool, TxnError> {
+    let rel = workspace_rel();
+    let Some(doc) = parse_file(txn, &rel)? else {
+        return Ok(false);
+    };
+    if doc.root.as_map().is_none() || doc.root.style == Style::Flow {
+        return Ok(false);
+    }
+    let mut src = doc.source.clone();
+    let mut changes: Vec<(Vec<&str>, NewValue)> = vec![(
+        vec!["updated_at"],
+        NewValue::Scalar(edit::quote(&now_text())),
+    )];
+    if let Some(id) = replay_id {
+        let current = doc
+            .root
+            .pointer("/run/replay_id")
+            .and_then(Node::as_str)
+            .map(str::trim);
+        if current != Some(id) {
+            changes.push((vec!["run", "replay_id"], NewValue::Scalar(edit::quote(id))));
+        }
+    }
+    for (path, value) in changes {
+        src = set_path(&src, &path, &value)
+            .map_err(|e| TxnError::Invalid(format!("cannot update {rel}: {e}")))?;
+    }
+    txn.write(rel, src.into_bytes());
+    Ok(true)
+}
+
+/// Set `a.b.c` in a block-mapping document, creating missing intermediate mappings.
+pub fn set_path(src: &str, path: &[&str], value: &NewValue) -> Result<String, String> {
+    let doc = yaml::parse_str(src, &Limits::default()).map_err(|e| e.to_string())?;
+    let mut node = &doc.root;
+    for (i, key) in path.iter().enumerate() {
+        let last = i + 1 == path.len();
+        match node.get(key) {
+            Some(child) if !last && child.as_map().is_some() && child.style != Style::Flow => {
+                node = child
+            }
+            Some(_) | None if last => {
+                let e = edit::set_key(src, node, key, value).map_err(|e| e.to_string())?;
+                return edit::apply(src, vec![e]).map_err(|e| e.to_string());
+            }
+            _ => {
+                // Build the rest of the path as a nested block under this key.
+                let mut lines = Vec::new();
+                let rest = &path[i + 1..];
+                for (depth, k) in rest.iter().enumerate() {
+                    let pad = "  ".repeat(depth);
+                    if depth + 1 == rest.len() {
+                        match value {
+                            NewValue::Scalar(s) => lines.push(format!("{pad}{k}: {s}")),
+                            _ => return Err("nested block values are not supported here".into()),
+                        }
+                    } else {
+                        lines.push(format!("{pad}{k}:"));
+                    }
+                }
+                let e = edit::set_key(src, node, key, &NewValue::Block(lines))
+                    .map_err(|e| e.to_string())?;
+                return edit::apply(src, vec![e]).map_err(|e| e.to_string());
+            }
+        }
+    }
+    Err("empty path".into())
+}
+
+/// The auto replay id of the artifacts as the transaction sees them.
+pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
+    let need = |k: ArtifactKind| -> Result<Vec<u8>, TxnError> {
+        let rel = artifact_rel(k);
+        txn.read(&rel)?.ok_or_else(|| {
+            TxnError::Invalid(format!("cannot compute the replayId: {rel} is missing"))
+        })
+    };
+    let intent = need(ArtifactKind::Intent)?;
+    let plan = need(ArtifactKind::Plan)?;
+    let constraints = txn.read(&artifact_rel(ArtifactKind::Constraints))?;
+    Ok(crate::spec::replayid::auto_replay_id(
+        &intent,
+        &plan,
+        constraints.as_deref(),
+    ))
+}
+
+/// The run's replay id; when workspace metadata exists without one, compute the auto id
+/// and record it. `None` when there is no workspace metadata.
+pub fn ensure_run_replay_id(txn: &mut Transaction) -> Result<Option<String>, TxnError> {
+    if let Some(id) = run_replay_id(txn)? {
+        return Ok(Some(id));
+    }
+    if !txn.exists(&workspace_rel()) {
+        return Ok(None);
+    }
+    let id = auto_replay_id(txn)?;
+    touch_workspace(txn, Some(&id))?;
+    Ok(Some(id))
+}
+
+/// Bind a progress entry to the current run (adds `replayId` unless it has one).
+pub fn attach_replay_id(
+    txn: &Transaction,
+    entry: &mut crate::authoring::progress::NewEntry,
+) -> Result<(), TxnError> {
+    if !entry.has("replayId") {
+        if let Some(id) = run_replay_id(txn)? {
+            entry.set("replayId", id);
+        }
+    }
+    Ok(())
+}
+
+/// A replayId and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayId {
+    pub value: String,
+    /// `auto` or `manual`.
+    pub source: String,
+}
+
+/// Check and normalise a `--replay-id` value.
+pub fn manual_replay_id(s: &str) -> Result<ReplayId, String> {
+    let t = s.trim();
+    if crate::spec::replayid::is_well_formed(t) {
+        Ok(ReplayId {
+            value: t.to_ascii_lowercase(),
+            source: "manual".into(),
+        })
+    } else {
+        Err(format!(
+            "invalid --replay-id {s:?}: a replayId is exactly 64 hexadecimal digits"
+        ))
+    }
+}
+
+/// `run:` metadata of a handoff.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunMeta {
+    pub created_at: String,
+    pub transition_reason: String,
+    pub previous_replay_id: Option<String>,
+}
+
+/// What an existing handoff holds that a new one may keep.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Existing {
+    pub summary: Option<String>,
+    pub replay_id: Option<ReplayId>,
+}
+
+/// Read the existing handoff (`Ok(None)` if there is none).
+pub fn existing(txn: &Transaction) -> Result<Option<Existing>, TxnError> {
+    let Some(doc) = parse_file(txn, &handoff_rel())? else {
+        return Ok(None);
+    };
+    let summary = doc
+        .root
+        .get("summary")
+        .and_then(Node::as_str)
+        .map(str::to_string);
+    let replay_id = doc.root.get("replayId").and_then(|r| {
+        let v = r.get("value").and_then(Node::as_str)?.trim().to_string();
+        if !crate::spec::replayid::is_well_formed(&v) {
+            return None;
+        }
+        let s = r
+            .get("source")
+            .and_then(Node::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("auto");
+        Some(ReplayId {
+            value: v.to_ascii_lowercase(),
+            source: s.to_string(),
+        })
+    });
+    Ok(Some(Existing { summary, replay_id }))
+}
+
+/// A task with progress that is neither completed nor blocked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dangling {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+}
+
+/// Tasks that have (non-`meta/`) progress entries but are not completed or blocked,
+/// sorted by id.
+pub fn dangling_tasks(tasks: &[Task], progress: &Node) -> Vec<Dangling> {
+    let mut with_progress = std::collections::HashSet::new();
+    if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {
+        for e in entries {
+            if let Some(id) = e.get("task_id").and_then(scalar_text) {
+                let id = id.trim();
+                if !id.is_empty() && !id.starts_with(META_TASK_PREFIX) {
+                    with_progress.insert(id.to_string());
+                }
+            }
+        }
+    }
+    let mut out: Vec<Dangling> = tasks
+        .iter()
+        .filter(|t| !t.id.is_empty() && with_progress.contains(&t.id))
+        .filter(|t| {
+            let s = t.status.to_ascii_lowercase();
+            s != "completed" && s != "blocked"
+        })
+        .map(|t| Dangling {
+            id: t.id.clone(),
+            title: t.title.clone(),
+            status: t.effective_status().to_string(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+/// The result of the strict check the resume state depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strict {
+    pub ok: bool,
+    /// The first problem, in one line, when not ok.
+    pub summary: String,
+}
+
+/// Run the strict check (schemas, invariants with S1-S3, strict layout) on the artifacts
+/// as the transaction sees them. The handoff is included if it exists.
+pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
+    let mut docs_owned: Vec<(ArtifactKind, Document)> = Vec::new();
+    for kind in ArtifactKind::ALL {
+        let rel = artifact_rel(kind);
+        match parse_file(txn, &rel)? {
+            Some(d) => docs_owned.push((kind, d)),
+            None if kind == ArtifactKind::Handoff => {}
+            None => {
+                return Err(TxnError::Invalid(format!(
+                    "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
+                )))
+            }
+        }
+    }
+    let schemas = SchemaSet::embedded();
+    for (kind, doc) in &docs_owned {
+        let diags = crate::gates::validate::validate_document(
+            &schemas,
+            Target::Artifact(*kind),
+            &artifact_rel(*kind),
+            doc,
+        );
+        if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
+            return Ok(Strict {
+                ok: false,
+                summary: one_line(d),
+            });
+        }
+    }
+    let mut docs = Docs::default();
+    for (kind, doc) in &docs_owned {
+        docs.set(*kind, Some(&doc.root));
+    }
+    let diags = invariants::lint(&docs, Options { strict: true });
+    if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
+        return Ok(Strict {
+            ok: false,
+            summary: one_line(d),
+        });
+    }
+    let layout = crate::gates::layout::unexpected_paths(txn.root())
+        .map_err(|e| TxnError::Invalid(format!("cannot list .small/: {e}")))?;
+    if let Some(u) = layout.first() {
+        return Ok(Strict {
+            ok: false,
+            summary: format!(
+                "{} is not allowed under .small/ (strict layout S4)",
+                u.rel_path
+            ),
+        });
+    }
+    Ok(Strict {
+        ok: true,
+        summary: String::new(),
+    })
+}
+
+fn one_line(d: &crate::diag::Diagnostic) -> String {
+    match &d.file {
+        Some(f) => format!("{f}: {}", d.message),
+        None => d.message.clone(),
+    }
+}
+
+/// Overall state of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Complete,
+    Blocked,
+    InProgress,
+}
+
+/// The resume part of a handoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    pub status: RunStatus,
+    pub summary: String,
+    pub current_task_id: Option<String>,
+    pub next_steps: Vec<String>,
+}
+
+fn first_with_status(tasks: &[Task], status: &str) -> Option<String> {
+    tasks
+        .iter()
+        .find(|t| t.effective_status() == status)
+        .map(|t| t.id.clone())
+        .filter(|s| !s.is_empty())
+}
+
+/// Pending tasks whose dependencies are all completed, in plan order.
+pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tasks {
+        if t.effective_status() != "pending" {
+            continue;
+        }
+        let ok = t.dependencies.iter().all(|d| {
+            tasks
+                .iter()
+                .find(|x| &x.id == d)
+                .is_some_and(|x| x.effective_status() == "completed")
+        });
+        if ok {
+            out.push(t.id.clone());
+            if limit > 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The task to work on now: an in-progress task, else the first actionable one.
+pub fn next_runnable(tasks: &[Task]) -> Option<String> {
+    first_with_status(tasks, "in_progress").or_else(|| actionable(tasks, 1).into_iter().next())
+}
+
+/// Compute the resume state from the plan's tasks and the strict check.
+pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
+    let blocked = first_with_status(tasks, "blocked");
+    let runnable = next_runnable(tasks);
+    if !strict.ok || (blocked.is_some() && runnable.is_none()) {
+        let mut current = blocked.clone();
+        if current.is_none() && !strict.ok {
+            current = Some("meta/blocker".into());
+        }
+        let current = current
+            .or_else(|| first_with_status(tasks, "pending"))
+            .unwrap_or_else(|| "meta/blocker".into());
+        let mut steps = Vec::new();
+        if current != "meta/blocker" {
+            steps.push(format!("Unblock {current}"));
+        }
+        if !strict.ok {
+            if strict.summary.is_empty() {
+                steps.push("Resolve strict check failures".into());
+            } else {
+                steps.push(format!("Resolve strict check failures: {}", strict.summary));
+            }
+            steps.push("Run: small check --strict".into());
+        }
+        if steps.is_empty() {
+            steps.push("Add plan tasks via small plan --add".into());
+        }
+        let summary = if current != "meta/blocker" {
+            format!("Run blocked on {current}.")
+        } else {
+            "Run blocked. strict check failed.".into()
+        };
+        return State {
+            status: RunStatus::Blocked,
+            summary,
+            current_task_id: Some(current),
+            next_steps: steps,
+        };
+    }
+    if !tasks.is_empty() && tasks.iter().all(|t| t.effective_status() == "completed") {
+        return State {
+            status: RunStatus::Complete,
+            summary: "Run complete. strict check passed. All plan tasks completed.".into(),
+            current_task_id: None,
+            next_steps: Vec::new(),
+        };
+    }
+    let next = runnable.unwrap_or_default();
+    State {
+        status: RunStatus::InProgress,
+        summary: format!("Run in progress. Next task: {next}."),
+        next_steps: if next.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!("Continue with {next}")]
+        },
+        current_task_id: Some(next).filter(|s| !s.is_empty()),
+    }
+}
+
+/// Everything a new handoff says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    pub summary: String,
+    pub current_task_id: Option<String>,
+    pub next_steps: Vec<String>,
+    pub replay_id: ReplayId,
+    /// `Some` replaces the `run:` block; `None` keeps an existing one.
+    pub run: Option<RunMeta>,
+}
+
+fn resume_lines(h: &Handoff) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(c) = &h.current_task_id {
+        lines.push(format!("current_task_id: {}", edit::quote(c)));
+    }
+    if h.next_steps.is_empty() {
+        lines.push("next_steps: []".into());
+    } else {
+        lines.push("next_steps:".into());
+        for s in h
+            .next_steps
+            .iter()
+            .take(NEXT_STEPS_LIMIT.max(h.next_steps.len()))
+        {
+            lines.push(format!("  - {}", edit::quote(s)));
+        }
+    }
+    lines
+}
+
+fn replay_lines(r: &ReplayId) -> Vec<String> {
+    vec![
+        format!("value: {}", edit::quote(&r.value)),
+        format!("source: {}", edit::quote(&r.source)),
+    ]
+}
+
+fn run_lines(r: &RunMeta) -> Vec<String> {
+    let mut lines = vec![
+        format!("created_at: {}", edit::quote(&r.created_at)),
+        format!("transition_reason: {}", edit::quote(&r.transition_reason)),
+    ];
+    if let Some(p) = &r.previous_replay_id {
+        lines.push(format!("previous_replay_id: {}", edit::quote(p)));
+    }
+    lines
+}
+
+/// A complete new handoff file.
+pub fn render_fresh(h: &Handoff) -> String {
+    let mut out = format!(
+        "small_version: \"{PROTOCOL_VERSION}\"\nowner: \"agent\"\nsummary: {}\nresume:\n",
+        edit::quote(&h.summary)
+    );
+    for l in resume_lines(h) {
+        out.push_str("  ");
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out.push_str("links: []\nreplayId:\n");
+    for l in replay_lines(&h.replay_id) {
+        out.push_str("  ");
+        out.push_str(&l);
+        out.push('\n');
+    }
+    if let Some(r) = &h.run {
+        out.push_str("run:\n");
+        for l in run_lines(r) {
+            out.push_str("  ");
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The new handoff text: `existing` edited in place when it is a readable block mapping
+/// (comments, links and other keys kept), else a fresh file.
+pub fn render(h: &Handoff, existing: Option<&str>) -> String {
+    let Some(src) = existing else {
+        return render_fresh(h);
+    };
+    match render_in_place(h, src) {
+        Ok(s) => s,
+        Err(_) => render_fresh(h),
+    }
+}
+
+fn render_in_place(h: &Handoff, src: &str) -> Result<String, String> {
+    let doc = yaml::parse_str(src, &Limits::default()).map_err(|e| e.to_string())?;
+    if doc.root.as_map().is_none()
+        || doc.root.style == Style::Flow
+        || doc.root.as_map().is_some_and(|m| m.is_empty())
+    {
+        return Err("not a block mapping".into());
+    }
+    let mut changes = vec![
+        ("summary", NewValue::Scalar(edit::quote(&h.summary))),
+        ("resume", NewValue::Block(resume_lines(h))),
+        ("replayId", NewValue::Block(replay_lines(&h.replay_id))),
+    ];
+    if doc.root.get("links").is_none() {
+        changes.push(("links", NewValue::Scalar("[]".into())));
+    }
+    if let Some(r) = &h.run {
+        changes.push(("run", NewValue::Block(run_lines(r))));
+    }
+    let mut text = src.to_string();
+    for (key, value) in changes {
+        let d = yaml::parse_str(&text, &Limits::default()).map_err(|e| e.to_string())?;
+        let e = edit::set_key(&text, &d.root, key, &value).map_err(|e| e.to_string())?;
+        text = edit::apply(&text, vec![e]).map_err(|e| e.to_string())?;
+    }
+    // The result must read back as what we meant to write.
+    let check = yaml::parse_str(&text, &Limits::default()).map_err(|e| e.to_string())?;
+    let ok = check.root.get("summary").and_then(Node::as_str) == Some(h.summary.as_str())
+        && check.root.pointer("/replayId/value").and_then(Node::as_str)
+            == Some(h.replay_id.value.as_str());
+    if !ok {
+        return Err("in-place edit did not read back".into());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(id: &str, status: &str, deps: &[&str]) -> Task {
+        Task {
+            id: id.into(),
+            title: id.into(),
+            status: status.into(),
+            dependencies: deps.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+    const OK: Strict = Strict {
+        ok: true,
+        summary: String::new(),
+    };
+
+    #[test]
+    fn states() {
+        let s = compute_state(
+            &[t("task-1", "completed", &[]), t("task-2", "", &["task-1"])],
+            &OK,
+        );
+        assert_eq!(s.status, RunStatus::InProgress);
+        assert_eq!(s.current_task_id.as_deref(), Some("task-2"));
+        let s = compute_state(&[t("task-1", "completed", &[])], &OK);
+        assert_eq!(s.status, RunStatus::Complete);
+        assert_eq!(s.current_task_id, None);
+        let s = compute_state(
+            &[
+                t("task-1", "blocked", &[]),
+                t("task-2", "pending", &["task-1"]),
+            ],
+            &OK,
+        );
+        assert_eq!(s.summary, "Run blocked on task-1.");
+        let bad = Strict {
+            ok: false,
+            summary: "x".into(),
+        };
+        let s = compute_state(&[t("task-1", "pending", &[])], &bad);
+        assert_eq!(s.current_task_id.as_deref(), Some("meta/blocker"));
+        assert_eq!(
+            s.next_steps,
+            vec![
+                "Resolve strict check failures: x",
+                "Run: small check --strict"
+            ]
+        );
+    }
+
+    #[test]
+    fn in_place_keeps_comments_and_links() {
+        let src = "# keep me\nsmall_version: \"1.0.0\"\nowner: \"agent\"\nsummary: old # c\nresume:\n  current_task_id: task-1\n  next_steps:\n    - a\nlinks:\n  - url: https://example.com\nreplayId:\n  value: \"x\"\n  source: auto\n";
+        let h = Handoff {
+            summary: "new".into(),
+            current_task_id: None,
+            next_steps: vec![],
+            replay_id: ReplayId {
+                value: "a".repeat(64),
+                source: "auto".into(),
+            },
+            run: Some(RunMeta {
+                created_at: "2026-01-01T00:00:00Z".into(),
+                transition_reason: "reset".into(),
+                previous_replay_id: Some("b".repeat(64)),
+            }),
+        };
+        let out = render(&h, Some(src));
+        assert!(out.starts_with("# keep me\n"), "{out}");
+        assert!(out.contains("summary: \"new\" # c\n"), "{out}");
+        assert!(out.contains("https://example.com"));
+        let d = yaml::parse_str(&out, &Limits::default()).unwrap();
+        assert_eq!(
+            d.root.pointer("/resume/next_steps").unwrap().to_json(),
+            serde_json::json!([])
+        );
+        assert!(d.root.pointer("/resume/current_task_id").is_none());
+        assert_eq!(
+            d.root.pointer("/run/previous_replay_id").unwrap().as_str(),
+            Some("b".repeat(64).as_str())
+        );
+        let fresh = render(&h, None);
+        let d = yaml::parse_str(&fresh, &Limits::default()).unwrap();
+        assert_eq!(
+            d.root.pointer("/replayId/source").unwrap().as_str(),
+            Some("auto")
+        );
+    }
+
+    #[test]
+    fn set_path_creates_run_block() {
+        let src = "small_version: \"1.0.0\"\nkind: repo-root\n";
+        let out = set_path(
+            src,
+            &["run", "replay_id"],
+            &NewValue::Scalar("\"r\"".into()),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "small_version: \"1.0.0\"\nkind: repo-root\nrun:\n  replay_id: \"r\"\n"
+        );
+        let out2 = set_path(
+            &out,
+            &["run", "replay_id"],
+            &NewValue::Scalar("\"s\"".into()),
+        )
+        .unwrap();
+        assert!(out2.contains("replay_id: \"s\""));
+    }
+
+    #[test]
+    fn manual_ids() {
+        assert_eq!(
+            manual_replay_id(&"AB".repeat(32)).unwrap().value,
+            "ab".repeat(32)
+        );
+        assert!(manual_replay_id("abc").is_err());
+    }
+}

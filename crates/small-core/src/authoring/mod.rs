@@ -1,0 +1,10 @@
+//! The write side of the protocol: transactions, span-preserving edits, plan, progress,
+//! handoff and the AGENTS.md harness block.
+
+pub mod agents;
+pub mod edit;
+pub mod handoff;
+pub mod plan;
+pub mod progress;
+pub mod templates;
+pub mod txn;

@@ -1,0 +1,1154 @@
+//! Workspace transactions: the one way `small` changes files under `.small/`.
+//!
+//! Every command that writes workspace state does so through a [`Transaction`]:
+//!
+//! ```no_run
+//! use small_core::authoring::txn::Transaction;
+//! # fn main() -> Result<(), small_core::authoring::txn::TxnError> {
+//! let root = std::path::Path::new("."); // the directory that contains `.small/`
+//! let mut txn = Transaction::begin(root)?; // exclusive workspace lock (waits, with a timeout)
+//! let plan = txn.read_string(".small/plan.small.yml")?; // staged content if written, else disk
+//! txn.write(".small/plan.small.yml", plan.replace("pending", "completed"));
+//! txn.append(".small/progress.small.yml", b"  - task_id: task-1\n".to_vec())?;
+//! let report = txn.commit()?; // every staged change, durably, or none
+//! # let _ = report; Ok(()) }
+//! ```
+//!
+//! Progress entries are appended with `txn.append_progress(..)` (see `crate::authoring::progress`),
+//! which checks the new entry against the last one and serialises it.
+//!
+//! # Guarantees
+//!
+//! * **One writer at a time.** `begin` takes an exclusive advisory lock (`flock`/`LockFileEx`
+//!   via `fs4`) on `.small-cache/lock`, outside `.small/`, so the strict layout rule (S4) keeps
+//!   holding. The lock is released when the transaction is committed or dropped, and by the
+//!   operating system when the process dies, so a crashed `small` never leaves a stale lock.
+//!   Waiting is bounded: [`DEFAULT_LOCK_TIMEOUT`], or `SMALL_LOCK_TIMEOUT` seconds.
+//! * **Files are old or new, never torn.** A whole-file write goes to a temporary file in
+//!   `.small-cache/tmp/` (never inside `.small/`), which is written, fsynced, renamed over the
+//!   target, after which the target directory is fsynced. An append writes only the new bytes
+//!   at the end of the file and fsyncs them.
+//! * **A single append** (the common `progress add` commit) first overwrites an intent note,
+//!   `.small-cache/append.note` (file, pre-append length, bytes, checksum, pending/done),
+//!   and syncs it; then appends and syncs the bytes; then marks the note done. The next
+//!   transaction re-applies a pending note whose file is between its pre-append length and
+//!   the end of the append (a torn or missing tail): cut back, write again. Two data syncs,
+//!   no rename. See `AppendNote` for why a stale or damaged note is harmless.
+//! * **All or nothing across files.** When a commit touches more than one file, or appends
+//!   alongside other changes, a redo journal (`.small-cache/txn.journal`) holding every staged change is written
+//!   atomically first; its appearance is the commit point. The changes are then applied and the
+//!   journal removed. If the process dies part-way, the next transaction (or [`recover`])
+//!   finds the journal and re-applies it: whole-file writes are simply written again, and each
+//!   append first truncates the file back to the length it had before the append (recorded in
+//!   the journal), so a torn or half-applied tail is repaired exactly. A journal whose checksum
+//!   does not match was never committed and is discarded (nothing had been applied yet).
+//!   A commit of one whole-file write needs no journal: the rename is the commit point.
+//!
+//! Readers need no lock: renames are atomic, and an append in flight only ever adds bytes
+//! after the last complete entry. A reader that must not see an append in flight can hold
+//! [`read_lock`]; one that wants an interrupted commit finished first calls [`recover`].
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::spec::consts::{CACHE_DIR, SMALL_DIR};
+
+/// How long `begin` waits for another `small` process to finish before giving up.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Environment variable overriding the lock wait, in seconds (fractions allowed).
+pub const LOCK_TIMEOUT_ENV: &str = "SMALL_LOCK_TIMEOUT";
+/// Lock file, relative to the workspace root.
+pub const LOCK_FILE: &str = ".small-cache/lock";
+/// Redo journal, relative to the workspace root.
+pub const JOURNAL_FILE: &str = ".small-cache/txn.journal";
+/// Intent note of single-append commits, relative to the workspace root.
+pub const APPEND_NOTE_FILE: &str = ".small-cache/append.note";
+/// Staging directory for temporary files, relative to the workspace root.
+pub const STAGING_DIR: &str = ".small-cache/tmp";
+
+/// Test hook: when set to a number of milliseconds, commits sleep that long between their
+/// steps (journal written, each file applied), so crash tests can kill a writer mid-commit.
+/// Unset in normal use; the crash tests also run without it.
+pub const SLOW_COMMIT_ENV: &str = "SMALL_TEST_SLOW_COMMIT_MS";
+
+/// What can go wrong in a transaction.
+#[derive(Debug, thiserror::Error)]
+pub enum TxnError {
+    #[error("no SMALL workspace at {0} (there is no .small/ directory; run `small init` first)")]
+    NoWorkspace(PathBuf),
+    #[error(
+        "the workspace is locked by another small process ({lock}); gave up after {waited:.1?}. \
+         Wait for it to finish, or raise the wait with {env}=<seconds>. \
+         (A crashed process releases its lock, so the lock file itself never needs deleting.)"
+    )]
+    LockTimeout {
+        lock: PathBuf,
+        waited: Duration,
+        env: &'static str,
+    },
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl TxnError {
+    fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
+        TxnError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = TxnError> = std::result::Result<T, E>;
+
+/// An append staged in a transaction.
+#[derive(Debug, Clone)]
+struct StagedAppend {
+    /// File length when the append was staged (the lock keeps it stable).
+    pre_len: u64,
+    bytes: Vec<u8>,
+}
+
+/// An exclusive, all-or-nothing change to a workspace. See the module docs.
+#[derive(Debug)]
+pub struct Transaction {
+    root: PathBuf,
+    lock: File,
+    writes: BTreeMap<String, Vec<u8>>,
+    appends: BTreeMap<String, StagedAppend>,
+    recovered: bool,
+}
+
+/// What a commit changed (relative paths), for the "what changed" report commands print.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitReport {
+    pub written: Vec<String>,
+    pub appended: Vec<String>,
+}
+
+impl CommitReport {
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.appended.is_empty()
+    }
+}
+
+impl Transaction {
+    /// Lock the workspace at `root` (the directory containing `.small/`), waiting up to the
+    /// configured timeout, and finish any commit a crashed process left behind.
+    pub fn begin(root: impl AsRef<Path>) -> Result<Transaction> {
+        Transaction::begin_with_timeout(root, lock_timeout_from_env())
+    }
+
+    /// Like [`Transaction::begin`] with an explicit lock wait.
+    pub fn begin_with_timeout(root: impl AsRef<Path>, timeout: Duration) -> Result<Transaction> {
+        let root = root.as_ref().to_path_buf();
+        let small = root.join(SMALL_DIR);
+        if !small.is_dir() {
+            return Err(TxnError::NoWorkspace(root));
+        }
+        let lock = acquire_lock(&root, timeout)?;
+        let mut txn = Transaction {
+            root,
+            lock,
+            writes: BTreeMap::new(),
+            appends: BTreeMap::new(),
+            recovered: false,
+        };
+        txn.recovered = recover_locked(&txn.root)?;
+        cleanup_staging(&txn.root);
+        Ok(txn)
+    }
+
+    /// The workspace root this transaction works on.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether `begin` found and re-applied an interrupted commit.
+    pub fn recovered(&self) -> bool {
+        self.recovered
+    }
+
+    /// Absolute path of a workspace-relative path.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// The content of `rel` as this transaction sees it: staged content (plus staged appends)
+    /// if any, else what is on disk. `None` if the file does not exist.
+    pub fn read(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        check_rel(rel)?;
+        let mut data = match self.writes.get(rel) {
+            Some(b) => Some(b.clone()),
+            None => read_opt(&self.root.join(rel))?,
+        };
+        if let Some(app) = self.appends.get(rel) {
+            let d = data.get_or_insert_with(Vec::new);
+            d.extend_from_slice(&app.bytes);
+        }
+        Ok(data)
+    }
+
+    /// Like [`Transaction::read`], as UTF-8 text; a missing file is an error.
+    pub fn read_string(&self, rel: &str) -> Result<String> {
+        let bytes = self.read(rel)?.ok_or_else(|| {
+            TxnError::io("read", &self.root.join(rel), io::ErrorKind::NotFound.into())
+        })?;
+        String::from_utf8(bytes).map_err(|_| TxnError::Invalid(format!("{rel} is not valid UTF-8")))
+    }
+
+    /// Total length of `rel` as this transaction sees it (None if absent).
+    pub fn len(&self, rel: &str) -> Result<Option<u64>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            return Ok(Some(w.len() as u64));
+        }
+        let disk = match fs::metadata(self.root.join(rel)) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(TxnError::io("stat", &self.root.join(rel), e)),
+        };
+        Ok(match (disk, self.appends.get(rel)) {
+            (Some(d), Some(a)) => Some(d + a.bytes.len() as u64),
+            (d, _) => d,
+        })
+    }
+
+    /// Up to the first `max` bytes of `rel` as this transaction sees it, without reading the
+    /// rest of the file.
+    pub fn read_head(&self, rel: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            return Ok(Some(w[..w.len().min(max as usize)].to_vec()));
+        }
+        let path = self.root.join(rel);
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(TxnError::io("open", &path, e)),
+        };
+        let mut buf = Vec::new();
+        (&mut f)
+            .take(max)
+            .read_to_end(&mut buf)
+            .map_err(|e| TxnError::io("read", &path, e))?;
+        if let Some(a) = self.appends.get(rel) {
+            let room = (max as usize).saturating_sub(buf.len());
+            buf.extend_from_slice(&a.bytes[..a.bytes.len().min(room)]);
+        }
+        Ok(Some(buf))
+    }
+
+    /// Up to the last `max` bytes of `rel` as this transaction sees it, with the offset they
+    /// start at, without reading the rest of the file.
+    pub fn read_tail(&self, rel: &str, max: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get(rel) {
+            let start = w.len().saturating_sub(max as usize);
+            return Ok(Some((start as u64, w[start..].to_vec())));
+        }
+        let path = self.root.join(rel);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let staged: &[u8] = self
+            .appends
+            .get(rel)
+            .map(|a| a.bytes.as_slice())
+            .unwrap_or(&[]);
+        if staged.len() as u64 >= max {
+            let disk = fs::metadata(&path)
+                .map_err(|e| TxnError::io("stat", &path, e))?
+                .len();
+            let cut = staged.len() - max as usize;
+            return Ok(Some((disk + cut as u64, staged[cut..].to_vec())));
+        }
+        let (start, mut buf) = read_tail(&path, max - staged.len() as u64)?;
+        buf.extend_from_slice(staged);
+        Ok(Some((start, buf)))
+    }
+
+    /// Whether `rel` exists as this transaction sees it.
+    pub fn exists(&self, rel: &str) -> bool {
+        self.writes.contains_key(rel)
+            || self.appends.contains_key(rel)
+            || self.root.join(rel).exists()
+    }
+
+    /// Stage the whole new content of `rel`. Replaces earlier staged writes and appends.
+    pub fn write(&mut self, rel: impl Into<String>, bytes: impl Into<Vec<u8>>) {
+        let rel = rel.into();
+        self.appends.remove(&rel);
+        self.writes.insert(rel, bytes.into());
+    }
+
+    /// Stage bytes to add at the end of `rel` (which must exist, unless it was staged with
+    /// [`Transaction::write`], in which case the bytes join the staged content).
+    pub fn append(&mut self, rel: &str, bytes: Vec<u8>) -> Result<()> {
+        check_rel(rel)?;
+        if let Some(w) = self.writes.get_mut(rel) {
+            w.extend_from_slice(&bytes);
+            return Ok(());
+        }
+        if let Some(a) = self.appends.get_mut(rel) {
+            a.bytes.extend_from_slice(&bytes);
+            return Ok(());
+        }
+        let path = self.root.join(rel);
+        let pre_len = fs::metadata(&path)
+            .map_err(|e| TxnError::io("stat", &path, e))?
+            .len();
+        self.appends
+            .insert(rel.to_string(), StagedAppend { pre_len, bytes });
+        Ok(())
+    }
+
+    /// Length of the on-disk file before any staged append (None if absent).
+    pub fn disk_len(&self, rel: &str) -> Option<u64> {
+        fs::metadata(self.root.join(rel)).ok().map(|m| m.len())
+    }
+
+    /// Drop whatever is staged for `rel` (write or append).
+    pub fn discard(&mut self, rel: &str) {
+        self.writes.remove(rel);
+        self.appends.remove(rel);
+    }
+
+    /// Whether anything is staged.
+    pub fn is_dirty(&self) -> bool {
+        !self.writes.is_empty() || !self.appends.is_empty()
+    }
+
+    /// Apply every staged change durably (see the module docs), then release the lock.
+    pub fn commit(mut self) -> Result<CommitReport> {
+        let report = CommitReport {
+            written: self.writes.keys().cloned().collect(),
+            appended: self.appends.keys().cloned().collect(),
+        };
+        if !self.is_dirty() {
+            return Ok(report);
+        }
+        let writes = std::mem::take(&mut self.writes);
+        let appends = std::mem::take(&mut self.appends);
+        if writes.is_empty() && appends.len() == 1 {
+            // One append: an intent note (fsynced before the append) is enough to repair a
+            // torn tail; see `AppendNote`.
+            for (rel, app) in &appends {
+                let note = AppendNote {
+                    rel: rel.clone(),
+                    app: app.clone(),
+                };
+                note.write(&self.root)?;
+                slow_point();
+                apply_append(&self.root, rel, app)?;
+                AppendNote::mark_done(&self.root);
+            }
+            return Ok(report);
+        }
+        // Other commits may replace a file an earlier append note describes: make its
+        // "done" mark durable first, so recovery can never mistake it for a torn append.
+        AppendNote::settle(&self.root);
+        if appends.is_empty() && writes.len() == 1 {
+            // One rename is atomic on its own: no journal needed.
+            for (rel, bytes) in &writes {
+                write_via_staging(&self.root, rel, bytes)?;
+            }
+            return Ok(report);
+        }
+        let journal = Journal { writes, appends };
+        let encoded = journal.encode();
+        let jpath = self.root.join(JOURNAL_FILE);
+        atomic_write(&jpath, &encoded)?;
+        slow_point();
+        journal.apply(&self.root)?;
+        remove_journal(&self.root)?;
+        Ok(report)
+    }
+
+    /// Drop every staged change and release the lock.
+    pub fn abort(self) {}
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        let _ = fs4::FileExt::unlock(&self.lock);
+    }
+}
+
+/// Finish a commit that a crashed process left behind, taking the lock briefly. Returns
+/// whether anything was repaired. Cheap when there is nothing to do (one `stat`).
+pub fn recover(root: impl AsRef<Path>) -> Result<bool> {
+    let root = root.as_ref();
+    if !root.join(JOURNAL_FILE).exists() && !AppendNote::pending(root) {
+        return Ok(false);
+    }
+    let txn = Transaction::begin(root)?;
+    Ok(txn.recovered)
+}
+
+/// A shared (read) lock on the workspace: while it is held no transaction commits, so a
+/// reader sees no append in flight. Readers do not need it for consistency of whole-file
+/// writes (renames are atomic); it only matters for reading the progress tail while other
+/// processes append. Returns `Ok(None)` when there is no `.small-cache/` yet (then no
+/// transaction has ever run). Released on drop.
+pub fn read_lock(root: impl AsRef<Path>, timeout: Duration) -> Result<Option<ReadLock>> {
+    let path = root.as_ref().join(LOCK_FILE);
+    let file = match OpenOptions::new().read(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(TxnError::io("open lock file", &path, e)),
+    };
+    let start = Instant::now();
+    loop {
+        match fs4::FileExt::try_lock_shared(&file) {
+            Ok(()) => return Ok(Some(ReadLock { file })),
+            Err(fs4::TryLockError::WouldBlock) => {}
+            Err(fs4::TryLockError::Error(e)) => return Err(TxnError::io("lock", &path, e)),
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(TxnError::LockTimeout {
+                lock: path,
+                waited,
+                env: LOCK_TIMEOUT_ENV,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1).min(timeout - waited));
+    }
+}
+
+/// See [`read_lock`].
+#[derive(Debug)]
+pub struct ReadLock {
+    file: File,
+}
+
+impl Drop for ReadLock {
+    fn drop(&mut self) {
+        let _ = fs4::FileExt::unlock(&self.file);
+    }
+}
+
+/// Replace the file at `path` with `bytes` atomically and durably: a temporary file in the
+/// same directory is written and fsynced, renamed over `path`, and the directory is fsynced.
+/// For files outside `.small/` (AGENTS.md, `.small-cache/`, snapshots). Creates missing
+/// parent directories. Keeps the permissions of an existing file.
+pub fn atomic_write(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    let path = path.as_ref();
+    let dir = parent_dir(path);
+    fs::create_dir_all(&dir).map_err(|e| TxnError::io("create directory", &dir, e))?;
+    atomic_write_staged(path, bytes, &dir)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn temp_name(path: &Path) -> String {
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{base}.small-tmp-{}-{n}", std::process::id())
+}
+
+/// Write `bytes` to a temp file in `staging`, fsync, rename onto `path`, fsync `path`'s dir.
+fn atomic_write_staged(path: &Path, bytes: &[u8], staging: &Path) -> Result<()> {
+    let tmp = staging.join(temp_name(path));
+    let result = (|| -> Result<io::Result<()>> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| TxnError::io("create", &tmp, e))?;
+        if let Ok(meta) = fs::metadata(path) {
+            let _ = f.set_permissions(meta.permissions());
+        }
+        f.write_all(bytes)
+            .map_err(|e| TxnError::io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| TxnError::io("fsync", &tmp, e))?;
+        drop(f);
+        Ok(fs::rename(&tmp, path))
+    })();
+    match result {
+        Ok(Ok(())) => {
+            sync_dir(&parent_dir(path));
+            Ok(())
+        }
+        Ok(Err(e)) => {
+            let _ = fs::remove_file(&tmp);
+            Err(TxnError::io("rename", path, e))
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Whole-file write of a workspace file, staged in `.small-cache/tmp/` so that no temporary
+/// file ever appears under `.small/` (even after a crash). Falls back to a temp file next to
+/// the target if the cache is on another file system.
+fn write_via_staging(root: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+    let path = root.join(rel);
+    let dir = parent_dir(&path);
+    fs::create_dir_all(&dir).map_err(|e| TxnError::io("create directory", &dir, e))?;
+    let staging = root.join(STAGING_DIR);
+    if fs::create_dir_all(&staging).is_ok() {
+        match atomic_write_staged(&path, bytes, &staging) {
+            Err(TxnError::Io {
+                op: "rename",
+                source,
+                ..
+            }) if is_cross_device(&source) => {}
+            other => return other,
+        }
+    }
+    atomic_write_staged(&path, bytes, &dir)
+}
+
+fn is_cross_device(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(18) // EXDEV
+    }
+    #[cfg(not(unix))]
+    {
+        e.kind() == io::ErrorKind::CrossesDevices || e.raw_os_error() == Some(17)
+        // ERROR_NOT_SAME_DEVICE
+    }
+}
+
+/// Append `bytes` to `rel`, first cutting the file back to `pre_len` (a no-op in the normal
+/// case; after a crash it removes a torn or already-applied tail), then fsync.
+fn apply_append(root: &Path, rel: &str, app: &StagedAppend) -> Result<()> {
+    let path = root.join(rel);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| TxnError::io("open", &path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| TxnError::io("stat", &path, e))?
+        .len();
+    if len < app.pre_len {
+        return Err(TxnError::Invalid(format!(
+            "{} is shorter ({len} bytes) than when an interrupted commit started ({} bytes); \
+             it was changed outside small. Inspect it, then delete {JOURNAL_FILE} to continue.",
+            path.display(),
+            app.pre_len
+        )));
+    }
+    if len > app.pre_len {
+        f.set_len(app.pre_len)
+            .map_err(|e| TxnError::io("truncate", &path, e))?;
+    }
+    f.seek(SeekFrom::Start(app.pre_len))
+        .map_err(|e| TxnError::io("seek", &path, e))?;
+    f.write_all(&app.bytes)
+        .map_err(|e| TxnError::io("append", &path, e))?;
+    f.sync_data().map_err(|e| TxnError::io("fsync", &path, e))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) {}
+
+fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(TxnError::io("read", path, e)),
+    }
+}
+
+/// Workspace-relative paths only: no absolute paths, no `..`.
+fn check_rel(rel: &str) -> Result<()> {
+    let p = Path::new(rel);
+    let ok = !rel.is_empty()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if ok {
+        Ok(())
+    } else {
+        Err(TxnError::Invalid(format!(
+            "not a workspace-relative path: {rel}"
+        )))
+    }
+}
+
+fn lock_timeout_from_env() -> Duration {
+    std::env::var(LOCK_TIMEOUT_ENV)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(DEFAULT_LOCK_TIMEOUT)
+}
+
+fn acquire_lock(root: &Path, timeout: Duration) -> Result<File> {
+    let cache = root.join(CACHE_DIR);
+    fs::create_dir_all(&cache).map_err(|e| TxnError::io("create directory", &cache, e))?;
+    let path = root.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| TxnError::io("open lock file", &path, e))?;
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => return Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => {}
+        Err(fs4::TryLockError::Error(e)) => return Err(TxnError::io("lock", &path, e)),
+    }
+    wait_for_lock(file, path, timeout)
+}
+
+/// Unix: block in `flock` on a duplicate of the descriptor in a helper thread, so waiters
+/// wake the moment the lock is free (in the kernel's order) instead of polling. If the wait
+/// times out, the helper keeps waiting; once it gets the lock it drops its duplicate, and
+/// since our own descriptor is gone by then, the lock is released at once.
+#[cfg(unix)]
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
+    let start = Instant::now();
+    let dup = file
+        .try_clone()
+        .map_err(|e| TxnError::io("lock", &path, e))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = fs4::FileExt::lock(&dup);
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(())) => Ok(file),
+        Ok(Err(e)) => Err(TxnError::io("lock", &path, e)),
+        Err(_) => Err(TxnError::LockTimeout {
+            lock: path,
+            waited: start.elapsed(),
+            env: LOCK_TIMEOUT_ENV,
+        }),
+    }
+}
+
+/// Elsewhere: poll with a short backoff.
+#[cfg(not(unix))]
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(500);
+    loop {
+        match fs4::FileExt::try_lock(&file) {
+            Ok(()) => return Ok(file),
+            Err(fs4::TryLockError::WouldBlock) => {}
+            Err(fs4::TryLockError::Error(e)) => return Err(TxnError::io("lock", &path, e)),
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(TxnError::LockTimeout {
+                lock: path,
+                waited,
+                env: LOCK_TIMEOUT_ENV,
+            });
+        }
+        std::thread::sleep(pause.min(timeout - waited));
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// Remove temp files a crashed process left in the staging directory (we hold the lock, so
+/// no live writer owns them). Best effort.
+fn cleanup_staging(root: &Path) {
+    // In the cache root only our own journal temp files: others may write there without
+    // the workspace lock.
+    for (dir, prefix) in [(STAGING_DIR, "."), (CACHE_DIR, ".txn.journal.small-tmp-")] {
+        if let Ok(rd) = fs::read_dir(root.join(dir)) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with(prefix) && name.contains(".small-tmp-") {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+fn remove_journal(root: &Path) -> Result<()> {
+    let jpath = root.join(JOURNAL_FILE);
+    match fs::remove_file(&jpath) {
+        Ok(()) => {
+            sync_dir(&parent_dir(&jpath));
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(TxnError::io("remove", &jpath, e)),
+    }
+}
+
+/// With the lock held: re-apply a committed journal, or discard an uncommitted one.
+fn recover_locked(root: &Path) -> Result<bool> {
+    let noted = AppendNote::recover(root)?;
+    let jpath = root.join(JOURNAL_FILE);
+    let Some(bytes) = read_opt(&jpath)? else {
+        return Ok(noted);
+    };
+    match Journal::decode(&bytes) {
+        Some(journal) => {
+            journal.apply(root)?;
+            remove_journal(root)?;
+            Ok(true)
+        }
+        None => {
+            // Never committed (it is written atomically, so this only happens if it was
+            // damaged outside small): nothing was applied from it.
+            remove_journal(root)?;
+            Ok(false)
+        }
+    }
+}
+
+fn slow_point() {
+    if let Some(ms) = std::env::var(SLOW_COMMIT_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// The redo journal. Binary layout (all integers little-endian u64):
+/// `MAGIC`, sha256(body), body; body = count, then per item: kind (0 write, 1 append),
+/// path length, path, pre_len, data length, data.
+struct Journal {
+    writes: BTreeMap<String, Vec<u8>>,
+    appends: BTreeMap<String, StagedAppend>,
+}
+
+const MAGIC: &[u8; 16] = b"small-journal-v1";
+
+impl Journal {
+    fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        let put = |b: &mut Vec<u8>, n: u64| b.extend_from_slice(&n.to_le_bytes());
+        put(&mut body, (self.writes.len() + self.appends.len()) as u64);
+        for (rel, data) in &self.writes {
+            put(&mut body, 0);
+            put(&mut body, rel.len() as u64);
+            body.extend_from_slice(rel.as_bytes());
+            put(&mut body, 0);
+            put(&mut body, data.len() as u64);
+            body.extend_from_slice(data);
+        }
+        for (rel, app) in &self.appends {
+            put(&mut body, 1);
+            put(&mut body, rel.len() as u64);
+            body.extend_from_slice(rel.as_bytes());
+            put(&mut body, app.pre_len);
+            put(&mut body, app.bytes.len() as u64);
+            body.extend_from_slice(&app.bytes);
+        }
+        let mut out = Vec::with_capacity(body.len() + 48);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&Sha256::digest(&body));
+        out.extend_from_slice(&body);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Journal> {
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        if rest.len() < 32 {
+            return None;
+        }
+        let (sum, body) = rest.split_at(32);
+        if Sha256::digest(body).as_slice() != sum {
+            return None;
+        }
+        let mut r = Reader(body);
+        let mut journal = Journal {
+            writes: BTreeMap::new(),
+            appends: BTreeMap::new(),
+        };
+        let count = r.u64()?;
+        for _ in 0..count {
+            let kind = r.u64()?;
+            let plen = usize::try_from(r.u64()?).ok()?;
+            let rel = String::from_utf8(r.take(plen)?.to_vec()).ok()?;
+            check_rel(&rel).ok()?;
+            let pre_len = r.u64()?;
+            let dlen = usize::try_from(r.u64()?).ok()?;
+            let data = r.take(dlen)?.to_vec();
+            match kind {
+                0 => {
+                    journal.writes.insert(rel, data);
+                }
+                1 => {
+                    journal.appends.insert(
+                        rel,
+                        StagedAppend {
+                            pre_len,
+                            bytes: data,
+                        },
+                    );
+                }
+                _ => return None,
+            }
+        }
+        Some(journal)
+    }
+
+    fn apply(&self, root: &Path) -> Result<()> {
+        for (rel, bytes) in &self.writes {
+            write_via_staging(root, rel, bytes)?;
+            slow_point();
+        }
+        for (rel, app) in &self.appends {
+            apply_append(root, rel, app)?;
+            slow_point();
+        }
+        Ok(())
+    }
+}
+
+/// The intent record of a single-append commit, kept at [`APPEND_NOTE_FILE`] and
+/// overwritten in place by every such commit (so after the first one, a commit costs two
+/// data syncs: the note, then the appended bytes; no directory sync, no rename).
+///
+/// Layout: `NOTE_MAGIC`, one state byte (`P` pending, `D` done), body length, sha256(body),
+/// body = path length, path, pre-append length, byte count, bytes; zero padding to 4 KiB. The state byte is outside the
+/// checksum. Recovery re-applies a *pending* note whose checksum matches and whose file
+/// length lies between the pre-append length and the end of the append (a torn or missing
+/// tail): it cuts the file back and writes the bytes again. A note that is done, damaged
+/// (then the append never started: the note is synced first), or that does not fit the
+/// file (the file was replaced since) is ignored.
+struct AppendNote {
+    rel: String,
+    app: StagedAppend,
+}
+
+const NOTE_MAGIC: &[u8; 16] = b"small-append-v1\n";
+const NOTE_STATE_AT: u64 = 16;
+
+impl AppendNote {
+    fn body(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(self.app.bytes.len() + self.rel.len() + 24);
+        b.extend_from_slice(&(self.rel.len() as u64).to_le_bytes());
+        b.extend_from_slice(self.rel.as_bytes());
+        b.extend_from_slice(&self.app.pre_len.to_le_bytes());
+        b.extend_from_slice(&(self.app.bytes.len() as u64).to_le_bytes());
+        b.extend_from_slice(&self.app.bytes);
+        b
+    }
+
+    fn write(&self, root: &Path) -> Result<()> {
+        let path = root.join(APPEND_NOTE_FILE);
+        let body = self.body();
+        let mut out = Vec::with_capacity(body.len() + 4096);
+        out.extend_from_slice(NOTE_MAGIC);
+        out.push(b'P');
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(&body));
+        out.extend_from_slice(&body);
+        // Pad to whole 4 KiB blocks so the file size rarely changes: then syncing the note
+        // needs no metadata update.
+        out.resize(out.len().div_ceil(4096) * 4096, 0);
+        let created = !path.exists();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| TxnError::io("open", &path, e))?;
+        f.write_all(&out)
+            .map_err(|e| TxnError::io("write", &path, e))?;
+        f.set_len(out.len() as u64)
+            .map_err(|e| TxnError::io("truncate", &path, e))?;
+        f.sync_data().map_err(|e| TxnError::io("fsync", &path, e))?;
+        if created {
+            sync_dir(&parent_dir(&path));
+        }
+        Ok(())
+    }
+
+    /// Best effort: a lost "done" mark only makes recovery re-check a complete append.
+    fn mark_done(root: &Path) {
+        if let Ok(mut f) = OpenOptions::new()
+            .write(true)
+            .open(root.join(APPEND_NOTE_FILE))
+        {
+            if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() {
+                let _ = f.write_all(b"D");
+            }
+        }
+    }
+
+    /// Mark the note done and sync it (if there is one).
+    fn settle(root: &Path) {
+        if let Ok(mut f) = OpenOptions::new()
+            .write(true)
+            .open(root.join(APPEND_NOTE_FILE))
+        {
+            if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() && f.write_all(b"D").is_ok() {
+                let _ = f.sync_data();
+            }
+        }
+    }
+
+    fn pending(root: &Path) -> bool {
+        let mut b = [0u8; 17];
+        File::open(root.join(APPEND_NOTE_FILE))
+            .and_then(|mut f| f.read_exact(&mut b))
+            .is_ok()
+            && &b[..16] == NOTE_MAGIC
+            && b[16] == b'P'
+    }
+
+    fn decode(bytes: &[u8]) -> Option<(bool, AppendNote)> {
+        let rest = bytes.strip_prefix(NOTE_MAGIC.as_slice())?;
+        let (&state, rest) = rest.split_first()?;
+        let mut head = Reader(rest);
+        let body_len = usize::try_from(head.u64()?).ok()?;
+        let sum = head.take(32)?;
+        let body = head.take(body_len)?;
+        if Sha256::digest(body).as_slice() != sum {
+            return None;
+        }
+        let mut r = Reader(body);
+        let plen = usize::try_from(r.u64()?).ok()?;
+        let rel = String::from_utf8(r.take(plen)?.to_vec()).ok()?;
+        check_rel(&rel).ok()?;
+        let pre_len = r.u64()?;
+        let n = usize::try_from(r.u64()?).ok()?;
+        let bytes = r.take(n)?.to_vec();
+        Some((
+            state == b'P',
+            AppendNote {
+                rel,
+                app: StagedAppend { pre_len, bytes },
+            },
+        ))
+    }
+
+    /// With the lock held: finish a pending append. Returns whether a repair was made.
+    fn recover(root: &Path) -> Result<bool> {
+        let Some(bytes) = read_opt(&root.join(APPEND_NOTE_FILE))? else {
+            return Ok(false);
+        };
+        let Some((true, note)) = AppendNote::decode(&bytes) else {
+            return Ok(false);
+        };
+        let path = root.join(&note.rel);
+        let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let end = note.app.pre_len + note.app.bytes.len() as u64;
+        let mut repaired = false;
+        if len >= note.app.pre_len && len <= end {
+            let complete = len == end && {
+                let (_, tail) = read_tail(&path, note.app.bytes.len() as u64)?;
+                tail == note.app.bytes
+            };
+            if !complete {
+                apply_append(root, &note.rel, &note.app)?;
+                repaired = true;
+            }
+        }
+        AppendNote::mark_done(root);
+        Ok(repaired)
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// Read up to the last `max` bytes of a file, returning them with the offset they start at.
+pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
+    let mut f = File::open(path).map_err(|e| TxnError::io("open", path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| TxnError::io("stat", path, e))?
+        .len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start))
+        .map_err(|e| TxnError::io("seek", path, e))?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    f.read_to_end(&mut buf)
+        .map_err(|e| TxnError::io("read", path, e))?;
+    Ok((start, buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join(".small")).unwrap();
+        d
+    }
+
+    #[test]
+    fn no_workspace_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Transaction::begin(d.path()),
+            Err(TxnError::NoWorkspace(_))
+        ));
+    }
+
+    #[test]
+    fn write_and_append_commit_together() {
+        let d = ws();
+        fs::write(d.path().join(".small/p.yml"), b"a\n").unwrap();
+        let mut t = Transaction::begin(d.path()).unwrap();
+        t.write(".small/q.yml", b"q\n".to_vec());
+        t.append(".small/p.yml", b"b\n".to_vec()).unwrap();
+        assert_eq!(t.read(".small/p.yml").unwrap().unwrap(), b"a\nb\n");
+        let r = t.commit().unwrap();
+        assert_eq!(r.written, vec![".small/q.yml"]);
+        assert_eq!(fs::read(d.path().join(".small/p.yml")).unwrap(), b"a\nb\n");
+        assert_eq!(fs::read(d.path().join(".small/q.yml")).unwrap(), b"q\n");
+        assert!(!d.path().join(JOURNAL_FILE).exists());
+        // nothing but our files under .small/
+        let names: Vec<_> = fs::read_dir(d.path().join(".small"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn journal_is_replayed_after_a_crash_and_torn_tail_cut() {
+        let d = ws();
+        let p = d.path().join(".small/p.yml");
+        fs::write(&p, b"entries:\n  - a\n").unwrap();
+        let mut appends = BTreeMap::new();
+        appends.insert(
+            ".small/p.yml".to_string(),
+            StagedAppend {
+                pre_len: 15,
+                bytes: b"  - b\n".to_vec(),
+            },
+        );
+        let mut writes = BTreeMap::new();
+        writes.insert(".small/q.yml".to_string(), b"new\n".to_vec());
+        let j = Journal { writes, appends };
+        fs::create_dir_all(d.path().join(CACHE_DIR)).unwrap();
+        fs::write(d.path().join(JOURNAL_FILE), j.encode()).unwrap();
+        // simulate a torn append
+        fs::write(&p, b"entries:\n  - a\n  - ").unwrap();
+        assert!(recover(d.path()).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n");
+        assert_eq!(fs::read(d.path().join(".small/q.yml")).unwrap(), b"new\n");
+        assert!(!recover(d.path()).unwrap());
+    }
+
+    #[test]
+    fn torn_single_append_is_repaired_from_the_note() {
+        let d = ws();
+        let p = d.path().join(".small/p.yml");
+        fs::write(&p, b"entries:\n  - a\n").unwrap();
+        let mut t = Transaction::begin(d.path()).unwrap();
+        t.append(".small/p.yml", b"  - b\n".to_vec()).unwrap();
+        t.commit().unwrap();
+        assert!(!AppendNote::pending(d.path()));
+        // a pending note and a torn tail, as a crash mid-append leaves them
+        let note = AppendNote {
+            rel: ".small/p.yml".into(),
+            app: StagedAppend {
+                pre_len: 21,
+                bytes: b"  - c\n".to_vec(),
+            },
+        };
+        note.write(d.path()).unwrap();
+        fs::write(&p, b"entries:\n  - a\n  - b\n  -").unwrap();
+        assert!(recover(d.path()).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n  - c\n");
+        // a pending note whose append completed changes nothing
+        note.write(d.path()).unwrap();
+        assert!(!recover(d.path()).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n  - c\n");
+        // a stale note (the file was replaced since) is ignored
+        note.write(d.path()).unwrap();
+        fs::write(&p, b"entries:\n  - x\n  - y\n  - z\n  - w\n").unwrap();
+        assert!(!recover(d.path()).unwrap());
+        assert_eq!(
+            fs::read(&p).unwrap(),
+            b"entries:\n  - x\n  - y\n  - z\n  - w\n"
+        );
+    }
+
+    #[test]
+    fn damaged_journal_is_discarded() {
+        let d = ws();
+        fs::create_dir_all(d.path().join(CACHE_DIR)).unwrap();
+        fs::write(d.path().join(JOURNAL_FILE), b"small-journal-v1garbage").unwrap();
+        assert!(!recover(d.path()).unwrap());
+        assert!(!d.path().join(JOURNAL_FILE).exists());
+    }
+
+    #[test]
+    fn lock_times_out_with_clear_message() {
+        let d = ws();
+        let _held = Transaction::begin(d.path()).unwrap();
+        let err = Transaction::begin_with_timeout(d.path(), Duration::from_millis(50)).unwrap_err();
+        assert!(
+            err.to_string().contains("locked by another small process"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_keeps_dir_clean() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/AGENTS.md");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path().join("sub")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn rejects_escaping_paths() {
+        let d = ws();
+        let mut t = Transaction::begin(d.path()).unwrap();
+        assert!(t.append("../x", vec![]).is_err());
+        assert!(t.read("/etc/passwd").is_err());
+    }
+}

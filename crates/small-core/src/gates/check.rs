@@ -1,0 +1,512 @@
+//! The read-only gates as stages over one loaded workspace:
+//!
+//! - **validate**: every canonical artifact exists, is YAML with a mapping at the top, and
+//!   matches its JSON Schema;
+//! - **lint**: the protocol invariants (`invariants`), strict layout S4 in strict mode, and
+//!   `small_version` formatting drift (`FMT`, an error only with format-strict);
+//! - **verify**: the rules in `verify` (workspace metadata and scope, replayId, current task,
+//!   evidence gate, append-only since a revision).
+//!
+//! `small lint` runs lint, `small verify` runs all three and reports everything together,
+//! `small check` runs them in order and stops at the first stage that fails, reporting the
+//! stages after it as `skipped`. The workspace is read and parsed once for all stages.
+
+use serde::Serialize;
+use std::sync::Arc;
+
+use crate::diag::{self, Diagnostic, Severity};
+use crate::gates::invariants::{
+    self, Docs, Options, PlanIndex, ProgressFacts, ProgressLinter, StreamedLint,
+};
+use crate::gates::layout;
+use crate::gates::schemas::SchemaSet;
+use crate::gates::validate;
+use crate::gates::verify::{self, SinceError};
+use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::workspace::{LoadOptions, Location, Scope, Workspace, CODE_IO};
+
+/// Flags of the gate commands.
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    pub strict: bool,
+    /// Treat `FMT` (unquoted `small_version`) as an error.
+    pub format_strict: bool,
+    /// `--workspace`: which workspace kinds are accepted (verify stage).
+    pub scope: Scope,
+    /// `verify --since REV`: prove the progress log append-only since this git revision.
+    pub since: Option<String>,
+}
+
+fn is_metadata_file(d: &Diagnostic) -> bool {
+    d.file
+        .as_deref()
+        .is_some_and(|f| f.ends_with(WORKSPACE_FILE))
+}
+
+/// A workspace loaded for the gates. The progress log is streamed when possible: each
+/// entry is schema-checked, linted and compared with `--since` as it is parsed, then dropped,
+/// so memory stays near the size of the file whatever the number of entries.
+pub struct Loaded {
+    pub ws: Workspace,
+    /// What streaming the progress log produced (`None`: it was loaded whole).
+    pub streamed: Option<Streamed>,
+}
+
+/// Per-entry results of a streamed progress log.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// Schema violations of the entries (empty when no schemas were given).
+    pub schema: Vec<Diagnostic>,
+    /// Lint diagnostics of the entries (`TS`, `INV2`, `SHAPE`, `INV1`, `LINK`).
+    pub lint: Vec<Diagnostic>,
+    pub facts: ProgressFacts,
+    /// The append-only proof, when `--since` was given.
+    pub append: Option<Result<Vec<Diagnostic>, SinceError>>,
+}
+
+/// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
+/// schemas while streaming (lint passes `None`).
+pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
+    if schemas.is_some_and(|s| !s.progress_splits()) {
+        return Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        };
+    }
+    let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+        .into_iter()
+        .filter(|k| *k != ArtifactKind::Progress)
+        .collect();
+    let lo = LoadOptions::only(&kinds);
+    let mut ws = Workspace::load(loc, &lo);
+    let plan = PlanIndex::from_plan(ws.plan.as_ref().map(|a| &a.document.root));
+    let scope = invariants::handoff_replay_scope(ws.handoff.as_ref().map(|a| &a.document.root));
+    let mut append = match &opts.since {
+        None => None,
+        Some(rev) => Some(
+            verify::progress_at_revision(&ws.root, rev).and_then(|old| match old {
+                Some(text) => verify::AppendOnly::new(rev, &text).map(Some),
+                None => Ok(None),
+            }),
+        ),
+    };
+    let rel = invariants::rel_path(ArtifactKind::Progress);
+    let mut schema_diags = Vec::new();
+    let mut linter = ProgressLinter::new(&plan, &scope);
+    ws.stream_progress(&lo.limits, &mut |i, node| {
+        if let Some(s) = schemas {
+            schema_diags.extend(validate::validate_progress_entry_node(s, &rel, i, &node));
+        }
+        linter.entry_all(i, &node, opts.strict);
+        if let Some(Ok(Some(a))) = append.as_mut() {
+            a.feed(i, &node);
+        }
+    });
+    let entries_span = ws
+        .progress
+        .as_ref()
+        .and_then(|p| p.document.root.get("entries"))
+        .map(|e| e.span);
+    let progress_loaded = ws.progress.is_some();
+    let append = append.map(|r| {
+        r.map(|a| match a {
+            Some(a) if progress_loaded => a.finish(entries_span),
+            Some(a) => verify::check_append_only_unreadable(a),
+            None => Vec::new(),
+        })
+    });
+    let streamed = Streamed {
+        schema: schema_diags,
+        lint: linter.diags,
+        facts: linter.facts,
+        append,
+    };
+    Loaded {
+        ws,
+        streamed: Some(streamed),
+    }
+}
+
+/// Views of the loaded artifacts for the invariant rules.
+pub fn docs(ws: &Workspace) -> Docs<'_> {
+    let mut d = Docs::default();
+    for kind in ArtifactKind::ALL {
+        d.set(kind, ws.artifact(kind).map(|a| &a.document.root));
+    }
+    d
+}
+
+/// Load problems of the canonical artifacts (missing, YAML), metadata excluded.
+pub fn artifact_load_diagnostics(ws: &Workspace) -> Vec<Diagnostic> {
+    ws.diagnostics
+        .iter()
+        .filter(|d| !is_metadata_file(d))
+        .cloned()
+        .collect()
+}
+
+/// True if some file could not be read for a system reason (the CLI exits 2).
+pub fn has_system_error(diags: &[Diagnostic]) -> bool {
+    diags.iter().any(|d| d.code == CODE_IO)
+}
+
+/// Stage 1: load problems of the artifacts and schema violations.
+pub fn validate_stage(l: &Loaded, schemas: &SchemaSet) -> Vec<Diagnostic> {
+    let mut out = artifact_load_diagnostics(&l.ws);
+    for a in l.ws.artifacts() {
+        out.extend(validate::validate_artifact(schemas, a));
+    }
+    if let Some(s) = &l.streamed {
+        out.extend(s.schema.iter().cloned());
+    }
+    diag::sort(&mut out);
+    out
+}
+
+/// Stage 2: invariants, S4 (strict) and formatting drift. Fails only on an unreadable
+/// `.small/` directory listing.
+pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnostic>> {
+    let ws = &l.ws;
+    let streamed = l.streamed.as_ref().map(|s| StreamedLint {
+        diags: s.lint.clone(),
+        facts: s.facts.clone(),
+    });
+    let mut out = invariants::lint_with(
+        &docs(ws),
+        Options {
+            strict: opts.strict,
+        },
+        streamed,
+    );
+    if opts.strict {
+        for u in layout::unexpected_paths(&ws.root)? {
+            let mut help = match u.belongs_in {
+                Some(place) => format!("move it to {place}/ (outside .small/)"),
+                None => "delete it or move it outside .small/ (extensions belong in .small/ext/)"
+                    .to_string(),
+            };
+            if u.rel_path.ends_with("/runs/") || u.rel_path.ends_with("/archive/") {
+                help.push_str("; `small fix --runtime-layout` migrates it");
+            }
+            out.push(
+                Diagnostic::error(
+                    "S4",
+                    format!(
+                        "unexpected {} {} under .small/: only the canonical files and ext/ are allowed",
+                        if u.is_dir { "directory" } else { "file" },
+                        u.rel_path
+                    ),
+                )
+                .in_file(u.rel_path.clone())
+                .with_help(help),
+            );
+        }
+    }
+    let mut fmt: Vec<Diagnostic> = ws
+        .artifacts()
+        .filter_map(|a| invariants::version_format_drift(&a.rel_path, &a.document.root))
+        .collect();
+    if let Some(m) = &ws.metadata {
+        fmt.extend(invariants::version_format_drift(
+            &m.rel_path,
+            &m.document.root,
+        ));
+    }
+    for mut d in fmt {
+        if opts.format_strict {
+            d.severity = Severity::Error;
+        }
+        out.push(d);
+    }
+    diag::sort(&mut out);
+    Ok(out)
+}
+
+/// Stage 3: workspace metadata and scope, replayId, current task, evidence gate, and the
+/// append-only proof when `opts.since` is set.
+pub fn verify_stage(
+    l: &Loaded,
+    schemas: &SchemaSet,
+    opts: &GateOptions,
+) -> Result<Vec<Diagnostic>, SinceError> {
+    let ws = &l.ws;
+    let mut out: Vec<Diagnostic> = ws
+        .diagnostics
+        .iter()
+        .filter(|d| is_metadata_file(d))
+        .cloned()
+        .map(|mut d| {
+            if d.is_error() && d.code != CODE_IO {
+                d.help.get_or_insert_with(|| {
+                    "fix the YAML, or recreate the file with `small init --force`".into()
+                });
+            }
+            d
+        })
+        .collect();
+    // WS: metadata exists, matches the schema, and the scope allows its kind.
+    out.extend(ws.check_scope(opts.scope).into_iter().map(|mut d| {
+        d.code = "WS".into();
+        d
+    }));
+    if let Some(meta) = &ws.metadata {
+        out.extend(
+            validate::validate_metadata(schemas, meta)
+                .into_iter()
+                .map(|mut d| {
+                    d.code = "WS".into();
+                    d
+                }),
+        );
+        verify::check_run_identity(
+            &meta.document.root,
+            &meta.rel_path,
+            ws.handoff.as_ref().map(|h| &h.document.root),
+            &mut out,
+        );
+    }
+    for d in out.iter_mut() {
+        if d.code == "yaml" {
+            d.code = "WS".into();
+        }
+    }
+    let docs = docs(ws);
+    if let Some(h) = docs.handoff {
+        verify::check_replay_id(h, &mut out);
+    }
+    let facts = l.streamed.as_ref().map(|s| &s.facts);
+    verify::check_plan_links(
+        docs.plan,
+        docs.progress,
+        docs.handoff,
+        opts.strict,
+        facts,
+        &mut out,
+    );
+    match l.streamed.as_ref().and_then(|s| s.append.as_ref()) {
+        Some(Ok(d)) => out.extend(d.iter().cloned()),
+        Some(Err(e)) => return Err(e.clone()),
+        None => {
+            if let Some(rev) = &opts.since {
+                if let Some(old) = verify::progress_at_revision(&ws.root, rev)? {
+                    out.extend(verify::check_append_only(rev, &old, docs.progress)?);
+                }
+            }
+        }
+    }
+    diag::sort(&mut out);
+    Ok(out)
+}
+
+/// A diagnostic as it appears in `--json` output (see docs/json-output.md).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct JsonDiagnostic {
+    pub code: String,
+    pub severity: Severity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl From<&Diagnostic> for JsonDiagnostic {
+    fn from(d: &Diagnostic) -> Self {
+        JsonDiagnostic {
+            code: d.code.clone(),
+            severity: d.severity,
+            file: d.file.clone(),
+            line: d.span.map(|s| s.start.line).filter(|&l| l > 0),
+            column: d.span.map(|s| s.start.column).filter(|&c| c > 0),
+            path: d.path.clone(),
+            message: d.message.clone(),
+            help: d.help.clone(),
+        }
+    }
+}
+
+/// Outcome of one stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageStatus {
+    /// Ran and found no error (warnings possible).
+    Ok,
+    /// Ran and found errors.
+    Failed,
+    /// Did not run (an earlier stage failed or could not run).
+    Skipped,
+    /// Could not run: no workspace, an unreadable file, a bad revision.
+    Error,
+}
+
+/// One stage of `check --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    pub status: StageStatus,
+    /// Why the stage was skipped or could not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub errors: Vec<JsonDiagnostic>,
+    pub warnings: Vec<JsonDiagnostic>,
+}
+
+impl StageReport {
+    pub fn skipped(reason: &str) -> Self {
+        StageReport {
+            status: StageStatus::Skipped,
+            reason: Some(reason.to_string()),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn error(diags: &[Diagnostic], reason: &str) -> Self {
+        let mut r = StageReport::from_diagnostics(diags);
+        r.status = StageStatus::Error;
+        r.reason = Some(reason.to_string());
+        r
+    }
+
+    pub fn from_diagnostics(diags: &[Diagnostic]) -> Self {
+        let errors: Vec<JsonDiagnostic> = diags
+            .iter()
+            .filter(|d| d.is_error())
+            .map(Into::into)
+            .collect();
+        let warnings = diags
+            .iter()
+            .filter(|d| !d.is_error())
+            .map(Into::into)
+            .collect();
+        StageReport {
+            status: if errors.is_empty() {
+                StageStatus::Ok
+            } else {
+                StageStatus::Failed
+            },
+            reason: None,
+            errors,
+            warnings,
+        }
+    }
+}
+
+/// The `check` report: each stage, and the exit code (0 ok, 1 invalid, 2 no workspace or a
+/// system error).
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub validate: StageReport,
+    pub lint: StageReport,
+    pub verify: StageReport,
+    pub exit_code: u8,
+    /// Every diagnostic of the stages that ran, in report order (not serialized).
+    #[serde(skip)]
+    pub diagnostics: Vec<(Stage, Diagnostic)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Validate,
+    Lint,
+    Verify,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Validate => "validate",
+            Stage::Lint => "lint",
+            Stage::Verify => "verify",
+        }
+    }
+}
+
+/// Run validate, lint and verify in order on a loaded workspace, stopping at the first
+/// stage with errors.
+pub fn run_check(ws: &Loaded, schemas: &Arc<SchemaSet>, opts: &GateOptions) -> CheckReport {
+    let mut report = CheckReport {
+        validate: StageReport::skipped("not run"),
+        lint: StageReport::skipped("validate did not pass"),
+        verify: StageReport::skipped("validate did not pass"),
+        exit_code: 0,
+        diagnostics: Vec::new(),
+    };
+    let v = validate_stage(ws, schemas);
+    if has_system_error(&v) {
+        report.validate = StageReport::error(&v, "a file could not be read");
+        report.exit_code = 2;
+        report
+            .diagnostics
+            .extend(v.into_iter().map(|d| (Stage::Validate, d)));
+        return report;
+    }
+    report.validate = StageReport::from_diagnostics(&v);
+    let failed = report.validate.status == StageStatus::Failed;
+    report
+        .diagnostics
+        .extend(v.into_iter().map(|d| (Stage::Validate, d)));
+    if failed {
+        report.exit_code = 1;
+        return report;
+    }
+    match lint_stage(ws, opts) {
+        Err(e) => {
+            let d = Diagnostic::error(CODE_IO, format!("cannot list .small/: {e}"));
+            report.lint = StageReport::error(
+                std::slice::from_ref(&d),
+                "the .small/ directory could not be listed",
+            );
+            report.verify = StageReport::skipped("lint could not run");
+            report.diagnostics.push((Stage::Lint, d));
+            report.exit_code = 2;
+            return report;
+        }
+        Ok(l) => {
+            report.lint = StageReport::from_diagnostics(&l);
+            let failed = report.lint.status == StageStatus::Failed;
+            report
+                .diagnostics
+                .extend(l.into_iter().map(|d| (Stage::Lint, d)));
+            if failed {
+                report.verify = StageReport::skipped("lint did not pass");
+                report.exit_code = 1;
+                return report;
+            }
+        }
+    }
+    match verify_stage(ws, schemas, opts) {
+        Err(e) => {
+            let d = Diagnostic::error("since", e.to_string());
+            report.verify = StageReport::error(std::slice::from_ref(&d), "verify could not run");
+            report.diagnostics.push((Stage::Verify, d));
+            report.exit_code = 2;
+        }
+        Ok(vd) => {
+            report.verify = StageReport::from_diagnostics(&vd);
+            if report.verify.status == StageStatus::Failed {
+                report.exit_code = 1;
+            }
+            report
+                .diagnostics
+                .extend(vd.into_iter().map(|d| (Stage::Verify, d)));
+        }
+    }
+    report
+}
+
+/// The report for "there is no workspace to check" (exit 2).
+pub fn no_workspace_report(d: Diagnostic) -> CheckReport {
+    CheckReport {
+        validate: StageReport::error(std::slice::from_ref(&d), "no workspace to check"),
+        lint: StageReport::skipped("no workspace to check"),
+        verify: StageReport::skipped("no workspace to check"),
+        exit_code: 2,
+        diagnostics: vec![(Stage::Validate, d)],
+    }
+}

@@ -1,0 +1,4 @@
+//! Run history: snapshots of finished runs and archives.
+
+pub mod archive;
+pub mod runs;

@@ -1,0 +1,945 @@
+//! Run history: snapshots of a workspace's artifacts kept in a run store (by default
+//! `.small-runs/` beside `.small/`), one directory per replay ID, so that runs can be listed,
+//! inspected, compared and restored the way commits are.
+//!
+//! A snapshot directory `<store>/<replayId>/` holds copies of intent, plan, progress and
+//! handoff (and constraints when present) plus `meta.json`: the replay ID, when it was taken,
+//! the git commit and whether the tree was dirty, the branch, the tool version, the workspace
+//! kind, the source directory and the SHA-256 of every copied file. Snapshots are written to
+//! a temporary directory and renamed into place, and their files are read-only afterwards.
+//!
+//! Everything that turns into a path is checked first: replay IDs given by a user are hex
+//! prefixes only, names read from a store must be replay IDs, and symbolic links inside the
+//! store are never followed. A damaged store gives an error naming the damage, never a panic.
+
+pub mod diff;
+pub mod index;
+pub mod safe;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use crate::spec::consts::{
+    ArtifactKind, ARCHIVE_DIR, CACHE_DIR, RUNS_DIR, SMALL_DIR, TOOL_VERSION, WORKSPACE_FILE,
+};
+use crate::yaml;
+
+pub use diff::{diff_runs, DiffSide, FileDiff, ProgressDiff, RunDiff};
+pub use index::IndexEntry;
+
+/// The metadata file of a snapshot.
+pub const META_FILE: &str = "meta.json";
+
+/// Artifacts a snapshot must have, in the order they are reported.
+pub const REQUIRED_ARTIFACTS: [ArtifactKind; 4] = [
+    ArtifactKind::Intent,
+    ArtifactKind::Plan,
+    ArtifactKind::Progress,
+    ArtifactKind::Handoff,
+];
+/// Artifacts a snapshot holds when the workspace has them.
+pub const OPTIONAL_ARTIFACTS: [ArtifactKind; 1] = [ArtifactKind::Constraints];
+
+/// All artifact file names a snapshot may hold, in spec order.
+pub fn snapshot_file_names() -> Vec<&'static str> {
+    ArtifactKind::ALL.iter().map(|k| k.file_name()).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+/// How bad an error is, which decides the exit code of the command that hit it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad input or a system problem: no workspace, an unknown replay ID, an I/O error.
+    Usage,
+    /// The workspace or the store is in a state that does not allow the operation.
+    Invalid,
+}
+
+/// An error from the run store or the archives, with an optional hint on how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl RunError {
+    pub fn usage(message: impl Into<String>) -> Self {
+        RunError {
+            kind: ErrorKind::Usage,
+            message: message.into(),
+            help: None,
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        RunError {
+            kind: ErrorKind::Invalid,
+            message: message.into(),
+            help: None,
+        }
+    }
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+    /// An I/O failure on `path`.
+    pub fn io(what: &str, path: &Path, err: &std::io::Error) -> Self {
+        RunError::usage(format!("{what} {}: {err}", path.display()))
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+// ---------------------------------------------------------------------------------------
+// Locations
+
+/// The workspace root for a `--dir` value: the directory itself, or its parent when the
+/// value names the `.small` directory.
+pub fn workspace_root(dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if abs.file_name().is_some_and(|n| n == SMALL_DIR) {
+        if let Some(parent) = abs.parent() {
+            return parent.to_path_buf();
+        }
+    }
+    abs
+}
+
+/// The run store: `--store` relative to the workspace root, or `<root>/.small-runs`.
+pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
+    match store {
+        None => root.join(RUNS_DIR),
+        Some(p) if p.is_absolute() => p.to_path_buf(),
+        Some(p) => root.join(p),
+    }
+}
+
+/// Fail unless `<root>/.small/` is a directory.
+pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
+    let dir = root.join(SMALL_DIR);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(RunError::usage(format!(
+            "{} is not a directory",
+            dir.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(RunError::usage(format!(
+            "no SMALL workspace at {}: {SMALL_DIR}/ does not exist",
+            root.display()
+        ))
+        .with_help("run `small init`, or point --dir at the directory that holds .small/")),
+        Err(e) => Err(RunError::io("cannot read", &dir, &e)),
+    }
+}
+
+/// A transaction error as a run-store error (all are system problems except `Invalid`).
+pub fn txn_error(e: crate::authoring::txn::TxnError) -> RunError {
+    match e {
+        crate::authoring::txn::TxnError::Invalid(m) => RunError::invalid(m),
+        other => RunError::usage(other.to_string()),
+    }
+}
+
+/// Read the named files of `.small/` as one consistent set: under the workspace lock when it
+/// can be taken, so a commit in progress is never seen half-applied. A workspace where the
+/// lock cannot even be created (a read-only checkout) is read without it. Absent files are
+/// left out.
+pub fn read_live_files(root: &Path, names: &[String]) -> Result<Vec<(String, Vec<u8>)>, RunError> {
+    let small = require_small_dir(root)?;
+    let txn = match crate::authoring::txn::Transaction::begin(root) {
+        Ok(t) => Some(t),
+        Err(crate::authoring::txn::TxnError::Io { .. }) => None,
+        Err(e) => return Err(txn_error(e)),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(bytes) = safe::read_live_file(&small.join(name))? {
+            out.push((name.clone(), bytes));
+        }
+    }
+    drop(txn);
+    Ok(out)
+}
+
+/// Refuse a store that lies inside `.small/` (the strict layout allows no such directory).
+fn check_store_location(root: &Path, store: &Path) -> Result<(), RunError> {
+    let small = safe::canonical_or_planned(&root.join(SMALL_DIR));
+    let st = safe::canonical_or_planned(store);
+    if st.starts_with(&small) {
+        return Err(RunError::usage(format!(
+            "the run store {} is inside {SMALL_DIR}/, which may hold only the canonical artifacts",
+            store.display()
+        ))
+        .with_help("use the default store (.small-runs/) or another directory outside .small/"));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Workspace scope
+
+pub use crate::workspace::Scope;
+
+fn diag_error(d: &crate::diag::Diagnostic) -> RunError {
+    let mut msg = String::new();
+    if let Some(f) = &d.file {
+        msg.push_str(f);
+        if let Some(span) = d.span {
+            msg.push_str(&format!(":{}:{}", span.start.line, span.start.column));
+        }
+        msg.push_str(": ");
+    }
+    msg.push_str(&d.message);
+    let e = if d.code == crate::workspace::CODE_IO {
+        RunError::usage(msg)
+    } else {
+        RunError::invalid(msg)
+    };
+    match &d.help {
+        Some(h) => e.with_help(h.clone()),
+        None => e,
+    }
+}
+
+fn load_metadata(root: &Path) -> Result<crate::workspace::Workspace, RunError> {
+    use crate::workspace::{LoadOptions, Location, Workspace};
+    let small_dir = require_small_dir(root)?;
+    let loc = Location {
+        root: root.to_path_buf(),
+        small_dir,
+    };
+    let ws = Workspace::load(loc, &LoadOptions::only(&[]));
+    if let Some(d) = ws.diagnostics.iter().find(|d| d.is_error()) {
+        return Err(diag_error(d));
+    }
+    Ok(ws)
+}
+
+/// The `kind` declared in `.small/workspace.small.yml` (`repo-root` or `examples`).
+pub fn workspace_kind(root: &Path) -> Result<String, RunError> {
+    let rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
+    let ws = load_metadata(root)?;
+    let Some(meta) = &ws.metadata else {
+        return Err(
+            RunError::invalid(format!("workspace metadata {rel} is missing")).with_help(
+                "create it with `small init --force`, or write `kind: repo-root` into it",
+            ),
+        );
+    };
+    let kind = meta.kind().unwrap_or("");
+    if crate::workspace::WorkspaceKind::from_str(kind).is_err() {
+        return Err(RunError::invalid(format!(
+            "{rel}: workspace kind `{}` is not one of `repo-root`, `examples`",
+            kind.escape_debug()
+        )));
+    }
+    Ok(kind.to_string())
+}
+
+/// Fail unless the workspace metadata exists and its kind is allowed by `scope`.
+pub fn check_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
+    if scope == Scope::Any {
+        return Ok(());
+    }
+    let ws = load_metadata(root)?;
+    if let Some(d) = ws.check_scope(scope).first() {
+        return Err(diag_error(d));
+    }
+    workspace_kind(root).map(|_| ())
+}
+
+// ---------------------------------------------------------------------------------------
+// Handoff
+
+/// What the run store needs from a handoff.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HandoffInfo {
+    pub summary: String,
+    pub next_steps: Vec<String>,
+    /// `replayId.value`, trimmed; empty when absent.
+    pub replay_id: String,
+}
+
+/// The replay ID of the live handoff, if it has a valid one (for marking the current run).
+pub fn live_replay_id(root: &Path) -> Option<String> {
+    let bytes = safe::read_live_file(&root.join(SMALL_DIR).join(ArtifactKind::Handoff.file_name()))
+        .ok()??;
+    let id = handoff_info(&bytes, "handoff").ok()?.replay_id;
+    safe::is_replay_id(&id).then(|| id.to_ascii_lowercase())
+}
+
+/// Read summary, next steps and replay ID from handoff text. `label` names the file in
+/// error messages.
+pub fn handoff_info(bytes: &[u8], label: &str) -> Result<HandoffInfo, RunError> {
+    let doc = yaml::parse_bytes(bytes, &yaml::Limits::default()).map_err(|e| {
+        RunError::invalid(format!(
+            "{label}:{}:{}: {}",
+            e.pos.line, e.pos.column, e.message
+        ))
+    })?;
+    let root = &doc.root;
+    let text = |n: Option<&yaml::Node>| n.and_then(|n| n.as_str()).map(str::to_string);
+    let next_steps = root
+        .pointer("/resume/next_steps")
+        .and_then(|n| n.as_seq())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(HandoffInfo {
+        summary: text(root.get("summary")).unwrap_or_default(),
+        next_steps,
+        replay_id: text(root.pointer("/replayId/value"))
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Git
+
+/// The git state of the workspace when a snapshot is taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitInfo {
+    pub sha: String,
+    pub dirty: bool,
+    pub branch: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Commit, dirty flag and branch of the repository holding `root`; empty when `root` is not
+/// in a git work tree or git is not installed. The dirty flag covers the whole work tree
+/// except what `small` itself writes beside `.small/`: `.small-cache/` (the workspace lock),
+/// `.small-archive/`, and the paths listed in `exclude` (such as the run store).
+pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
+    if git(root, &["rev-parse", "--is-inside-work-tree"]).as_deref() != Some("true") {
+        return GitInfo::default();
+    }
+    let sha = git(root, &["rev-parse", "--verify", "-q", "HEAD"]).unwrap_or_default();
+    let branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])
+        .filter(|b| b != "HEAD")
+        .unwrap_or_default();
+    let mut args: Vec<String> = vec![
+        "status".into(),
+        "--porcelain".into(),
+        "--".into(),
+        ":/".into(),
+    ];
+    let own = [root.join(CACHE_DIR), root.join(ARCHIVE_DIR)];
+    for ex in exclude
+        .iter()
+        .copied()
+        .chain(own.iter().map(PathBuf::as_path))
+    {
+        if let Ok(rel) = ex.strip_prefix(root) {
+            if !rel.as_os_str().is_empty() {
+                args.push(format!(":(exclude,literal){}", rel.to_string_lossy()));
+            }
+        }
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dirty = git(root, &refs).is_some_and(|s| !s.is_empty());
+    GitInfo { sha, dirty, branch }
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshot metadata
+
+/// `meta.json` of a snapshot. Field names match the reference implementation's store, so
+/// either tool can read the other's snapshots; `files` is ours (SHA-256 per file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    #[serde(rename = "replayId", default)]
+    pub replay_id: String,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub git_sha: String,
+    #[serde(default)]
+    pub git_dirty: bool,
+    #[serde(default)]
+    pub branch: String,
+    #[serde(default)]
+    pub cli_version: String,
+    #[serde(default)]
+    pub workspace_kind: String,
+    #[serde(default)]
+    pub source_dir: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+/// A snapshot as found in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The replay ID (the directory name).
+    pub replay_id: String,
+    pub dir: PathBuf,
+    pub meta: Meta,
+    /// Artifact file names present in the snapshot, in spec order.
+    pub artifacts: Vec<String>,
+    pub summary: String,
+    pub next_steps: Vec<String>,
+    /// Files whose content no longer matches the hash recorded when the snapshot was taken,
+    /// recorded files that are gone, and files the snapshot should not contain.
+    pub problems: Vec<String>,
+}
+
+impl Snapshot {
+    /// `created_at` parsed, when it parses.
+    pub fn created(&self) -> Option<OffsetDateTime> {
+        OffsetDateTime::parse(&self.meta.created_at, &Rfc3339).ok()
+    }
+}
+
+fn now_rfc3339() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// The first `n` characters of an ID, for tables.
+pub fn short_id(id: &str, n: usize) -> String {
+    let t = id.trim();
+    t.chars().take(n).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Taking a snapshot
+
+/// The result of `snapshot`.
+#[derive(Debug, Clone)]
+pub struct SnapshotResult {
+    pub snapshot: Snapshot,
+    /// An existing snapshot of the same replay ID was replaced (`--force`).
+    pub replaced: bool,
+    /// Non-fatal problems (the run index could not be updated, ...).
+    pub warnings: Vec<String>,
+}
+
+/// Copy the workspace artifacts into `<store>/<replayId>/`. Without `force` an existing
+/// snapshot of the same replay ID is left alone and an error says so.
+pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
+    require_small_dir(root)?;
+    check_store_location(root, store)?;
+
+    let wanted: Vec<String> = snapshot_file_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let files = read_live_files(root, &wanted)?;
+    for kind in REQUIRED_ARTIFACTS {
+        let name = kind.file_name();
+        if !files.iter().any(|(n, _)| n == name) {
+            return Err(RunError::invalid(format!("{SMALL_DIR}/{name} is missing")).with_help(
+                "a snapshot needs intent, plan, progress and handoff; run `small init` to create them",
+            ));
+        }
+    }
+
+    let handoff_label = format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name());
+    let handoff_bytes = files
+        .iter()
+        .find(|(n, _)| *n == ArtifactKind::Handoff.file_name())
+        .map(|(_, b)| b.as_slice())
+        .unwrap_or_default();
+    let handoff = handoff_info(handoff_bytes, &handoff_label)?;
+    if handoff.replay_id.is_empty() {
+        return Err(RunError::invalid(format!(
+            "{handoff_label} has no replayId, so the run has no identity to file the snapshot under"
+        ))
+        .with_help(
+            "run `small handoff --summary \"<summary>\"` to record one, then snapshot again",
+        ));
+    }
+    if !safe::is_replay_id(&handoff.replay_id) {
+        return Err(RunError::invalid(format!(
+            "{handoff_label}: replayId.value `{}` is not a replay ID (64 hex digits)",
+            handoff.replay_id.escape_debug()
+        ))
+        .with_help("run `small handoff` to record a valid one"));
+    }
+    let replay_id = handoff.replay_id.to_ascii_lowercase();
+    let kind = workspace_kind(root)?;
+
+    let dest = store.join(&replay_id);
+    let existing = safe::entry_type(&dest)?;
+    match existing {
+        safe::Entry::Missing => {}
+        safe::Entry::Dir if force => {}
+        safe::Entry::Dir => return Err(exists_error(&replay_id, &dest)),
+        _ => {
+            return Err(RunError::invalid(format!(
+                "{} exists but is not a snapshot directory; remove it by hand",
+                dest.display()
+            )))
+        }
+    }
+
+    let git = git_info(root, &[store]);
+    let mut meta = Meta {
+        replay_id: replay_id.clone(),
+        created_at: now_rfc3339(),
+        git_sha: git.sha,
+        git_dirty: git.dirty,
+        branch: git.branch,
+        cli_version: TOOL_VERSION.to_string(),
+        workspace_kind: kind,
+        source_dir: root.display().to_string(),
+        files: BTreeMap::new(),
+    };
+    let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
+    for (name, bytes) in &files {
+        staged.add_file(name, bytes)?;
+        meta.files.insert(name.clone(), safe::sha256_hex(bytes));
+    }
+    let mut meta_text = serde_json::to_string_pretty(&meta)
+        .map_err(|e| RunError::usage(format!("cannot encode {META_FILE}: {e}")))?;
+    meta_text.push('\n');
+    staged.add_file(META_FILE, meta_text.as_bytes())?;
+    staged.publish(&dest, force).map_err(|e| {
+        // Another `small` published the same run between our check and our rename.
+        if !force && safe::entry_type(&dest).ok() == Some(safe::Entry::Dir) {
+            exists_error(&replay_id, &dest)
+        } else {
+            e
+        }
+    })?;
+
+    let mut warnings = Vec::new();
+    let entry = IndexEntry {
+        replay_id: replay_id.clone(),
+        timestamp: meta.created_at.clone(),
+        git_sha: meta.git_sha.clone(),
+        summary: handoff.summary.clone(),
+        previous_replay_id: String::new(),
+        reason: "snapshot".into(),
+    };
+    if let Err(e) = index::append(store, entry) {
+        warnings.push(format!("the run index was not updated: {}", e.message));
+    }
+
+    let artifacts = files.iter().map(|(n, _)| n.clone()).collect();
+    Ok(SnapshotResult {
+        snapshot: Snapshot {
+            replay_id,
+            dir: dest,
+            meta,
+            artifacts,
+            summary: handoff.summary,
+            next_steps: handoff.next_steps,
+            problems: Vec::new(),
+        },
+        replaced: existing == safe::Entry::Dir,
+        warnings,
+    })
+}
+
+fn exists_error(replay_id: &str, dest: &Path) -> RunError {
+    RunError::invalid(format!(
+        "a snapshot of run {} already exists at {}",
+        short_id(replay_id, 16),
+        dest.display()
+    ))
+    .with_help("pass --force to replace it, or record a new run with `small handoff` first")
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the store
+
+/// Load the snapshot in directory `<store>/<name>` (`name` already checked).
+/// With `verify`, every artifact is read and checked against its recorded hash; without it
+/// (listing), only the handoff is read.
+fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
+    let dir = store.join(name);
+    let short = short_id(name, 16);
+    match safe::entry_type(&dir)? {
+        safe::Entry::Dir => {}
+        safe::Entry::Missing => {
+            return Err(RunError::usage(format!(
+                "no snapshot of run {short} in {}",
+                store.display()
+            )))
+        }
+        safe::Entry::Symlink => {
+            return Err(RunError::invalid(format!(
+                "{} is a symbolic link; snapshots inside the run store are real directories, \
+                 so it is not followed",
+                dir.display()
+            ))
+            .with_help("remove the link from the store"))
+        }
+        _ => {
+            return Err(RunError::invalid(format!(
+                "{} is not a snapshot directory",
+                dir.display()
+            )))
+        }
+    }
+    let meta_path = dir.join(META_FILE);
+    let meta_bytes = safe::read_stored_file(&meta_path)?;
+    let meta_missing = meta_bytes.is_none();
+    let meta = match meta_bytes {
+        None => Meta::default(),
+        Some(bytes) => serde_json::from_slice::<Meta>(&bytes).map_err(|e| {
+            RunError::invalid(format!(
+                "snapshot {short} is damaged: {}:{}:{}: {e}",
+                meta_path.display(),
+                e.line(),
+                e.column()
+            ))
+            .with_help(format!(
+                "take the snapshot again with `small run snapshot --force`, or remove {}",
+                dir.display()
+            ))
+        })?,
+    };
+    let mut meta = meta;
+    if meta.replay_id.is_empty() {
+        meta.replay_id = name.to_string();
+    } else if !meta.replay_id.eq_ignore_ascii_case(name) {
+        return Err(RunError::invalid(format!(
+            "snapshot {short} is damaged: its {META_FILE} names run {}",
+            short_id(&meta.replay_id, 16)
+        ))
+        .with_help(format!(
+            "remove {} or take the snapshot again",
+            dir.display()
+        )));
+    }
+
+    if meta.created_at.is_empty() {
+        // As the reference does for snapshots without a time: the directory's mtime.
+        if let Ok(modified) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) {
+            meta.created_at = OffsetDateTime::from(modified)
+                .format(&Rfc3339)
+                .unwrap_or_default();
+        }
+    }
+
+    let mut artifacts = Vec::new();
+    let mut problems = Vec::new();
+    if meta_missing {
+        problems.push(format!("{META_FILE} is missing"));
+    }
+    let known = snapshot_file_names();
+    let rd = std::fs::read_dir(&dir).map_err(|e| RunError::io("cannot read", &dir, &e))?;
+    let mut extra: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != META_FILE && !known.contains(&n.as_str()))
+        .collect();
+    extra.sort();
+    for n in extra {
+        problems.push(format!("unexpected entry `{}`", n.escape_debug()));
+    }
+    let mut handoff = HandoffInfo::default();
+    for name in snapshot_file_names() {
+        let path = dir.join(name);
+        if !verify && name != ArtifactKind::Handoff.file_name() {
+            if safe::stored_file_exists(&path)? {
+                artifacts.push(name.to_string());
+            } else if meta.files.contains_key(name) {
+                problems.push(format!("{name} is missing"));
+            }
+            continue;
+        }
+        let Some(bytes) = safe::read_stored_file(&path)? else {
+            if meta.files.contains_key(name) {
+                problems.push(format!("{name} is missing"));
+            }
+            continue;
+        };
+        if let Some(expected) = meta.files.get(name) {
+            if !expected.eq_ignore_ascii_case(&safe::sha256_hex(&bytes)) {
+                problems.push(format!("{name} changed after the snapshot was taken"));
+            }
+        }
+        if name == ArtifactKind::Handoff.file_name() {
+            handoff = handoff_info(&bytes, &path.display().to_string())?;
+        }
+        artifacts.push(name.to_string());
+    }
+    if !artifacts
+        .iter()
+        .any(|a| a == ArtifactKind::Handoff.file_name())
+    {
+        return Err(RunError::invalid(format!(
+            "snapshot {short} is damaged: it has no {}",
+            ArtifactKind::Handoff.file_name()
+        ))
+        .with_help(format!(
+            "remove {} or take the snapshot again",
+            dir.display()
+        )));
+    }
+    Ok(Snapshot {
+        replay_id: name.to_string(),
+        dir,
+        meta,
+        artifacts,
+        summary: handoff.summary,
+        next_steps: handoff.next_steps,
+        problems,
+    })
+}
+
+/// Names of the snapshot directories in the store (64-hex names), plus a warning for every
+/// other entry that is not ours.
+fn scan_store(store: &Path) -> Result<(Vec<String>, Vec<String>), RunError> {
+    let rd = match std::fs::read_dir(store) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(RunError::io("cannot read the run store", store, &e)),
+    };
+    let mut names = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| RunError::io("cannot read the run store", store, &e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == index::INDEX_FILE {
+            continue;
+        }
+        if safe::is_replay_id(&name) {
+            names.push(name);
+        } else {
+            warnings.push(format!(
+                "ignored {}: not a snapshot (snapshot directories are named by replay ID)",
+                entry.path().display()
+            ));
+        }
+    }
+    names.sort();
+    Ok((names, warnings))
+}
+
+/// The snapshots of a store, newest first, and warnings for entries that could not be read.
+/// A store that does not exist yet is empty.
+pub fn list(store: &Path) -> Result<(Vec<Snapshot>, Vec<String>), RunError> {
+    let (names, mut warnings) = scan_store(store)?;
+    let mut snaps = Vec::new();
+    for name in names {
+        match load_dir(store, &name, false) {
+            Ok(s) => snaps.push(s),
+            Err(e) => warnings.push(format!("skipped {}: {}", short_id(&name, 16), e.message)),
+        }
+    }
+    snaps.sort_by(|a, b| {
+        b.created()
+            .cmp(&a.created())
+            .then_with(|| b.meta.created_at.cmp(&a.meta.created_at))
+            .then_with(|| a.replay_id.cmp(&b.replay_id))
+    });
+    Ok((snaps, warnings))
+}
+
+/// Check a replay ID or prefix typed by a user before it is used.
+pub fn check_query(query: &str) -> Result<String, RunError> {
+    let q = query.trim();
+    if q.is_empty() {
+        return Err(RunError::usage("an empty replay ID was given"));
+    }
+    if q.contains('/') || q.contains('\\') || q.contains("..") || Path::new(q).is_absolute() {
+        return Err(RunError::usage(format!(
+            "`{}` is not a replay ID: replay IDs are hex digits, never paths",
+            q.escape_debug()
+        ))
+        .with_help("use an ID or a prefix of one as shown by `small run list`"));
+    }
+    if q.len() > 64 || !q.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(RunError::usage(format!(
+            "`{}` is not a replay ID or a prefix of one (hex digits 0-9 and a-f, at most 64)",
+            q.escape_debug()
+        ))
+        .with_help("use an ID or a prefix of one as shown by `small run list`"));
+    }
+    Ok(q.to_ascii_lowercase())
+}
+
+/// Find the snapshot a replay ID or unambiguous prefix names, and load it.
+pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
+    let q = check_query(query)?;
+    let (names, _) = scan_store(store)?;
+    if let Some(exact) = names.iter().find(|n| n.eq_ignore_ascii_case(&q)) {
+        return load_dir(store, exact, true);
+    }
+    let matches: Vec<&String> = names
+        .iter()
+        .filter(|n| n.to_ascii_lowercase().starts_with(&q))
+        .collect();
+    match matches.as_slice() {
+        [] => Err(
+            RunError::usage(format!("no snapshot matches `{q}` in {}", store.display()))
+                .with_help("`small run list` shows the snapshots in the store"),
+        ),
+        [one] => load_dir(store, one, true),
+        many => Err(RunError::usage(format!(
+            "`{q}` is ambiguous: it starts {} snapshot IDs ({})",
+            many.len(),
+            many.iter()
+                .map(|n| short_id(n, 12))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .with_help("type more digits of the replay ID")),
+    }
+}
+
+/// Read one artifact of a snapshot (`None` when the snapshot does not have it).
+pub fn read_artifact(snap: &Snapshot, name: &str) -> Result<Option<Vec<u8>>, RunError> {
+    safe::check_file_name(name, "artifact name")?;
+    safe::read_stored_file(&snap.dir.join(name))
+}
+
+// ---------------------------------------------------------------------------------------
+// Checkout
+
+/// What `checkout` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CheckoutReport {
+    #[serde(rename = "replayId")]
+    pub replay_id: String,
+    /// Files written into `.small/`.
+    pub restored: Vec<String>,
+    /// Files that already had the snapshot's content.
+    pub unchanged: Vec<String>,
+    /// Live files the snapshot does not hold, left as they are.
+    pub kept: Vec<String>,
+    /// Files whose local content was discarded (only with `force`).
+    pub discarded: Vec<String>,
+    /// `run.replay_id` of `workspace.small.yml` when it names another run than the one
+    /// restored (the file is kept as it is; the caller may point this out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_run: Option<String>,
+}
+
+/// Restore a snapshot's artifacts into `.small/`. `workspace.small.yml` is never touched.
+/// A live file that differs from the snapshot is overwritten only when its content is kept
+/// in some snapshot of the store (so nothing is lost), or with `force`.
+pub fn checkout(
+    root: &Path,
+    store: &Path,
+    query: &str,
+    force: bool,
+) -> Result<CheckoutReport, RunError> {
+    let snap = find(store, query)?;
+    require_small_dir(root)?;
+    if !snap.problems.is_empty() && !force {
+        return Err(RunError::invalid(format!(
+            "snapshot {} is damaged ({}); refusing to restore it",
+            short_id(&snap.replay_id, 16),
+            snap.problems.join("; ")
+        ))
+        .with_help("pass --force to restore it anyway"));
+    }
+    let mut report = CheckoutReport {
+        replay_id: snap.replay_id.clone(),
+        ..Default::default()
+    };
+    let mut txn = crate::authoring::txn::Transaction::begin(root).map_err(txn_error)?;
+    let mut unsaved = Vec::new();
+    let mut writes = Vec::new();
+    let mut saved_cache: Option<Vec<(String, String)>> = None;
+    for name in snapshot_file_names() {
+        let rel = format!("{SMALL_DIR}/{name}");
+        let live = match txn.read(&rel) {
+            Ok(l) => l,
+            Err(e) => return Err(txn_error(e)),
+        };
+        let Some(stored) = read_artifact(&snap, name)? else {
+            if live.is_some() {
+                report.kept.push(name.to_string());
+            }
+            continue;
+        };
+        match live {
+            Some(l) if l == stored => report.unchanged.push(name.to_string()),
+            Some(l) => {
+                let hash = safe::sha256_hex(&l);
+                let saved = saved_cache.get_or_insert_with(|| stored_hashes(store));
+                if !saved.iter().any(|(n, h)| n == name && *h == hash) {
+                    unsaved.push(name.to_string());
+                }
+                writes.push((rel, name.to_string(), stored));
+            }
+            None => writes.push((rel, name.to_string(), stored)),
+        }
+    }
+    if !unsaved.is_empty() && !force {
+        let list: Vec<String> = unsaved.iter().map(|n| format!("{SMALL_DIR}/{n}")).collect();
+        return Err(RunError::invalid(format!(
+            "checkout would overwrite local changes that no snapshot holds: {}",
+            list.join(", ")
+        ))
+        .with_help("save them with `small run snapshot` first, or pass --force to discard them"));
+    }
+    for (rel, name, bytes) in writes {
+        txn.write(rel, bytes);
+        report.restored.push(name);
+    }
+    txn.commit().map_err(txn_error)?;
+    report.discarded = unsaved;
+    report.workspace_run = load_metadata(root)
+        .ok()
+        .and_then(|ws| {
+            ws.metadata
+                .as_ref()
+                .and_then(|m| m.run_replay_id().map(str::to_string))
+        })
+        .filter(|r| !r.eq_ignore_ascii_case(&report.replay_id));
+    Ok(report)
+}
+
+/// (file name, sha256) of every artifact in every readable snapshot of the store.
+fn stored_hashes(store: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok((names, _)) = scan_store(store) else {
+        return out;
+    };
+    for dir in names {
+        let d = store.join(&dir);
+        if safe::entry_type(&d).ok() != Some(safe::Entry::Dir) {
+            continue;
+        }
+        for name in snapshot_file_names() {
+            if let Ok(Some(bytes)) = safe::read_stored_file(&d.join(name)) {
+                out.push((name.to_string(), safe::sha256_hex(&bytes)));
+            }
+        }
+    }
+    out
+}

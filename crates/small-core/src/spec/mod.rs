@@ -1,0 +1,6 @@
+//! What the specification fixes: file names, artifact kinds, versions, timestamp and
+//! replay-ID formats.
+
+pub mod consts;
+pub mod replayid;
+pub mod timestamp;
