@@ -11,6 +11,7 @@ use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
+use small_core::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -213,7 +214,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .iter()
             .map(|k| k.file_name())
             .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
         if taken {
             return Err(CliError::invalid(format!(
                 "a SMALL workspace was just created in {} by another process; nothing was changed",
@@ -222,7 +223,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let rel = |name: &str| small_core::spec::consts::small_rel(name);
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
@@ -342,10 +343,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
-        .field("evidence", templates::INIT_EVIDENCE)
-        .field("notes", templates::init_notes(&root.display().to_string()))
-        .field("command", "small init");
+    let entry = NewEntry::new(
+        templates::INIT_TASK_ID,
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field("evidence", templates::INIT_EVIDENCE)
+    .field("notes", templates::init_notes(&root.display().to_string()))
+    .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
