@@ -103,6 +103,13 @@ impl GlobalArgs {
         write_err(&format!("{}\n", text.as_ref()));
     }
 
+    /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
+    /// clean and `--quiet` cannot hide what is being asked.
+    pub fn prompt(&self, text: impl AsRef<str>) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_ref().as_bytes()).and_then(|_| err.flush());
+    }
+
     /// Machine output (a script, a document): `text` as is on stdout, even under `--quiet`.
     pub fn data(&self, text: impl AsRef<str>) -> CmdResult {
         let mut out = std::io::stdout().lock();
