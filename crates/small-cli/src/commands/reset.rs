@@ -1,7 +1,7 @@
 //! `small reset`: start a new run, keeping the audit history.
 
 use small_core::spec::model::TaskStatus;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use small_core::authoring::handoff::{self, ReplayId, RunMeta};
@@ -42,25 +42,32 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     if !args.yes {
         let stdin = std::io::stdin();
-        println!(
+        g.info(format!(
             "This resets plan.small.yml and handoff.small.yml{} for a new run.",
             if args.keep_intent {
                 ""
             } else {
                 " and intent.small.yml"
             }
-        );
-        println!("progress.small.yml and constraints.small.yml are kept.");
-        print!("Continue? [y/N]: ");
-        let _ = std::io::stdout().flush();
+        ));
+        g.info("progress.small.yml and constraints.small.yml are kept.");
+        g.prompt("Continue? [y/N]: ");
         let mut answer = String::new();
-        stdin
+        let read = stdin
             .lock()
             .read_line(&mut answer)
             .map_err(|e| CliError::usage(format!("cannot read the answer: {e}")))?;
+        if read == 0 {
+            // End of input (no terminal, nothing piped): not a "no", an error, as in the
+            // reference.
+            g.prompt("\n");
+            return Err(CliError::invalid(
+                "no answer (end of input); nothing changed. Pass --yes to reset without asking",
+            ));
+        }
         let a = answer.trim().to_ascii_lowercase();
         if a != "y" && a != "yes" {
-            println!("Reset cancelled; nothing changed.");
+            g.info("Reset cancelled; nothing changed.");
             return Ok(());
         }
     }

@@ -19,49 +19,15 @@ pub struct Args {
     /// Store for replay records: an SQLite file path, or `memory` for a throwaway store
     #[arg(long, default_value = small_server::DEFAULT_STORE_PATH)]
     pub store: String,
-    /// Largest accepted request body (bytes; suffixes K, M, KiB, MiB)
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    /// Largest accepted request body (e.g. 1048576, 512KiB, 1MiB, 1MB)
+    #[arg(long, default_value = "1MiB", value_parser = crate::units::parse_size)]
     pub body_limit: usize,
-    /// Longest time a request may take (e.g. 30s, 500ms; a bare number is seconds)
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// Longest time a request may take (e.g. 500ms, 30s, 1m; a bare number is seconds)
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub request_timeout: Duration,
     /// Log format on standard error: text or json (level from RUST_LOG, default info)
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
-}
-
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (e.g. 1048576, 512K, 1MiB)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1024,
-        "m" | "mb" | "mib" => 1024 * 1024,
-        _ => return Err(format!("unknown size unit in `{s}` (use K or M)")),
-    };
-    n.checked_mul(mult)
-        .filter(|&v| v > 0)
-        .ok_or_else(|| format!("`{s}` is not a usable size"))
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let bad = || format!("`{s}` is not a duration (e.g. 30s, 500ms)");
-    let d = if let Some(ms) = t.strip_suffix("ms") {
-        Duration::from_millis(ms.parse().map_err(|_| bad())?)
-    } else if let Some(sec) = t.strip_suffix('s') {
-        Duration::from_secs_f64(sec.parse().map_err(|_| bad())?)
-    } else {
-        Duration::from_secs_f64(t.parse().map_err(|_| bad())?)
-    };
-    if d.is_zero() {
-        return Err(bad());
-    }
-    Ok(d)
 }
 
 pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
@@ -89,21 +55,4 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
             .await
             .map_err(|e| CliError::usage(e.to_string()))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_size("1MiB"), Ok(1024 * 1024));
-        assert_eq!(parse_size("512K"), Ok(512 * 1024));
-        assert_eq!(parse_size("100"), Ok(100));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("1G").is_err());
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("soon").is_err());
-    }
 }
