@@ -520,11 +520,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
         e
     };
-    let say = |s: String| {
-        if !g.quiet {
-            println!("{s}");
-        }
-    };
+    let say = |s: String| g.info(s);
 
     if dry_run {
         say(match &command {
@@ -593,7 +589,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let started = std::time::Instant::now();
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
-    let echo = (!args.auto_progress && !g.quiet, !args.auto_progress);
+    let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
     let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
@@ -632,7 +628,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 "Recorded a {status} progress entry for {task_id} at {}",
                 stamps[0]
             )),
-            Err(e) => eprintln!("warning: the run's result was not recorded: {}", e.message),
+            Err(e) => g.warn(format!(
+                "warning: the run's result was not recorded: {}",
+                e.message
+            )),
         }
     } else {
         say(
@@ -654,7 +653,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             status,
         ];
         cp.extend(["--evidence", evidence.as_str()]);
-        if g.quiet {
+        if g.quiet() {
             cp.insert(0, "--quiet");
         }
         run_self(&cp)?;
@@ -663,11 +662,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.handoff && ok {
         let root_s = root.display().to_string();
         let mut h = vec!["handoff", "--dir", root_s.as_str()];
-        if g.quiet {
+        if g.quiet() {
             h.insert(0, "--quiet");
         }
         if let Err(e) = run_self(&h) {
-            eprintln!("warning: the handoff was not regenerated (exit {})", e.exit);
+            g.warn(format!(
+                "warning: the handoff was not regenerated (exit {})",
+                e.exit
+            ));
         }
     } else if args.handoff {
         say("Handoff not regenerated: the command failed".to_string());

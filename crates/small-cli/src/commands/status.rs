@@ -61,13 +61,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
     );
     if args.json {
-        let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::usage(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return g.json(&st);
     }
-    if !g.quiet {
-        print!("{}", render(&st));
-    }
+    g.info_raw(render(&st));
     Ok(())
 }
 
