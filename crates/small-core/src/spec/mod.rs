@@ -2,5 +2,6 @@
 //! replay-ID formats.
 
 pub mod consts;
+pub mod plan;
 pub mod replayid;
 pub mod timestamp;
