@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 /// Environment variable selecting the progress mode (seed 000, invariant 7).
-pub const PROGRESS_MODE_ENV: &str = "SMALL_PROGRESS_MODE";
 /// Longest command summary stored in `command_summary`.
 pub const SUMMARY_CAP: usize = 200;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
@@ -48,7 +47,8 @@ pub struct Args {
     /// Record the intent to run, without running anything
     #[arg(long)]
     pub dry_run: bool,
-    /// Put the exit code and the tail of the output into the entry's evidence
+    /// Put the exit code and the tail of the output into the entry's evidence; the command's
+    /// output is then not shown (it is kept in the evidence and the output log)
     #[arg(long, conflicts_with = "dry_run")]
     pub auto_progress: bool,
     /// Also set the task's plan status from the result (completed or blocked); needs --task
@@ -73,12 +73,13 @@ pub enum ProgressMode {
 }
 
 impl ProgressMode {
-    /// From `SMALL_PROGRESS_MODE`: `audit` (any case) selects audit; anything else is signal.
-    pub fn from_env() -> ProgressMode {
-        match std::env::var(PROGRESS_MODE_ENV) {
-            Ok(v) if v.trim().eq_ignore_ascii_case("audit") => ProgressMode::Audit,
-            _ => ProgressMode::Signal,
-        }
+    /// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
+    pub fn from_env() -> Result<ProgressMode, CliError> {
+        Ok(if crate::settings::progress_mode_is_audit()? {
+            ProgressMode::Audit
+        } else {
+            ProgressMode::Signal
+        })
     }
 }
 
@@ -482,7 +483,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "--auto-progress and --auto-checkpoint need a command (--cmd)",
         ));
     }
-    let mode = ProgressMode::from_env();
+    let mode = ProgressMode::from_env()?;
     let task_id = args
         .task
         .as_deref()
