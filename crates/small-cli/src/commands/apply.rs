@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-/// Environment variable selecting the progress mode (seed 000, invariant 7).
 /// Longest command summary stored in `command_summary`.
 pub const SUMMARY_CAP: usize = 200;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
