@@ -5,6 +5,7 @@ mod commands;
 mod error;
 mod output;
 mod render;
+mod settings;
 mod units;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -255,9 +255,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
                     |e| CliError::usage(format!("cannot back up the progress log: {e}")),
                 )?;
-                eprintln!(
+                g.warn(format!(
                     "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
-                );
+                ));
                 progress_note = Some(format!("new log; the old one is in {backup}"));
             }
         }
@@ -362,10 +362,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    if g.quiet {
-        return Ok(());
-    }
-    println!(
+    let mut o = String::new();
+    crate::outln!(
+        o,
         "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
         if existed {
             "Re-initialized the"
@@ -374,7 +373,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
         small_dir.display()
     );
-    println!();
+    o.push('\n');
     let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (path, was, note) in &report {
         let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
@@ -382,27 +381,33 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             (true, true) if note.starts_with("kept") => "extended ",
             (true, _) => "overwrote",
         };
-        println!("  {verb} {path:<width$}  {note}");
+        crate::outln!(o, "  {verb} {path:<width$}  {note}");
     }
     if let Some((had, added)) = &gitignore_added {
-        println!(
+        crate::outln!(
+            o,
             "  {} .gitignore: added {}",
             if *had { "updated  " } else { "created  " },
             added.join(", ")
         );
     }
     match &agents_plan {
-        None => println!("  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
+        None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
-    println!();
-    println!("Next:");
-    println!(
+    o.push('\n');
+    crate::outln!(o, "Next:");
+    crate::outln!(
+        o,
         "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
     );
-    println!("     .small/constraints.small.yml (agents must not edit these two files).");
-    println!("  2. small plan --add \"<first task>\"");
-    println!("  3. small check --strict");
+    crate::outln!(
+        o,
+        "     .small/constraints.small.yml (agents must not edit these two files)."
+    );
+    crate::outln!(o, "  2. small plan --add \"<first task>\"");
+    crate::outln!(o, "  3. small check --strict");
+    g.info_raw(o);
     Ok(())
 }
 
