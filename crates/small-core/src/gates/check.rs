@@ -258,6 +258,16 @@ pub fn verify_stage(
                     d
                 }),
         );
+        if opts.strict {
+            out.extend(
+                validate::unknown_metadata_fields(schemas, meta)
+                    .into_iter()
+                    .map(|mut d| {
+                        d.code = "WS".into();
+                        d
+                    }),
+            );
+        }
         verify::check_run_identity(
             &meta.document.root,
             &meta.rel_path,
