@@ -17,6 +17,7 @@ mod author_progress;
 mod author_scope;
 mod conformance;
 mod gate_check;
+mod gate_compat;
 mod gate_golden;
 mod gate_lint;
 mod gate_secrets;
