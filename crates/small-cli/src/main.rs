@@ -63,6 +63,7 @@ pub enum Command {
     Selftest(commands::selftest::Args),
     Completion(commands::completion::Args),
     Manifest(commands::manifest::Args),
+    MergeDriver(commands::merge_driver::Args),
     Serve(commands::serve::Args),
     Store(commands::store::Args),
 }
@@ -102,6 +103,7 @@ fn main() -> ExitCode {
         Command::Selftest(a) => commands::selftest::run(a, &g),
         Command::Completion(a) => commands::completion::run(a, &g),
         Command::Manifest(a) => commands::manifest::run(a, &g),
+        Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
         Command::Serve(a) => commands::serve::run(a, &g),
         Command::Store(a) => commands::store::run(a, &g),
     };

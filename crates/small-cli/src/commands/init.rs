@@ -42,6 +42,9 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
@@ -358,6 +361,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
+
     if g.quiet {
         return Ok(());
     }
@@ -391,6 +396,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         None => println!("  skipped   AGENTS.md (--no-agents)"),
         Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
     }
+    for line in merge_driver {
+        println!("  {line}");
+    }
     println!();
     println!("Next:");
     println!(
@@ -400,6 +408,31 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     println!("  2. small plan --add \"<first task>\"");
     println!("  3. small check --strict");
     Ok(())
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
 }
 
 #[cfg(test)]

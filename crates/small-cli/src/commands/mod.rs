@@ -14,6 +14,7 @@ pub mod handoff;
 pub mod init;
 pub mod lint;
 pub mod manifest;
+pub mod merge_driver;
 pub mod plan;
 pub mod progress;
 pub mod reset;
