@@ -157,3 +157,14 @@ fn long_lines_are_cut_in_the_snippet() {
     assert!(snippet.chars().count() < 140, "{snippet}");
     assert!(widest < 400, "{out}");
 }
+
+#[test]
+fn status_masks_a_secret_in_recent_entries() {
+    let cases = corpus();
+    let ws = leaky_workspace(&cases[..6]);
+    for args in [&["status"][..], &["status", "--json"]] {
+        let (code, out) = small(ws.path(), args);
+        assert_eq!(code, 0, "{out}");
+        assert_no_secret(&out, &cases[..6], "small status");
+    }
+}
