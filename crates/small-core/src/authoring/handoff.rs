@@ -20,8 +20,8 @@ use crate::authoring::edit::{self, NewValue};
 use crate::authoring::plan::Task;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
-use crate::gates::invariants::{self, scalar_text, Docs, Options};
-use crate::gates::schemas::{SchemaSet, Target};
+use crate::gates::invariants::scalar_text;
+use crate::gates::schemas::SchemaSet;
 use crate::spec::consts::{
     ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE,
 };
@@ -225,7 +225,7 @@ pub fn attach_replay_id(
 }
 
 /// A replayId and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ReplayId {
     pub value: String,
     /// `auto` or `manual`.
@@ -338,63 +338,58 @@ pub struct Strict {
     pub summary: String,
 }
 
-/// Run the strict check (schemas, invariants with S1-S3, strict layout) on the artifacts
-/// as the transaction sees them. The handoff is included if it exists.
+/// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the
+/// workspace as the transaction sees it (staged files included). The handoff may be missing;
+/// any other missing artifact is an error.
 pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
-    let mut docs_owned: Vec<(ArtifactKind, Document)> = Vec::new();
+    use crate::gates::check::{run_check, GateOptions, Loaded};
+    use crate::workspace::{LoadOptions, Location, Workspace};
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
-        match parse_file(txn, &rel)? {
-            Some(d) => docs_owned.push((kind, d)),
-            None if kind == ArtifactKind::Handoff => {}
-            None => {
-                return Err(TxnError::Invalid(format!(
-                    "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
-                )))
-            }
+        if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
+            return Err(TxnError::Invalid(format!(
+                "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
+            )));
         }
     }
-    let schemas = SchemaSet::embedded();
-    for (kind, doc) in &docs_owned {
-        let diags = crate::gates::validate::validate_document(
-            &schemas,
-            Target::Artifact(*kind),
-            &artifact_rel(*kind),
-            doc,
-        );
-        if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
-            return Ok(Strict {
-                ok: false,
-                summary: one_line(d),
-            });
+    let loc = Location {
+        root: txn.root().to_path_buf(),
+        small_dir: txn.root().join(SMALL_DIR),
+    };
+    let overlay = |rel: &str| {
+        if txn.is_staged(rel) {
+            txn.read(rel).ok().flatten()
+        } else {
+            None
         }
+    };
+    let mut opts = LoadOptions::all();
+    if !txn.exists(&handoff_rel()) {
+        opts.artifacts.retain(|k| *k != ArtifactKind::Handoff);
     }
-    let mut docs = Docs::default();
-    for (kind, doc) in &docs_owned {
-        docs.set(*kind, Some(&doc.root));
-    }
-    let diags = invariants::lint(&docs, Options { strict: true });
-    if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
-        return Ok(Strict {
+    let ws = Workspace::load_overlay(loc, &opts, &overlay);
+    let loaded = Loaded { ws, streamed: None };
+    let gate = GateOptions {
+        strict: true,
+        scope: Scope::Any,
+        ..GateOptions::default()
+    };
+    let report = run_check(&loaded, &SchemaSet::embedded(), &gate);
+    match report
+        .diagnostics
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| d.severity == Severity::Error)
+    {
+        Some(d) => Ok(Strict {
             ok: false,
             summary: one_line(d),
-        });
+        }),
+        None => Ok(Strict {
+            ok: true,
+            summary: String::new(),
+        }),
     }
-    let layout = crate::gates::layout::unexpected_paths(txn.root())
-        .map_err(|e| TxnError::Invalid(format!("cannot list .small/: {e}")))?;
-    if let Some(u) = layout.first() {
-        return Ok(Strict {
-            ok: false,
-            summary: format!(
-                "{} is not allowed under .small/ (strict layout S4)",
-                u.rel_path
-            ),
-        });
-    }
-    Ok(Strict {
-        ok: true,
-        summary: String::new(),
-    })
 }
 
 fn one_line(d: &crate::diag::Diagnostic) -> String {
@@ -405,7 +400,8 @@ fn one_line(d: &crate::diag::Diagnostic) -> String {
 }
 
 /// Overall state of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Complete,
     Blocked,

@@ -6,5 +6,6 @@ pub mod edit;
 pub mod handoff;
 pub mod plan;
 pub mod progress;
+pub mod session;
 pub mod templates;
 pub mod txn;

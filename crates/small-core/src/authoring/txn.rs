@@ -280,6 +280,11 @@ impl Transaction {
         Ok(Some((start, buf)))
     }
 
+    /// Whether this transaction has staged a write or an append to `rel`.
+    pub fn is_staged(&self, rel: &str) -> bool {
+        self.writes.contains_key(rel) || self.appends.contains_key(rel)
+    }
+
     /// Whether `rel` exists as this transaction sees it.
     pub fn exists(&self, rel: &str) -> bool {
         self.writes.contains_key(rel)

@@ -275,6 +275,25 @@ impl Workspace {
 
     /// Load a located workspace.
     pub fn load(loc: Location, opts: &LoadOptions) -> Workspace {
+        Workspace::load_overlay(loc, opts, &|_| None)
+    }
+
+    /// Load a located workspace, taking a file's bytes from `overlay` (by workspace-relative
+    /// path, e.g. `.small/plan.small.yml`) when it returns `Some`: how a writer checks the
+    /// workspace as it will be after its staged changes, with the same gates as `small check`.
+    pub fn load_overlay(
+        loc: Location,
+        opts: &LoadOptions,
+        overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Workspace {
+        let load_one = |path: &Path, rel: &str| -> Result<Document, LoadError> {
+            match overlay(rel) {
+                Some(bytes) => {
+                    parse_artifact(&bytes, rel, &opts.limits).map_err(LoadError::Problem)
+                }
+                None => load_file(path, rel, &opts.limits),
+            }
+        };
         let mut ws = Workspace {
             root: loc.root,
             small_dir: loc.small_dir,
@@ -294,7 +313,7 @@ impl Workspace {
         for kind in kinds {
             let path = ws.small_dir.join(kind.file_name());
             let rel = rel_path(kind.file_name());
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     *ws.slot_mut(kind) = Some(LoadedArtifact {
                         kind,
@@ -310,7 +329,7 @@ impl Workspace {
         if opts.metadata {
             let path = ws.small_dir.join(WORKSPACE_FILE);
             let rel = rel_path(WORKSPACE_FILE);
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     ws.metadata_exists = true;
                     ws.metadata = Some(WorkspaceMeta {

@@ -93,3 +93,101 @@ pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
         println!("{}", line.as_ref());
     }
 }
+
+/// Print a writing command's `--json` result: `value` (an object) with the files the commit
+/// wrote and appended to (`written`, `appended`; see docs/json-output.md).
+pub fn print_json(report: Option<&CommitReport>, mut value: serde_json::Value) {
+    if let Some(obj) = value.as_object_mut() {
+        let (w, a) = match report {
+            Some(r) => (r.written.clone(), r.appended.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        obj.insert("written".into(), serde_json::json!(w));
+        obj.insert("appended".into(), serde_json::json!(a));
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    );
+}
+
+/// A library error of a handoff-writing operation.
+pub fn handoff_err(e: small_core::authoring::session::HandoffError) -> CliError {
+    use small_core::authoring::session::HandoffError;
+    match e {
+        HandoffError::Txn(t) => txn_err(t),
+        HandoffError::Unfinished { ref open } => {
+            let mut msg = e.to_string();
+            for t in open.iter().take(10) {
+                msg.push_str(&format!(
+                    "\n  - {}: {} (status: {})",
+                    t.id, t.title, t.status
+                ));
+            }
+            if open.len() > 10 {
+                msg.push_str(&format!("\n  ... and {} more", open.len() - 10));
+            }
+            msg.push_str("\n  help: close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final");
+            CliError::invalid(msg)
+        }
+    }
+}
+
+/// The `--json` shape of a handoff outcome (shared by handoff and start).
+pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "handoff": small_core::authoring::handoff::handoff_rel(),
+        "summary": out.summary,
+        "summary_source": out.summary_source,
+        "replaced_summary": out.replaced_summary,
+        "replayId": out.replay_id,
+        "status": out.run.status,
+        "current_task_id": out.run.current_task_id,
+        "next_steps": out.run.next_steps,
+        "in_progress": out.run.in_progress,
+        "blocked": out.run.blocked,
+        "last_evidence": out.run.last_evidence,
+        "open": out.open,
+        "strict_ok": out.run.strict_ok,
+        "strict_problem": out.run.strict_problem,
+    })
+}
+
+/// The human lines of a handoff outcome.
+pub fn print_handoff(
+    g: &GlobalArgs,
+    out: &small_core::authoring::session::HandoffOutcome,
+    verb: &str,
+) {
+    say(
+        g,
+        format!(
+            "{verb}: {} (current task: {}; {} next step(s))",
+            out.summary,
+            out.run.current_task_id.as_deref().unwrap_or("none"),
+            out.run.next_steps.len()
+        ),
+    );
+    let source = match (&out.summary_source, &out.replaced_summary) {
+        (small_core::authoring::session::SummarySource::Given, _) => {
+            "summary: as given".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Kept, _) => {
+            "summary: kept (written with --summary; the run's state is unchanged)".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Computed, Some(old)) => {
+            format!("summary: computed; replaced {old:?} because the run's state changed")
+        }
+        (small_core::authoring::session::SummarySource::Computed, None) => {
+            "summary: computed from the run's state".to_string()
+        }
+    };
+    say(g, source);
+    say(
+        g,
+        format!(
+            "replayId: {} (source: {})",
+            out.replay_id.value, out.replay_id.source
+        ),
+    );
+}
