@@ -5,8 +5,8 @@
 //!   gives a *blocked* run (`meta/blocker` when the strict check is what blocks), all tasks
 //!   completed gives a *complete* run, otherwise the next runnable task (an `in_progress`
 //!   task, else the first pending task whose dependencies are all completed).
-//! * Before a handoff is written, *dangling* tasks (tasks with progress that are neither
-//!   completed nor blocked) stop it.
+//! * The handoff operations themselves (mid-run and final handoffs, start, reset) are in
+//!   `crate::authoring::session`.
 //! * The replayId is the workspace's `run.replay_id` if set, else the hash of intent, plan
 //!   and constraints (`crate::spec::replayid`), or a manual one (64 hex digits, stored lower case).
 //! * An existing handoff is edited in place (`crate::authoring::edit`): comments, links and other keys
@@ -20,11 +20,8 @@ use crate::authoring::edit::{self, NewValue};
 use crate::authoring::plan::Task;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
-use crate::gates::invariants::scalar_text;
 use crate::gates::schemas::SchemaSet;
-use crate::spec::consts::{
-    ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE,
-};
+use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE};
 use crate::workspace::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits, Node, Style};
 
@@ -289,45 +286,6 @@ pub fn existing(txn: &Transaction) -> Result<Option<Existing>, TxnError> {
         })
     });
     Ok(Some(Existing { summary, replay_id }))
-}
-
-/// A task with progress that is neither completed nor blocked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dangling {
-    pub id: String,
-    pub title: String,
-    pub status: String,
-}
-
-/// Tasks that have (non-`meta/`) progress entries but are not completed or blocked,
-/// sorted by id.
-pub fn dangling_tasks(tasks: &[Task], progress: &Node) -> Vec<Dangling> {
-    let mut with_progress = std::collections::HashSet::new();
-    if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {
-        for e in entries {
-            if let Some(id) = e.get("task_id").and_then(scalar_text) {
-                let id = id.trim();
-                if !id.is_empty() && !id.starts_with(META_TASK_PREFIX) {
-                    with_progress.insert(id.to_string());
-                }
-            }
-        }
-    }
-    let mut out: Vec<Dangling> = tasks
-        .iter()
-        .filter(|t| !t.id.is_empty() && with_progress.contains(&t.id))
-        .filter(|t| {
-            let s = t.status.to_ascii_lowercase();
-            s != "completed" && s != "blocked"
-        })
-        .map(|t| Dangling {
-            id: t.id.clone(),
-            title: t.title.clone(),
-            status: t.effective_status().to_string(),
-        })
-        .collect();
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    out
 }
 
 /// The result of the strict check the resume state depends on.
