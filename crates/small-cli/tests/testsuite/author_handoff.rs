@@ -231,8 +231,24 @@ fn start_repairs_missing_files_and_self_heals_the_replay_id() {
 fn reset_starts_a_new_run_and_keeps_history() {
     let ws = Ws::new();
     ws.ok(&["plan", "--add", "Two"]);
-    ws.ok(&["checkpoint", "--task", "task-2", "--status", "completed"]);
-    ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
     ws.ok(&["handoff"]);
     let old_id = ws.doc("handoff.small.yml")["replayId"]["value"]
         .as_str()
@@ -288,16 +304,14 @@ fn start_fix_repairs_orphan_progress() {
         .as_str()
         .unwrap()
         .to_string();
-    ws.ok(&[
-        "progress",
-        "add",
-        "--task",
-        "task-42",
-        "--status",
-        "completed",
-        "--evidence",
-        "old work",
-    ]);
+    // An orphan entry (written by hand: `progress add` refuses unknown task ids).
+    let mut log = ws
+        .read("progress.small.yml")
+        .replace("entries: []", "entries:");
+    log.push_str(&format!(
+        "  - task_id: \"task-42\"\n    status: \"completed\"\n    timestamp: \"2030-01-01T00:00:00.000000000Z\"\n    evidence: \"old work\"\n    replayId: \"{id}\"\n"
+    ));
+    ws.write("progress.small.yml", &log);
     // bind it to the handoff's run so strict S2 sees it
     let text = ws.read("progress.small.yml");
     assert!(text.contains(&id) || ws.doc("workspace.small.yml")["run"]["replay_id"] == id.as_str());

@@ -394,7 +394,7 @@ pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
             tasks
                 .iter()
                 .find(|x| &x.id == d)
-                .is_some_and(|x| x.effective_status() == "completed")
+                .is_some_and(|x| matches!(x.effective_status(), "completed" | "cancelled"))
         });
         if ok {
             out.push(t.id.clone());
@@ -450,7 +450,11 @@ pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
             next_steps: steps,
         };
     }
-    if !tasks.is_empty() && tasks.iter().all(|t| t.effective_status() == "completed") {
+    if !tasks.is_empty()
+        && tasks
+            .iter()
+            .all(|t| matches!(t.effective_status(), "completed" | "cancelled"))
+    {
         return State {
             status: RunStatus::Complete,
             summary: "Run complete. strict check passed. All plan tasks completed.".into(),

@@ -13,12 +13,11 @@
 use crate::spec::consts::META_TASK_PREFIX;
 
 /// `notes` values the tool writes on bookkeeping entries.
-pub const BOOKKEEPING_NOTES: [&str; 5] = [
+pub const BOOKKEEPING_NOTES: [&str; 4] = [
     "small plan --add",
     "small plan --pending",
     "small plan --depends",
     "small plan --title",
-    "small plan --reopen",
 ];
 
 /// Canned evidence older versions (and the reference) wrote when none was given.

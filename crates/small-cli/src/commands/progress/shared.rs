@@ -191,3 +191,116 @@ pub fn print_handoff(
         ),
     );
 }
+
+/// The flags `checkpoint` and `progress add` share: the evidence, the timestamp, `--force`
+/// and where the workspace is.
+#[derive(clap::Args, Debug)]
+pub struct RecordFlags {
+    /// What shows the work was done (or, for a blocked task, why it is blocked)
+    #[arg(long, value_name = "TEXT")]
+    pub evidence: Option<String>,
+    /// Evidence: the command that was run
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Evidence: the test that was run
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<String>,
+    /// Evidence: a URI of external evidence
+    #[arg(long, value_name = "URI")]
+    pub link: Option<String>,
+    /// Evidence: a git commit hash (7 to 40 lower-case hex digits)
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// Evidence: how the work was verified
+    #[arg(long, value_name = "TEXT")]
+    pub verification: Option<String>,
+    /// Free-form notes
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+    /// Complete a task whose dependencies are not completed (recorded in the entry's notes)
+    #[arg(long)]
+    pub force: bool,
+    /// Use exactly this RFC 3339 timestamp (with fractional seconds); it must be after the last entry
+    #[arg(long, value_name = "TIME", conflicts_with = "after")]
+    pub at: Option<String>,
+    /// Use a timestamp just after this RFC 3339 time (and after the last entry)
+    #[arg(long, value_name = "TIME")]
+    pub after: Option<String>,
+    /// Directory containing .small/ (default: search upward from the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace scope: root, examples or any
+    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
+    pub workspace: ScopeArg,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RecordFlags {
+    /// The library request for `task` and `status`.
+    pub fn request(
+        &self,
+        task: &str,
+        status: &str,
+    ) -> Result<small_core::authoring::record::RecordRequest, CliError> {
+        use small_core::authoring::progress::TimestampRule;
+        let rule = match (
+            self.at.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+            self.after
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()),
+        ) {
+            (Some(_), Some(_)) => return Err(CliError::usage("use only one of --at and --after")),
+            (Some(a), None) => TimestampRule::At(a.to_string()),
+            (None, Some(a)) => TimestampRule::After(a.to_string()),
+            (None, None) => TimestampRule::Now,
+        };
+        if task.trim().is_empty() {
+            return Err(CliError::usage("--task must not be empty"));
+        }
+        let evidence = [
+            ("evidence", &self.evidence),
+            ("command", &self.command),
+            ("test", &self.test),
+            ("link", &self.link),
+            ("commit", &self.commit),
+            ("verification", &self.verification),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v)))
+        .collect();
+        Ok(small_core::authoring::record::RecordRequest {
+            task: task.trim().to_string(),
+            status: status.to_string(),
+            evidence,
+            notes: self.notes.clone(),
+            timestamp: rule,
+            force: self.force,
+        })
+    }
+}
+
+/// A library error of a recording operation (`checkpoint`, `progress add`).
+pub fn record_err(e: small_core::authoring::record::RecordError) -> CliError {
+    use small_core::authoring::record::RecordError;
+    let help = e.help();
+    let mut msg = e.to_string();
+    if let RecordError::OpenDependencies { open, .. } = &e {
+        for t in open {
+            msg.push_str(&format!(
+                "\n  - {}: {} (status: {})",
+                t.id, t.title, t.status
+            ));
+        }
+    }
+    if let Some(h) = help {
+        msg.push_str(&format!("\n  help: {h}"));
+    }
+    match e {
+        RecordError::Txn(t) => txn_err(t),
+        RecordError::Status { .. } | RecordError::NoEvidence { .. } => CliError::usage(msg),
+        _ => CliError::invalid(msg),
+    }
+}
