@@ -51,8 +51,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "checkpoint_at": out.timestamp,
             "forced_past": out.forced_past,
         });
-        shared::print_json(Some(&report), v);
-        return Ok(());
+        return shared::print_json(Some(&report), v);
     }
     shared::say(g, line);
     if !out.forced_past.is_empty() {

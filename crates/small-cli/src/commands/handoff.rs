@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use small_core::authoring::handoff;
 use small_core::authoring::session::{self, HandoffRequest};
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Generate or update .small/handoff.small.yml, the file every session resumes from.
 ///
@@ -33,8 +34,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print what was written as JSON
     #[arg(long)]
     pub json: bool,
@@ -61,8 +62,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let out = session::write_handoff(&mut txn, &req).map_err(shared::handoff_err)?;
     let report = txn.commit().map_err(shared::txn_err)?;
     if args.json {
-        shared::print_json(Some(&report), shared::handoff_json(&out));
-        return Ok(());
+        return shared::print_json(Some(&report), shared::handoff_json(&out));
     }
     shared::print_handoff(g, &out, "Wrote handoff");
     if !out.open.is_empty() && !args.final_check {

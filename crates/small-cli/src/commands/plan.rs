@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use small_core::authoring::plan;
 use small_core::authoring::plan_edit::{self, PlanError, PlanRequest};
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Create or change .small/plan.small.yml.
 ///
@@ -53,8 +54,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print what changed as JSON (the new task ids among it)
     #[arg(long)]
     pub json: bool,
@@ -119,8 +120,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     if args.json {
         let v = serde_json::to_value(&out).unwrap_or_default();
-        shared::print_json(report.as_ref(), v);
-        return Ok(());
+        return shared::print_json(report.as_ref(), v);
     }
     if out.unchanged {
         shared::say(

@@ -1,13 +1,14 @@
 //! `small reset`: start a new run, keeping the audit history.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use small_core::authoring::session::{self, ResetRequest};
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Reset .small/ for a new run while keeping the audit history.
 ///
@@ -29,38 +30,45 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print what was done as JSON (needs --yes)
     #[arg(long, requires = "yes")]
     pub json: bool,
 }
 
-fn confirm(keep_intent: bool) -> Result<bool, CliError> {
-    println!(
+fn confirm(g: &GlobalArgs, keep_intent: bool) -> Result<bool, CliError> {
+    g.info(format!(
         "This resets plan.small.yml and handoff.small.yml{} for a new run.",
         if keep_intent {
             ""
         } else {
             " and intent.small.yml"
         }
-    );
-    println!("progress.small.yml and constraints.small.yml are kept.");
-    print!("Continue? [y/N]: ");
-    let _ = std::io::stdout().flush();
+    ));
+    g.info("progress.small.yml and constraints.small.yml are kept.");
+    g.prompt("Continue? [y/N]: ");
     let mut answer = String::new();
-    std::io::stdin()
+    let read = std::io::stdin()
         .lock()
         .read_line(&mut answer)
         .map_err(|e| CliError::usage(format!("cannot read the answer: {e}")))?;
+    if read == 0 {
+        // End of input (no terminal, nothing piped): not a "no", an error, as in the
+        // reference.
+        g.prompt("\n");
+        return Err(CliError::invalid(
+            "no answer (end of input); nothing changed. Pass --yes to reset without asking",
+        ));
+    }
     let a = answer.trim().to_ascii_lowercase();
     Ok(a == "y" || a == "yes")
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
-    if !args.yes && !confirm(args.keep_intent)? {
-        println!("Reset cancelled; nothing changed.");
+    if !args.yes && !confirm(g, args.keep_intent)? {
+        g.info("Reset cancelled; nothing changed.");
         return Ok(());
     }
     let mut txn = shared::begin(&root)?;
@@ -71,7 +79,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let out = session::reset(&mut txn, &req).map_err(shared::handoff_err)?;
     let report = txn.commit().map_err(shared::txn_err)?;
     if args.json {
-        shared::print_json(
+        return shared::print_json(
             Some(&report),
             serde_json::json!({
                 "reset": out.reset,
@@ -81,7 +89,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 "summary": out.summary,
             }),
         );
-        return Ok(());
     }
     for f in &out.reset {
         shared::say(g, format!("Reset {f}"));

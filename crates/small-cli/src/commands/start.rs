@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use small_core::authoring::handoff;
 use small_core::authoring::session::{self, StartRequest};
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Initialise or repair run handoff state, then run the strict check.
 ///
@@ -28,15 +29,15 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print what was done as JSON
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if args.workspace == ScopeArg::Examples {
+    if args.workspace == Scope::Examples {
         return Err(CliError::usage(
             "--workspace examples is not supported by `small start`; use --workspace any to run it on an examples workspace",
         ));
@@ -74,7 +75,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         v["repaired"] = serde_json::json!(repaired);
         v["strict_ok"] = serde_json::json!(strict.ok);
         v["strict_problem"] = serde_json::json!(strict.summary);
-        shared::print_json(Some(&report), v);
+        shared::print_json(Some(&report), v)?;
     } else {
         for c in &created {
             shared::say(g, format!("Created {c} from the template"));

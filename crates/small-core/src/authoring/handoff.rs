@@ -14,6 +14,8 @@
 //! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
 //!   both updated in place by [`touch_workspace`].
 
+use crate::spec::model::TaskStatus;
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::str::FromStr;
 
 use crate::authoring::edit::{self, NewValue};
@@ -27,16 +29,16 @@ use crate::yaml::{self, Document, Limits, Node, Style};
 
 /// Workspace-relative path of the workspace metadata.
 pub fn workspace_rel() -> String {
-    format!("{SMALL_DIR}/{WORKSPACE_FILE}")
+    crate::spec::consts::small_rel(WORKSPACE_FILE)
 }
 
 /// Workspace-relative path of the handoff.
 pub fn handoff_rel() -> String {
-    format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name())
+    ArtifactKind::Handoff.rel_path()
 }
 
 fn artifact_rel(kind: ArtifactKind) -> String {
-    format!("{SMALL_DIR}/{}", kind.file_name())
+    kind.rel_path()
 }
 
 /// How many next steps a handoff lists at most.
@@ -93,7 +95,7 @@ pub fn run_replay_id(txn: &Transaction) -> Result<Option<String>, TxnError> {
     };
     Ok(doc
         .root
-        .pointer("/run/replay_id")
+        .pointer(RUN_REPLAY_ID_POINTER)
         .and_then(Node::as_str)
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -123,7 +125,7 @@ pub fn touch_workspace(txn: &mut Transaction, replay_id: Option<&str>) -> Result
     if let Some(id) = replay_id {
         let current = doc
             .root
-            .pointer("/run/replay_id")
+            .pointer(RUN_REPLAY_ID_POINTER)
             .and_then(Node::as_str)
             .map(str::trim);
         if current != Some(id) {
@@ -387,7 +389,7 @@ fn first_with_status(tasks: &[Task], status: &str) -> Option<String> {
 pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     for t in tasks {
-        if t.effective_status() != "pending" {
+        if t.effective_status() != TaskStatus::Pending.as_str() {
             continue;
         }
         let ok = t.dependencies.iter().all(|d| {
@@ -408,12 +410,13 @@ pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
 
 /// The task to work on now: an in-progress task, else the first actionable one.
 pub fn next_runnable(tasks: &[Task]) -> Option<String> {
-    first_with_status(tasks, "in_progress").or_else(|| actionable(tasks, 1).into_iter().next())
+    first_with_status(tasks, TaskStatus::InProgress.as_str())
+        .or_else(|| actionable(tasks, 1).into_iter().next())
 }
 
 /// Compute the resume state from the plan's tasks and the strict check.
 pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
-    let blocked = first_with_status(tasks, "blocked");
+    let blocked = first_with_status(tasks, TaskStatus::Blocked.as_str());
     let runnable = next_runnable(tasks);
     if !strict.ok || (blocked.is_some() && runnable.is_none()) {
         let mut current = blocked.clone();
@@ -421,7 +424,7 @@ pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
             current = Some("meta/blocker".into());
         }
         let current = current
-            .or_else(|| first_with_status(tasks, "pending"))
+            .or_else(|| first_with_status(tasks, TaskStatus::Pending.as_str()))
             .unwrap_or_else(|| "meta/blocker".into());
         let mut steps = Vec::new();
         if current != "meta/blocker" {
@@ -592,7 +595,10 @@ fn render_in_place(h: &Handoff, src: &str) -> Result<String, String> {
     // The result must read back as what we meant to write.
     let check = yaml::parse_str(&text, &Limits::default()).map_err(|e| e.to_string())?;
     let ok = check.root.get("summary").and_then(Node::as_str) == Some(h.summary.as_str())
-        && check.root.pointer("/replayId/value").and_then(Node::as_str)
+        && check
+            .root
+            .pointer(HANDOFF_REPLAY_ID_POINTER)
+            .and_then(Node::as_str)
             == Some(h.replay_id.value.as_str());
     if !ok {
         return Err("in-place edit did not read back".into());

@@ -3,5 +3,7 @@
 
 pub mod bookkeeping;
 pub mod consts;
+pub mod model;
+pub mod plan;
 pub mod replayid;
 pub mod timestamp;

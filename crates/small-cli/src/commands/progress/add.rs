@@ -41,8 +41,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "task_exists_in_plan": out.task_exists_in_plan,
             "forced_past": out.forced_past,
         });
-        shared::print_json(Some(&report), v);
-        return Ok(());
+        return shared::print_json(Some(&report), v);
     }
     shared::say(
         g,

@@ -11,26 +11,6 @@ use small_core::workspace::{self, Scope};
 use crate::error::CliError;
 use crate::GlobalArgs;
 
-/// `--workspace root|examples|any`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[value(rename_all = "lowercase")]
-pub enum ScopeArg {
-    #[default]
-    Root,
-    Examples,
-    Any,
-}
-
-impl ScopeArg {
-    pub fn scope(self) -> Scope {
-        match self {
-            ScopeArg::Root => Scope::Root,
-            ScopeArg::Examples => Scope::Examples,
-            ScopeArg::Any => Scope::Any,
-        }
-    }
-}
-
 /// The root of the workspace named by `--dir` (or the current directory); exit 2 if none.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     workspace::locate(dir).map(|l| l.root).map_err(|e| {
@@ -59,16 +39,16 @@ pub fn txn_err(e: TxnError) -> CliError {
 /// repository-root workspace (plan, handoff, start, reset).
 pub fn check_scope(
     txn: &Transaction,
-    scope: ScopeArg,
+    scope: Scope,
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    if scope == ScopeArg::Examples && !examples_allowed {
+    if scope == Scope::Examples && !examples_allowed {
         return Err(CliError::usage(format!(
             "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
         )));
     }
-    small_core::authoring::handoff::check_scope(txn, scope.scope()).map_err(|e| match e {
+    small_core::authoring::handoff::check_scope(txn, scope).map_err(|e| match e {
         ScopeError::Txn(t) => txn_err(t),
         ScopeError::Scope(m) => CliError::invalid(m),
     })
@@ -76,27 +56,25 @@ pub fn check_scope(
 
 /// Print which files a commit changed (unless --quiet).
 pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
-    if g.quiet {
-        return;
-    }
     for f in &report.written {
-        println!("  updated {f}");
+        g.info(format!("  updated {f}"));
     }
     for f in &report.appended {
-        println!("  appended to {f}");
+        g.info(format!("  appended to {f}"));
     }
 }
 
 /// Print a line unless --quiet.
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
-    if !g.quiet {
-        println!("{}", line.as_ref());
-    }
+    g.info(line);
 }
 
 /// Print a writing command's `--json` result: `value` (an object) with the files the commit
 /// wrote and appended to (`written`, `appended`; see docs/json-output.md).
-pub fn print_json(report: Option<&CommitReport>, mut value: serde_json::Value) {
+pub fn print_json(
+    report: Option<&CommitReport>,
+    mut value: serde_json::Value,
+) -> crate::error::CmdResult {
     if let Some(obj) = value.as_object_mut() {
         let (w, a) = match report {
             Some(r) => (r.written.clone(), r.appended.clone()),
@@ -105,10 +83,7 @@ pub fn print_json(report: Option<&CommitReport>, mut value: serde_json::Value) {
         obj.insert("written".into(), serde_json::json!(w));
         obj.insert("appended".into(), serde_json::json!(a));
     }
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    );
+    crate::output::json(&value)
 }
 
 /// A library error of a handoff-writing operation.
@@ -230,8 +205,8 @@ pub struct RecordFlags {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root, examples or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
