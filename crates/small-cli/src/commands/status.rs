@@ -115,6 +115,16 @@ pub(crate) fn render(st: &Status) -> String {
                 line(format!("  {s}: {n} (not a standard status)"));
             }
         }
+        let width = p.tasks.iter().map(|t| t.id.len()).max().unwrap_or(0);
+        let sw = p.tasks.iter().map(|t| t.status.len()).max().unwrap_or(0);
+        for t in &p.tasks {
+            line(format!(
+                "  {:<width$}  {:<sw$}  {}",
+                t.id,
+                t.status,
+                shorten(&t.title, 80)
+            ));
+        }
         if p.next_actionable.is_empty() {
             line("Next actionable: none".into());
         } else {
@@ -122,7 +132,10 @@ pub(crate) fn render(st: &Status) -> String {
         }
     }
     if let Some(t) = &st.next_task {
-        line(format!("Next task: {t}"));
+        match st.plan.as_ref().and_then(|p| p.title_of(t)) {
+            Some(title) => line(format!("Next task: {t} ({})", shorten(title, 80))),
+            None => line(format!("Next task: {t}")),
+        }
     }
     if !st.recent_progress.is_empty() {
         line(String::new());
