@@ -43,6 +43,9 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
@@ -392,6 +395,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
+
     if args.json {
         let files: Vec<serde_json::Value> = report
             .iter()
@@ -415,6 +420,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "gitignore_added": gitignore_added.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
             "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
             "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "merge_driver": merge_driver,
         }));
     }
     let mut o = String::new();
@@ -450,6 +456,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
         Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
+    for line in merge_driver {
+        crate::outln!(o, "  {line}");
+    }
     o.push('\n');
     crate::outln!(o, "Next:");
     crate::outln!(
@@ -472,6 +481,31 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     crate::outln!(o, "  3. small check --strict");
     g.info_raw(o);
     Ok(())
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,10 @@ pub struct Args {
     /// Add a task with this title (its id is the next free task-N); may be repeated
     #[arg(long, value_name = "TITLE")]
     pub add: Vec<String>,
+    /// With one --add: the new task's id instead of the next task-N (ids chosen per branch
+    /// cannot collide when branches merge)
+    #[arg(long, value_name = "ID", requires = "add")]
+    pub id: Option<String>,
     /// Retitle a task: --title <ID> <TEXT>
     #[arg(long, num_args = 2, value_names = ["ID", "TEXT"])]
     pub title: Option<Vec<String>>,
@@ -78,8 +82,14 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
             }
         },
     };
+    if args.id.is_some() && args.add.len() > 1 {
+        return Err(CliError::usage(
+            "--id names one new task; give it with a single --add",
+        ));
+    }
     Ok(PlanRequest {
         add: args.add.clone(),
+        id: args.id.clone(),
         title: args
             .title
             .as_ref()

@@ -26,6 +26,8 @@ use crate::yaml::Node;
 pub struct PlanRequest {
     /// Titles of tasks to add (each gets the next free `task-N`).
     pub add: Vec<String>,
+    /// The id of the (one) added task instead of the next free `task-N`.
+    pub id: Option<String>,
     /// Retitle: (task id, new title).
     pub title: Option<(String, String)>,
     pub done: Option<String>,
@@ -220,7 +222,12 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
         if title.trim().is_empty() {
             return Err(PlanError::Usage("--add needs a task title".into()));
         }
-        let (t, id) = plan::add_task(&text, title.trim()).map_err(PlanError::Invalid)?;
+        let chosen = if req.add.len() == 1 {
+            req.id.as_deref()
+        } else {
+            None
+        };
+        let (t, id) = plan::add_task_as(&text, title.trim(), chosen).map_err(PlanError::Invalid)?;
         text = t;
         added.push(TaskRef {
             id: id.clone(),
