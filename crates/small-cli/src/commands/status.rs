@@ -35,8 +35,11 @@ pub struct Args {
 pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
     let base = match dir {
         Some(d) => d.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+        None => {
+            let here = std::env::current_dir()
+                .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+            small_core::workspace::find_upward(&here).unwrap_or(here)
+        }
     };
     if base
         .file_name()
@@ -79,7 +82,7 @@ pub(crate) fn render(st: &Status) -> String {
     }
     if !st.small_dir_exists {
         line(String::new());
-        line(".small/ does not exist here. Run `small init` to start a SMALL project.".into());
+        line(".small/ does not exist here or in any parent directory. Run `small init` to start a SMALL project.".into());
         return o;
     }
     line(String::new());

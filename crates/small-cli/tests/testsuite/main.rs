@@ -8,6 +8,7 @@ mod runs_common;
 mod server_common;
 mod tools_support;
 
+mod agent_loop;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;

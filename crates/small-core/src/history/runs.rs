@@ -128,6 +128,19 @@ pub fn workspace_root(dir: &Path) -> PathBuf {
     abs
 }
 
+/// The workspace root for an optional `--dir`: exactly that directory when given, else the
+/// nearest directory from the current one upward that holds `.small/` (the current directory
+/// when there is none).
+pub fn discover_root(dir: Option<&Path>) -> PathBuf {
+    match dir {
+        Some(d) => workspace_root(d),
+        None => {
+            let here = workspace_root(Path::new("."));
+            crate::workspace::find_upward(&here).unwrap_or(here)
+        }
+    }
+}
+
 /// The run store: `--store` relative to the workspace root, or `<root>/.small-runs`.
 pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
     match store {

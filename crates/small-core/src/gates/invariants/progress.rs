@@ -167,14 +167,17 @@ impl<'p> ProgressLinter<'p> {
         if task_id.is_empty() {
             return;
         }
-        let strict_evidence =
-            [e.get("evidence"), e.get("notes")]
-                .into_iter()
-                .any(|n| match n.map(|n| &n.value) {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Str(s)) => !s.trim().is_empty(),
-                    Some(_) => true,
-                });
+        // Evidence for S1: `notes` or any seed-000 evidence field (evidence, verification,
+        // command, test, link, commit).
+        let strict_evidence = EVIDENCE_FIELDS
+            .iter()
+            .chain(["notes"].iter())
+            .map(|f| e.get(f))
+            .any(|n| match n.map(|n| &n.value) {
+                None | Some(Value::Null) => false,
+                Some(Value::Str(s)) => !s.trim().is_empty(),
+                Some(_) => true,
+            });
         let text = |k: &str| match e.get(k).map(|n| &n.value) {
             Some(Value::Str(s)) => Some(s.trim()),
             _ => None,
