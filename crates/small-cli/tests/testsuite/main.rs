@@ -14,6 +14,7 @@ mod author_fix;
 mod author_handoff;
 mod author_plan;
 mod author_progress;
+mod cli_conventions;
 mod conformance;
 mod gate_check;
 mod gate_golden;
