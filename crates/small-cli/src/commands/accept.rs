@@ -5,7 +5,9 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::txn::{Transaction, TxnError};
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use small_core::spec::model::TaskStatus;
+use small_core::workspace::Scope;
 use std::path::PathBuf;
 
 /// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
@@ -33,8 +35,8 @@ pub struct AcceptArgs {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds to accept: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Show the change as a diff and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -52,9 +54,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         AcceptKind::Intent(a) => (ArtifactKind::Intent, a),
         AcceptKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
-    let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
+    let root = open_scoped(a.dir.as_deref(), a.workspace)?;
     let draft = draft_rel(kind);
-    let target = format!("{SMALL_DIR}/{}", kind.file_name());
+    let target = kind.rel_path();
     let bytes = match std::fs::read(root.join(&draft)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -115,7 +117,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     txn.write(target.clone(), bytes.clone());
 
     // Keep workspace metadata's updated_at current, editing only that value.
-    let ws_rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
+    let ws_rel = small_core::spec::consts::small_rel(WORKSPACE_FILE);
     let now = small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
     if let Ok(src) = txn.read_string(&ws_rel) {
         if let Ok(doc) = small_core::yaml::parse_str(&src, &small_core::yaml::Limits::default()) {
@@ -135,12 +137,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(format!("meta/accept-{}", kind.name()), Some("completed"))
-        .field(
-            "evidence",
-            format!("Accepted draft {} from {draft}", kind.name()),
-        )
-        .field("notes", format!("small accept {}", kind.name()));
+    let entry = NewEntry::new(
+        format!("meta/accept-{}", kind.name()),
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field(
+        "evidence",
+        format!("Accepted draft {} from {draft}", kind.name()),
+    )
+    .field("notes", format!("small accept {}", kind.name()));
     let appended = txn
         .append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;

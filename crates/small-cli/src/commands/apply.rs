@@ -7,6 +7,9 @@ use sha2::{Digest, Sha256};
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::spec::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
+use small_core::spec::model::TaskStatus;
+use small_core::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use small_core::workspace::Scope;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -60,8 +63,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds to accept: root or any
-    #[arg(long, value_name = "SCOPE", default_value = "root")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 /// Progress mode (seed 000, invariant 7).
@@ -143,8 +146,8 @@ fn current_replay_id(root: &Path) -> Option<String> {
             .to_ascii_lowercase();
         small_core::spec::replayid::is_well_formed(&v).then_some(v)
     };
-    read(WORKSPACE_FILE, "/run/replay_id")
-        .or_else(|| read(ArtifactKind::Handoff.file_name(), "/replayId/value"))
+    read(WORKSPACE_FILE, RUN_REPLAY_ID_POINTER)
+        .or_else(|| read(ArtifactKind::Handoff.file_name(), HANDOFF_REPLAY_ID_POINTER))
 }
 
 /// The workspace's run replay id only (what run-bound entries carry in `replayId`).
@@ -153,7 +156,7 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let v = doc
         .root
-        .pointer("/run/replay_id")?
+        .pointer(RUN_REPLAY_ID_POINTER)?
         .as_str()?
         .trim()
         .to_string();
@@ -442,13 +445,13 @@ fn run_self(args: &[&str]) -> Result<(), CliError> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let scope = args.workspace.trim().to_ascii_lowercase();
-    if scope == "examples" {
+    let scope = args.workspace;
+    if scope == Scope::Examples {
         return Err(CliError::usage(
             "apply does not run in example workspaces (--workspace examples); use --workspace any to override",
         ));
     }
-    let root = open_scoped(args.dir.as_deref(), &scope)?;
+    let root = open_scoped(args.dir.as_deref(), scope)?;
     if !root
         .join(SMALL_DIR)
         .join(ArtifactKind::Progress.file_name())
@@ -545,7 +548,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             return Ok(());
         }
         let mut entry = bind(
-            NewEntry::new(task_id.clone(), Some("pending"))
+            NewEntry::new(task_id.clone(), Some(TaskStatus::Pending.as_str()))
                 .field("evidence", "Dry run: no command was executed")
                 .field("notes", "apply --dry-run"),
         );
@@ -572,7 +575,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if should_record(Event::Start, &task_id, mode) {
         let entry = with_command(
             bind(
-                NewEntry::new(task_id.clone(), Some("in_progress"))
+                NewEntry::new(task_id.clone(), Some(TaskStatus::InProgress.as_str()))
                     .field("evidence", "Apply started")
                     .field("notes", "apply: execution started"),
             ),
@@ -593,7 +596,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
-    let status = if ok { "completed" } else { "blocked" };
+    let status = if ok {
+        TaskStatus::Completed.as_str()
+    } else {
+        TaskStatus::Blocked.as_str()
+    };
     say(format!(
         "{} (exit code {code}, {secs:.2} s); full output in {}",
         if ok {

@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Directory containing .small/ (or the .small directory itself) [default: current directory]
     #[arg(long, value_name = "DIR")]
@@ -47,10 +47,6 @@ pub struct Args {
 }
 
 /// clap value parser for `--workspace`.
-pub(crate) fn parse_scope(s: &str) -> Result<Scope, String> {
-    s.parse()
-}
-
 /// Find the workspace, or say why there is none.
 pub(crate) fn locate(dir: Option<&std::path::Path>) -> Result<Location, Box<Diagnostic>> {
     small_core::workspace::locate(dir).map_err(|e| Box::new(e.to_diagnostic()))

@@ -1,5 +1,6 @@
 //! `small doctor`: a read-only health report with a suggested next step for each finding.
 
+use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
 use small_core::diag::Diagnostic;
@@ -201,8 +202,12 @@ fn run_state(ws: &Workspace, r: &mut Report) {
                 .filter(|t| normalized_status(t) == s)
                 .count()
         };
-        let (pending, active, done, blocked) =
-            (n("pending"), n("in_progress"), n("completed"), n("blocked"));
+        let (pending, active, done, blocked) = (
+            n(TaskStatus::Pending.as_str()),
+            n(TaskStatus::InProgress.as_str()),
+            n(TaskStatus::Completed.as_str()),
+            n(TaskStatus::Blocked.as_str()),
+        );
         let msg = format!(
             "{} tasks: {done} completed, {active} in progress, {pending} pending, {blocked} blocked",
             plan.tasks.len()

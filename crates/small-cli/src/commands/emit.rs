@@ -10,7 +10,7 @@ use small_core::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
 use small_core::workspace::{LoadOptions, Scope, Workspace};
 use small_core::yaml::Node;
 
-use crate::commands::check::{compact_line, parse_scope, schemas};
+use crate::commands::check::{compact_line, schemas};
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Number of recent progress entries to include
     #[arg(long, value_name = "N", default_value_t = 5)]

@@ -11,6 +11,7 @@ use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
+use small_core::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -42,6 +43,9 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
@@ -213,7 +217,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .iter()
             .map(|k| k.file_name())
             .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
         if taken {
             return Err(CliError::invalid(format!(
                 "a SMALL workspace was just created in {} by another process; nothing was changed",
@@ -222,7 +226,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let rel = |name: &str| small_core::spec::consts::small_rel(name);
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
@@ -342,10 +346,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
-        .field("evidence", templates::INIT_EVIDENCE)
-        .field("notes", templates::init_notes(&root.display().to_string()))
-        .field("command", "small init");
+    let entry = NewEntry::new(
+        templates::INIT_TASK_ID,
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field("evidence", templates::INIT_EVIDENCE)
+    .field("notes", templates::init_notes(&root.display().to_string()))
+    .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
@@ -357,6 +364,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
         }
     }
+
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
 
     let mut o = String::new();
     crate::outln!(
@@ -391,6 +400,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
         Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
+    for line in merge_driver {
+        crate::outln!(o, "  {line}");
+    }
     o.push('\n');
     crate::outln!(o, "Next:");
     crate::outln!(
@@ -405,6 +417,31 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     crate::outln!(o, "  3. small check --strict");
     g.info_raw(o);
     Ok(())
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
 }
 
 #[cfg(test)]

@@ -1,17 +1,19 @@
 //! `small reset`: start a new run, keeping the audit history.
 
+use small_core::spec::model::TaskStatus;
 use std::io::BufRead;
 use std::path::PathBuf;
 
 use small_core::authoring::handoff::{self, ReplayId, RunMeta};
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::templates;
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
+use small_core::spec::consts::ArtifactKind;
 
 use crate::commands::handoff as handoff_cmd;
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Reset .small/ for a new run while keeping the audit history.
 ///
@@ -32,8 +34,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -80,13 +82,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut reset_files = Vec::new();
     if !args.keep_intent {
         txn.write(
-            format!("{SMALL_DIR}/{}", ArtifactKind::Intent.file_name()),
+            ArtifactKind::Intent.rel_path(),
             templates::intent(None).into_bytes(),
         );
         reset_files.push(ArtifactKind::Intent.file_name());
     }
     txn.write(
-        format!("{SMALL_DIR}/{}", ArtifactKind::Plan.file_name()),
+        ArtifactKind::Plan.rel_path(),
         templates::plan().into_bytes(),
     );
     reset_files.push(ArtifactKind::Plan.file_name());
@@ -124,7 +126,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "small reset",
         )
     };
-    let mut e = NewEntry::new("meta/reset", Some("completed"))
+    let mut e = NewEntry::new("meta/reset", Some(TaskStatus::Completed.as_str()))
         .field("evidence", evidence)
         .field("notes", notes);
     if let Some(p) = &previous {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use small_core::diag::Diagnostic;
 use small_core::gates::schemas::{SchemaSet, SchemaSource};
 use small_core::gates::validate::{validate_progress_entry_node, validate_workspace};
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
+use small_core::spec::consts::ArtifactKind;
 use small_core::workspace::{locate, LoadOptions, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
@@ -81,7 +81,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .collect();
         let opts = LoadOptions::only(&kinds);
         let mut ws = Workspace::load(loc, &opts);
-        let rel = format!("{SMALL_DIR}/{}", ArtifactKind::Progress.file_name());
+        let rel = ArtifactKind::Progress.rel_path();
         ws.stream_progress(&opts.limits, &mut |i, node| {
             entry_diags.extend(validate_progress_entry_node(&schemas, &rel, i, &node));
         });

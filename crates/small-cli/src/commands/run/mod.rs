@@ -38,8 +38,8 @@ pub struct ContextArgs {
     #[arg(long, global = true, value_name = "PATH")]
     pub store: Option<PathBuf>,
     /// Workspace kinds to accept: root, examples or any
-    #[arg(long, global = true, default_value = "root", value_name = "SCOPE")]
-    pub workspace: String,
+    #[arg(long, global = true, default_value = "root", value_name = "SCOPE", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -72,12 +72,7 @@ pub struct Context {
 
 impl Context {
     fn resolve(a: &ContextArgs) -> Result<Context, CliError> {
-        let scope: Scope = a.workspace.parse().map_err(|_: String| {
-            CliError::usage(format!(
-                "invalid --workspace value `{}`: use root, examples or any",
-                a.workspace
-            ))
-        })?;
+        let scope = a.workspace;
         if a.store.as_ref().is_some_and(|s| s.as_os_str().is_empty()) {
             return Err(CliError::usage("--store needs a directory path"));
         }

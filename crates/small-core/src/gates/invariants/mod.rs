@@ -40,7 +40,7 @@ pub use secrets::{check_secrets, check_secrets_at};
 pub use strict::{check_evidence_gate, check_s1, check_s2, check_s3};
 
 use crate::diag::{Diagnostic, Severity, Span};
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::ArtifactKind;
 use crate::yaml::{Node, Value};
 
 /// Options shared by lint, verify and check.
@@ -82,11 +82,6 @@ impl<'a> Docs<'a> {
     }
 }
 
-/// Workspace-relative path of an artifact: `.small/plan.small.yml`.
-pub fn rel_path(kind: ArtifactKind) -> String {
-    format!("{SMALL_DIR}/{}", kind.file_name())
-}
-
 pub(super) fn diag(
     code: &str,
     kind: ArtifactKind,
@@ -95,7 +90,7 @@ pub(super) fn diag(
     msg: String,
 ) -> Diagnostic {
     let mut d = Diagnostic::error(code, msg)
-        .in_file(rel_path(kind))
+        .in_file(kind.rel_path())
         .at(span);
     if !path.is_empty() {
         d = d.with_path(path);

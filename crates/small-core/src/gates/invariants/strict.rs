@@ -3,6 +3,7 @@
 use super::{diag, ProgressFacts};
 use crate::diag::Diagnostic;
 use crate::spec::consts::{ArtifactKind, META_TASK_PREFIX};
+use crate::spec::model::TaskStatus;
 use crate::spec::plan::PlanIndex;
 use crate::yaml::Node;
 
@@ -10,7 +11,9 @@ use crate::yaml::Node;
 pub fn check_s1(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Vec<Diagnostic>) {
     for t in &plan.tasks {
         let st = t.status_norm();
-        if t.id.is_empty() || (st != "completed" && st != "blocked") {
+        if t.id.is_empty()
+            || (st != TaskStatus::Completed.as_str() && st != TaskStatus::Blocked.as_str())
+        {
             continue;
         }
         if facts.with_strict_evidence.contains(&t.id) {
@@ -92,7 +95,10 @@ pub fn check_s3(plan: &PlanIndex, handoff: Option<&Node>, out: &mut Vec<Diagnost
 /// In strict mode S1 already covers it with a stronger requirement.
 pub fn check_evidence_gate(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Vec<Diagnostic>) {
     for t in &plan.tasks {
-        if t.id.is_empty() || t.status_norm() != "completed" || facts.with_entries.contains(&t.id) {
+        if t.id.is_empty()
+            || t.status_norm() != TaskStatus::Completed.as_str()
+            || facts.with_entries.contains(&t.id)
+        {
             continue;
         }
         out.push(
