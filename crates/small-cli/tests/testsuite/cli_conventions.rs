@@ -25,7 +25,7 @@ fn workspace_with_a_warning(dir: &Path) {
 }
 
 /// Every command path (`["run", "list"]`, ...), read from the help of each level.
-fn command_paths() -> Vec<Vec<String>> {
+pub(crate) fn command_paths() -> Vec<Vec<String>> {
     fn walk(prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
         let o = small().args(&prefix).arg("--help").output().unwrap();
         assert!(o.status.success(), "small {prefix:?} --help");

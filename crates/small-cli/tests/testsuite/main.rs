@@ -18,6 +18,7 @@ mod author_progress;
 mod author_scope;
 mod cli_conventions;
 mod conformance;
+mod docs;
 mod gate_check;
 mod gate_golden;
 mod gate_lint;
