@@ -8,6 +8,7 @@ mod runs_common;
 mod server_common;
 mod tools_support;
 
+mod agent_loop;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;
@@ -16,7 +17,9 @@ mod author_handoff;
 mod author_plan;
 mod author_progress;
 mod author_scope;
+mod cli_conventions;
 mod conformance;
+mod docs;
 mod gate_check;
 mod gate_compat;
 mod gate_golden;
