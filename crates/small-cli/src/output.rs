@@ -100,7 +100,7 @@ impl GlobalArgs {
 
     /// An error: `text` and a newline on stderr, always.
     pub fn error(&self, text: impl AsRef<str>) {
-        write_err(&format!("{}\n", text.as_ref()));
+        error_line(text.as_ref());
     }
 
     /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
@@ -181,6 +181,11 @@ pub fn json(value: &impl serde::Serialize) -> CmdResult {
         .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
     text.push('\n');
     data(&text)
+}
+
+/// An error line on stderr, for code that has no [`GlobalArgs`] at hand (a signal handler).
+pub fn error_line(text: &str) {
+    write_err(&format!("{text}\n"));
 }
 
 fn write_out(text: &str) {

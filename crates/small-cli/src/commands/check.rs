@@ -95,7 +95,11 @@ pub(crate) fn compact_line(d: &Diagnostic) -> String {
         (Some(f), _) => format!("{f}: "),
         _ => String::new(),
     };
-    format!("{loc}{sev}[{}]: {}", d.code, d.message)
+    format!(
+        "{loc}{sev}[{}]: {}",
+        d.code,
+        small_core::gates::secrets::redact(&d.message)
+    )
 }
 
 /// "3 errors", "1 warning".

@@ -161,7 +161,12 @@ pub struct RecentEntry {
 impl RecentEntry {
     pub fn from_node(e: &Node) -> RecentEntry {
         let text = |k: &str| e.get(k).and_then(scalar_text).unwrap_or_default();
-        let string = |k: &str| e.get(k).and_then(Node::as_str).map(str::to_string);
+        // Shown to whoever runs `status`: a credential pasted into the log is masked.
+        let string = |k: &str| {
+            e.get(k)
+                .and_then(Node::as_str)
+                .map(|s| crate::gates::secrets::redact(s).into_owned())
+        };
         RecentEntry {
             timestamp: text("timestamp"),
             task_id: text("task_id"),
