@@ -11,6 +11,7 @@ use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
+use small_core::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -42,12 +43,21 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
     /// Where to add the harness block in an AGENTS.md that has no block yet
     #[arg(long, value_enum, ignore_case = true)]
     pub agents_mode: Option<ModeArg>,
+    /// Seed the plan with this task instead of the placeholder (task-1, task-2, ...); may be repeated
+    #[arg(long = "task", value_name = "TITLE")]
+    pub tasks: Vec<String>,
+    /// Print what was created as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The workspace root for a `--dir` value: the directory itself, or its parent when the
@@ -168,6 +178,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             root.display()
         )));
     }
+    if args.tasks.iter().any(|t| t.trim().is_empty()) {
+        return Err(CliError::usage("--task needs a task title"));
+    }
+    let enclosing = if existed {
+        None
+    } else {
+        small_core::workspace::enclosing_workspace(&root)
+    };
+    if let Some(outer) = &enclosing {
+        g.warn(format!(
+            "warning: {} is inside the SMALL workspace at {}; this creates a nested workspace that commands run below {} will use instead (run `small` commands from anywhere inside a project: they find its .small/ upward)",
+            root.display(),
+            outer.display(),
+            root.display()
+        ));
+    }
 
     // Decide about AGENTS.md before writing anything, so a refusal leaves no half workspace.
     let agents_plan: Option<Composed> = if args.no_agents {
@@ -213,7 +239,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .iter()
             .map(|k| k.file_name())
             .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
         if taken {
             return Err(CliError::invalid(format!(
                 "a SMALL workspace was just created in {} by another process; nothing was changed",
@@ -222,11 +248,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let rel = |name: &str| small_core::spec::consts::small_rel(name);
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
         ArtifactKind::Constraints => "human-owned: rules every change must respect",
+        ArtifactKind::Plan if !args.tasks.is_empty() => "agent-owned: tasks (from --task)",
         ArtifactKind::Plan => "agent-owned: tasks (one placeholder task-1)",
         ArtifactKind::Progress => "agent-owned, append-only: starts with the meta/init entry",
         ArtifactKind::Handoff => "the resume point",
@@ -254,9 +281,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
                     |e| CliError::usage(format!("cannot back up the progress log: {e}")),
                 )?;
-                eprintln!(
+                g.warn(format!(
                     "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
-                );
+                ));
                 progress_note = Some(format!("new log; the old one is in {backup}"));
             }
         }
@@ -265,7 +292,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         .as_deref()
         .is_some_and(|n| n.starts_with("kept"));
 
-    let base = templates::base_artifacts(args.intent.as_deref());
+    let mut base = templates::base_artifacts(args.intent.as_deref());
+    if !args.tasks.is_empty() {
+        for f in base.iter_mut() {
+            if f.name == ArtifactKind::Plan.file_name() {
+                f.content = templates::plan_with_tasks(&args.tasks);
+            }
+        }
+    }
     for f in &base {
         let r = rel(f.name);
         let was = txn.exists(&r);
@@ -342,10 +376,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
-        .field("evidence", templates::INIT_EVIDENCE)
-        .field("notes", templates::init_notes(&root.display().to_string()))
-        .field("command", "small init");
+    let entry = NewEntry::new(
+        templates::INIT_TASK_ID,
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field("evidence", templates::INIT_EVIDENCE)
+    .field("notes", templates::init_notes(&root.display().to_string()))
+    .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
@@ -358,10 +395,37 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    if g.quiet {
-        return Ok(());
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
+
+    if args.json {
+        let files: Vec<serde_json::Value> = report
+            .iter()
+            .map(
+                |(path, was, note)| serde_json::json!({"path": path, "existed": was, "note": note}),
+            )
+            .collect();
+        let tasks: Vec<serde_json::Value> = args
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
+            .collect();
+        return g.json(&serde_json::json!({
+            "workspace": root.display().to_string(),
+            "reinitialized": existed,
+            "kind": kind,
+            "replay_id": replay_id,
+            "files": files,
+            "tasks": tasks,
+            "gitignore_added": gitignore_added.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
+            "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
+            "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "merge_driver": merge_driver,
+        }));
     }
-    println!(
+    let mut o = String::new();
+    crate::outln!(
+        o,
         "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
         if existed {
             "Re-initialized the"
@@ -370,7 +434,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
         small_dir.display()
     );
-    println!();
+    o.push('\n');
     let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (path, was, note) in &report {
         let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
@@ -378,28 +442,70 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             (true, true) if note.starts_with("kept") => "extended ",
             (true, _) => "overwrote",
         };
-        println!("  {verb} {path:<width$}  {note}");
+        crate::outln!(o, "  {verb} {path:<width$}  {note}");
     }
     if let Some((had, added)) = &gitignore_added {
-        println!(
+        crate::outln!(
+            o,
             "  {} .gitignore: added {}",
             if *had { "updated  " } else { "created  " },
             added.join(", ")
         );
     }
     match &agents_plan {
-        None => println!("  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
+        None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
-    println!();
-    println!("Next:");
-    println!(
+    for line in merge_driver {
+        crate::outln!(o, "  {line}");
+    }
+    o.push('\n');
+    crate::outln!(o, "Next:");
+    crate::outln!(
+        o,
         "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
     );
-    println!("     .small/constraints.small.yml (agents must not edit these two files).");
-    println!("  2. small plan --add \"<first task>\"");
-    println!("  3. small check --strict");
+    crate::outln!(
+        o,
+        "     .small/constraints.small.yml (agents must not edit these two files)."
+    );
+    if args.tasks.is_empty() {
+        crate::outln!(o, "  2. small plan --add \"<first task>\" (and `small plan --cancel task-1` for the placeholder)");
+    } else {
+        crate::outln!(
+            o,
+            "  2. small status (the plan has your {} task(s))",
+            args.tasks.len()
+        );
+    }
+    crate::outln!(o, "  3. small check --strict");
+    g.info_raw(o);
     Ok(())
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
 }
 
 #[cfg(test)]

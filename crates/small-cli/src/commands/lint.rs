@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use small_core::diag::{self, Diagnostic};
 use small_core::gates::check::{self, GateOptions};
 
-use crate::commands::check::{count, errors_and_warnings, exit_for, locate, Printer};
+use crate::commands::check::{
+    count, errors_and_warnings, exit_for, locate, print_gate_json, Printer,
+};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -36,6 +38,9 @@ pub struct Args {
     /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
     #[arg(long)]
     pub no_cache: bool,
+    /// Print the report as JSON: {status, errors, warnings, exit_code}
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -43,6 +48,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
         Err(d) => {
+            if args.json {
+                return print_gate_json(g, &[*d]);
+            }
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
         }
@@ -66,10 +74,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
     diag::sort(&mut diags);
+    if args.json {
+        return print_gate_json(g, &diags);
+    }
     printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
-        eprintln!(
+        g.error(format!(
             "lint failed: {}{}",
             count(errors, "error"),
             if warnings > 0 {
@@ -77,13 +88,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             } else {
                 String::new()
             }
-        );
-    } else if !g.quiet {
-        if warnings > 0 {
-            println!("All invariants satisfied ({})", count(warnings, "warning"));
-        } else {
-            println!("All invariants satisfied");
-        }
+        ));
+    } else if warnings > 0 {
+        g.info(format!(
+            "All invariants satisfied ({})",
+            count(warnings, "warning")
+        ));
+    } else {
+        g.info("All invariants satisfied");
     }
     exit_for(&diags)
 }

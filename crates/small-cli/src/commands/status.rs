@@ -35,8 +35,11 @@ pub struct Args {
 pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
     let base = match dir {
         Some(d) => d.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+        None => {
+            let here = std::env::current_dir()
+                .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+            small_core::workspace::find_upward(&here).unwrap_or(here)
+        }
     };
     if base
         .file_name()
@@ -49,8 +52,7 @@ pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliErr
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let audit =
-        std::env::var("SMALL_PROGRESS_MODE").is_ok_and(|v| v.trim().eq_ignore_ascii_case("audit"));
+    let audit = crate::settings::progress_mode_is_audit()?;
     let dir = small_dir(args.dir.as_deref())?;
     let st = status::status(
         &dir,
@@ -61,13 +63,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
     );
     if args.json {
-        let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::usage(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return g.json(&st);
     }
-    if !g.quiet {
-        print!("{}", render(&st));
-    }
+    g.info_raw(render(&st));
     Ok(())
 }
 
@@ -84,7 +82,7 @@ pub(crate) fn render(st: &Status) -> String {
     }
     if !st.small_dir_exists {
         line(String::new());
-        line(".small/ does not exist here. Run `small init` to start a SMALL project.".into());
+        line(".small/ does not exist here or in any parent directory. Run `small init` to start a SMALL project.".into());
         return o;
     }
     line(String::new());
@@ -120,6 +118,16 @@ pub(crate) fn render(st: &Status) -> String {
                 line(format!("  {s}: {n} (not a standard status)"));
             }
         }
+        let width = p.tasks.iter().map(|t| t.id.len()).max().unwrap_or(0);
+        let sw = p.tasks.iter().map(|t| t.status.len()).max().unwrap_or(0);
+        for t in &p.tasks {
+            line(format!(
+                "  {:<width$}  {:<sw$}  {}",
+                t.id,
+                t.status,
+                shorten(&t.title, 80)
+            ));
+        }
         if p.next_actionable.is_empty() {
             line("Next actionable: none".into());
         } else {
@@ -127,7 +135,10 @@ pub(crate) fn render(st: &Status) -> String {
         }
     }
     if let Some(t) = &st.next_task {
-        line(format!("Next task: {t}"));
+        match st.plan.as_ref().and_then(|p| p.title_of(t)) {
+            Some(title) => line(format!("Next task: {t} ({})", shorten(title, 80))),
+            None => line(format!("Next task: {t}")),
+        }
     }
     if !st.recent_progress.is_empty() {
         line(String::new());

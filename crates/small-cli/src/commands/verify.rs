@@ -8,7 +8,7 @@ use small_core::gates::check::{self, GateOptions};
 use small_core::workspace::Scope;
 
 use crate::commands::check::{
-    count, errors_and_warnings, exit_for, locate, parse_scope, schemas, Printer,
+    count, errors_and_warnings, exit_for, locate, print_gate_json, schemas, Printer,
 };
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long)]
     pub ci: bool,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Prove the progress log append-only since this git revision (commit, tag, branch)
     #[arg(long, value_name = "REV")]
@@ -46,12 +46,16 @@ pub struct Args {
     /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
     #[arg(long)]
     pub no_cache: bool,
+    /// Print the report as JSON: {status, errors, warnings, exit_code}
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let printer = Printer::new(g, args.ci);
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
+        Err(d) if args.json => return print_gate_json(g, &[*d]),
         Err(d) => {
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -59,6 +63,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let schemas = match schemas(args.spec_dir.as_deref()) {
         Ok(s) => s,
+        Err(d) if args.json => return print_gate_json(g, &[*d]),
         Err(d) => {
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -86,6 +91,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Ok(d) => diags.extend(d),
         Err(e) => {
             diag::sort(&mut diags);
+            if args.json {
+                diags.push(Diagnostic::error("since", e.to_string()));
+                return print_gate_json(g, &diags);
+            }
             printer.print(&diags, Some(ws));
             printer.print(
                 &[Diagnostic::error("since", e.to_string()).with_help(
@@ -98,17 +107,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     diag::sort(&mut diags);
     diags.dedup();
+    if args.json {
+        return print_gate_json(g, &diags);
+    }
     printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
         if !args.ci {
-            eprintln!("Verification failed: {}", count(errors, "error"));
+            g.error(format!("Verification failed: {}", count(errors, "error")));
         }
-    } else if !g.quiet && !args.ci {
+    } else if !args.ci {
         if warnings > 0 {
-            println!("Verification passed ({})", count(warnings, "warning"));
+            g.info(format!(
+                "Verification passed ({})",
+                count(warnings, "warning")
+            ));
         } else {
-            println!("Verification passed");
+            g.info("Verification passed");
         }
     }
     exit_for(&diags)

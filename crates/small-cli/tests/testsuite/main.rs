@@ -1,12 +1,14 @@
 //! The CLI integration tests: one test binary (cargo's `tests/testsuite` pattern) that runs
 //! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
 
+mod agents_merge;
 mod author_support;
 mod runs_common;
 #[path = "../../../small-server/tests/common/mod.rs"]
 mod server_common;
 mod tools_support;
 
+mod agent_loop;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;
@@ -14,10 +16,15 @@ mod author_fix;
 mod author_handoff;
 mod author_plan;
 mod author_progress;
+mod author_scope;
+mod cli_conventions;
 mod conformance;
+mod docs;
 mod gate_check;
+mod gate_compat;
 mod gate_golden;
 mod gate_lint;
+mod gate_secrets;
 mod manifest_cli;
 mod runs_archive;
 mod runs_concurrency;

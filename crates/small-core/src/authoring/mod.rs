@@ -4,7 +4,11 @@
 pub mod agents;
 pub mod edit;
 pub mod handoff;
+pub mod merge;
 pub mod plan;
+pub mod plan_edit;
 pub mod progress;
+pub mod record;
+pub mod session;
 pub mod templates;
 pub mod txn;

@@ -96,7 +96,7 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
             }),
         ),
     };
-    let rel = invariants::rel_path(ArtifactKind::Progress);
+    let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut linter = ProgressLinter::new(&plan, &scope);
     if append.is_none() {
@@ -285,6 +285,16 @@ pub fn verify_stage(
                     d
                 }),
         );
+        if opts.strict {
+            out.extend(
+                validate::unknown_metadata_fields(schemas, meta)
+                    .into_iter()
+                    .map(|mut d| {
+                        d.code = "WS".into();
+                        d
+                    }),
+            );
+        }
         verify::check_run_identity(
             &meta.document.root,
             &meta.rel_path,
@@ -341,6 +351,9 @@ pub struct JsonDiagnostic {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// For a secret: the format recognised and the secret masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<crate::diag::SecretNote>,
 }
 
 impl From<&Diagnostic> for JsonDiagnostic {
@@ -352,8 +365,14 @@ impl From<&Diagnostic> for JsonDiagnostic {
             line: d.span.map(|s| s.start.line).filter(|&l| l > 0),
             column: d.span.map(|s| s.start.column).filter(|&c| c > 0),
             path: d.path.clone(),
-            message: d.message.clone(),
-            help: d.help.clone(),
+            // A message that quotes a value (a schema error, an insecure link) could quote
+            // a credential: mask any found.
+            message: crate::gates::secrets::redact(&d.message).into_owned(),
+            help: d
+                .help
+                .as_deref()
+                .map(|h| crate::gates::secrets::redact(h).into_owned()),
+            secret: d.secret.clone(),
         }
     }
 }

@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::diag::{Diagnostic, Pos, Severity, Span};
+use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
 use crate::gates::invariants::{
-    check_order, rel_path, PlanIndex, ProgressFacts, ProgressLinter, Stamp,
+    check_order, PlanIndex, ProgressFacts, ProgressLinter, Stamp,
 };
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
@@ -187,7 +187,7 @@ impl<'a> Runner<'a> {
         let linter = ProgressLinter::new(rules.plan, rules.scope);
         Runner {
             rules: *rules,
-            rel: rel_path(ArtifactKind::Progress),
+            rel: ArtifactKind::Progress.rel_path(),
             linter: match deferred {
                 Some(n) => linter.defer_order(n),
                 None => linter,
@@ -501,10 +501,21 @@ fn parallel(
 }
 
 fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
-    into.with_entries.extend(from.with_entries);
-    into.with_strict_evidence.extend(from.with_strict_evidence);
-    into.s2_offenders.extend(from.s2_offenders);
-    into.count += from.count;
+    // Destructured so that a new fact cannot be forgotten here.
+    let ProgressFacts {
+        with_entries,
+        with_strict_evidence,
+        with_completion,
+        with_completion_evidence,
+        s2_offenders,
+        count,
+    } = from;
+    into.with_entries.extend(with_entries);
+    into.with_strict_evidence.extend(with_strict_evidence);
+    into.with_completion.extend(with_completion);
+    into.with_completion_evidence.extend(with_completion_evidence);
+    into.s2_offenders.extend(s2_offenders);
+    into.count += count;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -517,7 +528,7 @@ fn context_key(rules: &EntryRules) -> String {
         h.update(&(s.len() as u64).to_le_bytes());
         h.update(s.as_bytes());
     };
-    put("small progress-check cache v1");
+    put("small progress-check cache v2");
     put(TOOL_VERSION);
     // The binary itself: another build may check differently.
     let exe = std::env::current_exe()
@@ -569,6 +580,8 @@ struct CachedDiag {
     path: Option<String>,
     message: String,
     help: Option<String>,
+    /// Secret format and masked text (never the secret itself).
+    secret: Option<(String, String)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -581,6 +594,8 @@ struct CacheBody {
     lint: Vec<CachedDiag>,
     with_entries: Vec<String>,
     with_strict_evidence: Vec<String>,
+    with_completion: Vec<String>,
+    with_completion_evidence: Vec<String>,
     s2_offenders: Vec<(usize, String, CachedSpan)>,
     count: usize,
     prev: Option<(String, usize)>,
@@ -614,6 +629,10 @@ fn diag_out(d: &Diagnostic) -> CachedDiag {
         path: d.path.clone(),
         message: d.message.clone(),
         help: d.help.clone(),
+        secret: d
+            .secret
+            .as_ref()
+            .map(|n| (n.kind.clone(), n.masked.clone())),
     }
 }
 fn diag_in(d: CachedDiag) -> Diagnostic {
@@ -629,6 +648,7 @@ fn diag_in(d: CachedDiag) -> Diagnostic {
         path: d.path,
         message: d.message,
         help: d.help,
+        secret: d.secret.map(|(kind, masked)| SecretNote { kind, masked }),
     }
 }
 
@@ -640,6 +660,15 @@ fn prefix_hash(bytes: &[u8]) -> String {
 /// damaged file is recognised and ignored).
 fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
     let r = snap.resume;
+    // Destructured so that a new fact cannot be left out of the cache.
+    let ProgressFacts {
+        with_entries,
+        with_strict_evidence,
+        with_completion,
+        with_completion_evidence,
+        s2_offenders,
+        count,
+    } = &snap.results.facts;
     let body = CacheBody {
         context: key.to_string(),
         prefix_len: r.offset,
@@ -653,22 +682,15 @@ fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
         ),
         schema: snap.results.schema.iter().map(diag_out).collect(),
         lint: snap.results.lint.iter().map(diag_out).collect(),
-        with_entries: snap.results.facts.with_entries.iter().cloned().collect(),
-        with_strict_evidence: snap
-            .results
-            .facts
-            .with_strict_evidence
-            .iter()
-            .cloned()
-            .collect(),
-        s2_offenders: snap
-            .results
-            .facts
-            .s2_offenders
+        with_entries: with_entries.iter().cloned().collect(),
+        with_strict_evidence: with_strict_evidence.iter().cloned().collect(),
+        with_completion: with_completion.iter().cloned().collect(),
+        with_completion_evidence: with_completion_evidence.iter().cloned().collect(),
+        s2_offenders: s2_offenders
             .iter()
             .map(|(i, id, s)| (*i, id.clone(), span_out(*s)))
             .collect(),
-        count: snap.results.facts.count,
+        count: *count,
         prev: snap.prev.map(|(t, i)| (t.unix_nanos().to_string(), i)),
     };
     let Ok(json) = serde_json::to_string(&body) else {
@@ -751,6 +773,8 @@ fn resume(
     r.linter.facts = ProgressFacts {
         with_entries: body.with_entries.into_iter().collect::<HashSet<_>>(),
         with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
+        with_completion: body.with_completion.into_iter().collect(),
+        with_completion_evidence: body.with_completion_evidence.into_iter().collect(),
         s2_offenders: body
             .s2_offenders
             .into_iter()

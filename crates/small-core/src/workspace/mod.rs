@@ -47,11 +47,13 @@
 //! - [`CODE_WORKSPACE`] (`workspace`): metadata missing, or a kind the scope does not allow;
 //! - [`CODE_NO_WORKSPACE`] (`no-workspace`): from [`LocateError::to_diagnostic`].
 
+use crate::spec::model::RUN_REPLAY_ID_POINTER;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::diag::{Diagnostic, Pos, Span};
-use crate::spec::consts::{ArtifactKind, KIND_EXAMPLES, KIND_REPO_ROOT, SMALL_DIR, WORKSPACE_FILE};
+use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
 pub const CODE_MISSING: &str = "missing";
@@ -108,7 +110,9 @@ fn shell_quote(p: &Path) -> String {
     }
 }
 
-/// Find the workspace from `dir` (the `--dir` flag) or, when `None`, the current directory.
+/// Find the workspace. With `dir` (the `--dir` flag): exactly that directory (or, when it
+/// is a `.small` directory, its parent). Without: the nearest directory, from the current
+/// one upward to the filesystem root, that holds `.small/`, as git finds `.git/`.
 pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let cwd = || {
         std::env::current_dir().map_err(|e| LocateError::Unreadable {
@@ -119,9 +123,35 @@ pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let base = match dir {
         Some(d) if d.is_absolute() => d.to_path_buf(),
         Some(d) => cwd()?.join(d),
-        None => cwd()?,
+        None => {
+            let here = normalize(&cwd()?);
+            return match find_upward(&here) {
+                Some(root) => at(root),
+                None => at(here),
+            };
+        }
     };
-    let base = normalize(&base);
+    at(normalize(&base))
+}
+
+/// The nearest directory from `start` upward (itself included) that holds a `.small`
+/// directory, if any. The search stops at the filesystem root.
+pub fn find_upward(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| std::fs::metadata(d.join(SMALL_DIR)).is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
+}
+
+/// The workspace that encloses `dir` from above (a `.small/` in a parent directory), if any:
+/// what `init` warns about before it creates a workspace inside another one.
+pub fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    let dir = normalize(dir);
+    dir.parent().and_then(find_upward)
+}
+
+/// The workspace whose root is `base` (or whose `.small` directory is `base`).
+fn at(base: PathBuf) -> Result<Location, LocateError> {
     let root = if base.file_name().is_some_and(|n| n == SMALL_DIR) {
         base.parent().map(Path::to_path_buf).unwrap_or(base.clone())
     } else {
@@ -241,7 +271,7 @@ impl WorkspaceMeta {
     }
     /// `run.replay_id`, trimmed, if it is a non-empty string.
     pub fn run_replay_id(&self) -> Option<&str> {
-        self.str_at("/run/replay_id")
+        self.str_at(RUN_REPLAY_ID_POINTER)
             .map(str::trim)
             .filter(|s| !s.is_empty())
     }
@@ -275,6 +305,25 @@ impl Workspace {
 
     /// Load a located workspace.
     pub fn load(loc: Location, opts: &LoadOptions) -> Workspace {
+        Workspace::load_overlay(loc, opts, &|_| None)
+    }
+
+    /// Load a located workspace, taking a file's bytes from `overlay` (by workspace-relative
+    /// path, e.g. `.small/plan.small.yml`) when it returns `Some`: how a writer checks the
+    /// workspace as it will be after its staged changes, with the same gates as `small check`.
+    pub fn load_overlay(
+        loc: Location,
+        opts: &LoadOptions,
+        overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Workspace {
+        let load_one = |path: &Path, rel: &str| -> Result<Document, LoadError> {
+            match overlay(rel) {
+                Some(bytes) => {
+                    parse_artifact(&bytes, rel, &opts.limits).map_err(LoadError::Problem)
+                }
+                None => load_file(path, rel, &opts.limits),
+            }
+        };
         let mut ws = Workspace {
             root: loc.root,
             small_dir: loc.small_dir,
@@ -294,7 +343,7 @@ impl Workspace {
         for kind in kinds {
             let path = ws.small_dir.join(kind.file_name());
             let rel = rel_path(kind.file_name());
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     *ws.slot_mut(kind) = Some(LoadedArtifact {
                         kind,
@@ -310,7 +359,7 @@ impl Workspace {
         if opts.metadata {
             let path = ws.small_dir.join(WORKSPACE_FILE);
             let rel = rel_path(WORKSPACE_FILE);
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     ws.metadata_exists = true;
                     ws.metadata = Some(WorkspaceMeta {
@@ -521,7 +570,7 @@ impl Workspace {
 }
 
 fn rel_path(file: &str) -> String {
-    format!("{SMALL_DIR}/{file}")
+    crate::spec::consts::small_rel(file)
 }
 
 fn missing_diag(kind: ArtifactKind, rel: &str) -> Diagnostic {
@@ -643,87 +692,6 @@ fn require_mapping(doc: Document, rel: &str) -> Result<Document, Box<Diagnostic>
         .at(Some(span))
         .with_help("write the fields as `key: value` lines at the top level"),
     ))
-}
-
-/// `workspace.small.yml` kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkspaceKind {
-    RepoRoot,
-    Examples,
-}
-
-impl WorkspaceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkspaceKind::RepoRoot => KIND_REPO_ROOT,
-            WorkspaceKind::Examples => KIND_EXAMPLES,
-        }
-    }
-    /// The `--workspace` value that selects this kind.
-    pub fn scope_name(self) -> &'static str {
-        match self {
-            WorkspaceKind::RepoRoot => "root",
-            WorkspaceKind::Examples => "examples",
-        }
-    }
-}
-
-impl FromStr for WorkspaceKind {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        match s {
-            KIND_REPO_ROOT => Ok(WorkspaceKind::RepoRoot),
-            KIND_EXAMPLES => Ok(WorkspaceKind::Examples),
-            _ => Err(()),
-        }
-    }
-}
-
-/// `--workspace root|examples|any`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Scope {
-    #[default]
-    Root,
-    Examples,
-    Any,
-}
-
-impl Scope {
-    pub fn allows(self, kind: WorkspaceKind) -> bool {
-        match self {
-            Scope::Any => true,
-            Scope::Root => kind == WorkspaceKind::RepoRoot,
-            Scope::Examples => kind == WorkspaceKind::Examples,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Root => "root",
-            Scope::Examples => "examples",
-            Scope::Any => "any",
-        }
-    }
-}
-
-impl FromStr for Scope {
-    type Err = String;
-    /// Case-insensitive, surrounding spaces ignored (as the reference does).
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "root" => Ok(Scope::Root),
-            "examples" => Ok(Scope::Examples),
-            "any" => Ok(Scope::Any),
-            _ => Err(format!(
-                "invalid workspace scope `{s}`: use root, examples or any"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 #[cfg(test)]

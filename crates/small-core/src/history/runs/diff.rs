@@ -2,6 +2,7 @@
 //! of progress (entry counts, tasks newly completed, newest timestamps), with the full
 //! progress diff on request. Either side may be a snapshot or the live workspace.
 
+use crate::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -9,7 +10,7 @@ use similar::{ChangeTag, TextDiff};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::ArtifactKind;
 use crate::yaml;
 
 use super::{read_artifact, safe, RunError, Snapshot};
@@ -23,10 +24,11 @@ pub enum DiffSide {
 }
 
 impl DiffSide {
-    /// The label used in output: the replay ID, or `live`.
+    /// The label used in output: the snapshot's address (`<replayId>` or `<replayId>~N`), or
+    /// `live`.
     pub fn label(&self) -> String {
         match self {
-            DiffSide::Snapshot(s) => s.replay_id.clone(),
+            DiffSide::Snapshot(s) => s.name.clone(),
             DiffSide::Live(_) => "live".to_string(),
         }
     }
@@ -41,9 +43,9 @@ impl DiffSide {
     fn describe(&self, name: &str) -> String {
         match self {
             DiffSide::Snapshot(s) => {
-                format!("{name} in snapshot {}", super::short_id(&s.replay_id, 16))
+                format!("{name} in snapshot {}", super::short_name(&s.name, 16))
             }
-            DiffSide::Live(_) => format!("{SMALL_DIR}/{name}"),
+            DiffSide::Live(_) => crate::spec::consts::small_rel(name),
         }
     }
 }
@@ -206,7 +208,7 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
                 .map(str::trim)
                 .unwrap_or("")
         };
-        if text("status") == "completed" && !text("task_id").is_empty() {
+        if text("status") == TaskStatus::Completed.as_str() && !text("task_id").is_empty() {
             completed.push(text("task_id").to_string());
         }
         let ts = text("timestamp");
