@@ -55,7 +55,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
     let draft = draft_rel(kind);
     let target = format!("{SMALL_DIR}/{}", kind.file_name());
-    let bytes = match std::fs::read(root.join(&draft)) {
+    let bytes = match small_core::workspace::fsio::read_bounded(
+        &root.join(&draft),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    ) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(CliError::invalid(format!(

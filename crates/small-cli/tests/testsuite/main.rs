@@ -18,6 +18,7 @@ mod conformance;
 mod gate_check;
 mod gate_golden;
 mod gate_lint;
+mod hostile_files;
 mod manifest_cli;
 mod runs_archive;
 mod runs_concurrency;

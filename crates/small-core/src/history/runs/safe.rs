@@ -6,12 +6,13 @@
 //! nothing or the complete directory, never half of it.
 
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::RunError;
+use crate::workspace::fsio;
 
 /// Largest file the run store or an archive reads into memory (64 MiB).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -113,33 +114,33 @@ pub fn read_stored_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
     }
 }
 
-/// Read a file (following links: used for the live workspace), refusing huge files.
+/// Read a regular file through [`fsio`]: a link or special file is refused at open (without
+/// blocking), and at most [`MAX_FILE_BYTES`] + 1 bytes are read.
 pub fn read_limited(path: &Path) -> Result<Vec<u8>, RunError> {
-    let file = File::open(path).map_err(|e| RunError::io("cannot open", path, &e))?;
-    let mut buf = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| RunError::io("cannot read", path, &e))?;
-    if buf.len() as u64 > MAX_FILE_BYTES {
-        return Err(RunError::invalid(format!(
+    fsio::read_bounded(path, MAX_FILE_BYTES).map_err(|e| read_error(path, &e))
+}
+
+fn read_error(path: &Path, e: &std::io::Error) -> RunError {
+    match e.kind() {
+        std::io::ErrorKind::FileTooLarge => RunError::invalid(format!(
             "{} is larger than {} MiB; refusing to load it",
             path.display(),
             MAX_FILE_BYTES / (1024 * 1024)
-        )));
+        )),
+        std::io::ErrorKind::InvalidInput => {
+            RunError::invalid(format!("cannot read {}: {e}", path.display()))
+        }
+        _ => RunError::io("cannot read", path, e),
     }
-    Ok(buf)
 }
 
-/// Read a file of the live workspace: `Ok(None)` when it does not exist.
+/// Read a file of the live workspace: `Ok(None)` when it does not exist. Canonical files
+/// must be regular files: a symbolic link (whose target may lie outside the workspace), a
+/// FIFO or a device is refused, so a snapshot or archive never copies outside content.
 pub fn read_live_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
-    match fs::metadata(path) {
-        Ok(m) if m.is_file() => read_limited(path).map(Some),
-        Ok(_) => Err(RunError::invalid(format!(
-            "{} is not a regular file",
-            path.display()
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(RunError::io("cannot inspect", path, &e)),
+    match fsio::read_bounded_opt(path, MAX_FILE_BYTES) {
+        Ok(b) => Ok(b),
+        Err(e) => Err(read_error(path, &e)),
     }
 }
 
@@ -150,10 +151,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Write a new file (it must not exist yet) and sync it to disk.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
+    let mut f = fsio::create_new(path, None)
         .map_err(|e| RunError::io("cannot create", path, &e))?;
     f.write_all(bytes)
         .map_err(|e| RunError::io("cannot write", path, &e))?;
