@@ -114,7 +114,7 @@ fn finish(result: error::CmdResult) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !e.message.is_empty() {
-                eprintln!("error: {}", e.message);
+                eprintln!("error: {}", render::escape_controls(&e.message));
             }
             ExitCode::from(e.exit)
         }

@@ -79,7 +79,7 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     };
     let mut out = String::new();
     out.push_str(&st.paint(label_style, &format!("{label}[{}]", d.code)));
-    out.push_str(&st.paint(BOLD, &format!(": {}", d.message)));
+    out.push_str(&st.paint(BOLD, &format!(": {}", escape_controls(&d.message))));
     out.push('\n');
 
     let line_text = match (source, d.span) {
@@ -100,6 +100,7 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
             Some(s) if s.start.line > 0 => format!("{file}:{}:{}", s.start.line, s.start.column),
             _ => file.clone(),
         };
+        let loc = escape_controls(&loc);
         out.push_str(&format!("{pad}{} {loc}\n", st.paint(BOLD_BLUE, "-->")));
     }
 
@@ -133,7 +134,7 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
         out.push_str(&format!(
             "{} {bar} {}\n",
             st.paint(BOLD_BLUE, &line_no.to_string()),
-            text.trim_end()
+            escape_controls(text.trim_end())
         ));
         out.push_str(&format!(
             "{pad} {bar} {lead}{}\n",
@@ -142,12 +143,14 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     }
 
     if let Some(path) = &d.path {
+        let path = escape_controls(path);
         out.push_str(&format!(
             "{pad} {} path: {path}\n",
             st.paint(BOLD_BLUE, "=")
         ));
     }
     if let Some(help) = &d.help {
+        let help = escape_controls(help);
         out.push_str(&format!(
             "{pad} {} {}: {help}\n",
             st.paint(BOLD_BLUE, "="),
@@ -280,5 +283,44 @@ mod tests {
             text.contains("  --> f:12:1\n   |\n12 | k12: v\n   | ^^^\n"),
             "{text}"
         );
+    }
+}
+
+/// Make text from files, the store or the network safe to print on a terminal: every control
+/// character except newline and tab (C0, DEL and the C1 range) is written as a visible escape
+/// (`\x1b`, `\u{9b}`), so a progress entry cannot retitle, clear or recolour the reader's
+/// terminal. Human output only: `--json` output is exact (JSON escapes controls itself).
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !bad(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_controls;
+
+    #[test]
+    fn controls_are_escaped_text_is_not() {
+        assert_eq!(
+            escape_controls("a\x1b]0;PWNED\x07\x1b[2J\u{9b}b\n\tc é"),
+            "a\\x1b]0;PWNED\\x07\\x1b[2J\\u{9b}b\n\tc é"
+        );
+        assert!(matches!(
+            escape_controls("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

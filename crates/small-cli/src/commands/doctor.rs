@@ -74,7 +74,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         println!("SMALL doctor");
         println!();
         for l in &r.lines {
-            println!("{l}");
+            println!("{}", crate::render::escape_controls(l));
         }
         println!();
         println!(

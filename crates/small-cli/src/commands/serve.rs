@@ -25,6 +25,24 @@ pub struct Args {
     /// Longest time a request may take (e.g. 30s, 500ms; a bare number is seconds)
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Longest time a client may take to send a request's head (line and headers), from its
+    /// first byte; then the connection is closed
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Close a keep-alive connection after this long without a request
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Most connections served at once; beyond it a few more get 503 (GET /healthz still
+    /// answers) and the rest are closed
+    #[arg(long, default_value_t = small_server::conn::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..).map(|v| v as usize))]
+    pub max_connections: usize,
+    /// Largest request head (request line and headers; bytes, suffixes K, KiB; at least 8KiB)
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    pub max_header_bytes: usize,
+    /// On SIGINT/SIGTERM, how long requests in flight may take to finish before the server
+    /// stops anyway
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Log format on standard error: text or json (level from RUST_LOG, default info)
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -72,6 +90,13 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         store: StoreLocation::parse(&args.store),
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
+        limits: small_server::conn::Limits {
+            header_timeout: args.header_timeout,
+            idle_timeout: args.idle_timeout,
+            max_connections: args.max_connections,
+            max_header_bytes: args.max_header_bytes,
+            shutdown_timeout: args.shutdown_timeout,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

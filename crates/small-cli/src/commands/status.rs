@@ -66,7 +66,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     }
     if !g.quiet {
-        print!("{}", render(&st));
+        print!("{}", crate::render::escape_controls(&render(&st)));
     }
     Ok(())
 }

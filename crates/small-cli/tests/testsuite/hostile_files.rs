@@ -307,3 +307,29 @@ fn store_import_skips_links_and_fifos_without_hanging() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("pipe.json") && err.contains("linked.json"), "{err}");
 }
+
+/// Evidence that carries terminal escapes is stored exactly, printed escaped by every human
+/// view, and exact in `--json`.
+#[test]
+fn terminal_escapes_in_the_log_are_printed_escaped() {
+    let ws = Ws::new();
+    let evil = "done \x1b]0;PWNED\x07\x1b[2J\u{9b}31m";
+    let (code, _, err) = run_bounded(
+        ws.root(),
+        &["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", evil],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_bounded(ws.root(), &["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\x1b') && !out.contains('\x07') && !out.contains('\u{9b}'), "{out:?}");
+    assert!(out.contains("\\x1b]0;PWNED\\x07\\x1b[2J"), "{out}");
+    let (_, json, _) = run_bounded(ws.root(), &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v.to_string().contains("PWNED"));
+    assert!(json.contains("\\u001b]0;PWNED\\u0007\\u001b[2J"), "{json}");
+    // A diagnostic quoting a file line escapes it too.
+    std::fs::write(ws.path("plan.small.yml"), "tasks: [\x1b[2J\n").unwrap();
+    let (code, out, err) = run_bounded(ws.root(), &["check"]);
+    assert_ne!(code, 0);
+    assert!(!format!("{out}{err}").contains('\x1b'), "{out}{err}");
+}

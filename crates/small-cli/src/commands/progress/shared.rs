@@ -90,6 +90,6 @@ pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
 /// Print a line unless --quiet.
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
     if !g.quiet {
-        println!("{}", line.as_ref());
+        println!("{}", crate::render::escape_controls(line.as_ref()));
     }
 }

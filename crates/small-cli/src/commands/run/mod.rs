@@ -108,13 +108,19 @@ pub fn to_cli(e: RunError) -> CliError {
 /// Print warnings on stderr (they never change the exit code).
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::render::escape_controls(w));
     }
 }
 
-/// Write text to stdout. A closed pipe (`small run list | head`) ends the output quietly
-/// instead of failing.
+/// Write human text to stdout, control characters escaped (see
+/// [`crate::render::escape_controls`]). A closed pipe (`small run list | head`) ends the
+/// output quietly instead of failing.
 pub fn emit(text: &str) -> CmdResult {
+    emit_raw(&crate::render::escape_controls(text))
+}
+
+/// Write text to stdout as it is (JSON).
+fn emit_raw(text: &str) -> CmdResult {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -141,7 +147,7 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::usage(format!("cannot encode JSON output: {e}")))?;
     text.push('\n');
-    emit(&text)
+    emit_raw(&text)
 }
 
 /// A path for display: relative to the workspace root when it is inside it.
