@@ -34,7 +34,7 @@ pub struct Args {
     pub idle_timeout: Duration,
     /// Most connections served at once; beyond it a few more get 503 (GET /healthz still
     /// answers) and the rest are closed
-    #[arg(long, default_value_t = small_server::conn::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..).map(|v| v as usize))]
+    #[arg(long, default_value_t = small_server::conn::DEFAULT_MAX_CONNECTIONS, value_parser = parse_count)]
     pub max_connections: usize,
     /// Largest request head (request line and headers; bytes, suffixes K, KiB; at least 8KiB)
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
@@ -64,6 +64,14 @@ fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mult)
         .filter(|&v| v > 0)
         .ok_or_else(|| format!("`{s}` is not a usable size"))
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive whole number"))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
