@@ -333,3 +333,44 @@ fn terminal_escapes_in_the_log_are_printed_escaped() {
     assert_ne!(code, 0);
     assert!(!format!("{out}{err}").contains('\x1b'), "{out}{err}");
 }
+
+/// What a killed `small` left in `.small-runs/` and `.small-archive/` (staged directories,
+/// directories moved aside, temporary index files) is removed by the next snapshot or
+/// archive once its writer is gone; a live writer's entries are left alone.
+#[test]
+fn leftovers_of_killed_writers_are_cleaned() {
+    let ws = Ws::new();
+    let mut child = Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    let dead = child.id();
+    let live = std::process::id();
+    for (dir, cmd) in [(".small-runs", &["run", "snapshot"][..]), (".small-archive", &["archive"])] {
+        let d = ws.root().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let leftovers = [
+            format!(".tmp-snapshot-{dead}-Ab12Cd"),
+            format!(".tmp-archive-{dead}-Ef34Gh"),
+            format!(".replaced-{}-{dead}-123456-0", "a".repeat(64)),
+        ];
+        for name in &leftovers {
+            std::fs::create_dir(d.join(name)).unwrap();
+            let f = d.join(name).join("plan.small.yml");
+            std::fs::write(&f, "x").unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+        let tmp_index = format!(".index.small.yml.small-tmp-{dead}-0");
+        std::fs::write(d.join(&tmp_index), "x").unwrap();
+        let busy = format!(".tmp-snapshot-{live}-Busy00");
+        std::fs::create_dir(d.join(&busy)).unwrap();
+        let (code, _, err) = run_bounded(ws.root(), cmd);
+        assert_eq!(code, 0, "{cmd:?}: {err}");
+        let names: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        for gone in leftovers.iter().chain([&tmp_index]) {
+            assert!(!names.contains(gone), "{dir}: {gone} left behind: {names:?}");
+        }
+        assert!(names.contains(&busy), "{dir}: a live writer's directory was removed");
+    }
+}

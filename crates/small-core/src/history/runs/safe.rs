@@ -188,8 +188,11 @@ impl StagedDir {
     /// Start a staged directory inside `parent` (created if needed).
     pub fn new(parent: &Path, prefix: &str) -> Result<Self, RunError> {
         fs::create_dir_all(parent).map_err(|e| RunError::io("cannot create", parent, &e))?;
+        clean_stale(parent);
+        // The process id in the name tells a later process whether the writer is gone.
+        let prefix = format!("{prefix}{}-", std::process::id());
         let dir = tempfile::Builder::new()
-            .prefix(prefix)
+            .prefix(&prefix)
             .tempdir_in(parent)
             .map_err(|e| RunError::io("cannot create a temporary directory in", parent, &e))?;
         Ok(StagedDir {
@@ -261,6 +264,82 @@ impl StagedDir {
             remove_tree(&trash);
         }
         Ok(())
+    }
+}
+
+/// Temporary entries older than this are removed even when their writer cannot be told
+/// (names without a process id, from older versions).
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The process id in the name of one of our temporary entries in a run store or archive
+/// directory: `Some(Some(pid))` when the name has one, `Some(None)` when it is ours but has
+/// none, `None` when it is not one of ours.
+fn temp_owner(name: &str) -> Option<Option<u32>> {
+    let leading_pid = |rest: &str| rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+    for prefix in [".tmp-snapshot-", ".tmp-archive-"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return Some(leading_pid(rest));
+        }
+    }
+    if name.starts_with(".replaced-") {
+        // `.replaced-{name}-{pid}-{nanos}-{n}`
+        let parts: Vec<&str> = name.rsplitn(4, '-').collect();
+        return Some(parts.get(2).and_then(|p| p.parse().ok()));
+    }
+    if let Some((_, rest)) = name.split_once(".small-tmp-") {
+        return Some(leading_pid(rest));
+    }
+    None
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks for existence; EPERM means it exists under another user.
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    true
+}
+
+/// Remove what a killed `small` left in a run store or archive directory: staged snapshot
+/// and archive directories, directories moved aside during a replace, and temporary index
+/// files, once their writer is gone (or, without a recorded writer, after an hour). Links
+/// are removed, never followed. Best effort.
+pub fn clean_stale(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(owner) = temp_owner(&name) else {
+            continue;
+        };
+        let Ok(meta) = fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        let stale = match owner {
+            Some(pid) => pid != std::process::id() && !process_alive(pid),
+            None => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > STALE_AFTER),
+        };
+        if !stale {
+            continue;
+        }
+        if meta.is_dir() {
+            remove_tree(&e.path());
+        } else {
+            let _ = fs::remove_file(e.path());
+        }
     }
 }
 
