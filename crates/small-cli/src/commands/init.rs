@@ -11,6 +11,7 @@ use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
+use small_core::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -42,6 +43,9 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
@@ -213,7 +217,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .iter()
             .map(|k| k.file_name())
             .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
         if taken {
             return Err(CliError::invalid(format!(
                 "a SMALL workspace was just created in {} by another process; nothing was changed",
@@ -222,7 +226,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let rel = |name: &str| small_core::spec::consts::small_rel(name);
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
@@ -254,9 +258,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
                     |e| CliError::usage(format!("cannot back up the progress log: {e}")),
                 )?;
-                eprintln!(
+                g.warn(format!(
                     "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
-                );
+                ));
                 progress_note = Some(format!("new log; the old one is in {backup}"));
             }
         }
@@ -342,10 +346,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
-        .field("evidence", templates::INIT_EVIDENCE)
-        .field("notes", templates::init_notes(&root.display().to_string()))
-        .field("command", "small init");
+    let entry = NewEntry::new(
+        templates::INIT_TASK_ID,
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field("evidence", templates::INIT_EVIDENCE)
+    .field("notes", templates::init_notes(&root.display().to_string()))
+    .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
@@ -358,10 +365,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    if g.quiet {
-        return Ok(());
-    }
-    println!(
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
+
+    let mut o = String::new();
+    crate::outln!(
+        o,
         "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
         if existed {
             "Re-initialized the"
@@ -370,7 +378,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
         small_dir.display()
     );
-    println!();
+    o.push('\n');
     let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (path, was, note) in &report {
         let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
@@ -378,28 +386,62 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             (true, true) if note.starts_with("kept") => "extended ",
             (true, _) => "overwrote",
         };
-        println!("  {verb} {path:<width$}  {note}");
+        crate::outln!(o, "  {verb} {path:<width$}  {note}");
     }
     if let Some((had, added)) = &gitignore_added {
-        println!(
+        crate::outln!(
+            o,
             "  {} .gitignore: added {}",
             if *had { "updated  " } else { "created  " },
             added.join(", ")
         );
     }
     match &agents_plan {
-        None => println!("  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
+        None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
-    println!();
-    println!("Next:");
-    println!(
+    for line in merge_driver {
+        crate::outln!(o, "  {line}");
+    }
+    o.push('\n');
+    crate::outln!(o, "Next:");
+    crate::outln!(
+        o,
         "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
     );
-    println!("     .small/constraints.small.yml (agents must not edit these two files).");
-    println!("  2. small plan --add \"<first task>\"");
-    println!("  3. small check --strict");
+    crate::outln!(
+        o,
+        "     .small/constraints.small.yml (agents must not edit these two files)."
+    );
+    crate::outln!(o, "  2. small plan --add \"<first task>\"");
+    crate::outln!(o, "  3. small check --strict");
+    g.info_raw(o);
     Ok(())
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The CLI integration tests: one test binary (cargo's `tests/testsuite` pattern) that runs
 //! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
 
+mod agents_merge;
 mod author_support;
 mod runs_common;
 #[path = "../../../small-server/tests/common/mod.rs"]
@@ -14,6 +15,7 @@ mod author_fix;
 mod author_handoff;
 mod author_plan;
 mod author_progress;
+mod author_scope;
 mod conformance;
 mod gate_check;
 mod gate_golden;

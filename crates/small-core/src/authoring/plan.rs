@@ -7,12 +7,13 @@
 
 use crate::authoring::edit::{self, NewValue};
 use crate::gates::invariants::scalar_text;
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::ArtifactKind;
+use crate::spec::model::TaskStatus;
 use crate::yaml::{self, Document, Limits, Node};
 
 /// Workspace-relative path of the plan.
 pub fn plan_rel() -> String {
-    format!("{SMALL_DIR}/{}", ArtifactKind::Plan.file_name())
+    ArtifactKind::Plan.rel_path()
 }
 
 /// One task as authoring needs it.
@@ -29,7 +30,7 @@ impl Task {
     /// The status with an absent one read as `pending` (as the reference does).
     pub fn effective_status(&self) -> &str {
         if self.status.is_empty() {
-            "pending"
+            TaskStatus::Pending.as_str()
         } else {
             &self.status
         }
@@ -104,8 +105,40 @@ fn tasks_key_col(src: &str, root: &Node) -> usize {
 
 /// Add a task with `title` and `status: pending`; returns the new text and the new id.
 pub fn add_task(src: &str, title: &str) -> Result<(String, String), String> {
+    add_task_as(src, title, None)
+}
+
+/// Whether `id` may name a new task: letters, digits, `.`, `_`, `-` (starting with a letter
+/// or digit), at most 64 bytes; `meta/` ids belong to the tool.
+pub fn valid_task_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.as_bytes()[0].is_ascii_alphanumeric()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+/// [`add_task`] with an id chosen by the caller (`None`: the next free `task-N`). Branches
+/// that add tasks in parallel give them distinct ids up front, so their plans merge.
+pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, String), String> {
     let doc = parse(src)?;
-    let id = next_task_id(&tasks(&doc.root));
+    let existing = tasks(&doc.root);
+    let id = match id.map(str::trim) {
+        None => next_task_id(&existing),
+        Some(id) if !valid_task_id(id) => return Err(format!(
+            "task id {id:?} is not valid: use letters, digits, '.', '_' and '-' (e.g. auth-login)"
+        )),
+        Some(id) => {
+            if let Some(t) = existing.iter().find(|t| t.id == id) {
+                return Err(format!(
+                    "task id {id} is already in the plan ({:?})",
+                    t.title
+                ));
+            }
+            id.to_string()
+        }
+    };
     let Some(seq) = doc.root.get("tasks") else {
         // No tasks key at all: add one.
         let e = edit::set_key(
@@ -115,7 +148,7 @@ pub fn add_task(src: &str, title: &str) -> Result<(String, String), String> {
             &NewValue::Block(vec![
                 format!("- id: {}", edit::quote(&id)),
                 format!("  title: {}", edit::quote(title)),
-                format!("  status: {}", edit::quote("pending")),
+                format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
         .map_err(|e| e.to_string())?;
@@ -129,7 +162,7 @@ pub fn add_task(src: &str, title: &str) -> Result<(String, String), String> {
             &NewValue::Block(vec![
                 format!("- id: {}", edit::quote(&id)),
                 format!("  title: {}", edit::quote(title)),
-                format!("  status: {}", edit::quote("pending")),
+                format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
         .map_err(|e| e.to_string())?;
@@ -138,7 +171,10 @@ pub fn add_task(src: &str, title: &str) -> Result<(String, String), String> {
     let fields = vec![
         ("id".to_string(), edit::quote(&id)),
         ("title".to_string(), edit::quote(title)),
-        ("status".to_string(), edit::quote("pending")),
+        (
+            "status".to_string(),
+            edit::quote(TaskStatus::Pending.as_str()),
+        ),
     ];
     let e = edit::append_map_item(src, seq, tasks_key_col(src, &doc.root), &fields)
         .map_err(|e| format!("cannot add a task to plan.small.yml: {e}"))?;
