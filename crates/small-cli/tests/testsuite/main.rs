@@ -21,6 +21,7 @@ mod gate_check;
 mod gate_golden;
 mod gate_lint;
 mod hostile_files;
+mod hostile_limits;
 mod manifest_cli;
 mod runs_archive;
 mod runs_concurrency;
