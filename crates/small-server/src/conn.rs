@@ -91,12 +91,9 @@ impl Activity {
         let now = self.now();
         self.last_io.store(now, Ordering::Relaxed);
         if self.in_flight.load(Ordering::Relaxed) == 0 {
-            let _ = self.head_started.compare_exchange(
-                NONE,
-                now,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            let _ =
+                self.head_started
+                    .compare_exchange(NONE, now, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
     fn request_started(&self) {
@@ -119,8 +116,7 @@ impl Activity {
                 .then_some("request head not received in time")
         } else {
             let last = self.last_io.load(Ordering::Relaxed);
-            (now.saturating_sub(last) > limits.idle_timeout.as_millis() as u64)
-                .then_some("idle")
+            (now.saturating_sub(last) > limits.idle_timeout.as_millis() as u64).then_some("idle")
         }
     }
 }
@@ -157,10 +153,7 @@ impl AsyncWrite for Watched {
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }
-    fn poll_shutdown(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<()>> {
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
     fn poll_write_vectored(

@@ -38,7 +38,12 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
         match s.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue, // a response (e.g. 408) before closing
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return false
+            }
             Err(_) => return true,
         }
     }
@@ -55,7 +60,8 @@ fn a_client_trickling_its_headers_is_cut_off() {
     let srv = server(limits());
     let mut s = connect(srv.addr);
     let start = Instant::now();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
     // One header byte every 100 ms: never a complete head.
     let mut cut = false;
     for _ in 0..60 {
@@ -65,8 +71,16 @@ fn a_client_trickling_its_headers_is_cut_off() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(cut || closed_by_server(&mut s), "still open after {:?}", start.elapsed());
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        cut || closed_by_server(&mut s),
+        "still open after {:?}",
+        start.elapsed()
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -76,14 +90,25 @@ fn idle_connections_are_closed() {
     let mut silent = connect(srv.addr);
     // One keep-alive request, then nothing.
     let mut kept = connect(srv.addr);
-    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut buf = [0u8; 1024];
     let n = kept.read(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     let start = Instant::now();
-    assert!(closed_by_server(&mut silent), "silent connection still open");
-    assert!(closed_by_server(&mut kept), "idle keep-alive connection still open");
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        closed_by_server(&mut silent),
+        "silent connection still open"
+    );
+    assert!(
+        closed_by_server(&mut kept),
+        "idle keep-alive connection still open"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -98,7 +123,12 @@ fn the_connection_cap_holds_and_healthz_still_answers() {
     assert_eq!(health.status, 200);
     let other = common::raw_request(srv.addr, "GET", "/protocol/small/v1", None, b"");
     assert_eq!(other.status, 503, "{}", other.text());
-    assert_eq!(other.json()["error"], "too_many_connections", "{}", other.text());
+    assert_eq!(
+        other.json()["error"],
+        "too_many_connections",
+        "{}",
+        other.text()
+    );
     assert_eq!(other.header("retry-after"), Some("1"));
     drop(held);
     // Slots free again once those connections are gone.
@@ -121,13 +151,21 @@ fn request_heads_are_bounded() {
     });
     let mut s = connect(srv.addr);
     let big = "a".repeat(100 * 1024);
-    let req = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\nConnection: close\r\n\r\n");
+    let req =
+        format!("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\nConnection: close\r\n\r\n");
     let _ = s.write_all(req.as_bytes());
     let resp = read_response(&mut s);
-    assert!(resp.starts_with("HTTP/1.1 431"), "{}", &resp[..resp.len().min(200)]);
+    assert!(
+        resp.starts_with("HTTP/1.1 431"),
+        "{}",
+        &resp[..resp.len().min(200)]
+    );
     // A head under the limit is fine.
     let mut s = connect(srv.addr);
-    let ok = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n", "a".repeat(8000));
+    let ok = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(8000)
+    );
     s.write_all(ok.as_bytes()).unwrap();
     assert!(read_response(&mut s).starts_with("HTTP/1.1 200"));
 }
@@ -141,7 +179,8 @@ fn shutdown_does_not_wait_forever_for_an_unfinished_request() {
         ..Default::default()
     });
     let mut s = connect(srv.addr);
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let (tx, rx) = std::sync::mpsc::channel();
     let start = Instant::now();
@@ -169,8 +208,10 @@ fn a_405_names_the_allowed_methods() {
 fn a_half_closed_client_gets_every_pipelined_answer() {
     let srv = server(Default::default());
     let mut s = connect(srv.addr);
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .unwrap();
     s.shutdown(Shutdown::Write).unwrap();
     let resp = read_response(&mut s);
     assert_eq!(resp.matches("HTTP/1.1 200").count(), 2, "{resp}");

@@ -100,7 +100,11 @@ fn lineage_stays_acyclic_when_two_servers_race() {
     for (i, (ra, rb)) in results.iter().enumerate() {
         match (refused(ra), refused(rb)) {
             (false, false) => both += 1,
-            (true, true) => panic!("pair {i}: both refused: {:?} / {:?}", ra.as_ref().err(), rb.as_ref().err()),
+            (true, true) => panic!(
+                "pair {i}: both refused: {:?} / {:?}",
+                ra.as_ref().err(),
+                rb.as_ref().err()
+            ),
             _ => {}
         }
     }
@@ -146,10 +150,16 @@ fn manifest_append_only_holds_when_two_servers_race() {
         &p,
         rounds,
         |s, i| {
-            s.put_manifest(&manifest(&format!("m{i}"), &[format!("base{i}"), format!("b{i}")]))
+            s.put_manifest(&manifest(
+                &format!("m{i}"),
+                &[format!("base{i}"), format!("b{i}")],
+            ))
         },
         |s, i| {
-            s.put_manifest(&manifest(&format!("m{i}"), &[format!("base{i}"), format!("c{i}")]))
+            s.put_manifest(&manifest(
+                &format!("m{i}"),
+                &[format!("base{i}"), format!("c{i}")],
+            ))
         },
     );
     for (i, (ra, rb)) in results.iter().enumerate() {
@@ -159,10 +169,9 @@ fn manifest_append_only_holds_when_two_servers_race() {
             ra.as_ref().map(|p| p.record.version),
             rb.as_ref().map(|p| p.record.version)
         );
-        let versions = p
-            .a
-            .list_manifest_versions(&format!("m{i}"), &Page::default())
-            .unwrap();
+        let versions =
+            p.a.list_manifest_versions(&format!("m{i}"), &Page::default())
+                .unwrap();
         assert_eq!(versions.items.len(), 2, "m{i}");
     }
 }
@@ -193,21 +202,23 @@ fn lifecycle_order_holds_when_two_servers_race() {
     );
     for (i, (ra, _)) in results.iter().enumerate() {
         assert!(!refused(ra), "a{i}: archiving is always allowed here");
-        let kinds: Vec<String> = p
-            .b
-            .get_lifecycle(&format!("a{i}"))
-            .unwrap()
-            .iter()
-            .map(|r| r.value()["type"].as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(kinds.last().map(String::as_str), Some("archived"), "a{i}: {kinds:?}");
-        let positions: Vec<u64> = p
-            .b
-            .get_lifecycle(&format!("a{i}"))
-            .unwrap()
-            .iter()
-            .map(|r| r.version)
-            .collect();
+        let kinds: Vec<String> =
+            p.b.get_lifecycle(&format!("a{i}"))
+                .unwrap()
+                .iter()
+                .map(|r| r.value()["type"].as_str().unwrap().to_owned())
+                .collect();
+        assert_eq!(
+            kinds.last().map(String::as_str),
+            Some("archived"),
+            "a{i}: {kinds:?}"
+        );
+        let positions: Vec<u64> =
+            p.b.get_lifecycle(&format!("a{i}"))
+                .unwrap()
+                .iter()
+                .map(|r| r.version)
+                .collect();
         assert_eq!(positions, (1..=kinds.len() as u64).collect::<Vec<_>>());
     }
 }
@@ -224,13 +235,23 @@ fn versions_stay_contiguous_when_two_servers_race() {
         n["data"] = json!({"by": who, "i": i});
         s.put_artifact(&n).unwrap().record.version
     };
-    let results = race(&p, rounds, move |s, i| put(s, i, "a"), move |s, i| put(s, i, "b"));
+    let results = race(
+        &p,
+        rounds,
+        move |s, i| put(s, i, "a"),
+        move |s, i| put(s, i, "b"),
+    );
     let mut got: Vec<u64> = results.iter().flat_map(|(a, b)| [*a, *b]).collect();
     got.sort();
     assert_eq!(got, (1..=2 * rounds as u64).collect::<Vec<_>>());
-    let listed = p
-        .b
-        .list_artifact_versions("hot", &Page { after: None, limit: Some(1000) })
+    let listed =
+        p.b.list_artifact_versions(
+            "hot",
+            &Page {
+                after: None,
+                limit: Some(1000),
+            },
+        )
         .unwrap();
     assert_eq!(listed.items.len(), 2 * rounds);
 }

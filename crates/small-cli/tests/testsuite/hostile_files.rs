@@ -38,10 +38,22 @@ fn run_bounded(root: &Path, args: &[&str]) -> (i32, String, String) {
         if let Some(status) = child.try_wait().unwrap() {
             let mut out = String::new();
             let mut err = String::new();
-            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             assert!(!err.contains("panicked"), "small {args:?} panicked: {err}");
-            let code = status.code().unwrap_or_else(|| panic!("small {args:?} killed: {status:?}\n{err}"));
+            let code = status
+                .code()
+                .unwrap_or_else(|| panic!("small {args:?} killed: {status:?}\n{err}"));
             return (code, out, err);
         }
         if start.elapsed() > deadline {
@@ -55,7 +67,12 @@ fn run_bounded(root: &Path, args: &[&str]) -> (i32, String, String) {
 
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", p.display());
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
+        0,
+        "mkfifo {}",
+        p.display()
+    );
 }
 
 fn outside_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -66,7 +83,14 @@ fn outside_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 const ADD: &[&str] = &[
-    "progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", "x",
+    "progress",
+    "add",
+    "--task",
+    "task-1",
+    "--status",
+    "in_progress",
+    "--evidence",
+    "x",
 ];
 
 #[test]
@@ -77,7 +101,10 @@ fn a_linked_append_note_is_never_written_through() {
     symlink(&outside, ws.root().join(".small-cache/append.note")).unwrap();
     let (code, _, err) = run_bounded(ws.root(), ADD);
     assert_ne!(code, 0, "{err}");
-    assert!(err.contains("append.note") && err.contains("symbolic link"), "{err}");
+    assert!(
+        err.contains("append.note") && err.contains("symbolic link"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
 }
 
@@ -88,7 +115,10 @@ fn a_linked_cache_directory_is_refused() {
     symlink(outside.path(), ws.root().join(".small-cache")).unwrap();
     let (code, _, err) = run_bounded(ws.root(), ADD);
     assert_ne!(code, 0, "{err}");
-    assert!(err.contains(".small-cache") && err.contains("symbolic link"), "{err}");
+    assert!(
+        err.contains(".small-cache") && err.contains("symbolic link"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
 
@@ -101,13 +131,25 @@ fn appends_and_rewrites_never_follow_a_linked_progress_log() {
     symlink(&outside, ws.path("progress.small.yml")).unwrap();
     for args in [
         ADD,
-        &["checkpoint", "--task", "task-1", "--status", "completed", "--evidence", "x"],
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "x",
+        ],
         &["reset", "--yes"],
     ] {
         let (code, _, err) = run_bounded(ws.root(), args);
         assert_ne!(code, 0, "small {args:?} succeeded through a link: {err}");
         assert!(err.contains("symbolic link"), "{args:?}: {err}");
-        assert_eq!(std::fs::read(&outside).unwrap(), before, "{args:?} changed the target");
+        assert_eq!(
+            std::fs::read(&outside).unwrap(),
+            before,
+            "{args:?} changed the target"
+        );
     }
 }
 
@@ -163,7 +205,15 @@ fn fifos_never_hang_any_command() {
         &["doctor"],
         &["plan", "--add", "x"],
         ADD,
-        &["checkpoint", "--task", "task-1", "--status", "completed", "--evidence", "x"],
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "x",
+        ],
         &["handoff"],
     ];
     for name in [
@@ -188,10 +238,17 @@ fn fifos_never_hang_any_command() {
     // AGENTS.md and the append note.
     let ws = Ws::new();
     mkfifo(&ws.root().join("AGENTS.md"));
-    for args in [&["agents", "check"][..], &["agents", "apply"], &["init", "--force"]] {
+    for args in [
+        &["agents", "check"][..],
+        &["agents", "apply"],
+        &["init", "--force"],
+    ] {
         let (code, out, err) = run_bounded(ws.root(), args);
         assert_ne!(code, 0, "{args:?}");
-        assert!(format!("{out}{err}").contains("FIFO"), "{args:?}: {out}{err}");
+        assert!(
+            format!("{out}{err}").contains("FIFO"),
+            "{args:?}: {out}{err}"
+        );
     }
     let ws = Ws::new();
     std::fs::create_dir_all(ws.root().join(".small-cache")).unwrap();
@@ -226,7 +283,10 @@ fn dev_zero_is_never_read_without_bound() {
         let (code, out, err) = run_bounded(ws.root(), args);
         assert_ne!(code, 0, "{rel}: {args:?}\n{out}");
         let all = format!("{out}{err}");
-        assert!(all.contains("symbolic link") || all.contains("device"), "{rel}: {all}");
+        assert!(
+            all.contains("symbolic link") || all.contains("device"),
+            "{rel}: {all}"
+        );
     }
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("s.db");
@@ -302,10 +362,19 @@ fn store_import_skips_links_and_fifos_without_hanging() {
     let store = d.path().join("s.db").display().to_string();
     let (code, out, err) = run_bounded(
         d.path(),
-        &["store", "import", "--store", &store, input.to_str().unwrap()],
+        &[
+            "store",
+            "import",
+            "--store",
+            &store,
+            input.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("pipe.json") && err.contains("linked.json"), "{err}");
+    assert!(
+        err.contains("pipe.json") && err.contains("linked.json"),
+        "{err}"
+    );
 }
 
 /// Evidence that carries terminal escapes is stored exactly, printed escaped by every human
@@ -316,12 +385,24 @@ fn terminal_escapes_in_the_log_are_printed_escaped() {
     let evil = "done \x1b]0;PWNED\x07\x1b[2J\u{9b}31m";
     let (code, _, err) = run_bounded(
         ws.root(),
-        &["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", evil],
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            evil,
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = run_bounded(ws.root(), &["status"]);
     assert_eq!(code, 0, "{err}");
-    assert!(!out.contains('\x1b') && !out.contains('\x07') && !out.contains('\u{9b}'), "{out:?}");
+    assert!(
+        !out.contains('\x1b') && !out.contains('\x07') && !out.contains('\u{9b}'),
+        "{out:?}"
+    );
     assert!(out.contains("\\x1b]0;PWNED\\x07\\x1b[2J"), "{out}");
     let (_, json, _) = run_bounded(ws.root(), &["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -344,7 +425,10 @@ fn leftovers_of_killed_writers_are_cleaned() {
     child.wait().unwrap();
     let dead = child.id();
     let live = std::process::id();
-    for (dir, cmd) in [(".small-runs", &["run", "snapshot"][..]), (".small-archive", &["archive"])] {
+    for (dir, cmd) in [
+        (".small-runs", &["run", "snapshot"][..]),
+        (".small-archive", &["archive"]),
+    ] {
         let d = ws.root().join(dir);
         std::fs::create_dir_all(&d).unwrap();
         let leftovers = [
@@ -369,8 +453,14 @@ fn leftovers_of_killed_writers_are_cleaned() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         for gone in leftovers.iter().chain([&tmp_index]) {
-            assert!(!names.contains(gone), "{dir}: {gone} left behind: {names:?}");
+            assert!(
+                !names.contains(gone),
+                "{dir}: {gone} left behind: {names:?}"
+            );
         }
-        assert!(names.contains(&busy), "{dir}: a live writer's directory was removed");
+        assert!(
+            names.contains(&busy),
+            "{dir}: a live writer's directory was removed"
+        );
     }
 }

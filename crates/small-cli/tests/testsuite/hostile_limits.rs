@@ -11,13 +11,15 @@ use std::io::Write;
 use std::process::Command;
 
 /// Peak resident memory (bytes) of one run of `small args` in `ws`, which must succeed.
+// The child is reaped by `wait4` (which also reports its peak memory), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn peak_rss(ws: &Ws, args: &[&str]) -> u64 {
     let child = Command::new(bin())
         .args(args)
         .current_dir(ws.root())
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
@@ -42,7 +44,9 @@ fn a_log_at_the_limit_needs_a_small_multiple_of_its_size() {
         .unwrap_or(250);
     let ws = Ws::new();
     let path = ws.path("progress.small.yml");
-    let head = ws.read("progress.small.yml").replace("entries: []", "entries:");
+    let head = ws
+        .read("progress.small.yml")
+        .replace("entries: []", "entries:");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     f.write_all(head.as_bytes()).unwrap();
     if !head.ends_with('\n') {
@@ -66,13 +70,25 @@ fn a_log_at_the_limit_needs_a_small_multiple_of_its_size() {
     }
     drop(f);
     let size = std::fs::metadata(&path).unwrap().len();
-    ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed", "--evidence", "done"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
     // A small multiple: the log once or twice in memory plus a fixed base, never the
     // parsed tree of every entry.
     let bound = 3 * size + 128 * 1024 * 1024;
     for args in [&["handoff"][..], &["reset", "--yes"]] {
         let peak = peak_rss(&ws, args);
-        eprintln!("small {args:?}: peak {} MiB for a {} MiB log", peak >> 20, size >> 20);
+        eprintln!(
+            "small {args:?}: peak {} MiB for a {} MiB log",
+            peak >> 20,
+            size >> 20
+        );
         assert!(
             peak <= bound,
             "small {args:?} peaked at {} MiB for a {} MiB log (bound {} MiB)",

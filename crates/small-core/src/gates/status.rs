@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use crate::gates::invariants::{scalar_text, PlanIndex, TaskInfo};
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION, WORKSPACE_FILE};
-use crate::yaml::{self, Limits, Node};
 use crate::workspace::fsio;
+use crate::yaml::{self, Limits, Node};
 
 /// Plan statuses every summary lists (others are counted under their own name).
 pub const KNOWN_STATUSES: [&str; 4] = [

@@ -69,7 +69,10 @@ fn collect(
             collect(&path, files, refused)?;
         } else if t.is_symlink() {
             if json {
-                refused.push((path, "it is a symbolic link; store import does not follow links"));
+                refused.push((
+                    path,
+                    "it is a symbolic link; store import does not follow links",
+                ));
             }
         } else if !json {
         } else if t.is_file() {

@@ -151,8 +151,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Write a new file (it must not exist yet) and sync it to disk.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let mut f = fsio::create_new(path, None)
-        .map_err(|e| RunError::io("cannot create", path, &e))?;
+    let mut f =
+        fsio::create_new(path, None).map_err(|e| RunError::io("cannot create", path, &e))?;
     f.write_all(bytes)
         .map_err(|e| RunError::io("cannot write", path, &e))?;
     f.sync_all()
