@@ -174,6 +174,10 @@ fn http1(limits: &Limits) -> hyper::server::conn::http1::Builder {
         .keep_alive(true)
         // A client that shuts down its side after its last request still gets the answer.
         .half_close(true)
+        // Head and idle timeouts are ours (see `Activity`): hyper's own header timer (30 s by
+        // default once a timer is set) would also end idle keep-alive connections.
+        .header_read_timeout(None)
+        .max_header_size(limits.max_header_bytes.max(MIN_HEADER_BYTES))
         .max_buf_size(limits.max_header_bytes.max(MIN_HEADER_BYTES));
     b
 }
