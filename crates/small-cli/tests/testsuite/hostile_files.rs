@@ -160,11 +160,13 @@ fn a_linked_small_directory_is_refused() {
     let moved = real.path().join("state");
     std::fs::rename(ws.root().join(".small"), &moved).unwrap();
     symlink(&moved, ws.root().join(".small")).unwrap();
-    for args in [&["check"][..], ADD] {
+    for args in [&["check"][..], ADD, &["run", "snapshot"], &["archive"]] {
         let (code, _, err) = run_bounded(ws.root(), args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains("symbolic link"), "{args:?}: {err}");
     }
+    let (_, out, _) = run_bounded(ws.root(), &["status"]);
+    assert!(out.contains("symbolic link") && !out.contains("task-1"), "{out}");
 }
 
 #[test]

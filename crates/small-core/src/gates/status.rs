@@ -383,6 +383,15 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
         recent_progress: Vec::new(),
         problems: Vec::new(),
     };
+    if std::fs::symlink_metadata(small_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.
+        st.small_dir_exists = false;
+        st.problems.push(format!(
+            "{} is a symbolic link; small works only on a real .small/ directory",
+            small_dir.display()
+        ));
+        return st;
+    }
     if !st.small_dir_exists {
         return st;
     }
