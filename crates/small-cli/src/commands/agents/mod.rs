@@ -106,7 +106,7 @@ pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<Path
     };
     if !inside(&resolved) {
         return Err(CliError::usage(format!(
-            "{} is a symbolic link to {}, outside {}; small does not write outside the workspace",
+            "{} is a symbolic link to {}, outside {}; small does not follow links out of the workspace",
             path.display(),
             resolved.display(),
             base.display()
