@@ -100,7 +100,7 @@ impl GlobalArgs {
 
     /// An error: `text` and a newline on stderr, always.
     pub fn error(&self, text: impl AsRef<str>) {
-        write_err(&format!("{}\n", human(text.as_ref())));
+        error_line(text.as_ref());
     }
 
     /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
@@ -187,6 +187,11 @@ pub fn json(value: &impl serde::Serialize) -> CmdResult {
 /// must not drive the reader's terminal); machine output ([`data`], [`json`]) is exact.
 fn human(text: &str) -> std::borrow::Cow<'_, str> {
     crate::render::escape_controls(text)
+}
+
+/// An error line on stderr, for code that has no [`GlobalArgs`] at hand (a signal handler).
+pub fn error_line(text: &str) {
+    write_err(&format!("{}\n", human(text)));
 }
 
 fn write_out(text: &str) {

@@ -2,7 +2,8 @@
 //! store checks across rows: lineage acyclicity, manifest appendOnly, lifecycle order and
 //! version continuity must hold under any interleaving.
 //!
-//! Needs `SMALL_TEST_POSTGRES_URL` (skipped with a notice when unset, except with `CI=true`).
+//! Needs `SMALL_TEST_POSTGRES_URL` (a visible skip when unset; a failure when
+//! `SMALL_TEST_REQUIRE` lists `postgres`, as CI does).
 
 mod common;
 

@@ -95,7 +95,11 @@ pub(crate) fn compact_line(d: &Diagnostic) -> String {
         (Some(f), _) => format!("{f}: "),
         _ => String::new(),
     };
-    format!("{loc}{sev}[{}]: {}", d.code, d.message)
+    format!(
+        "{loc}{sev}[{}]: {}",
+        d.code,
+        small_core::gates::secrets::redact(&d.message)
+    )
 }
 
 /// "3 errors", "1 warning".
@@ -184,6 +188,27 @@ fn print_human(report: &CheckReport, ws: Option<&Workspace>, printer: &Printer, 
             count(stage.errors.len(), "error")
         ));
     }
+}
+
+/// A gate's `--json` report (lint, verify): `{status, errors, warnings, exit_code}`, the shape
+/// of one stage of `check --json` plus the exit code (docs/json-output.md). Returns the exit.
+pub(crate) fn print_gate_json(g: &GlobalArgs, diags: &[Diagnostic]) -> CmdResult {
+    let mut r = check::StageReport::from_diagnostics(diags);
+    let exit = exit_for(diags);
+    let code = match &exit {
+        Ok(()) => 0,
+        Err(e) => e.exit,
+    };
+    if code == EXIT_USAGE {
+        r.status = StageStatus::Error;
+    }
+    g.json(&serde_json::json!({
+        "status": r.status,
+        "errors": r.errors,
+        "warnings": r.warnings,
+        "exit_code": code,
+    }))?;
+    exit
 }
 
 /// Exit code for a finished gate: 1 if any diagnostic is an error.

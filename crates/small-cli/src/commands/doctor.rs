@@ -26,6 +26,9 @@ pub struct Args {
     /// Directory to diagnose [default: current directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Print the findings as JSON: {findings: [{level, area, message, fix}], errors, warnings}
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,17 +40,29 @@ enum Level {
 
 struct Report {
     lines: Vec<(Level, String)>,
+    findings: Vec<serde_json::Value>,
     errors: usize,
     warnings: usize,
 }
 
+fn finding(level: &str, area: &str, msg: &str, fix: &str) -> serde_json::Value {
+    let mut v = serde_json::json!({"level": level, "area": area, "message": msg});
+    if !fix.is_empty() {
+        v["fix"] = serde_json::json!(fix);
+    }
+    v
+}
+
 impl Report {
     fn ok(&mut self, area: &str, msg: impl AsRef<str>) {
+        self.findings.push(finding("ok", area, msg.as_ref(), ""));
         self.lines
             .push((Level::Ok, format!("[ok]    {area}: {}", msg.as_ref())));
     }
     fn warn(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.warnings += 1;
+        self.findings
+            .push(finding("warning", area, msg.as_ref(), fix));
         self.lines
             .push((Level::Warn, format!("[warn]  {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
@@ -56,6 +71,8 @@ impl Report {
     }
     fn error(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.errors += 1;
+        self.findings
+            .push(finding("error", area, msg.as_ref(), fix));
         self.lines
             .push((Level::Error, format!("[error] {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
@@ -77,10 +94,18 @@ impl Report {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut r = Report {
         lines: Vec::new(),
+        findings: Vec::new(),
         errors: 0,
         warnings: 0,
     };
     diagnose(args.dir.as_deref(), &mut r);
+    if args.json {
+        return g.json(&serde_json::json!({
+            "findings": r.findings,
+            "errors": r.errors,
+            "warnings": r.warnings,
+        }));
+    }
     // As the reference does: the report and what passed on stdout, warnings and errors
     // (and a summary that is not all clear) on stderr. --quiet leaves only the errors.
     let say = |level: Level, text: &str| match level {

@@ -166,7 +166,10 @@ fn a_linked_small_directory_is_refused() {
         assert!(err.contains("symbolic link"), "{args:?}: {err}");
     }
     let (_, out, _) = run_bounded(ws.root(), &["status"]);
-    assert!(out.contains("symbolic link") && !out.contains("task-1"), "{out}");
+    assert!(
+        out.contains("symbolic link") && !out.contains("task-1"),
+        "{out}"
+    );
 }
 
 #[test]

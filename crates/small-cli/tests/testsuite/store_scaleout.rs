@@ -2,7 +2,8 @@
 //! clients appending versions of the same artifact and lifecycle events through both. The end
 //! state must be contiguous versions 1..N, no duplicates, no lost events.
 //!
-//! Needs `SMALL_TEST_POSTGRES_URL` (skipped with a notice when unset, except with `CI=true`).
+//! Needs `SMALL_TEST_POSTGRES_URL` (a visible skip when unset; a failure when
+//! `SMALL_TEST_REQUIRE` lists `postgres`).
 
 use crate::server_common as common;
 
@@ -13,16 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 fn pg_url() -> Option<String> {
-    match std::env::var("SMALL_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-                panic!("CI=true but SMALL_TEST_POSTGRES_URL is not set (source ci/postgres.sh)");
-            }
-            eprintln!("notice: SMALL_TEST_POSTGRES_URL is not set; skipping the scale-out test");
-            None
-        }
-    }
+    small_testkit::postgres_url()
 }
 
 struct Served {

@@ -23,7 +23,8 @@
 //!   via `fs4`) on `.small-cache/lock`, outside `.small/`, so the strict layout rule (S4) keeps
 //!   holding. The lock is released when the transaction is committed or dropped, and by the
 //!   operating system when the process dies, so a crashed `small` never leaves a stale lock.
-//!   Waiting is bounded: [`DEFAULT_LOCK_TIMEOUT`], or `SMALL_LOCK_TIMEOUT` seconds.
+//!   Waiting is bounded: [`DEFAULT_LOCK_TIMEOUT`], or `SMALL_LOCK_TIMEOUT` (seconds, or a
+//!   duration such as `90s` or `2m`).
 //! * **Files are old or new, never torn.** A whole-file write goes to a temporary file in
 //!   `.small-cache/tmp/` (never inside `.small/`), which is written, fsynced, renamed over the
 //!   target, after which the target directory is fsynced. An append writes only the new bytes
@@ -289,6 +290,11 @@ impl Transaction {
         let (start, mut buf) = read_tail(&path, max - staged.len() as u64)?;
         buf.extend_from_slice(staged);
         Ok(Some((start, buf)))
+    }
+
+    /// Whether this transaction has staged a write or an append to `rel`.
+    pub fn is_staged(&self, rel: &str) -> bool {
+        self.writes.contains_key(rel) || self.appends.contains_key(rel)
     }
 
     /// Whether `rel` exists as this transaction sees it.
@@ -623,10 +629,18 @@ fn check_rel(rel: &str) -> Result<()> {
 fn lock_timeout_from_env() -> Duration {
     std::env::var(LOCK_TIMEOUT_ENV)
         .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|s| parse_lock_timeout(&s))
         .unwrap_or(DEFAULT_LOCK_TIMEOUT)
+}
+
+/// Seconds (`90`, `0.5`) or a `humantime` duration (`90s`, `2m`, `1m 30s`).
+fn parse_lock_timeout(s: &str) -> Option<Duration> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).ok(),
+        Ok(_) => None,
+        Err(_) => humantime::parse_duration(t).ok(),
+    }
 }
 
 fn acquire_lock(root: &Path, timeout: Duration) -> Result<File> {
@@ -1024,6 +1038,16 @@ pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_timeout_in_seconds_or_humantime() {
+        assert_eq!(parse_lock_timeout("90"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_lock_timeout("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_lock_timeout("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_lock_timeout("1m 30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_lock_timeout("-1"), None);
+        assert_eq!(parse_lock_timeout("soon"), None);
+    }
 
     fn ws() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();

@@ -258,6 +258,16 @@ pub fn verify_stage(
                     d
                 }),
         );
+        if opts.strict {
+            out.extend(
+                validate::unknown_metadata_fields(schemas, meta)
+                    .into_iter()
+                    .map(|mut d| {
+                        d.code = "WS".into();
+                        d
+                    }),
+            );
+        }
         verify::check_run_identity(
             &meta.document.root,
             &meta.rel_path,
@@ -314,6 +324,9 @@ pub struct JsonDiagnostic {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// For a secret: the format recognised and the secret masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<crate::diag::SecretNote>,
 }
 
 impl From<&Diagnostic> for JsonDiagnostic {
@@ -325,8 +338,14 @@ impl From<&Diagnostic> for JsonDiagnostic {
             line: d.span.map(|s| s.start.line).filter(|&l| l > 0),
             column: d.span.map(|s| s.start.column).filter(|&c| c > 0),
             path: d.path.clone(),
-            message: d.message.clone(),
-            help: d.help.clone(),
+            // A message that quotes a value (a schema error, an insecure link) could quote
+            // a credential: mask any found.
+            message: crate::gates::secrets::redact(&d.message).into_owned(),
+            help: d
+                .help
+                .as_deref()
+                .map(|h| crate::gates::secrets::redact(h).into_owned()),
+            secret: d.secret.clone(),
         }
     }
 }

@@ -93,6 +93,27 @@ pub struct PlanStatus {
     pub next_actionable: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_incomplete: Option<String>,
+    /// Every task in plan order, with its title and status (absent status: `pending`).
+    pub tasks: Vec<PlanTaskLine>,
+}
+
+/// One task as status lists it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PlanTaskLine {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+}
+
+impl PlanStatus {
+    /// The title of task `id`, if the plan has it.
+    pub fn title_of(&self, id: &str) -> Option<&str> {
+        self.tasks
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.title.as_str())
+            .filter(|t| !t.is_empty())
+    }
 }
 
 impl PlanStatus {
@@ -107,6 +128,15 @@ impl PlanStatus {
             tasks_by_status: by,
             next_actionable: next_actionable(plan, tasks),
             first_incomplete: preferred_task(plan),
+            tasks: plan
+                .tasks
+                .iter()
+                .map(|t| PlanTaskLine {
+                    id: t.id.clone(),
+                    title: t.title.clone(),
+                    status: normalized_status(t),
+                })
+                .collect(),
         }
     }
 }
@@ -132,7 +162,12 @@ pub struct RecentEntry {
 impl RecentEntry {
     pub fn from_node(e: &Node) -> RecentEntry {
         let text = |k: &str| e.get(k).and_then(scalar_text).unwrap_or_default();
-        let string = |k: &str| e.get(k).and_then(Node::as_str).map(str::to_string);
+        // Shown to whoever runs `status`: a credential pasted into the log is masked.
+        let string = |k: &str| {
+            e.get(k)
+                .and_then(Node::as_str)
+                .map(|s| crate::gates::secrets::redact(s).into_owned())
+        };
         RecentEntry {
             timestamp: text("timestamp"),
             task_id: text("task_id"),

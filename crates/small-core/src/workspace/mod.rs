@@ -117,7 +117,9 @@ fn shell_quote(p: &Path) -> String {
     }
 }
 
-/// Find the workspace from `dir` (the `--dir` flag) or, when `None`, the current directory.
+/// Find the workspace. With `dir` (the `--dir` flag): exactly that directory (or, when it
+/// is a `.small` directory, its parent). Without: the nearest directory, from the current
+/// one upward to the filesystem root, that holds `.small/`, as git finds `.git/`.
 pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let cwd = || {
         std::env::current_dir().map_err(|e| LocateError::Unreadable {
@@ -128,9 +130,35 @@ pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let base = match dir {
         Some(d) if d.is_absolute() => d.to_path_buf(),
         Some(d) => cwd()?.join(d),
-        None => cwd()?,
+        None => {
+            let here = normalize(&cwd()?);
+            return match find_upward(&here) {
+                Some(root) => at(root),
+                None => at(here),
+            };
+        }
     };
-    let base = normalize(&base);
+    at(normalize(&base))
+}
+
+/// The nearest directory from `start` upward (itself included) that holds a `.small`
+/// directory, if any. The search stops at the filesystem root.
+pub fn find_upward(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| std::fs::metadata(d.join(SMALL_DIR)).is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
+}
+
+/// The workspace that encloses `dir` from above (a `.small/` in a parent directory), if any:
+/// what `init` warns about before it creates a workspace inside another one.
+pub fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    let dir = normalize(dir);
+    dir.parent().and_then(find_upward)
+}
+
+/// The workspace whose root is `base` (or whose `.small` directory is `base`).
+fn at(base: PathBuf) -> Result<Location, LocateError> {
     let root = if base.file_name().is_some_and(|n| n == SMALL_DIR) {
         base.parent().map(Path::to_path_buf).unwrap_or(base.clone())
     } else {
@@ -287,6 +315,25 @@ impl Workspace {
 
     /// Load a located workspace.
     pub fn load(loc: Location, opts: &LoadOptions) -> Workspace {
+        Workspace::load_overlay(loc, opts, &|_| None)
+    }
+
+    /// Load a located workspace, taking a file's bytes from `overlay` (by workspace-relative
+    /// path, e.g. `.small/plan.small.yml`) when it returns `Some`: how a writer checks the
+    /// workspace as it will be after its staged changes, with the same gates as `small check`.
+    pub fn load_overlay(
+        loc: Location,
+        opts: &LoadOptions,
+        overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Workspace {
+        let load_one = |path: &Path, rel: &str| -> Result<Document, LoadError> {
+            match overlay(rel) {
+                Some(bytes) => {
+                    parse_artifact(&bytes, rel, &opts.limits).map_err(LoadError::Problem)
+                }
+                None => load_file(path, rel, &opts.limits),
+            }
+        };
         let mut ws = Workspace {
             root: loc.root,
             small_dir: loc.small_dir,
@@ -306,7 +353,7 @@ impl Workspace {
         for kind in kinds {
             let path = ws.small_dir.join(kind.file_name());
             let rel = rel_path(kind.file_name());
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     *ws.slot_mut(kind) = Some(LoadedArtifact {
                         kind,
@@ -322,7 +369,7 @@ impl Workspace {
         if opts.metadata {
             let path = ws.small_dir.join(WORKSPACE_FILE);
             let rel = rel_path(WORKSPACE_FILE);
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     ws.metadata_exists = true;
                     ws.metadata = Some(WorkspaceMeta {

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
+use crate::spec::model::TaskStatus;
 use crate::spec::plan::{trimmed_text, PlanIndex};
 use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
@@ -17,6 +18,11 @@ pub struct ProgressFacts {
     pub with_entries: HashSet<String>,
     /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
     pub with_strict_evidence: HashSet<String>,
+    /// Task ids with a completion record of their own: an entry that is not the tool's
+    /// bookkeeping (`crate::spec::bookkeeping`) whose status is `completed` (or absent).
+    pub with_completion: HashSet<String>,
+    /// Like `with_completion`, with non-empty `evidence` or `notes` (S1 for completed tasks).
+    pub with_completion_evidence: HashSet<String>,
     /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
     pub s2_offenders: Vec<(usize, String, Span)>,
     /// Number of entries seen.
@@ -161,16 +167,42 @@ impl<'p> ProgressLinter<'p> {
         if task_id.is_empty() {
             return;
         }
-        let strict_evidence =
-            [e.get("evidence"), e.get("notes")]
-                .into_iter()
-                .any(|n| match n.map(|n| &n.value) {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Str(s)) => !s.trim().is_empty(),
-                    Some(_) => true,
-                });
-        if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
-            self.facts.with_strict_evidence.insert(task_id.to_string());
+        // Evidence for S1: `notes` or any seed-000 evidence field (evidence, verification,
+        // command, test, link, commit).
+        let strict_evidence = EVIDENCE_FIELDS
+            .iter()
+            .chain(["notes"].iter())
+            .map(|f| e.get(f))
+            .any(|n| match n.map(|n| &n.value) {
+                None | Some(Value::Null) => false,
+                Some(Value::Str(s)) => !s.trim().is_empty(),
+                Some(_) => true,
+            });
+        let text = |k: &str| match e.get(k).map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.trim()),
+            _ => None,
+        };
+        let bookkeeping = crate::spec::bookkeeping::is_bookkeeping(text("evidence"), text("notes"));
+        if bookkeeping {
+            // The tool's own records (a task added, set back to pending, canned text) are
+            // history, not evidence: they count for nothing below but `with_entries`.
+        } else {
+            if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
+                self.facts.with_strict_evidence.insert(task_id.to_string());
+            }
+            let completes = match e.get("status").map(|n| &n.value) {
+                None | Some(Value::Null) => true,
+                Some(Value::Str(s)) => TaskStatus::Completed.is(s),
+                Some(_) => false,
+            };
+            if completes {
+                self.facts.with_completion.insert(task_id.to_string());
+                if strict_evidence {
+                    self.facts
+                        .with_completion_evidence
+                        .insert(task_id.to_string());
+                }
+            }
         }
         let in_scope = if self.scope.is_empty() {
             true
