@@ -114,7 +114,9 @@ fn the_readme_sequence_runs() {
         .find("## Using it")
         .expect("README has a Using it section");
     let block = &readme[start..];
-    let body = &block[block.find("```sh\n").unwrap() + 6..];
+    // The first shell block (its fence may read `sh runnable`).
+    let body = &block[block.find("```sh").unwrap()..];
+    let body = &body[body.find('\n').unwrap() + 1..];
     let body = &body[..body.find("```").unwrap()];
     let d = Dir::new();
     let mut ran = 0;
