@@ -39,6 +39,9 @@ pub struct DraftArgs {
     /// Workspace kinds to accept: root, examples or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what was saved as JSON: {draft, target, bytes, replaced, valid, problems}
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Workspace-relative path of the draft for `kind`.
@@ -131,6 +134,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let existed = path.exists();
     small_core::authoring::txn::atomic_write(&path, &bytes)
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    if a.json {
+        let errors: Vec<small_core::gates::check::JsonDiagnostic> = problems
+            .iter()
+            .filter(|d| d.is_error())
+            .map(Into::into)
+            .collect();
+        return g.json(&serde_json::json!({
+            "draft": rel,
+            "target": kind.rel_path(),
+            "bytes": bytes.len(),
+            "replaced": existed,
+            "valid": errors.is_empty(),
+            "problems": errors,
+            "written": [rel],
+        }));
+    }
     g.info(format!(
         "{} draft {rel} ({} bytes) for .small/{}",
         if existed { "Replaced the" } else { "Saved the" },

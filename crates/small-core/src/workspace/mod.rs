@@ -396,6 +396,16 @@ impl Workspace {
     /// file, YAML error) go to [`Workspace::diagnostics`] as with [`Workspace::load`]. Use it
     /// on a workspace loaded without [`ArtifactKind::Progress`] in [`LoadOptions`].
     pub fn stream_progress(&mut self, limits: &Limits, sink: &mut dyn FnMut(usize, yaml::Node)) {
+        if let Some(text) = self.read_progress(limits) {
+            let parsed = yaml::parse_streaming(&text, limits, "entries", sink);
+            self.set_progress(text, parsed);
+        }
+    }
+
+    /// First half of [`Workspace::stream_progress`]: forget any loaded progress log, then read
+    /// its text. `None` when it cannot be read (missing, unreadable, too large, not UTF-8);
+    /// the problem is in [`Workspace::diagnostics`] then.
+    pub fn read_progress(&mut self, limits: &Limits) -> Option<String> {
         let kind = ArtifactKind::Progress;
         let path = self.small_dir.join(kind.file_name());
         let rel = rel_path(kind.file_name());
@@ -403,9 +413,15 @@ impl Workspace {
         self.diagnostics
             .retain(|d| d.file.as_deref() != Some(rel.as_str()));
         self.failed_sources.retain(|(r, _)| *r != rel);
-        match read_file(&path, &rel, limits) {
-            Err(LoadError::Missing) => self.diagnostics.push(missing_diag(kind, &rel)),
-            Err(LoadError::Problem(d)) => self.diagnostics.push(*d),
+        let text = match read_file(&path, &rel, limits) {
+            Err(LoadError::Missing) => {
+                self.diagnostics.push(missing_diag(kind, &rel));
+                None
+            }
+            Err(LoadError::Problem(d)) => {
+                self.diagnostics.push(*d);
+                None
+            }
             Ok(bytes) => match String::from_utf8(bytes) {
                 Err(e) => {
                     let d = match yaml::parse_bytes(e.as_bytes(), limits) {
@@ -416,24 +432,38 @@ impl Workspace {
                         ),
                     };
                     self.diagnostics.push(*d);
+                    None
                 }
-                Ok(text) => match yaml::parse_streaming(&text, limits, "entries", sink) {
-                    Err(e) => {
-                        self.diagnostics.push(*yaml_diag(&rel, &e));
-                        self.failed_sources.push((rel, text));
-                    }
-                    Ok(root) => match require_mapping(Document { root, source: text }, &rel) {
-                        Ok(document) => {
-                            self.progress = Some(LoadedArtifact {
-                                kind,
-                                path,
-                                rel_path: rel,
-                                document,
-                            })
-                        }
-                        Err(d) => self.diagnostics.push(*d),
-                    },
-                },
+                Ok(text) => Some(text),
+            },
+        };
+        if text.is_none() {
+            crate::diag::sort(&mut self.diagnostics);
+        }
+        text
+    }
+
+    /// Second half of [`Workspace::stream_progress`]: record the progress log read by
+    /// [`Workspace::read_progress`] and parsed (streamed) into `parsed`.
+    pub fn set_progress(&mut self, text: String, parsed: Result<yaml::Node, yaml::YamlError>) {
+        let kind = ArtifactKind::Progress;
+        let path = self.small_dir.join(kind.file_name());
+        let rel = rel_path(kind.file_name());
+        match parsed {
+            Err(e) => {
+                self.diagnostics.push(*yaml_diag(&rel, &e));
+                self.failed_sources.push((rel, text));
+            }
+            Ok(root) => match require_mapping(Document { root, source: text }, &rel) {
+                Ok(document) => {
+                    self.progress = Some(LoadedArtifact {
+                        kind,
+                        path,
+                        rel_path: rel,
+                        document,
+                    })
+                }
+                Err(d) => self.diagnostics.push(*d),
             },
         }
         crate::diag::sort(&mut self.diagnostics);
