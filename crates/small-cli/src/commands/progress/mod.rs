@@ -16,13 +16,13 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Sub {
-    Add(add::Args),
+    Add(Box<add::Args>),
     Migrate(migrate::Args),
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     match args.command {
-        Sub::Add(a) => add::run(a, g),
+        Sub::Add(a) => add::run(*a, g),
         Sub::Migrate(a) => migrate::run(a, g),
     }
 }
