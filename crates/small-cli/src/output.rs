@@ -107,7 +107,9 @@ impl GlobalArgs {
     /// clean and `--quiet` cannot hide what is being asked.
     pub fn prompt(&self, text: impl AsRef<str>) {
         let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_ref().as_bytes()).and_then(|_| err.flush());
+        let _ = err
+            .write_all(text.as_ref().as_bytes())
+            .and_then(|_| err.flush());
     }
 
     /// Machine output (a script, a document): `text` as is on stdout, even under `--quiet`.

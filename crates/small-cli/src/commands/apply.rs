@@ -5,7 +5,7 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use sha2::{Digest, Sha256};
 use small_core::authoring::progress::{NewEntry, TimestampRule};
-use small_core::authoring::txn::{Transaction, TxnError};
+use small_core::authoring::txn::Transaction;
 use small_core::spec::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
 use small_core::spec::model::TaskStatus;
 use small_core::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
@@ -124,13 +124,6 @@ pub fn summarize(command: &str, cap: usize) -> String {
     s
 }
 
-fn txn_err(e: TxnError) -> CliError {
-    match e {
-        TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
-}
-
 /// The replay id the run's logs are filed under: workspace `run.replay_id`, else the
 /// handoff's `replayId.value`; lower case.
 fn current_replay_id(root: &Path) -> Option<String> {
@@ -219,16 +212,16 @@ fn with_command(mut entry: NewEntry, log: &CommandLog) -> NewEntry {
 
 /// Appends entries in one transaction; returns their timestamps.
 fn record(root: &Path, entries: &[NewEntry]) -> Result<Vec<String>, CliError> {
-    let mut txn = Transaction::begin(root).map_err(txn_err)?;
+    let mut txn = Transaction::begin(root).map_err(CliError::from)?;
     let mut stamps = Vec::new();
     for e in entries {
         stamps.push(
             txn.append_progress(e, &TimestampRule::Now)
-                .map_err(txn_err)?
+                .map_err(CliError::from)?
                 .timestamp,
         );
     }
-    txn.commit().map_err(txn_err)?;
+    txn.commit().map_err(CliError::from)?;
     Ok(stamps)
 }
 

@@ -52,12 +52,12 @@ pub const DEFAULT_EVIDENCE: &str = "Recorded checkpoint via small checkpoint";
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let status = args.status.trim().to_ascii_lowercase();
-    if status != TaskStatus::Completed.as_str() && status != TaskStatus::Blocked.as_str() {
+    let Some(task_status) = TaskStatus::parse(&status).filter(|s| s.is_closed()) else {
         return Err(CliError::usage(format!(
             "invalid --status {:?}: a checkpoint is completed or blocked",
             args.status
         )));
-    }
+    };
     let task = args.task.trim().to_string();
     if task.is_empty() {
         return Err(CliError::usage("--task must not be empty"));
@@ -76,7 +76,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let text = txn.read_string(&rel).map_err(shared::txn_err)?;
     // The replay id is computed (if the workspace has none yet) from the plan before the change.
     handoff::ensure_run_replay_id(&mut txn).map_err(shared::txn_err)?;
-    let new_text = plan::set_status(&text, &task, &status).map_err(CliError::invalid)?;
+    let new_text = plan::set_status(&text, &task, task_status)?;
 
     let mut entry = entry_from_flags(
         &task,

@@ -139,13 +139,6 @@ fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)> {
     Some((out, missing))
 }
 
-fn txn_err(e: small_core::authoring::txn::TxnError) -> CliError {
-    match e {
-        small_core::authoring::txn::TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = workspace_root(args.dir.as_deref())?;
     let small_dir = root.join(SMALL_DIR);
@@ -207,7 +200,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
     std::fs::create_dir_all(&small_dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", small_dir.display())))?;
-    let mut txn = Transaction::begin(&root).map_err(txn_err)?;
+    let mut txn = Transaction::begin(&root).map_err(CliError::from)?;
     // Another `small init` may have won the race between the check above and the lock.
     if !args.force {
         let taken = ArtifactKind::ALL
@@ -244,7 +237,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             Err(e) => {
                 let old = txn
                     .read(&progress_rel)
-                    .map_err(txn_err)?
+                    .map_err(CliError::from)?
                     .unwrap_or_default();
                 let stamp: String =
                     small_core::spec::timestamp::format_utc(small_core::authoring::progress::now())
@@ -323,7 +316,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     report.push((ws_rel, was, kind_note));
 
-    let gitignore = txn.read(".gitignore").map_err(txn_err)?;
+    let gitignore = txn.read(".gitignore").map_err(CliError::from)?;
     let gitignore_text = gitignore.map(|b| String::from_utf8_lossy(&b).into_owned());
     let gitignore_added = match gitignore_update(gitignore_text.as_deref()) {
         Some((text, added)) => {
@@ -351,8 +344,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     .field("notes", templates::init_notes(&root.display().to_string()))
     .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
-        .map_err(txn_err)?;
-    txn.commit().map_err(txn_err)?;
+        .map_err(CliError::from)?;
+    txn.commit().map_err(CliError::from)?;
 
     if let Some(c) = &agents_plan {
         if c.action.writes() && agents_is_link {

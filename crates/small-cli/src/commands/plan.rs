@@ -110,7 +110,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         shared::say(g, "No plan yet: creating one from the template");
         templates::plan()
     };
-    plan::parse(&text).map_err(CliError::invalid)?;
+    plan::parse(&text)?;
 
     let mut records = Vec::new();
     let mut lines = Vec::new();
@@ -118,7 +118,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         if title.trim().is_empty() {
             return Err(CliError::usage("--add needs a task title"));
         }
-        let (t, id) = plan::add_task(&text, title).map_err(CliError::invalid)?;
+        let (t, id) = plan::add_task(&text, title)?;
         text = t;
         lines.push(format!("Added task {id}: {title}"));
         records.push(Record {
@@ -129,14 +129,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         });
     }
     if let Some(id) = &args.done {
-        text = plan::set_status(&text, id.trim(), TaskStatus::Completed.as_str())
-            .map_err(CliError::invalid)?;
+        text = plan::set_status(&text, id.trim(), TaskStatus::Completed)?;
         lines.push(format!("Marked task {} completed", id.trim()));
     }
     if let Some(id) = &args.pending {
         let id = id.trim();
-        text =
-            plan::set_status(&text, id, TaskStatus::Pending.as_str()).map_err(CliError::invalid)?;
+        text = plan::set_status(&text, id, TaskStatus::Pending)?;
         lines.push(format!("Marked task {id} pending"));
         records.push(Record {
             task: id.into(),
@@ -147,8 +145,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     if let Some(id) = &args.blocked {
         let id = id.trim();
-        text =
-            plan::set_status(&text, id, TaskStatus::Blocked.as_str()).map_err(CliError::invalid)?;
+        text = plan::set_status(&text, id, TaskStatus::Blocked)?;
         lines.push(format!("Marked task {id} blocked"));
         records.push(Record {
             task: id.into(),
@@ -164,7 +161,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             )));
         };
         let (task, dep) = (task.trim(), dep.trim());
-        text = plan::add_dependency(&text, task, dep).map_err(CliError::invalid)?;
+        text = plan::add_dependency(&text, task, dep)?;
         let status = plan::parse(&text)
             .ok()
             .and_then(|d| plan::tasks(&d.root).into_iter().find(|t| t.id == task))

@@ -10,6 +10,7 @@ mod tools_support;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;
+mod author_errors;
 mod author_fix;
 mod author_handoff;
 mod author_plan;

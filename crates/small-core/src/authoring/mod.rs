@@ -3,8 +3,11 @@
 
 pub mod agents;
 pub mod edit;
+pub mod error;
 pub mod handoff;
 pub mod plan;
 pub mod progress;
 pub mod templates;
 pub mod txn;
+
+pub use error::{Error, ErrorKind};

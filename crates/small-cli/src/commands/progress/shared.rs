@@ -29,10 +29,7 @@ pub fn begin(root: &Path) -> Result<Transaction, CliError> {
 
 /// Map a library error to an exit code: state problems exit 1, system problems exit 2.
 pub fn txn_err(e: TxnError) -> CliError {
-    match e {
-        TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
+    CliError::from(e)
 }
 
 /// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
