@@ -7,13 +7,15 @@ use crate::author_support::Ws;
 /// `$ small ARGS`, the exit code, stdout and stderr, as one reviewed text.
 fn transcript(ws: &Ws, args: &[&str]) -> String {
     let out = ws.run(args);
-    format!(
+    let root = ws.root().display().to_string();
+    let text = format!(
         "$ small {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
         args.join(" "),
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
-    )
+    );
+    text.replace(&root, "<ROOT>")
 }
 
 #[test]
@@ -72,4 +74,31 @@ fn a_dependency_cycle_is_refused() {
     ws.ok(&["plan", "--add", "Second"]);
     ws.ok(&["plan", "--depends", "task-2:task-1"]);
     insta::assert_snapshot!(transcript(&ws, &["plan", "--depends", "task-1:task-2"]));
+}
+
+#[test]
+fn init_says_what_it_wrote_and_what_comes_next() {
+    let ws = Ws::new();
+    std::fs::remove_dir_all(ws.root().join(".small")).unwrap();
+    let text = transcript(&ws, &["init", "--intent", "Ship the mailer", "--no-agents"]);
+    // The replay ID depends on the templates' text; the rest is fixed.
+    let text = regex_lite_replace_replay_id(&text);
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn init_refuses_an_existing_workspace_with_a_help_line() {
+    let ws = Ws::new();
+    insta::assert_snapshot!(transcript(&ws, &["init", "--no-agents"]));
+}
+
+/// `replayId 0123456789ab…` as `replayId <ID>…`.
+fn regex_lite_replace_replay_id(text: &str) -> String {
+    match text.find("replayId ") {
+        Some(i) => {
+            let start = i + "replayId ".len();
+            format!("{}<ID>{}", &text[..start], &text[start + 12..])
+        }
+        None => text.to_string(),
+    }
 }

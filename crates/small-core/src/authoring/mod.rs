@@ -5,6 +5,7 @@ pub mod agents;
 pub mod edit;
 pub mod error;
 pub mod handoff;
+pub mod init;
 pub mod plan;
 pub mod progress;
 pub mod templates;
