@@ -8,6 +8,7 @@ pub mod handoff;
 pub mod init;
 pub mod plan;
 pub mod progress;
+pub mod repair;
 pub mod templates;
 pub mod txn;
 
