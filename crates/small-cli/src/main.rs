@@ -5,6 +5,7 @@ mod commands;
 mod error;
 mod output;
 mod render;
+mod settings;
 mod units;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -64,6 +65,7 @@ pub enum Command {
     Selftest(commands::selftest::Args),
     Completion(commands::completion::Args),
     Manifest(commands::manifest::Args),
+    MergeDriver(commands::merge_driver::Args),
     Serve(commands::serve::Args),
     Store(commands::store::Args),
     Man(commands::man::Args),
@@ -137,6 +139,7 @@ fn main() -> ExitCode {
         Command::Selftest(a) => commands::selftest::run(a, &g),
         Command::Completion(a) => commands::completion::run(a, &g),
         Command::Manifest(a) => commands::manifest::run(a, &g),
+        Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
         Command::Serve(a) => commands::serve::run(a, &g),
         Command::Store(a) => commands::store::run(a, &g),
         Command::Man(a) => commands::man::run(a, &g),

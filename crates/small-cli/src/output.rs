@@ -114,24 +114,19 @@ impl GlobalArgs {
 
     /// Machine output (a script, a document): `text` as is on stdout, even under `--quiet`.
     pub fn data(&self, text: impl AsRef<str>) -> CmdResult {
-        let mut out = std::io::stdout().lock();
-        match out
-            .write_all(text.as_ref().as_bytes())
-            .and_then(|_| out.flush())
-        {
-            Ok(()) => Ok(()),
-            // The reader went away (`small ... | head`): stop quietly.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            Err(e) => Err(CliError::usage(format!("cannot write the output: {e}"))),
-        }
+        data(text.as_ref())
     }
 
     /// A `--json` document: pretty-printed, newline-terminated, on stdout, even under `--quiet`.
     pub fn json(&self, value: &impl serde::Serialize) -> CmdResult {
-        let mut text = serde_json::to_string_pretty(value)
-            .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
-        text.push('\n');
-        self.data(text)
+        json(value)
+    }
+
+    /// Each warning as `warning: ...` on stderr, unless `--quiet`.
+    pub fn warnings(&self, warnings: &[String]) {
+        for w in warnings {
+            self.warn(format!("warning: {w}"));
+        }
     }
 
     /// Rendered diagnostics on stderr (with source snippets from `sources`, or one line
@@ -167,6 +162,25 @@ impl GlobalArgs {
             self.color_stderr(),
         ));
     }
+}
+
+/// Machine output on stdout (see [`GlobalArgs::data`]). A closed pipe (`small ... | head`)
+/// ends the output quietly instead of failing.
+pub fn data(text: &str) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::usage(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// A pretty-printed JSON document on stdout (see [`GlobalArgs::json`]).
+pub fn json(value: &impl serde::Serialize) -> CmdResult {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
+    text.push('\n');
+    data(&text)
 }
 
 fn write_out(text: &str) {

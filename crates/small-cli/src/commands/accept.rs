@@ -80,9 +80,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut txn = Transaction::begin(&root).map_err(CliError::from)?;
     let old = txn.read(&target).map_err(CliError::from)?;
     if old.as_deref() == Some(bytes.as_slice()) {
-        if !g.quiet {
-            println!("{target} already matches {draft}; nothing to accept");
-        }
+        g.info(format!(
+            "{target} already matches {draft}; nothing to accept"
+        ));
         return Ok(());
     }
     if a.dry_run {
@@ -93,13 +93,17 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .unwrap_or_default();
         let new_text = String::from_utf8_lossy(&bytes);
         let diff = similar::TextDiff::from_lines(old_text.as_ref(), new_text.as_ref());
-        println!("Dry run: accepting {draft} would change {target} (nothing written):");
-        print!(
-            "{}",
-            diff.unified_diff().context_radius(3).header(
-                &format!("{target} (current)"),
-                &format!("{target} (accepted)")
-            )
+        g.info(format!(
+            "Dry run: accepting {draft} would change {target} (nothing written):"
+        ));
+        g.info_raw(
+            diff.unified_diff()
+                .context_radius(3)
+                .header(
+                    &format!("{target} (current)"),
+                    &format!("{target} (accepted)"),
+                )
+                .to_string(),
         );
         return Ok(());
     }
@@ -140,24 +144,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         .map_err(CliError::from)?;
     txn.commit().map_err(CliError::from)?;
 
-    if !g.quiet {
-        let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
-        match &old {
-            Some(o) => println!(
-                "Accepted {draft} into {target} (replaced {} lines with {})",
-                lines(o),
-                lines(&bytes)
-            ),
-            None => println!(
-                "Accepted {draft} into {target} (new file, {} lines)",
-                lines(&bytes)
-            ),
-        }
-        println!(
-            "Recorded progress entry meta/accept-{} at {}",
-            kind.name(),
-            appended.timestamp
-        );
-    }
+    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+    g.info(match &old {
+        Some(o) => format!(
+            "Accepted {draft} into {target} (replaced {} lines with {})",
+            lines(o),
+            lines(&bytes)
+        ),
+        None => format!(
+            "Accepted {draft} into {target} (new file, {} lines)",
+            lines(&bytes)
+        ),
+    });
+    g.info(format!(
+        "Recorded progress entry meta/accept-{} at {}",
+        kind.name(),
+        appended.timestamp
+    ));
     Ok(())
 }

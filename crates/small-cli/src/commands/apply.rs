@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-/// Environment variable selecting the progress mode (seed 000, invariant 7).
-pub const PROGRESS_MODE_ENV: &str = "SMALL_PROGRESS_MODE";
 /// Longest command summary stored in `command_summary`.
 pub const SUMMARY_CAP: usize = 200;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
@@ -51,7 +49,8 @@ pub struct Args {
     /// Record the intent to run, without running anything
     #[arg(long)]
     pub dry_run: bool,
-    /// Put the exit code and the tail of the output into the entry's evidence
+    /// Put the exit code and the tail of the output into the entry's evidence; the command's
+    /// output is then not shown (it is kept in the evidence and the output log)
     #[arg(long, conflicts_with = "dry_run")]
     pub auto_progress: bool,
     /// Also set the task's plan status from the result (completed or blocked); needs --task
@@ -76,12 +75,13 @@ pub enum ProgressMode {
 }
 
 impl ProgressMode {
-    /// From `SMALL_PROGRESS_MODE`: `audit` (any case) selects audit; anything else is signal.
-    pub fn from_env() -> ProgressMode {
-        match std::env::var(PROGRESS_MODE_ENV) {
-            Ok(v) if v.trim().eq_ignore_ascii_case("audit") => ProgressMode::Audit,
-            _ => ProgressMode::Signal,
-        }
+    /// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
+    pub fn from_env() -> Result<ProgressMode, CliError> {
+        Ok(if crate::settings::progress_mode_is_audit()? {
+            ProgressMode::Audit
+        } else {
+            ProgressMode::Signal
+        })
     }
 }
 
@@ -478,7 +478,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "--auto-progress and --auto-checkpoint need a command (--cmd)",
         ));
     }
-    let mode = ProgressMode::from_env();
+    let mode = ProgressMode::from_env()?;
     let task_id = args
         .task
         .as_deref()
@@ -516,11 +516,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
         e
     };
-    let say = |s: String| {
-        if !g.quiet {
-            println!("{s}");
-        }
-    };
+    let say = |s: String| g.info(s);
 
     if dry_run {
         say(match &command {
@@ -589,7 +585,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let started = std::time::Instant::now();
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
-    let echo = (!args.auto_progress && !g.quiet, !args.auto_progress);
+    let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
     let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
@@ -632,7 +628,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 "Recorded a {status} progress entry for {task_id} at {}",
                 stamps[0]
             )),
-            Err(e) => eprintln!("warning: the run's result was not recorded: {}", e.message),
+            Err(e) => g.warn(format!(
+                "warning: the run's result was not recorded: {}",
+                e.message
+            )),
         }
     } else {
         say(
@@ -654,7 +653,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             status,
         ];
         cp.extend(["--evidence", evidence.as_str()]);
-        if g.quiet {
+        if g.quiet() {
             cp.insert(0, "--quiet");
         }
         run_self(&cp)?;
@@ -663,11 +662,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.handoff && ok {
         let root_s = root.display().to_string();
         let mut h = vec!["handoff", "--dir", root_s.as_str()];
-        if g.quiet {
+        if g.quiet() {
             h.insert(0, "--quiet");
         }
         if let Err(e) = run_self(&h) {
-            eprintln!("warning: the handoff was not regenerated (exit {})", e.exit);
+            g.warn(format!(
+                "warning: the handoff was not regenerated (exit {})",
+                e.exit
+            ));
         }
     } else if args.handoff {
         say("Handoff not regenerated: the command failed".to_string());

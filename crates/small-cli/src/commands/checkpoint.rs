@@ -106,8 +106,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "checkpoint": line,
             "checkpoint_at": appended.timestamp,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
+        return g.json(&out);
     }
     shared::say(g, line);
     shared::print_changes(g, &report);

@@ -131,31 +131,27 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let existed = path.exists();
     small_core::authoring::txn::atomic_write(&path, &bytes)
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
-    if !g.quiet {
-        println!(
-            "{} draft {rel} ({} bytes) for .small/{}",
-            if existed { "Replaced the" } else { "Saved the" },
-            bytes.len(),
-            kind.file_name()
-        );
-    }
+    g.info(format!(
+        "{} draft {rel} ({} bytes) for .small/{}",
+        if existed { "Replaced the" } else { "Saved the" },
+        bytes.len(),
+        kind.file_name()
+    ));
     let errors: Vec<&Diagnostic> = problems.iter().filter(|d| d.is_error()).collect();
     if errors.is_empty() {
-        if !g.quiet {
-            println!(
-                "The draft is a valid {}. A human reviews it, then runs: small accept {}",
-                kind.file_name(),
-                kind.name()
-            );
-        }
+        g.info(format!(
+            "The draft is a valid {}. A human reviews it, then runs: small accept {}",
+            kind.file_name(),
+            kind.name()
+        ));
     } else {
-        eprintln!(
+        g.warn(format!(
             "warning: the draft has {} problem(s); `small accept {}` will refuse it until they are fixed:",
             errors.len(),
             kind.name()
-        );
+        ));
         for d in errors {
-            eprintln!("  {}", render_plain(d).replace('\n', "\n  "));
+            g.warn(format!("  {}", render_plain(d).replace('\n', "\n  ")));
         }
     }
     Ok(())

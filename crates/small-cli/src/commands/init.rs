@@ -37,6 +37,9 @@ pub struct Args {
     /// Do not create or change AGENTS.md
     #[arg(long, conflicts_with_all = ["overwrite_agents", "agents_mode"])]
     pub no_agents: bool,
+    /// Inside a git repository, do not install the merge driver (see `small merge-driver`)
+    #[arg(long)]
+    pub no_merge_driver: bool,
     /// Replace an existing AGENTS.md entirely with the harness block
     #[arg(long, conflicts_with = "agents_mode")]
     pub overwrite_agents: bool,
@@ -96,6 +99,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "warning: the existing progress log could not be extended ({why}); it was moved to {backup} and a new log started"
         ));
     }
+    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
     if g.quiet() {
         return Ok(());
     }
@@ -124,6 +128,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     match &agents_plan {
         None => g.info("  skipped   AGENTS.md (--no-agents)"),
         Some(c) => g.info(format!("  {}", agents::describe(c, AGENTS_FILE, false))),
+    }
+    for line in merge_driver {
+        g.info(format!("  {line}"));
     }
     g.info(NEXT_STEPS);
     Ok(())
@@ -166,6 +173,31 @@ fn compose_agents(args: &Args, root: &Path) -> Result<Option<Composed>, CliError
             &e,
             true,
         ))),
+    }
+}
+
+/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
+/// lines say what was done (or why not).
+fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
+    use small_core::authoring::merge;
+    if skip {
+        return vec!["skipped   merge driver (--no-merge-driver)".into()];
+    }
+    if merge::git_toplevel(root).is_none() {
+        return vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ];
+    }
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    match merge::install(root, &command) {
+        Ok(r) => r
+            .lines()
+            .into_iter()
+            .map(|l| format!("merge     {l}"))
+            .collect(),
+        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
     }
 }
 

@@ -25,6 +25,10 @@ pub struct Args {
     /// Add a task with this title (its id is the next free task-N)
     #[arg(long, value_name = "TITLE")]
     pub add: Option<String>,
+    /// With --add: the new task's id instead of the next task-N (ids chosen per branch
+    /// cannot collide when branches merge)
+    #[arg(long, value_name = "ID", requires = "add")]
+    pub id: Option<String>,
     /// Mark a task completed
     #[arg(long, value_name = "ID")]
     pub done: Option<String>,
@@ -118,7 +122,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         if title.trim().is_empty() {
             return Err(CliError::usage("--add needs a task title"));
         }
-        let (t, id) = plan::add_task(&text, title)?;
+        let (t, id) = plan::add_task_as(&text, title, args.id.as_deref())?;
         text = t;
         lines.push(format!("Added task {id}: {title}"));
         records.push(Record {

@@ -104,11 +104,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::usage(format!("cannot find the small executable: {e}")))?;
     let ws = prepare(args.dir.as_deref())?;
-    let say = |s: String| {
-        if !g.quiet {
-            println!("{s}");
-        }
-    };
+    let say = |s: String| g.info(s);
     say(format!("small selftest in {}", ws.display()));
 
     let all = steps(scope);
@@ -153,7 +149,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let keep = args.keep || failure.is_some();
     if !keep {
         if let Err(e) = std::fs::remove_dir_all(&ws) {
-            eprintln!("warning: could not remove {}: {e}", ws.display());
+            g.warn(format!("warning: could not remove {}: {e}", ws.display()));
         }
     }
     match failure {
@@ -165,11 +161,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             Ok(())
         }
         Some((cmd, detail)) => {
-            eprintln!("\nselftest failed at `{cmd}`:");
+            g.error(format!("\nselftest failed at `{cmd}`:"));
             for line in detail.lines() {
-                eprintln!("  | {line}");
+                g.error(format!("  | {line}"));
             }
-            eprintln!("Workspace kept for inspection at {}", ws.display());
+            g.error(format!("Workspace kept for inspection at {}", ws.display()));
             Err(CliError::silent(EXIT_INVALID))
         }
     }

@@ -3,7 +3,6 @@
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_server::{LogFormat, ServerConfig, StoreLocation};
-use std::io::Write;
 use std::time::Duration;
 
 /// Serve the SMALL v1 HTTP API (protocol, schemas, validate-manifest, replay, OpenAPI)
@@ -16,8 +15,9 @@ pub struct Args {
     /// Address to listen on
     #[arg(long, default_value = small_server::DEFAULT_ADDR)]
     pub addr: String,
-    /// Store for replay records: an SQLite file path, or `memory` for a throwaway store
-    #[arg(long, default_value = small_server::DEFAULT_STORE_PATH)]
+    /// Store for the primitives and replay records: an SQLite file path, a
+    /// `postgres://user:password@host:port/db` URL, or `memory` for a throwaway store
+    #[arg(long, env = "SMALL_STORE", default_value = small_server::DEFAULT_STORE_PATH)]
     pub store: String,
     /// Largest accepted request body (e.g. 1048576, 512KiB, 1MiB, 1MB)
     #[arg(long, default_value = "1MiB", value_parser = crate::units::parse_size)]
@@ -30,7 +30,7 @@ pub struct Args {
     pub log_format: String,
 }
 
-pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let format: LogFormat = args.log_format.parse().map_err(CliError::usage)?;
     small_server::init_logging(format);
     let config = ServerConfig {
@@ -48,8 +48,7 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         let addr = server
             .local_addr()
             .map_err(|e| CliError::usage(e.to_string()))?;
-        println!("listening on http://{addr}");
-        let _ = std::io::stdout().flush();
+        g.data(format!("listening on http://{addr}\n"))?;
         server
             .run(small_server::shutdown_signal())
             .await

@@ -95,13 +95,16 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
         if !args.ci {
-            eprintln!("Verification failed: {}", count(errors, "error"));
+            g.error(format!("Verification failed: {}", count(errors, "error")));
         }
-    } else if !g.quiet && !args.ci {
+    } else if !args.ci {
         if warnings > 0 {
-            println!("Verification passed ({})", count(warnings, "warning"));
+            g.info(format!(
+                "Verification passed ({})",
+                count(warnings, "warning")
+            ));
         } else {
-            println!("Verification passed");
+            g.info("Verification passed");
         }
     }
     exit_for(&diags)

@@ -610,6 +610,8 @@ pub fn render(h: &Handoff, existing: Option<&str>) -> String {
     let Some(src) = existing else {
         return render_fresh(h);
     };
+    // A regenerated handoff is no longer the stale one a merge marked.
+    let src = crate::authoring::merge::strip_handoff_mark(src);
     match render_in_place(h, src) {
         Ok(s) => s,
         Err(_) => render_fresh(h),

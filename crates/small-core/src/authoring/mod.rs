@@ -6,6 +6,7 @@ pub mod edit;
 pub mod error;
 pub mod handoff;
 pub mod init;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod repair;

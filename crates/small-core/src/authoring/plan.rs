@@ -117,8 +117,43 @@ fn tasks_key_col(src: &str, root: &Node) -> usize {
 
 /// Add a task with `title` and `status: pending`; returns the new text and the new id.
 pub fn add_task(src: &str, title: &str) -> Result<(String, String), Error> {
+    add_task_as(src, title, None)
+}
+
+/// Whether `id` may name a new task: letters, digits, `.`, `_`, `-` (starting with a letter
+/// or digit), at most 64 bytes; `meta/` ids belong to the tool.
+pub fn valid_task_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.as_bytes()[0].is_ascii_alphanumeric()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+/// [`add_task`] with an id chosen by the caller (`None`: the next free `task-N`). Branches
+/// that add tasks in parallel give them distinct ids up front, so their plans merge.
+pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, String), Error> {
     let doc = parse(src)?;
-    let id = next_task_id(&tasks(&doc.root));
+    let existing = tasks(&doc.root);
+    let id = match id.map(str::trim) {
+        None => next_task_id(&existing),
+        Some(id) if !valid_task_id(id) => {
+            return Err(Error::invalid(
+                code::REFUSED,
+                format!("task id {id:?} is not valid: use letters, digits, '.', '_' and '-' (e.g. auth-login)"),
+            ))
+        }
+        Some(id) => {
+            if let Some(t) = existing.iter().find(|t| t.id == id) {
+                return Err(Error::invalid(
+                    code::REFUSED,
+                    format!("task id {id} is already in the plan ({:?})", t.title),
+                ));
+            }
+            id.to_string()
+        }
+    };
     let Some(seq) = doc.root.get("tasks") else {
         // No tasks key at all: add one.
         let e = edit::set_key(

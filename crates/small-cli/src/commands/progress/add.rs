@@ -123,11 +123,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "entry": appended.entry,
             "task_exists_in_plan": in_plan,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
+        return g.json(&out);
     }
     if !in_plan && !task_id.starts_with(small_core::spec::consts::META_TASK_PREFIX) {
-        eprintln!("warning: task {task_id} is not in plan.small.yml (add it with `small plan --add`, or use a meta/ id for bookkeeping)");
+        g.warn(format!("warning: task {task_id} is not in plan.small.yml (add it with `small plan --add`, or use a meta/ id for bookkeeping)"));
     }
     shared::say(
         g,

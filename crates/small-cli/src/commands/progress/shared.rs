@@ -53,20 +53,15 @@ pub fn check_scope(
 
 /// Print which files a commit changed (unless --quiet).
 pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
-    if g.quiet {
-        return;
-    }
     for f in &report.written {
-        println!("  updated {f}");
+        g.info(format!("  updated {f}"));
     }
     for f in &report.appended {
-        println!("  appended to {f}");
+        g.info(format!("  appended to {f}"));
     }
 }
 
 /// Print a line unless --quiet.
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
-    if !g.quiet {
-        println!("{}", line.as_ref());
-    }
+    g.info(line);
 }

@@ -100,23 +100,14 @@ pub fn to_cli(e: RunError) -> CliError {
     }
 }
 
-/// Print warnings on stderr (they never change the exit code).
-pub fn warn_all(warnings: &[String]) {
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
+/// Print warnings on stderr (they never change the exit code; `--quiet` hides them).
+pub fn warn_all(g: &GlobalArgs, warnings: &[String]) {
+    g.warnings(warnings);
 }
 
-/// Write text to stdout. A closed pipe (`small run list | head`) ends the output quietly
-/// instead of failing.
+/// Write text to stdout (through the output helper).
 pub fn emit(text: &str) -> CmdResult {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::usage(format!("cannot write output: {e}"))),
-    }
+    crate::output::data(text)
 }
 
 /// Append one formatted line to a `String` buffer.
@@ -131,12 +122,9 @@ macro_rules! outln {
     }};
 }
 
-/// Print a value as pretty JSON on stdout.
+/// Print a value as pretty JSON on stdout (through the output helper).
 pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| CliError::usage(format!("cannot encode JSON output: {e}")))?;
-    text.push('\n');
-    emit(&text)
+    crate::output::json(value)
 }
 
 /// A path for display: relative to the workspace root when it is inside it.
