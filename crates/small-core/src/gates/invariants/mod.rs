@@ -115,13 +115,7 @@ pub fn show(n: &Node) -> String {
     }
 }
 
-pub fn escape_pointer(key: &str) -> std::borrow::Cow<'_, str> {
-    if key.contains(['~', '/']) {
-        std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
-    } else {
-        std::borrow::Cow::Borrowed(key)
-    }
-}
+pub use crate::json::pointer::escape as escape_pointer;
 
 pub(super) fn need(
     out: &mut Vec<Diagnostic>,
