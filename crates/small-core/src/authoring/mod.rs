@@ -2,6 +2,7 @@
 //! handoff and the AGENTS.md harness block.
 
 pub mod agents;
+pub mod apply;
 pub mod edit;
 pub mod error;
 pub mod handoff;
