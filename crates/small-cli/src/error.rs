@@ -65,7 +65,7 @@ impl From<AuthoringError> for CliError {
         CliError {
             exit: match e.kind {
                 ErrorKind::Invalid => EXIT_INVALID,
-                ErrorKind::System => EXIT_USAGE,
+                ErrorKind::System | ErrorKind::Usage => EXIT_USAGE,
             },
             message: e.diagnostic.message.clone(),
             diagnostic: Some(e.diagnostic),

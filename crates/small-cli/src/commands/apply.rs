@@ -73,6 +73,7 @@ fn progress_mode() -> Result<ProgressMode, CliError> {
 /// Runs `sh -lc command` in `root`, copying its output to ours and into a buffer (and the
 /// log file, when given). `echo`: whether to show the output as it comes (stdout, stderr).
 fn run_shell(
+    g: &GlobalArgs,
     root: &Path,
     command: &str,
     echo: (bool, bool),
@@ -95,10 +96,16 @@ fn run_shell(
         if let Some(parent) = p.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        match std::fs::File::create(p) {
+        // A fresh regular file: never through a link planted at the log's name.
+        let _ = small_core::workspace::fsio::regular_metadata(p)
+            .map(|m| m.map(|_| std::fs::remove_file(p)));
+        match small_core::workspace::fsio::create_new(p, None) {
             Ok(f) => Some(Arc::new(Mutex::new(f))),
             Err(e) => {
-                eprintln!("warning: cannot keep the output in {}: {e}", p.display());
+                g.warn(format!(
+                    "warning: cannot keep the output in {}: {e}",
+                    p.display()
+                ));
                 None
             }
         }
@@ -216,7 +223,7 @@ fn shield_from_first_interrupt() {
                         return;
                     }
                     if !first {
-                        eprintln!("\ninterrupted twice; stopping small (exit 130)");
+                        crate::output::error_line("\ninterrupted twice; stopping small (exit 130)");
                         std::process::exit(130);
                     }
                     first = false;
@@ -310,7 +317,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
     let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
-    let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
+    let (code, output) = run_shell(g, &root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let ok = code == 0;
     let status = if ok {
         TaskStatus::Completed

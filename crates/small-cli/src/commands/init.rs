@@ -46,6 +46,12 @@ pub struct Args {
     /// Where to add the harness block in an AGENTS.md that has no block yet
     #[arg(long, value_enum, ignore_case = true)]
     pub agents_mode: Option<ModeArg>,
+    /// Seed the plan with this task instead of the placeholder (task-1, task-2, ...); may be repeated
+    #[arg(long = "task", value_name = "TITLE")]
+    pub tasks: Vec<String>,
+    /// Print what was created as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The workspace root for a `--dir` value: the directory itself, or its parent when the
@@ -87,12 +93,27 @@ fn normalize_lexically(p: &Path) -> PathBuf {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = workspace_root(args.dir.as_deref())?;
+    if args.tasks.iter().any(|t| t.trim().is_empty()) {
+        return Err(CliError::usage("--task needs a task title"));
+    }
+    let enclosing = (!root.join(SMALL_DIR).is_dir())
+        .then(|| small_core::workspace::enclosing_workspace(&root))
+        .flatten();
+    if let Some(outer) = &enclosing {
+        g.warn(format!(
+            "warning: {} is inside the SMALL workspace at {}; this creates a nested workspace that commands run below {} will use instead (run `small` commands from anywhere inside a project: they find its .small/ upward)",
+            root.display(),
+            outer.display(),
+            root.display()
+        ));
+    }
     let agents_plan = compose_agents(&args, &root)?;
     let out = init::init(&InitRequest {
         root: &root,
         intent: args.intent.as_deref(),
         force: args.force,
         agents: agents_plan.as_ref(),
+        tasks: &args.tasks,
     })?;
     if let Some((why, backup)) = &out.progress_backup {
         g.warn(format!(
@@ -100,6 +121,33 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         ));
     }
     let merge_driver = install_merge_driver(&root, args.no_merge_driver);
+    if args.json {
+        let files: Vec<serde_json::Value> = out
+            .files
+            .iter()
+            .map(|f| {
+                serde_json::json!({"path": f.path, "existed": f.action != FileAction::Created, "note": f.note})
+            })
+            .collect();
+        let tasks: Vec<serde_json::Value> = args
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
+            .collect();
+        return g.json(&serde_json::json!({
+            "workspace": root.display().to_string(),
+            "reinitialized": out.existed,
+            "kind": out.kind.as_str(),
+            "replay_id": out.replay_id,
+            "files": files,
+            "tasks": tasks,
+            "gitignore_added": out.gitignore.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
+            "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
+            "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "merge_driver": merge_driver,
+        }));
+    }
     if g.quiet() {
         return Ok(());
     }
@@ -132,16 +180,20 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     for line in merge_driver {
         g.info(format!("  {line}"));
     }
-    g.info(NEXT_STEPS);
+    let step2 = if args.tasks.is_empty() {
+        "small plan --add \"<first task>\" (and `small plan --cancel task-1` for the placeholder)"
+            .to_string()
+    } else {
+        format!(
+            "small status (the plan has your {} task(s))",
+            args.tasks.len()
+        )
+    };
+    g.info(format!(
+        "\nNext:\n  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and\n     .small/constraints.small.yml (agents must not edit these two files).\n  2. {step2}\n  3. small check --strict"
+    ));
     Ok(())
 }
-
-const NEXT_STEPS: &str = "
-Next:
-  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and
-     .small/constraints.small.yml (agents must not edit these two files).
-  2. small plan --add \"<first task>\"
-  3. small check --strict";
 
 /// Decide about AGENTS.md before anything is written, so that a refusal leaves no half
 /// workspace. `None` with --no-agents.

@@ -40,6 +40,8 @@ pub enum ErrorKind {
     Invalid,
     /// The operation could not run (the CLI exits 2).
     System,
+    /// The request itself is malformed (a bad value; the CLI exits 2).
+    Usage,
 }
 
 /// Why an authoring operation refused or failed.
@@ -56,6 +58,14 @@ impl Error {
     pub fn invalid(code: &str, message: impl Into<String>) -> Error {
         Error {
             kind: ErrorKind::Invalid,
+            diagnostic: Box::new(Diagnostic::error(code, message)),
+        }
+    }
+
+    /// A malformed request with a code and a message.
+    pub fn usage(code: &str, message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Usage,
             diagnostic: Box::new(Diagnostic::error(code, message)),
         }
     }

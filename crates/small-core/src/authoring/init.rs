@@ -30,6 +30,9 @@ pub struct InitRequest<'a> {
     pub force: bool,
     /// AGENTS.md as composed by the caller (`None`: leave AGENTS.md alone).
     pub agents: Option<&'a Composed>,
+    /// Titles of the tasks to seed the plan with (`task-1`, `task-2`, ...); empty: the
+    /// template's placeholder task.
+    pub tasks: &'a [String],
 }
 
 /// What happened to one file.
@@ -62,6 +65,8 @@ pub struct InitOutcome {
     pub kind: WorkspaceKind,
     /// The progress log that could not be extended, and where it was copied.
     pub progress_backup: Option<(String, String)>,
+    /// The replay ID of the new run (written into the handoff).
+    pub replay_id: String,
 }
 
 /// Create (or with `force` re-create) the workspace at `req.root`.
@@ -131,7 +136,17 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
             }
         };
 
-    let base = templates::base_artifacts(req.intent);
+    if req.tasks.iter().any(|t| t.trim().is_empty()) {
+        return Err(Error::invalid(code::REFUSED, "a task needs a title"));
+    }
+    let mut base = templates::base_artifacts(req.intent);
+    if !req.tasks.is_empty() {
+        for f in base.iter_mut() {
+            if f.name == ArtifactKind::Plan.file_name() {
+                f.content = templates::plan_with_tasks(req.tasks);
+            }
+        }
+    }
     for f in &base {
         let rel = small_rel(f.name);
         let was = txn.exists(&rel);
@@ -155,7 +170,14 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
             )
         } else {
             txn.write(rel.clone(), f.content.clone().into_bytes());
-            (written(was), kind.map(note).unwrap_or_default().to_string())
+            let note = match kind {
+                Some(ArtifactKind::Plan) if !req.tasks.is_empty() => {
+                    "agent-owned: tasks (from --task)"
+                }
+                Some(k) => note(k),
+                None => "",
+            };
+            (written(was), note.to_string())
         };
         files.push(FileReport {
             path: rel,
@@ -251,6 +273,7 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
         gitignore: gitignore_added,
         kind,
         progress_backup,
+        replay_id,
     })
 }
 
@@ -362,6 +385,7 @@ mod tests {
             intent: Some("Ship it"),
             force: false,
             agents: None,
+            tasks: &[],
         })
         .unwrap();
         assert!(!out.existed);
@@ -384,6 +408,7 @@ mod tests {
             intent: None,
             force: false,
             agents: None,
+            tasks: &[],
         };
         init(&req).unwrap();
         let e = init(&req).unwrap_err();
@@ -408,6 +433,7 @@ mod tests {
             intent: None,
             force: true,
             agents: None,
+            tasks: &[],
         };
         init(&req).unwrap();
         std::fs::write(tmp.path().join(".small/progress.small.yml"), "entries: [\n").unwrap();

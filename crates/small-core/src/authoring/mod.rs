@@ -9,8 +9,11 @@ pub mod handoff;
 pub mod init;
 pub mod merge;
 pub mod plan;
+pub mod plan_edit;
 pub mod progress;
+pub mod record;
 pub mod repair;
+pub mod session;
 pub mod templates;
 pub mod txn;
 

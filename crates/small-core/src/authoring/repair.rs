@@ -151,7 +151,10 @@ fn merge_tree(
             continue;
         }
         if d.exists() {
-            let same = fs::read(&s).ok() == fs::read(&d).ok();
+            let read = |p: &Path| {
+                crate::workspace::fsio::read_bounded(p, crate::workspace::fsio::MAX_READ_BYTES).ok()
+            };
+            let same = matches!((read(&s), read(&d)), (Some(a), Some(b)) if a == b);
             if !same {
                 return Err(Error::invalid(
                     code::REFUSED,
