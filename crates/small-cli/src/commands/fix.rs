@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use small_core::authoring::repair::{self, LayoutReport, OrphanReport, WorkspaceRepair};
-use small_core::authoring::txn::Transaction;
 use small_core::spec::consts::{KIND_EXAMPLES, KIND_REPO_ROOT};
 use small_core::spec::model::WorkspaceKind;
 
@@ -123,56 +122,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     Ok(())
 }
 
-/// `small start --fix`: the recoverable repairs (runtime layout, orphan progress), printed.
-/// Returns whether anything changed.
-pub fn repair_recoverable(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool, CliError> {
-    let (layout, orphans) = repair::repair_recoverable(txn)?;
-    print_layout(g, &layout);
-    print_orphans(g, &orphans);
-    Ok(layout.changed() || !orphans.renamed.is_empty())
-}
-
 fn print_layout(g: &GlobalArgs, r: &LayoutReport) {
-    if !r.changed() {
-        shared::say(
-            g,
-            "Runtime layout: no legacy .small/archive/ or .small/runs/ found",
-        );
-        return;
-    }
-    for m in &r.groups {
-        shared::say(
-            g,
-            format!("Moved {}/ -> {}/ ({} item(s))", m.from, m.to, m.moved.len()),
-        );
-    }
-    if !r.deduped.is_empty() {
-        shared::say(
-            g,
-            format!(
-                "Removed {} legacy file(s) already present in the new location",
-                r.deduped.len()
-            ),
-        );
+    for line in r.describe() {
+        shared::say(g, line);
     }
 }
 
 fn print_orphans(g: &GlobalArgs, r: &OrphanReport) {
-    if r.renamed.is_empty() {
-        shared::say(
-            g,
-            format!("Orphan progress: none in replayId scope {}", r.scope),
-        );
-        return;
-    }
-    let (op, hist, unk) = r.counts();
-    shared::say(g, format!(
-        "Orphan progress: renamed {} task id(s) in replayId scope {} (operational={op} historical={hist} unknown={unk})",
-        r.renamed.len(),
-        r.scope
-    ));
-    for x in &r.renamed {
-        shared::say(g, format!("  {} -> {} ({})", x.from, x.to, x.category));
+    for line in r.describe() {
+        shared::say(g, line);
     }
 }
 

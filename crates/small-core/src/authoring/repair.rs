@@ -198,6 +198,25 @@ impl LayoutReport {
     pub fn changed(&self) -> bool {
         !self.groups.is_empty() || !self.deduped.is_empty()
     }
+
+    /// What the repair did, one line each (the same words for every front end).
+    pub fn describe(&self) -> Vec<String> {
+        if !self.changed() {
+            return vec!["Runtime layout: no legacy .small/archive/ or .small/runs/ found".into()];
+        }
+        let mut out: Vec<String> = self
+            .groups
+            .iter()
+            .map(|m| format!("Moved {}/ -> {}/ ({} item(s))", m.from, m.to, m.moved.len()))
+            .collect();
+        if !self.deduped.is_empty() {
+            out.push(format!(
+                "Removed {} legacy file(s) already present in the new location",
+                self.deduped.len()
+            ));
+        }
+        out
+    }
 }
 
 /// Move legacy `.small/archive/` and `.small/runs/` to `.small-archive/` and `.small-runs/`.
@@ -307,6 +326,28 @@ pub struct OrphanReport {
 }
 
 impl OrphanReport {
+    /// What the repair did, one line each (the same words for every front end).
+    pub fn describe(&self) -> Vec<String> {
+        if self.renamed.is_empty() {
+            return vec![format!(
+                "Orphan progress: none in replayId scope {}",
+                self.scope
+            )];
+        }
+        let (op, hist, unk) = self.counts();
+        let mut out = vec![format!(
+            "Orphan progress: renamed {} task id(s) in replayId scope {} (operational={op} historical={hist} unknown={unk})",
+            self.renamed.len(),
+            self.scope
+        )];
+        out.extend(
+            self.renamed
+                .iter()
+                .map(|x| format!("  {} -> {} ({})", x.from, x.to, x.category)),
+        );
+        out
+    }
+
     /// (operational, historical, unknown)
     pub fn counts(&self) -> (usize, usize, usize) {
         let n = |c: &str| self.renamed.iter().filter(|r| r.category == c).count();
