@@ -144,7 +144,27 @@ fn main() -> ExitCode {
         Command::Store(a) => commands::store::run(a, &g),
         Command::Man(a) => commands::man::run(a, &g),
     };
-    finish(result, &g)
+    let json = json_requested(&matches);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            e.report(&g, json);
+            ExitCode::from(e.exit)
+        }
+    }
+}
+
+/// Whether the command that ran was given `--json` (its errors are then JSON too).
+fn json_requested(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m.try_get_one::<bool>("json")
+        .ok()
+        .flatten()
+        .copied()
+        .unwrap_or(false)
 }
 
 /// Print a command's error (if any) and turn it into the process exit code.
@@ -152,9 +172,7 @@ fn finish(result: error::CmdResult, g: &GlobalArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if !e.message.is_empty() {
-                g.error(format!("error: {}", e.message));
-            }
+            e.report(g, false);
             ExitCode::from(e.exit)
         }
     }

@@ -12,6 +12,7 @@ mod agent_loop;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;
+mod author_errors;
 mod author_fix;
 mod author_handoff;
 mod author_plan;

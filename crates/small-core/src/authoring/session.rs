@@ -218,9 +218,10 @@ pub enum HandoffError {
 pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
-        TxnError::Invalid(format!(
-            "{rel} does not exist; create a plan with `small plan --add`"
-        ))
+        TxnError::invalid(
+            "missing",
+            format!("{rel} does not exist; create a plan with `small plan --add`"),
+        )
     })?;
     Ok(plan::tasks(&doc.root))
 }
@@ -489,7 +490,7 @@ pub fn write_handoff(
 ) -> Result<HandoffOutcome, HandoffError> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::Invalid(format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
