@@ -60,7 +60,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = open_scoped(a.dir.as_deref(), a.workspace)?;
     let draft = draft_rel(kind);
     let target = kind.rel_path();
-    let bytes = match std::fs::read(root.join(&draft)) {
+    let bytes = match small_core::workspace::fsio::read_bounded(
+        &root.join(&draft),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    ) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(CliError::invalid(format!(

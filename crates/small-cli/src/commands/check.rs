@@ -44,6 +44,9 @@ pub struct Args {
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// clap value parser for `--workspace`.
@@ -118,6 +121,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         format_strict: args.format_strict,
         scope: args.workspace,
         since: None,
+        cache: !args.no_cache,
+        threads: 0,
     };
     let printer = Printer::new(g, args.ci);
     let (report, loaded) = match locate(args.dir.as_deref()) {

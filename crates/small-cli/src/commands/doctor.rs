@@ -132,8 +132,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 }
 
 fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
-    let ws = match Workspace::open(dir, &LoadOptions::all()) {
-        Ok(ws) => ws,
+    let loc = match small_core::workspace::locate(dir) {
+        Ok(loc) => loc,
         Err(e) => {
             r.error(
                 "workspace",
@@ -143,7 +143,19 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             return;
         }
     };
-    let loaded = check::Loaded { ws, streamed: None };
+    let opts = GateOptions {
+        scope: Scope::Any,
+        ..Default::default()
+    };
+    // The progress log is streamed and checked entry by entry (never held as a tree).
+    let schema_set = schemas(None);
+    let loaded = match &schema_set {
+        Ok(s) => check::load(loc, Some(s), &opts),
+        Err(_) => check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        },
+    };
     let ws = &loaded.ws;
     r.ok("workspace", format!("{} exists", ws.small_dir.display()));
     let load = check::artifact_load_diagnostics(ws);
@@ -183,7 +195,7 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             );
         }
     }
-    match schemas(None) {
+    match schema_set {
         Ok(s) => {
             let v: Vec<Diagnostic> = check::validate_stage(&loaded, &s)
                 .into_iter()
@@ -194,10 +206,6 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             } else {
                 r.diags("schema", &v, "fix the value, then run `small validate`");
             }
-            let opts = GateOptions {
-                scope: Scope::Any,
-                ..Default::default()
-            };
             match check::lint_stage(&loaded, &opts) {
                 Ok(l) if l.is_empty() => r.ok("invariants", "all protocol invariants hold"),
                 Ok(l) => r.diags("invariants", &l, "see docs/rules.md"),
@@ -214,10 +222,12 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
         }
         Err(d) => r.diags("schema", &[*d], ""),
     }
-    run_state(ws, r);
+    run_state(ws, loaded.streamed.as_ref().map(|s| s.facts.count), r);
 }
 
-fn run_state(ws: &Workspace, r: &mut Report) {
+/// `streamed_entries`: how many entries the streamed progress log had (its document then
+/// holds no entries).
+fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut Report) {
     let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
     let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
     if !plan.tasks.is_empty() {
@@ -262,10 +272,11 @@ fn run_state(ws: &Workspace, r: &mut Report) {
         .and_then(|p| p.get("entries"))
         .and_then(Node::as_seq)
     {
-        if entries.is_empty() {
+        let n = streamed_entries.unwrap_or(entries.len());
+        if n == 0 {
             r.ok("progress", "no entries yet (fresh run)");
         } else {
-            r.ok("progress", format!("{} entries recorded", entries.len()));
+            r.ok("progress", format!("{n} entries recorded"));
         }
     }
     if let Some(steps) = root(ArtifactKind::Handoff)

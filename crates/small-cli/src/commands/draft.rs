@@ -112,7 +112,11 @@ fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
         }
         return Ok(buf);
     }
-    let bytes = std::fs::read(v).map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
+    let bytes = small_core::workspace::fsio::read_user_input(
+        std::path::Path::new(v),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CliError::usage(format!(
             "{v} is empty; there is no draft to save"

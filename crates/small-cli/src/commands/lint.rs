@@ -35,6 +35,9 @@ pub struct Args {
     /// Accepted for compatibility; lint does not use schemas (see `small validate`)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Print the report as JSON: {status, errors, warnings, exit_code}
     #[arg(long)]
     pub json: bool,
@@ -55,6 +58,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let opts = GateOptions {
         strict: args.strict,
         format_strict: args.format_strict,
+        cache: !args.no_cache,
         ..Default::default()
     };
     let loaded = check::load(loc, None, &opts);

@@ -43,6 +43,9 @@ pub struct Args {
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Print the report as JSON: {status, errors, warnings, exit_code}
     #[arg(long)]
     pub json: bool,
@@ -71,6 +74,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         format_strict: false,
         scope: args.workspace,
         since: args.since.clone(),
+        cache: !args.no_cache,
+        threads: 0,
     };
     let loaded = check::load(loc, Some(&schemas), &opts);
     let ws = &loaded.ws;

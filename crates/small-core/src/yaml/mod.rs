@@ -24,6 +24,8 @@ use crate::diag::{Pos, Span};
 mod deep;
 mod fast;
 
+pub use fast::{Part, Resume, Walked};
+
 /// Resource limits for one file.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -360,6 +362,73 @@ fn build(text: &str, base: usize, limits: &Limits) -> Result<Node, YamlError> {
         Err(e) if e.message == FLOW_LIMIT => deep::parse(text, base, limits).unwrap_or(Err(e)),
         r => r,
     }
+}
+
+/// The line-level fast path alone, on a part of a log (see [`Part`]): `None` when that part
+/// is not of the simple shape the fast path reads (the caller then parses the whole file with
+/// [`parse_streaming`]). Offsets in `part` and in the result are byte offsets in `src`
+/// (a byte-order mark included). Items are sent to `sink` only after the part's shape checked.
+pub fn stream_fast_part(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    part: Part,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Option<Walked> {
+    check_size(src.len(), limits).ok()?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
+    let shift = |r: Resume| -> Option<Resume> {
+        Some(Resume {
+            offset: r.offset.checked_sub(bom_len)?,
+            ..r
+        })
+    };
+    let inner = Part {
+        resume: match part.resume {
+            Some(r) => Some(shift(r)?),
+            None => None,
+        },
+        stop: match part.stop {
+            Some(s) => Some(s.checked_sub(bom_len)?),
+            None => None,
+        },
+        first_item_only: part.first_item_only,
+    };
+    let mut walked = fast::stream_part(text, bom_len, stream_key, inner, sink)?;
+    if let Some(r) = walked.last_item.as_mut() {
+        r.offset += bom_len;
+    }
+    Some(walked)
+}
+
+/// [`parse_streaming`] with the general parser only (no fast path).
+pub fn parse_streaming_general(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Result<Node, YamlError> {
+    check_size(src.len(), limits)?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
+    let mut builder = Builder::new(text, bom_len, limits);
+    builder.stream = Some(Stream {
+        key: stream_key,
+        sink,
+        count: 0,
+    });
+    builder.run()
+}
+
+/// The value of the one-line string scalar written at `span` of `src` (plain, single- or
+/// double-quoted), as the fast path reads it.
+pub fn scalar_text_at(src: &str, span: Span) -> Option<String> {
+    fast::decode_scalar(src.get(span.byte_range())?)
 }
 
 fn check_size(len: usize, limits: &Limits) -> Result<(), YamlError> {

@@ -12,7 +12,7 @@ use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
 
 /// What the cross-file rules need to know about the progress log.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct ProgressFacts {
     /// Task ids (trimmed) that have at least one entry.
     pub with_entries: HashSet<String>,
@@ -35,6 +35,9 @@ pub struct ProgressLinter<'p> {
     plan: &'p PlanIndex,
     scope: String,
     prev: Option<(Instant, usize)>,
+    /// When set, timestamps are recorded here instead of being compared with the previous
+    /// entry's (a part of the log checked apart from the rest; see [`check_order`]).
+    deferred: Option<Vec<Stamp>>,
     /// Only gather facts; report nothing (the entries were linted elsewhere).
     facts_only: bool,
     pub facts: ProgressFacts,
@@ -48,10 +51,35 @@ impl<'p> ProgressLinter<'p> {
             plan,
             scope: scope.to_string(),
             prev: None,
+            deferred: None,
             facts_only: false,
             facts: ProgressFacts::default(),
             diags: Vec::new(),
         }
+    }
+
+    /// Check entry `i` of `entries`.
+    /// Record each entry's timestamp (see [`ProgressLinter::take_stamps`]) rather than
+    /// checking the order, for a part of the log checked apart from the entries before it.
+    /// `expected`: about how many entries will be checked (the room reserved).
+    pub fn defer_order(mut self, expected: usize) -> Self {
+        self.deferred = Some(Vec::with_capacity(expected));
+        self
+    }
+
+    /// The recorded timestamps (with [`ProgressLinter::defer_order`]).
+    pub fn take_stamps(&mut self) -> Vec<Stamp> {
+        self.deferred.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The latest timestamp so far and its entry (what the next entry must be later than).
+    pub fn order_state(&self) -> Option<(Instant, usize)> {
+        self.prev
+    }
+
+    /// Continue after entries checked elsewhere whose latest timestamp was `prev`.
+    pub fn set_order_state(&mut self, prev: Option<(Instant, usize)>) {
+        self.prev = prev;
     }
 
     /// Check entry `i` of `entries`.
@@ -107,9 +135,7 @@ impl<'p> ProgressLinter<'p> {
         let ts_text = ts_node.and_then(Node::as_str).unwrap_or("");
         let ts_span = Some(ts_node.map_or(e.span, |n| n.span));
         let ts_err = |why: String| {
-            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(
-                "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"",
-            )
+            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(TS_HELP)
         };
         match ts_node.map(|n| &n.value) {
             None => self.diags.push(ts_err(format!("entries[{i}].timestamp is missing"))),
@@ -120,11 +146,20 @@ impl<'p> ProgressLinter<'p> {
                 Err(err) => self.diags.push(ts_err(format!(
                     "entries[{i}].timestamp {ts_text:?} is {err}"
                 ))),
-                Ok(t) => match self.prev {
-                    Some((p, j)) if t <= p => self.diags.push(ts_err(format!(
-                        "entries[{i}].timestamp {ts_text:?} is not later than entries[{j}]'s; timestamps must strictly increase"
-                    ))),
-                    _ => self.prev = Some((t, i)),
+                Ok(t) => match self.deferred.as_mut() {
+                    Some(stamps) => stamps.push(Stamp {
+                        index: i,
+                        at: t,
+                        span: ts_node.map_or(e.span, |n| n.span),
+                    }),
+                    None => order_step(
+                        &mut self.prev,
+                        i,
+                        t,
+                        ts_text,
+                        ts_node.map_or(e.span, |n| n.span),
+                        &mut self.diags,
+                    ),
                 },
             },
             Some(_) => self.diags.push(ts_err(format!(
@@ -223,6 +258,63 @@ impl<'p> ProgressLinter<'p> {
         }
         if !self.facts.with_entries.contains(task_id) {
             self.facts.with_entries.insert(task_id.to_string());
+        }
+    }
+}
+
+/// A valid timestamp of one entry, recorded for a later order check (its text is read back
+/// from the source at `span` when it is reported).
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub index: usize,
+    pub at: Instant,
+    pub span: Span,
+}
+
+const TS_HELP: &str = "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"";
+
+/// TS ordering of one entry: it must be later than `prev` (the latest timestamp so far),
+/// which it then becomes.
+fn order_step(
+    prev: &mut Option<(Instant, usize)>,
+    i: usize,
+    t: Instant,
+    ts_text: &str,
+    span: Span,
+    out: &mut Vec<Diagnostic>,
+) {
+    match *prev {
+        Some((p, j)) if t <= p => out.push(
+            diag(
+                "TS",
+                ArtifactKind::Progress,
+                Some(span),
+                &format!("/entries/{i}/timestamp"),
+                format!(
+                    "entries[{i}].timestamp {ts_text:?} is not later than entries[{j}]'s; timestamps must strictly increase"
+                ),
+            )
+            .with_help(TS_HELP),
+        ),
+        _ => *prev = Some((t, i)),
+    }
+}
+
+/// The TS ordering rule over timestamps recorded apart (see [`ProgressLinter::defer_order`]),
+/// in log order, continuing from `prev`: exactly what checking them in one pass reports.
+/// `text_of`: the timestamp's text (only asked for those reported).
+pub fn check_order(
+    stamps: impl IntoIterator<Item = Stamp>,
+    prev: &mut Option<(Instant, usize)>,
+    out: &mut Vec<Diagnostic>,
+    text_of: &dyn Fn(&Stamp) -> String,
+) {
+    for s in stamps {
+        match *prev {
+            Some((p, _)) if s.at <= p => {
+                order_step(prev, s.index, s.at, &text_of(&s), s.span, out)
+            }
+            _ => *prev = Some((s.at, s.index)),
         }
     }
 }
