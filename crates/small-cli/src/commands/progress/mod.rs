@@ -15,6 +15,7 @@ pub struct Args {
 }
 
 #[derive(clap::Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Sub {
     Add(Box<add::Args>),
     Migrate(migrate::Args),
