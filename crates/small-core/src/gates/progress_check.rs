@@ -25,9 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
-use crate::gates::invariants::{
-    check_order, PlanIndex, ProgressFacts, ProgressLinter, Stamp,
-};
+use crate::gates::invariants::{check_order, PlanIndex, ProgressFacts, ProgressLinter, Stamp};
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
 use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
@@ -513,7 +511,8 @@ fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
     into.with_entries.extend(with_entries);
     into.with_strict_evidence.extend(with_strict_evidence);
     into.with_completion.extend(with_completion);
-    into.with_completion_evidence.extend(with_completion_evidence);
+    into.with_completion_evidence
+        .extend(with_completion_evidence);
     into.s2_offenders.extend(s2_offenders);
     into.count += count;
 }

@@ -69,7 +69,10 @@ impl<'p> ProgressLinter<'p> {
 
     /// The recorded timestamps (with [`ProgressLinter::defer_order`]).
     pub fn take_stamps(&mut self) -> Vec<Stamp> {
-        self.deferred.as_mut().map(std::mem::take).unwrap_or_default()
+        self.deferred
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The latest timestamp so far and its entry (what the next entry must be later than).
@@ -138,11 +141,13 @@ impl<'p> ProgressLinter<'p> {
             diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(TS_HELP)
         };
         match ts_node.map(|n| &n.value) {
-            None => self.diags.push(ts_err(format!("entries[{i}].timestamp is missing"))),
+            None => self
+                .diags
+                .push(ts_err(format!("entries[{i}].timestamp is missing"))),
             Some(Value::Str(_)) => match timestamp::parse(ts_text) {
-                Err(TimestampError::Missing) => {
-                    self.diags.push(ts_err(format!("entries[{i}].timestamp is empty")))
-                }
+                Err(TimestampError::Missing) => self
+                    .diags
+                    .push(ts_err(format!("entries[{i}].timestamp is empty"))),
                 Err(err) => self.diags.push(ts_err(format!(
                     "entries[{i}].timestamp {ts_text:?} is {err}"
                 ))),
@@ -311,9 +316,7 @@ pub fn check_order(
 ) {
     for s in stamps {
         match *prev {
-            Some((p, _)) if s.at <= p => {
-                order_step(prev, s.index, s.at, &text_of(&s), s.span, out)
-            }
+            Some((p, _)) if s.at <= p => order_step(prev, s.index, s.at, &text_of(&s), s.span, out),
             _ => *prev = Some((s.at, s.index)),
         }
     }
