@@ -69,7 +69,10 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     out.push_str(&st.paint(label_style, &format!("{label}[{}]", d.code)));
     // A message that quotes a value (a schema error, an insecure link) could quote a
     // credential: mask any found.
-    out.push_str(&st.paint(BOLD, &format!(": {}", secrets::redact(&d.message))));
+    out.push_str(&st.paint(
+        BOLD,
+        &format!(": {}", escape_controls(&secrets::redact(&d.message))),
+    ));
     out.push('\n');
 
     let line_text = match (source, d.span) {
@@ -90,6 +93,7 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
             Some(s) if s.start.line > 0 => format!("{file}:{}:{}", s.start.line, s.start.column),
             _ => file.clone(),
         };
+        let loc = escape_controls(&loc);
         out.push_str(&format!("{pad}{} {loc}\n", st.paint(BOLD_BLUE, "-->")));
     }
 
@@ -117,7 +121,7 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
         out.push_str(&format!(
             "{} {bar} {}\n",
             st.paint(BOLD_BLUE, &line_no.to_string()),
-            snippet.text.trim_end()
+            escape_controls(snippet.text.trim_end())
         ));
         out.push_str(&format!(
             "{pad} {bar} {}{}\n",
@@ -127,12 +131,14 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     }
 
     if let Some(path) = &d.path {
+        let path = escape_controls(path);
         out.push_str(&format!(
             "{pad} {} path: {path}\n",
             st.paint(BOLD_BLUE, "=")
         ));
     }
     if let Some(help) = d.help.as_deref().map(secrets::redact) {
+        let help = escape_controls(&help);
         out.push_str(&format!(
             "{pad} {} {}: {help}\n",
             st.paint(BOLD_BLUE, "="),
@@ -406,5 +412,44 @@ mod tests {
             .at(span(2, 3, 2, 2000));
         let text = render(&d, Some(&src), false);
         assert!(text.lines().all(|l| l.len() < 140), "{text}");
+    }
+}
+
+/// Make text from files, the store or the network safe to print on a terminal: every control
+/// character except newline and tab (C0, DEL and the C1 range) is written as a visible escape
+/// (`\x1b`, `\u{9b}`), so a progress entry cannot retitle, clear or recolour the reader's
+/// terminal. Human output only: `--json` output is exact (JSON escapes controls itself).
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !bad(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_controls;
+
+    #[test]
+    fn controls_are_escaped_text_is_not() {
+        assert_eq!(
+            escape_controls("a\x1b]0;PWNED\x07\x1b[2J\u{9b}b\n\tc é"),
+            "a\\x1b]0;PWNED\\x07\\x1b[2J\\u{9b}b\n\tc é"
+        );
+        assert!(matches!(
+            escape_controls("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

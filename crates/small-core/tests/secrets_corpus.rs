@@ -17,7 +17,7 @@ fn cases(file: &str) -> Vec<(String, String, Option<String>)> {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (label, text) = l.split_once('\t').expect("label<TAB>text");
-            let text = text.replace('⟨', "").replace('⟩', "").replace("\\n", "\n");
+            let text = text.replace(['⟨', '⟩'], "").replace("\\n", "\n");
             let secret = text
                 .split_once('«')
                 .and_then(|(_, rest)| rest.split_once('»'))

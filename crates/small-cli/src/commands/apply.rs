@@ -136,7 +136,11 @@ fn txn_err(e: TxnError) -> CliError {
 fn current_replay_id(root: &Path) -> Option<String> {
     let limits = small_core::yaml::Limits::default();
     let read = |rel: &str, pointer: &str| -> Option<String> {
-        let bytes = std::fs::read(root.join(SMALL_DIR).join(rel)).ok()?;
+        let bytes = small_core::workspace::fsio::read_bounded(
+            &root.join(SMALL_DIR).join(rel),
+            small_core::workspace::fsio::MAX_READ_BYTES,
+        )
+        .ok()?;
         let doc = small_core::yaml::parse_bytes(&bytes, &limits).ok()?;
         let v = doc
             .root
@@ -152,7 +156,11 @@ fn current_replay_id(root: &Path) -> Option<String> {
 
 /// The workspace's run replay id only (what run-bound entries carry in `replayId`).
 fn workspace_run_replay_id(root: &Path) -> Option<String> {
-    let bytes = std::fs::read(root.join(SMALL_DIR).join(WORKSPACE_FILE)).ok()?;
+    let bytes = small_core::workspace::fsio::read_bounded(
+        &root.join(SMALL_DIR).join(WORKSPACE_FILE),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .ok()?;
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let v = doc
         .root
@@ -165,7 +173,11 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
 
 /// The ids of the plan's tasks, or `None` when the plan cannot be read.
 fn plan_task_ids(root: &Path) -> Option<Vec<String>> {
-    let bytes = std::fs::read(root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name())).ok()?;
+    let bytes = small_core::workspace::fsio::read_bounded(
+        &root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name()),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .ok()?;
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let tasks = doc.root.get("tasks")?.as_seq()?;
     Some(
@@ -280,7 +292,10 @@ fn run_shell(
         if let Some(parent) = p.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        match std::fs::File::create(p) {
+        // A fresh regular file: never through a link planted at the log's name.
+        let _ = small_core::workspace::fsio::regular_metadata(p)
+            .map(|m| m.map(|_| std::fs::remove_file(p)));
+        match small_core::workspace::fsio::create_new(p, None) {
             Ok(f) => Some(Arc::new(Mutex::new(f))),
             Err(e) => {
                 g.warn(format!(

@@ -71,7 +71,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         )));
     };
     let read = |p: &PathBuf| {
-        std::fs::read(p)
+        small_core::workspace::fsio::read_bounded(p, small_core::workspace::fsio::MAX_READ_BYTES)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display())))
     };

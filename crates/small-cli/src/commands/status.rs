@@ -82,7 +82,11 @@ pub(crate) fn render(st: &Status) -> String {
     }
     if !st.small_dir_exists {
         line(String::new());
-        line(".small/ does not exist here or in any parent directory. Run `small init` to start a SMALL project.".into());
+        match st.problems.first() {
+            // e.g. a linked .small/, which is refused
+            Some(p) => line(format!("problem: {p}")),
+            None => line(".small/ does not exist here or in any parent directory. Run `small init` to start a SMALL project.".into()),
+        }
         return o;
     }
     line(String::new());

@@ -114,7 +114,8 @@ fn the_readme_sequence_runs() {
         .find("## Using it")
         .expect("README has a Using it section");
     let block = &readme[start..];
-    let body = &block[block.find("```sh\n").unwrap() + 6..];
+    let open = "```sh runnable\n";
+    let body = &block[block.find(open).expect("a runnable block") + open.len()..];
     let body = &body[..body.find("```").unwrap()];
     let d = Dir::new();
     let mut ran = 0;

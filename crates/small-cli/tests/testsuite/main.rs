@@ -26,6 +26,8 @@ mod gate_compat;
 mod gate_golden;
 mod gate_lint;
 mod gate_secrets;
+mod hostile_files;
+mod hostile_limits;
 mod manifest_cli;
 mod runs_archive;
 mod runs_concurrency;

@@ -328,6 +328,44 @@ pub fn add_progress(
     Ok(outcome(req, &status, appended, None, forced_past, in_plan))
 }
 
+/// What [`migrate_progress`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrateOutcome {
+    pub entries: usize,
+    /// Timestamps rewritten.
+    pub rewritten: usize,
+    /// Whether the log changed (timestamps rewritten, or a flow list put in block form);
+    /// false: nothing was staged.
+    pub changed: bool,
+}
+
+/// `small progress migrate`: stage the progress log with canonical, strictly increasing
+/// timestamps (only the timestamp values change). A missing log is an error.
+pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, TxnError> {
+    let rel = crate::authoring::progress::progress_rel();
+    let Some(bytes) = txn.read(&rel)? else {
+        return Err(TxnError::Invalid(format!(
+            "{rel} does not exist; create the workspace with `small init`"
+        )));
+    };
+    let (report, new_text) =
+        crate::authoring::progress::migrate_text(&bytes).map_err(TxnError::Invalid)?;
+    let Some(text) = new_text else {
+        return Ok(MigrateOutcome {
+            entries: report.entries,
+            rewritten: 0,
+            changed: false,
+        });
+    };
+    txn.write(rel, text.into_bytes());
+    handoff::touch_workspace(txn, None)?;
+    Ok(MigrateOutcome {
+        entries: report.entries,
+        rewritten: report.rewritten,
+        changed: true,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

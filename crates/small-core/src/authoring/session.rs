@@ -745,3 +745,179 @@ pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, 
         summary: out.summary,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::{self, Limits};
+
+    fn log(entries: &str) -> Node {
+        yaml::parse_str(&format!("entries:\n{entries}"), &Limits::default())
+            .unwrap()
+            .root
+    }
+
+    fn task(id: &str, status: &str) -> Task {
+        Task {
+            id: id.into(),
+            title: format!("title of {id}"),
+            status: status.into(),
+            dependencies: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn activity_ignores_bookkeeping_meta_and_earlier_runs() {
+        let l = log(concat!(
+            "  - task_id: task-1\n    status: in_progress\n    evidence: old run\n",
+            "  - task_id: meta/reset\n    status: completed\n    evidence: reset\n",
+            "  - task_id: task-2\n    status: pending\n    evidence: Added task task-2 via small plan --add\n    notes: B\n",
+            "  - task_id: task-3\n    status: in_progress\n    evidence: parser half done\n",
+            "  - task_id: task-4\n    status: in_progress\n    evidence: other run\n    replayId: bb\n",
+            "  - task_id: meta/note\n    status: completed\n    evidence: n\n",
+        ));
+        let a = run_activity(&l, Some("aa"));
+        assert_eq!(a.worked, vec!["task-3"]);
+        let ev = a.last_evidence.unwrap();
+        assert_eq!(
+            (ev.task_id.as_str(), ev.evidence.as_str()),
+            ("task-3", "parser half done")
+        );
+        let tasks = [
+            task("task-1", "pending"),
+            task("task-2", "pending"),
+            task("task-3", "pending"),
+        ];
+        let open: Vec<String> = open_tasks(&tasks, &run_activity(&l, Some("aa")))
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(open, vec!["task-3"]);
+        let closed = [task("task-3", "cancelled")];
+        assert!(open_tasks(&closed, &run_activity(&l, None)).is_empty());
+    }
+
+    fn report(current: &str, steps: &[&str]) -> RunReport {
+        RunReport {
+            status: RunStatus::InProgress,
+            current_task_id: Some(current.into()),
+            next_steps: steps.iter().map(|s| s.to_string()).collect(),
+            in_progress: Vec::new(),
+            blocked: Vec::new(),
+            last_evidence: None,
+            strict_ok: true,
+            strict_problem: String::new(),
+        }
+    }
+
+    fn handoff_node(summary: &str, current: &str, steps: &[&str]) -> Node {
+        let mut s =
+            format!("summary: {summary:?}\nresume:\n  current_task_id: {current}\n  next_steps:\n");
+        for st in steps {
+            s.push_str(&format!("    - {st:?}\n"));
+        }
+        yaml::parse_str(&s, &Limits::default()).unwrap().root
+    }
+
+    #[test]
+    fn a_callers_summary_is_kept_until_the_state_changes() {
+        let r = report("task-2", &["Continue with task-2"]);
+        let old = handoff_node("Waiting on review", "task-2", &["Continue with task-2"]);
+        let (s, src, replaced) = choose_summary(None, Some(&old), &r);
+        assert_eq!(
+            (s.as_str(), src, replaced),
+            ("Waiting on review", SummarySource::Kept, None)
+        );
+        let moved = report("task-3", &["Continue with task-3"]);
+        let (s, src, replaced) = choose_summary(None, Some(&old), &moved);
+        assert_eq!(s, "Run in progress. Next task: task-3.");
+        assert_eq!(src, SummarySource::Computed);
+        assert_eq!(replaced.as_deref(), Some("Waiting on review"));
+        let (s, src, _) = choose_summary(Some("new"), Some(&old), &r);
+        assert_eq!((s.as_str(), src), ("new", SummarySource::Given));
+        let computed = handoff_node(
+            "Run in progress. Next task: task-1.",
+            "task-2",
+            &["Continue with task-2"],
+        );
+        let (_, src, replaced) = choose_summary(None, Some(&computed), &r);
+        assert_eq!((src, replaced), (SummarySource::Computed, None));
+    }
+
+    fn workspace() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join(".small");
+        std::fs::create_dir(&small).unwrap();
+        for f in templates::base_artifacts(Some("Test the session operations")) {
+            std::fs::write(small.join(f.name), f.content).unwrap();
+        }
+        let id = crate::spec::replayid::auto_replay_id_in(&small).unwrap();
+        std::fs::write(
+            small.join("handoff.small.yml"),
+            templates::bootstrap_handoff(&id),
+        )
+        .unwrap();
+        std::fs::write(
+            small.join("workspace.small.yml"),
+            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn handoff_mid_run_then_final_then_reset() {
+        use crate::authoring::plan_edit::{edit_plan, PlanRequest};
+        use crate::authoring::record::{add_progress, RecordRequest};
+        let dir = workspace();
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        let req = PlanRequest {
+            add: vec!["Two".into(), "Three".into()],
+            ..Default::default()
+        };
+        let out = edit_plan(&mut txn, &req).unwrap();
+        assert_eq!(out.added.len(), 2);
+        txn.commit().unwrap();
+
+        // Bookkeeping only: a final handoff passes.
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        let final_req = HandoffRequest {
+            final_check: true,
+            ..Default::default()
+        };
+        write_handoff(&mut txn, &final_req).unwrap();
+        txn.commit().unwrap();
+
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        add_progress(
+            &mut txn,
+            &RecordRequest {
+                task: "task-2".into(),
+                status: "in_progress".into(),
+                evidence: vec![("evidence".into(), "half done".into())],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        txn.commit().unwrap();
+
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        match write_handoff(&mut txn, &final_req) {
+            Err(HandoffError::Unfinished { open }) => assert_eq!(open[0].id, "task-2"),
+            other => panic!("{other:?}"),
+        }
+        let out = write_handoff(&mut txn, &HandoffRequest::default()).unwrap();
+        assert_eq!(out.open.len(), 1);
+        assert_eq!(out.run.current_task_id.as_deref(), Some("task-1"));
+        assert!(out.run.strict_ok, "{}", out.run.strict_problem);
+        txn.commit().unwrap();
+
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        let r = reset(&mut txn, &ResetRequest { keep_intent: true }).unwrap();
+        assert!(r.previous_replay_id.is_some());
+        txn.commit().unwrap();
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        let out = write_handoff(&mut txn, &final_req).unwrap();
+        assert!(out.open.is_empty() && out.run.last_evidence.is_none());
+    }
+}

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::gates::invariants::{scalar_text, PlanIndex, TaskInfo};
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION, WORKSPACE_FILE};
+use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
 /// Plan statuses every summary lists (others are counted under their own name).
@@ -206,7 +207,7 @@ pub fn recent_entries(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut f = File::open(path)?;
+    let mut f = fsio::open_read(path)?;
     let size = f.metadata()?.len();
     if size > SMALL_FILE {
         if let Some(found) = tail_entries(&mut f, size, n, keep)? {
@@ -221,7 +222,7 @@ fn whole_file_entries(
     n: usize,
     keep: &dyn Fn(&Node) -> bool,
 ) -> io::Result<Vec<Node>> {
-    let bytes = std::fs::read(path)?;
+    let bytes = fsio::read_bounded(path, Limits::default().max_bytes as u64)?;
     let doc = yaml::parse_bytes(&bytes, &Limits::default())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     let Some(entries) = doc.root.get("entries").and_then(Node::as_seq) else {
@@ -392,7 +393,7 @@ pub struct StatusOptions {
 }
 
 fn parse_small(path: &Path) -> Result<Option<yaml::Document>, String> {
-    match std::fs::read(path) {
+    match fsio::read_bounded(path, Limits::default().max_bytes as u64) {
         Ok(b) => yaml::parse_bytes(&b, &Limits::default())
             .map(Some)
             .map_err(|e| e.to_string()),
@@ -417,6 +418,15 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
         recent_progress: Vec::new(),
         problems: Vec::new(),
     };
+    if std::fs::symlink_metadata(small_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.
+        st.small_dir_exists = false;
+        st.problems.push(format!(
+            "{} is a symbolic link; small works only on a real .small/ directory",
+            small_dir.display()
+        ));
+        return st;
+    }
     if !st.small_dir_exists {
         return st;
     }

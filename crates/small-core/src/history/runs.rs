@@ -153,7 +153,14 @@ pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
 /// Fail unless `<root>/.small/` is a directory.
 pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
     let dir = root.join(SMALL_DIR);
-    match std::fs::metadata(&dir) {
+    // A linked `.small/` is refused (docs/decisions.md): snapshots and archives copy only
+    // what is inside the workspace.
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(RunError::usage(format!(
+            "{} is a symbolic link; small works only on a real {SMALL_DIR}/ directory",
+            dir.display()
+        ))
+        .with_help("replace the link with the directory it points to")),
         Ok(m) if m.is_dir() => Ok(dir),
         Ok(_) => Err(RunError::usage(format!(
             "{} is not a directory",

@@ -56,6 +56,8 @@ use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
 pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
+pub mod fsio;
+
 pub const CODE_MISSING: &str = "missing";
 pub const CODE_YAML: &str = "yaml";
 pub const CODE_IO: &str = "io";
@@ -80,6 +82,8 @@ pub enum LocateError {
     NotADirectory { root: PathBuf, small_dir: PathBuf },
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
+    #[error("{} is a symbolic link; small works only on a real .small/ directory", small_dir.display())]
+    Symlink { root: PathBuf, small_dir: PathBuf },
 }
 
 impl LocateError {
@@ -95,6 +99,9 @@ impl LocateError {
                 d.with_help("move the file named .small out of the way, then run `small init`")
             }
             LocateError::Unreadable { .. } => d.with_help("check the path and its permissions"),
+            LocateError::Symlink { .. } => d.with_help(
+                "replace the link with the directory it points to, or run small in that directory",
+            ),
         }
     }
 }
@@ -158,7 +165,10 @@ fn at(base: PathBuf) -> Result<Location, LocateError> {
         base
     };
     let small_dir = root.join(SMALL_DIR);
-    match std::fs::metadata(&small_dir) {
+    // `symlink_metadata`: a `.small` that is a link is refused (see docs/decisions.md), so
+    // no file small reads or writes can be redirected outside the workspace by it.
+    match std::fs::symlink_metadata(&small_dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(LocateError::Symlink { root, small_dir }),
         Ok(m) if m.is_dir() => Ok(Location { root, small_dir }),
         Ok(_) => Err(LocateError::NotADirectory { root, small_dir }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -381,7 +391,10 @@ impl Workspace {
 
     fn note_failure(&mut self, path: &Path, d: Diagnostic) {
         if d.code == CODE_YAML && d.span.is_some() {
-            if let (Some(rel), Ok(bytes)) = (d.file.clone(), std::fs::read(path)) {
+            if let (Some(rel), Ok(bytes)) = (
+                d.file.clone(),
+                fsio::read_bounded(path, fsio::MAX_READ_BYTES),
+            ) {
                 self.failed_sources
                     .push((rel, String::from_utf8_lossy(&bytes).into_owned()));
             }
@@ -630,32 +643,40 @@ pub fn load_file(path: &Path, rel: &str, limits: &Limits) -> Result<Document, Lo
     require_mapping(doc, rel).map_err(LoadError::Problem)
 }
 
-/// Read a file's bytes: missing, unreadable and too-large files are [`LoadError`]s.
+/// Read a file's bytes: missing, unreadable and too-large files are [`LoadError`]s. The file
+/// is opened through [`fsio`]: a link, a FIFO or a device is refused at open (without
+/// blocking), and at most `limits.max_bytes + 1` bytes are ever read.
 fn read_file(path: &Path, rel: &str, limits: &Limits) -> Result<Vec<u8>, LoadError> {
     let io =
         |msg: String| LoadError::Problem(Box::new(Diagnostic::error(CODE_IO, msg).in_file(rel)));
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
-        Err(e) => return Err(io(format!("cannot read {rel}: {e}"))),
-    };
-    if meta.is_dir() {
-        return Err(io(format!("{rel} is a directory, not a file")));
-    }
-    if meta.len() > limits.max_bytes as u64 {
-        return Err(LoadError::Problem(Box::new(
+    let too_large = |len: String| {
+        LoadError::Problem(Box::new(
             Diagnostic::error(
                 CODE_YAML,
                 format!(
-                    "{rel} is too large ({} bytes; the limit is {} bytes)",
-                    meta.len(),
+                    "{rel} is too large ({len}; the limit is {} bytes)",
                     limits.max_bytes
                 ),
             )
             .in_file(rel),
-        )));
+        ))
+    };
+    let file = match fsio::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) => return Err(io(format!("cannot read {rel}: {e}"))),
+    };
+    let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if claimed > limits.max_bytes as u64 {
+        return Err(too_large(format!("{claimed} bytes")));
     }
-    std::fs::read(path).map_err(|e| io(format!("cannot read {rel}: {e}")))
+    match fsio::read_all_bounded(file, limits.max_bytes as u64) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            Err(too_large("it grew while being read".into()))
+        }
+        Err(e) => Err(io(format!("cannot read {rel}: {e}"))),
+    }
 }
 
 /// Parse file bytes as an artifact: YAML, and a mapping at the top level.

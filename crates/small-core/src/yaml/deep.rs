@@ -88,9 +88,7 @@ pub(super) fn parse(text: &str, base: usize, limits: &Limits) -> Option<Result<N
     for &(s, e) in &ranges {
         // Find the placeholder and its depth.
         let at = u32::try_from(s + base).ok()?;
-        let Some((slot, depth)) = find_null_at(&mut root, at) else {
-            return None;
-        };
+        let (slot, depth) = find_null_at(&mut root, at)?;
         let room = limits.max_depth.saturating_sub(depth);
         match parse_flow(text, s, e, &lines, room, limits.max_depth) {
             Some(Ok(node)) => *slot = node,

@@ -105,9 +105,10 @@ pub fn warn_all(g: &GlobalArgs, warnings: &[String]) {
     g.warnings(warnings);
 }
 
-/// Write text to stdout (through the output helper).
+/// Write human text to stdout (through the output helper), control characters escaped
+/// (see [`crate::render::escape_controls`]).
 pub fn emit(text: &str) -> CmdResult {
-    crate::output::data(text)
+    crate::output::data(&crate::render::escape_controls(text))
 }
 
 /// Append one formatted line to a `String` buffer.
