@@ -18,6 +18,7 @@ pub mod merge_driver;
 pub mod plan;
 pub mod progress;
 pub mod reset;
+pub mod resume;
 pub mod run;
 pub mod selftest;
 pub mod serve;

@@ -7,5 +7,6 @@ pub mod handoff;
 pub mod merge;
 pub mod plan;
 pub mod progress;
+pub mod resume;
 pub mod templates;
 pub mod txn;

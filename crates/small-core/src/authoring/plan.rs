@@ -125,9 +125,11 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
     let existing = tasks(&doc.root);
     let id = match id.map(str::trim) {
         None => next_task_id(&existing),
-        Some(id) if !valid_task_id(id) => return Err(format!(
+        Some(id) if !valid_task_id(id) => {
+            return Err(format!(
             "task id {id:?} is not valid: use letters, digits, '.', '_' and '-' (e.g. auth-login)"
-        )),
+        ))
+        }
         Some(id) => {
             if let Some(t) = existing.iter().find(|t| t.id == id) {
                 return Err(format!(
