@@ -3,21 +3,20 @@
 
 mod commands;
 mod error;
+mod output;
 mod render;
+mod settings;
+mod units;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// SMALL: durable, machine-checkable project state for agents and humans.
 #[derive(Parser, Debug)]
-#[command(
-    name = "small",
-    disable_version_flag = true,
-    arg_required_else_help = true
-)]
+#[command(name = "small", disable_version_flag = true)]
 pub struct Cli {
     /// Print version information and exit (same as `small version`)
-    #[arg(short = 'v', long = "version")]
+    #[arg(short = 'V', long = "version", short_alias = 'v')]
     pub version: bool,
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -28,10 +27,13 @@ pub struct Cli {
 /// Flags every command accepts.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GlobalArgs {
-    /// Disable ANSI colour output
+    /// When to use colours: auto (a terminal, unless NO_COLOR or CI is set), always, never
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: output::ColorChoice,
+    /// Disable ANSI colour output (same as --color never)
     #[arg(long, global = true)]
     pub no_color: bool,
-    /// Suppress non-error output
+    /// Print nothing but errors (no progress, no summaries, no warnings)
     #[arg(long, global = true)]
     pub quiet: bool,
 }
@@ -67,16 +69,50 @@ pub enum Command {
     MergeDriver(commands::merge_driver::Args),
     Serve(commands::serve::Args),
     Store(commands::store::Args),
+    Man(commands::man::Args),
+}
+
+/// The command-line definition as parsed: every boolean flag also takes an explicit value,
+/// `--flag=true` or `--flag=false` (as Go CLIs built with cobra accept).
+pub fn cli_command() -> clap::Command {
+    bool_flags_take_values(Cli::command())
+}
+
+fn bool_flags_take_values(cmd: clap::Command) -> clap::Command {
+    let cmd = cmd.mut_args(|a| {
+        if matches!(a.get_action(), ArgAction::SetTrue)
+            && a.get_long().is_some_and(|l| l != "version")
+        {
+            a.action(ArgAction::Set)
+                .num_args(0..=1)
+                .require_equals(true)
+                .value_name("BOOL")
+                .value_parser(clap::builder::BoolishValueParser::new())
+                .default_value("false")
+                .default_missing_value("true")
+                .hide_default_value(true)
+                .hide_possible_values(true)
+        } else {
+            a
+        }
+    });
+    cmd.mut_subcommands(bool_flags_take_values)
 }
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = Cli::parse();
+    let matches = cli_command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let g = cli.global.clone();
     let Some(command) = cli.command else {
-        // `small --version` / `small -v` (clap prints help when neither is given).
-        let args = commands::version::Args { json: false };
-        return finish(commands::version::run(args, &g));
+        if cli.version {
+            // `small --version` / `small -V` (and `-v`, as the reference spells it).
+            let args = commands::version::Args { json: false };
+            return finish(commands::version::run(args, &g), &g);
+        }
+        // Bare `small`: the help, on stdout, and success (as the reference does).
+        let help = cli_command().render_help().to_string();
+        return finish(g.data(format!("{}\n", help.trim_end())), &g);
     };
     let result = match command {
         Command::Version(a) => commands::version::run(a, &g),
@@ -108,17 +144,18 @@ fn main() -> ExitCode {
         Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
         Command::Serve(a) => commands::serve::run(a, &g),
         Command::Store(a) => commands::store::run(a, &g),
+        Command::Man(a) => commands::man::run(a, &g),
     };
-    finish(result)
+    finish(result, &g)
 }
 
 /// Print a command's error (if any) and turn it into the process exit code.
-fn finish(result: error::CmdResult) -> ExitCode {
+fn finish(result: error::CmdResult, g: &GlobalArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !e.message.is_empty() {
-                eprintln!("error: {}", e.message);
+                g.error(format!("error: {}", e.message));
             }
             ExitCode::from(e.exit)
         }

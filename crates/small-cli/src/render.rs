@@ -10,8 +10,8 @@
 //!    = help: ...
 //! ```
 //!
-//! Colour (hand-rolled ANSI) is used when [`use_color`] says so: not with `--no-color`, not
-//! when `NO_COLOR` is set to anything non-empty, and only when the stream is a terminal.
+//! Colour (hand-rolled ANSI) is used when the caller asks; the output helper
+//! (`crate::output`) decides when that is.
 //!
 //! Use [`render_all`] with a lookup from the diagnostic's file name to the file's text (for a
 //! loaded workspace: `|f| ws.source_of(f)`); files without source are shown without the
@@ -19,20 +19,7 @@
 
 #![allow(dead_code)]
 
-use std::io::IsTerminal;
-
 use small_core::diag::{Diagnostic, Severity};
-
-/// Whether to colour output written to `stream` (e.g. `std::io::stderr()`).
-pub fn use_color(no_color_flag: bool, stream: &impl IsTerminal) -> bool {
-    if no_color_flag {
-        return false;
-    }
-    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
-        return false;
-    }
-    stream.is_terminal()
-}
 
 #[derive(Clone, Copy)]
 struct Style {

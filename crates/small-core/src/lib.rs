@@ -3,10 +3,10 @@
 //! ends on it.
 //!
 //! The folders are the architecture; dependencies point down this list, never up:
-//! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
-//!   timestamps, replay IDs).
 //! - `diag`: the one diagnostic shape every rule and operation reports through.
 //! - `yaml`, `json`: loading YAML with positions; canonical JSON.
+//! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
+//!   timestamps, replay IDs) and the typed model (task status, the plan's tasks).
 //! - `workspace`: locating and loading a `.small/` workspace.
 //! - `gates`: schemas, validation, invariants, verify, check, status.
 //! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).

@@ -165,7 +165,7 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
     let pv = req
         .protocol_version()
         .unwrap_or(manifest::SUPPORTED_PROTOCOL_VERSION);
-    let candidate = materialise(&replay_id, pv, m);
+    let candidate = materialise(replay_id.as_str(), pv, m);
     let store = state.replay.clone();
     let stored = match tokio::task::spawn_blocking(move || store.get_or_insert(candidate)).await {
         Ok(Ok((record, _created))) => record,

@@ -5,7 +5,9 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::txn::{Transaction, TxnError};
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use small_core::spec::model::TaskStatus;
+use small_core::workspace::Scope;
 use std::path::PathBuf;
 
 /// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
@@ -33,8 +35,8 @@ pub struct AcceptArgs {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds to accept: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Show the change as a diff and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -52,9 +54,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         AcceptKind::Intent(a) => (ArtifactKind::Intent, a),
         AcceptKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
-    let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
+    let root = open_scoped(a.dir.as_deref(), a.workspace)?;
     let draft = draft_rel(kind);
-    let target = format!("{SMALL_DIR}/{}", kind.file_name());
+    let target = kind.rel_path();
     let bytes = match std::fs::read(root.join(&draft)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -85,9 +87,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut txn = Transaction::begin(&root).map_err(txn_err)?;
     let old = txn.read(&target).map_err(txn_err)?;
     if old.as_deref() == Some(bytes.as_slice()) {
-        if !g.quiet {
-            println!("{target} already matches {draft}; nothing to accept");
-        }
+        g.info(format!(
+            "{target} already matches {draft}; nothing to accept"
+        ));
         return Ok(());
     }
     if a.dry_run {
@@ -98,20 +100,24 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .unwrap_or_default();
         let new_text = String::from_utf8_lossy(&bytes);
         let diff = similar::TextDiff::from_lines(old_text.as_ref(), new_text.as_ref());
-        println!("Dry run: accepting {draft} would change {target} (nothing written):");
-        print!(
-            "{}",
-            diff.unified_diff().context_radius(3).header(
-                &format!("{target} (current)"),
-                &format!("{target} (accepted)")
-            )
+        g.info(format!(
+            "Dry run: accepting {draft} would change {target} (nothing written):"
+        ));
+        g.info_raw(
+            diff.unified_diff()
+                .context_radius(3)
+                .header(
+                    &format!("{target} (current)"),
+                    &format!("{target} (accepted)"),
+                )
+                .to_string(),
         );
         return Ok(());
     }
     txn.write(target.clone(), bytes.clone());
 
     // Keep workspace metadata's updated_at current, editing only that value.
-    let ws_rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
+    let ws_rel = small_core::spec::consts::small_rel(WORKSPACE_FILE);
     let now = small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
     if let Ok(src) = txn.read_string(&ws_rel) {
         if let Ok(doc) = small_core::yaml::parse_str(&src, &small_core::yaml::Limits::default()) {
@@ -131,35 +137,36 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(format!("meta/accept-{}", kind.name()), Some("completed"))
-        .field(
-            "evidence",
-            format!("Accepted draft {} from {draft}", kind.name()),
-        )
-        .field("notes", format!("small accept {}", kind.name()));
+    let entry = NewEntry::new(
+        format!("meta/accept-{}", kind.name()),
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field(
+        "evidence",
+        format!("Accepted draft {} from {draft}", kind.name()),
+    )
+    .field("notes", format!("small accept {}", kind.name()));
     let appended = txn
         .append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
 
-    if !g.quiet {
-        let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
-        match &old {
-            Some(o) => println!(
-                "Accepted {draft} into {target} (replaced {} lines with {})",
-                lines(o),
-                lines(&bytes)
-            ),
-            None => println!(
-                "Accepted {draft} into {target} (new file, {} lines)",
-                lines(&bytes)
-            ),
-        }
-        println!(
-            "Recorded progress entry meta/accept-{} at {}",
-            kind.name(),
-            appended.timestamp
-        );
-    }
+    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+    g.info(match &old {
+        Some(o) => format!(
+            "Accepted {draft} into {target} (replaced {} lines with {})",
+            lines(o),
+            lines(&bytes)
+        ),
+        None => format!(
+            "Accepted {draft} into {target} (new file, {} lines)",
+            lines(&bytes)
+        ),
+    });
+    g.info(format!(
+        "Recorded progress entry meta/accept-{} at {}",
+        kind.name(),
+        appended.timestamp
+    ));
     Ok(())
 }

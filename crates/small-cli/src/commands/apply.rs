@@ -7,13 +7,14 @@ use sha2::{Digest, Sha256};
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::spec::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
+use small_core::spec::model::TaskStatus;
+use small_core::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use small_core::workspace::Scope;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-/// Environment variable selecting the progress mode (seed 000, invariant 7).
-pub const PROGRESS_MODE_ENV: &str = "SMALL_PROGRESS_MODE";
 /// Longest command summary stored in `command_summary`.
 pub const SUMMARY_CAP: usize = 200;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
@@ -48,7 +49,8 @@ pub struct Args {
     /// Record the intent to run, without running anything
     #[arg(long)]
     pub dry_run: bool,
-    /// Put the exit code and the tail of the output into the entry's evidence
+    /// Put the exit code and the tail of the output into the entry's evidence; the command's
+    /// output is then not shown (it is kept in the evidence and the output log)
     #[arg(long, conflicts_with = "dry_run")]
     pub auto_progress: bool,
     /// Also set the task's plan status from the result (completed or blocked); needs --task
@@ -61,8 +63,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds to accept: root or any
-    #[arg(long, value_name = "SCOPE", default_value = "root")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 /// Progress mode (seed 000, invariant 7).
@@ -73,12 +75,13 @@ pub enum ProgressMode {
 }
 
 impl ProgressMode {
-    /// From `SMALL_PROGRESS_MODE`: `audit` (any case) selects audit; anything else is signal.
-    pub fn from_env() -> ProgressMode {
-        match std::env::var(PROGRESS_MODE_ENV) {
-            Ok(v) if v.trim().eq_ignore_ascii_case("audit") => ProgressMode::Audit,
-            _ => ProgressMode::Signal,
-        }
+    /// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
+    pub fn from_env() -> Result<ProgressMode, CliError> {
+        Ok(if crate::settings::progress_mode_is_audit()? {
+            ProgressMode::Audit
+        } else {
+            ProgressMode::Signal
+        })
     }
 }
 
@@ -143,8 +146,8 @@ fn current_replay_id(root: &Path) -> Option<String> {
             .to_ascii_lowercase();
         small_core::spec::replayid::is_well_formed(&v).then_some(v)
     };
-    read(WORKSPACE_FILE, "/run/replay_id")
-        .or_else(|| read(ArtifactKind::Handoff.file_name(), "/replayId/value"))
+    read(WORKSPACE_FILE, RUN_REPLAY_ID_POINTER)
+        .or_else(|| read(ArtifactKind::Handoff.file_name(), HANDOFF_REPLAY_ID_POINTER))
 }
 
 /// The workspace's run replay id only (what run-bound entries carry in `replayId`).
@@ -153,7 +156,7 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let v = doc
         .root
-        .pointer("/run/replay_id")?
+        .pointer(RUN_REPLAY_ID_POINTER)?
         .as_str()?
         .trim()
         .to_string();
@@ -442,13 +445,13 @@ fn run_self(args: &[&str]) -> Result<(), CliError> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let scope = args.workspace.trim().to_ascii_lowercase();
-    if scope == "examples" {
+    let scope = args.workspace;
+    if scope == Scope::Examples {
         return Err(CliError::usage(
             "apply does not run in example workspaces (--workspace examples); use --workspace any to override",
         ));
     }
-    let root = open_scoped(args.dir.as_deref(), &scope)?;
+    let root = open_scoped(args.dir.as_deref(), scope)?;
     if !root
         .join(SMALL_DIR)
         .join(ArtifactKind::Progress.file_name())
@@ -482,7 +485,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "--auto-progress and --auto-checkpoint need a command (--cmd)",
         ));
     }
-    let mode = ProgressMode::from_env();
+    let mode = ProgressMode::from_env()?;
     let task_id = args
         .task
         .as_deref()
@@ -520,11 +523,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
         e
     };
-    let say = |s: String| {
-        if !g.quiet {
-            println!("{s}");
-        }
-    };
+    let say = |s: String| g.info(s);
 
     if dry_run {
         say(match &command {
@@ -549,7 +548,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             return Ok(());
         }
         let mut entry = bind(
-            NewEntry::new(task_id.clone(), Some("pending"))
+            NewEntry::new(task_id.clone(), Some(TaskStatus::Pending.as_str()))
                 .field("evidence", "Dry run: no command was executed")
                 .field("notes", "apply --dry-run"),
         );
@@ -576,7 +575,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if should_record(Event::Start, &task_id, mode) {
         let entry = with_command(
             bind(
-                NewEntry::new(task_id.clone(), Some("in_progress"))
+                NewEntry::new(task_id.clone(), Some(TaskStatus::InProgress.as_str()))
                     .field("evidence", "Apply started")
                     .field("notes", "apply: execution started"),
             ),
@@ -593,11 +592,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let started = std::time::Instant::now();
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
-    let echo = (!args.auto_progress && !g.quiet, !args.auto_progress);
+    let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
     let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
-    let status = if ok { "completed" } else { "blocked" };
+    let status = if ok {
+        TaskStatus::Completed.as_str()
+    } else {
+        TaskStatus::Blocked.as_str()
+    };
     say(format!(
         "{} (exit code {code}, {secs:.2} s); full output in {}",
         if ok {
@@ -632,7 +635,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 "Recorded a {status} progress entry for {task_id} at {}",
                 stamps[0]
             )),
-            Err(e) => eprintln!("warning: the run's result was not recorded: {}", e.message),
+            Err(e) => g.warn(format!(
+                "warning: the run's result was not recorded: {}",
+                e.message
+            )),
         }
     } else {
         say(
@@ -654,7 +660,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             status,
         ];
         cp.extend(["--evidence", evidence.as_str()]);
-        if g.quiet {
+        if g.quiet() {
             cp.insert(0, "--quiet");
         }
         run_self(&cp)?;
@@ -663,11 +669,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.handoff && ok {
         let root_s = root.display().to_string();
         let mut h = vec!["handoff", "--dir", root_s.as_str()];
-        if g.quiet {
+        if g.quiet() {
             h.insert(0, "--quiet");
         }
         if let Err(e) = run_self(&h) {
-            eprintln!("warning: the handoff was not regenerated (exit {})", e.exit);
+            g.warn(format!(
+                "warning: the handoff was not regenerated (exit {})",
+                e.exit
+            ));
         }
     } else if args.handoff {
         say("Handoff not regenerated: the command failed".to_string());

@@ -85,11 +85,11 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
         force: args.force,
     };
     let r = archive::create(&root, &opts).map_err(to_cli)?;
-    warn_all(&r.warnings);
+    warn_all(g, &r.warnings);
     if args.json {
         return print_json(&r);
     }
-    if g.quiet {
+    if g.quiet() {
         return Ok(());
     }
     let short = runs::short_id(&r.replay_id, 16);
@@ -123,7 +123,7 @@ fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let r = archive::verify(&v.path).map_err(to_cli)?;
     if v.json {
         print_json(&r)?;
-    } else if !g.quiet || !r.ok {
+    } else if !g.quiet() || !r.ok {
         for c in &r.files {
             let line = match c.state {
                 FileState::Ok => format!("ok        {}", c.name),
@@ -137,7 +137,7 @@ fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
                 FileState::Unlisted => format!("UNLISTED  {} (not in archive.small.yml)", c.name),
                 FileState::Unsafe => format!("UNSAFE    {} (not a regular file)", c.name),
             };
-            if c.state == FileState::Ok && g.quiet {
+            if c.state == FileState::Ok && g.quiet() {
                 continue;
             }
             outln!(o, "{line}");
@@ -145,7 +145,7 @@ fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
     }
     let bad = r.files.iter().filter(|c| c.state != FileState::Ok).count();
     if bad == 0 {
-        if !v.json && !g.quiet {
+        if !v.json && !g.quiet() {
             outln!(
                 o,
                 "Archive {} is intact ({} files).",

@@ -10,7 +10,6 @@ use small_core::gates::schemas::SchemaSet;
 use small_core::workspace::{Location, Scope, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
-use crate::render;
 use crate::GlobalArgs;
 
 /// Run validate, lint and verify; stop at the first stage that fails.
@@ -37,7 +36,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Directory containing .small/ (or the .small directory itself) [default: current directory]
     #[arg(long, value_name = "DIR")]
@@ -48,10 +47,6 @@ pub struct Args {
 }
 
 /// clap value parser for `--workspace`.
-pub(crate) fn parse_scope(s: &str) -> Result<Scope, String> {
-    s.parse()
-}
-
 /// Find the workspace, or say why there is none.
 pub(crate) fn locate(dir: Option<&std::path::Path>) -> Result<Location, Box<Diagnostic>> {
     small_core::workspace::locate(dir).map_err(|e| Box::new(e.to_diagnostic()))
@@ -68,34 +63,22 @@ pub(crate) fn schemas(
     })
 }
 
-/// How to print a list of diagnostics for humans.
-pub(crate) struct Printer {
-    pub color: bool,
+/// How to print a list of diagnostics for humans (through the output helper).
+pub(crate) struct Printer<'g> {
+    g: &'g GlobalArgs,
     /// One line per problem (`file:line:col: error[CODE]: message`), no snippets.
     pub compact: bool,
 }
 
-impl Printer {
-    pub fn new(g: &GlobalArgs, compact: bool) -> Printer {
-        Printer {
-            color: render::use_color(g.no_color, &std::io::stderr()),
-            compact,
-        }
+impl<'g> Printer<'g> {
+    pub fn new(g: &'g GlobalArgs, compact: bool) -> Printer<'g> {
+        Printer { g, compact }
     }
 
-    /// Print diagnostics to stderr.
+    /// Print diagnostics to stderr (only the errors under --quiet).
     pub fn print(&self, diags: &[Diagnostic], ws: Option<&Workspace>) {
-        if diags.is_empty() {
-            return;
-        }
-        if self.compact {
-            for d in diags {
-                eprintln!("{}", compact_line(d));
-            }
-            return;
-        }
-        let text = render::render_all(diags, |f| ws.and_then(|w| w.source_of(f)), self.color);
-        eprint!("{text}");
+        self.g
+            .diagnostics(diags, |f| ws.and_then(|w| w.source_of(f)), self.compact);
     }
 }
 
@@ -145,9 +128,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = loaded.as_ref().map(|l| &l.ws);
     if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::usage(format!("cannot encode the report: {e}")))?;
-        println!("{text}");
+        g.json(&report)?;
     } else {
         print_human(&report, ws, &printer, g);
     }
@@ -167,14 +148,14 @@ fn print_human(report: &CheckReport, ws: Option<&Workspace>, printer: &Printer, 
     ];
     if report.exit_code == 0 {
         let (_, warnings) = errors_and_warnings(&diags);
-        if !g.quiet && !printer.compact {
+        if !printer.compact {
             if warnings > 0 {
-                println!(
+                g.info(format!(
                     "Check passed: validate, lint and verify ok ({})",
                     count(warnings, "warning")
-                );
+                ));
             } else {
-                println!("Check passed: validate, lint and verify ok");
+                g.info("Check passed: validate, lint and verify ok");
             }
         }
         return;
@@ -196,12 +177,12 @@ fn print_human(report: &CheckReport, ws: Option<&Workspace>, printer: &Printer, 
         format!("; {} not run", skipped.join(" and "))
     };
     if stage.status == StageStatus::Error {
-        eprintln!("check could not run {name}{tail}");
+        g.error(format!("check could not run {name}{tail}"));
     } else {
-        eprintln!(
+        g.error(format!(
             "check failed at {name}: {}{tail}",
             count(stage.errors.len(), "error")
-        );
+        ));
     }
 }
 

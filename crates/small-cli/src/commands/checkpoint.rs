@@ -1,5 +1,6 @@
 //! `small checkpoint`: set a task's plan status and record it in progress, in one step.
 
+use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -7,9 +8,10 @@ use small_core::authoring::handoff;
 use small_core::authoring::plan;
 
 use crate::commands::progress::add::{entry_from_flags, timestamp_rule};
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Close a task: set its status in the plan and append the matching progress entry.
 ///
@@ -39,8 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root, examples or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
@@ -50,7 +52,7 @@ pub const DEFAULT_EVIDENCE: &str = "Recorded checkpoint via small checkpoint";
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let status = args.status.trim().to_ascii_lowercase();
-    if status != "completed" && status != "blocked" {
+    if status != TaskStatus::Completed.as_str() && status != TaskStatus::Blocked.as_str() {
         return Err(CliError::usage(format!(
             "invalid --status {:?}: a checkpoint is completed or blocked",
             args.status
@@ -104,8 +106,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "checkpoint": line,
             "checkpoint_at": appended.timestamp,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
+        return g.json(&out);
     }
     shared::say(g, line);
     shared::print_changes(g, &report);

@@ -1,5 +1,6 @@
 //! `small doctor`: a read-only health report with a suggested next step for each finding.
 
+use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
 use small_core::diag::Diagnostic;
@@ -27,28 +28,38 @@ pub struct Args {
     pub dir: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Error,
+}
+
 struct Report {
-    lines: Vec<String>,
+    lines: Vec<(Level, String)>,
     errors: usize,
     warnings: usize,
 }
 
 impl Report {
     fn ok(&mut self, area: &str, msg: impl AsRef<str>) {
-        self.lines.push(format!("[ok]    {area}: {}", msg.as_ref()));
+        self.lines
+            .push((Level::Ok, format!("[ok]    {area}: {}", msg.as_ref())));
     }
     fn warn(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.warnings += 1;
-        self.lines.push(format!("[warn]  {area}: {}", msg.as_ref()));
+        self.lines
+            .push((Level::Warn, format!("[warn]  {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
-            self.lines.push(format!("        -> {fix}"));
+            self.lines.push((Level::Warn, format!("        -> {fix}")));
         }
     }
     fn error(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.errors += 1;
-        self.lines.push(format!("[error] {area}: {}", msg.as_ref()));
+        self.lines
+            .push((Level::Error, format!("[error] {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
-            self.lines.push(format!("        -> {fix}"));
+            self.lines.push((Level::Error, format!("        -> {fix}")));
         }
     }
     fn diags(&mut self, area: &str, diags: &[Diagnostic], fix: &str) {
@@ -70,21 +81,27 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         warnings: 0,
     };
     diagnose(args.dir.as_deref(), &mut r);
-    if !g.quiet || r.errors > 0 {
-        println!("SMALL doctor");
-        println!();
-        for l in &r.lines {
-            println!("{l}");
-        }
-        println!();
-        println!(
-            "Summary: {}",
-            match (r.errors, r.warnings) {
-                (0, 0) => "all checks passed".to_string(),
-                (0, w) => format!("{w} warning(s); review the suggestions above"),
-                (e, w) => format!("{e} error(s), {w} warning(s); see the suggestions above, then run `small check`"),
-            }
-        );
+    // As the reference does: the report and what passed on stdout, warnings and errors
+    // (and a summary that is not all clear) on stderr. --quiet leaves only the errors.
+    let say = |level: Level, text: &str| match level {
+        Level::Ok => g.info(text),
+        Level::Warn => g.warn(text),
+        Level::Error => g.error(text),
+    };
+    g.info("SMALL doctor");
+    g.info("");
+    for (level, l) in &r.lines {
+        say(*level, l);
+    }
+    g.info("");
+    match (r.errors, r.warnings) {
+        (0, 0) => g.info("Summary: all checks passed"),
+        (0, w) => g.warn(format!(
+            "Summary: {w} warning(s); review the suggestions above"
+        )),
+        (e, w) => g.error(format!(
+            "Summary: {e} error(s), {w} warning(s); see the suggestions above, then run `small check`"
+        )),
     }
     Ok(())
 }
@@ -185,8 +202,12 @@ fn run_state(ws: &Workspace, r: &mut Report) {
                 .filter(|t| normalized_status(t) == s)
                 .count()
         };
-        let (pending, active, done, blocked) =
-            (n("pending"), n("in_progress"), n("completed"), n("blocked"));
+        let (pending, active, done, blocked) = (
+            n(TaskStatus::Pending.as_str()),
+            n(TaskStatus::InProgress.as_str()),
+            n(TaskStatus::Completed.as_str()),
+            n(TaskStatus::Blocked.as_str()),
+        );
         let msg = format!(
             "{} tasks: {done} completed, {active} in progress, {pending} pending, {blocked} blocked",
             plan.tasks.len()

@@ -4,6 +4,7 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::diag::Diagnostic;
 use small_core::spec::consts::{ArtifactKind, CACHE_DIR};
+use small_core::workspace::Scope;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -36,8 +37,8 @@ pub struct DraftArgs {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds to accept: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 /// Workspace-relative path of the draft for `kind`.
@@ -46,9 +47,8 @@ pub(crate) fn draft_rel(kind: ArtifactKind) -> String {
 }
 
 /// Locate the workspace and enforce `--workspace`.
-pub(crate) fn open_scoped(dir: Option<&Path>, scope: &str) -> Result<PathBuf, CliError> {
-    use small_core::workspace::{locate, LoadOptions, Scope, Workspace};
-    let scope: Scope = scope.parse().map_err(CliError::usage)?;
+pub(crate) fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
+    use small_core::workspace::{locate, LoadOptions, Workspace};
     let loc = locate(dir).map_err(|e| CliError::usage(render_plain(&e.to_diagnostic())))?;
     let root = loc.root.clone();
     if scope != Scope::Any {
@@ -123,7 +123,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         DraftKind::Intent(a) => (ArtifactKind::Intent, a),
         DraftKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
-    let root = open_scoped(a.dir.as_deref(), &a.workspace)?;
+    let root = open_scoped(a.dir.as_deref(), a.workspace)?;
     let bytes = read_source(&a.from)?;
     let rel = draft_rel(kind);
     let problems = check_artifact(kind, &bytes, &rel);
@@ -131,31 +131,27 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let existed = path.exists();
     small_core::authoring::txn::atomic_write(&path, &bytes)
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
-    if !g.quiet {
-        println!(
-            "{} draft {rel} ({} bytes) for .small/{}",
-            if existed { "Replaced the" } else { "Saved the" },
-            bytes.len(),
-            kind.file_name()
-        );
-    }
+    g.info(format!(
+        "{} draft {rel} ({} bytes) for .small/{}",
+        if existed { "Replaced the" } else { "Saved the" },
+        bytes.len(),
+        kind.file_name()
+    ));
     let errors: Vec<&Diagnostic> = problems.iter().filter(|d| d.is_error()).collect();
     if errors.is_empty() {
-        if !g.quiet {
-            println!(
-                "The draft is a valid {}. A human reviews it, then runs: small accept {}",
-                kind.file_name(),
-                kind.name()
-            );
-        }
+        g.info(format!(
+            "The draft is a valid {}. A human reviews it, then runs: small accept {}",
+            kind.file_name(),
+            kind.name()
+        ));
     } else {
-        eprintln!(
+        g.warn(format!(
             "warning: the draft has {} problem(s); `small accept {}` will refuse it until they are fixed:",
             errors.len(),
             kind.name()
-        );
+        ));
         for d in errors {
-            eprintln!("  {}", render_plain(d).replace('\n', "\n  "));
+            g.warn(format!("  {}", render_plain(d).replace('\n', "\n  ")));
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use small_core::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
 use small_core::workspace::{LoadOptions, Scope, Workspace};
 use small_core::yaml::Node;
 
-use crate::commands::check::{parse_scope, schemas};
+use crate::commands::check::{compact_line, schemas};
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Number of recent progress entries to include
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -71,7 +71,7 @@ fn parse_include(s: Option<&str>) -> Result<Vec<String>, CliError> {
     Ok(out)
 }
 
-pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let include = parse_include(args.include.as_deref())?;
     let ws = Workspace::open(args.dir.as_deref(), &LoadOptions::all())
         .map_err(|e| CliError::usage(e.to_string()))?;
@@ -103,7 +103,14 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         }
         out.insert(
             "paths".into(),
-            json!({"root": ws.root.display().to_string(), "workspace": ws.small_dir.display().to_string(), "artifacts": arts}),
+            // `workspace` is the directory holding .small/ (as the reference gives it);
+            // `smallDir` is the .small directory itself.
+            json!({
+                "root": ws.root.display().to_string(),
+                "workspace": ws.root.display().to_string(),
+                "smallDir": ws.small_dir.display().to_string(),
+                "artifacts": arts,
+            }),
         );
     }
     let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
@@ -216,14 +223,23 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
             Err(d) => check::no_workspace_report(*d),
         };
         exit = report.exit_code;
-        out.insert(
-            "enforcement".into(),
-            serde_json::to_value(&report).unwrap_or(Value::Null),
-        );
+        let mut enforcement = serde_json::to_value(&report).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut enforcement {
+            // The reference's keys: `exitCode`, and `failures` (one line per error) when failing.
+            m.insert("exitCode".into(), json!(report.exit_code));
+            let failures: Vec<String> = report
+                .diagnostics
+                .iter()
+                .filter(|(_, d)| d.is_error())
+                .map(|(_, d)| compact_line(d))
+                .collect();
+            if !failures.is_empty() {
+                m.insert("failures".into(), json!(failures));
+            }
+        }
+        out.insert("enforcement".into(), enforcement);
     }
-    let text = serde_json::to_string_pretty(&Value::Object(out))
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    println!("{text}");
+    g.json(&Value::Object(out))?;
     match (args.check, exit) {
         (true, 1) => Err(CliError::silent(EXIT_INVALID)),
         (true, 2) => Err(CliError::silent(EXIT_USAGE)),

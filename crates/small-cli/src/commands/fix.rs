@@ -1,5 +1,7 @@
 //! `small fix`: repair known, recoverable drift in a workspace.
 
+use small_core::spec::model::TaskStatus;
+use small_core::spec::model::HANDOFF_REPLAY_ID_POINTER;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -16,9 +18,10 @@ use small_core::spec::consts::{
 };
 use small_core::yaml::{self, Limits, Node};
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Repair recoverable drift: version quoting, legacy runtime directories, orphan progress,
 /// workspace metadata.
@@ -50,8 +53,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root, examples or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -141,11 +144,8 @@ pub fn repair_recoverable(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool,
 }
 
 fn files_with_version() -> Vec<String> {
-    let mut v: Vec<String> = ArtifactKind::ALL
-        .iter()
-        .map(|k| format!("{SMALL_DIR}/{}", k.file_name()))
-        .collect();
-    v.push(format!("{SMALL_DIR}/{WORKSPACE_FILE}"));
+    let mut v: Vec<String> = ArtifactKind::ALL.iter().map(|k| k.rel_path()).collect();
+    v.push(small_core::spec::consts::small_rel(WORKSPACE_FILE));
     v
 }
 
@@ -292,7 +292,11 @@ fn fix_runtime_layout(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool, Cli
         merge_tree(&src, &root.join(store), &root, &mut moved, &mut deduped)?;
         let _ = fs::remove_dir(&src);
         if !moved.is_empty() {
-            groups.push((format!("{SMALL_DIR}/{legacy}"), store.to_string(), moved));
+            groups.push((
+                small_core::spec::consts::small_rel(legacy),
+                store.to_string(),
+                moved,
+            ));
         }
     }
     if groups.is_empty() && deduped.is_empty() {
@@ -321,7 +325,7 @@ fn fix_runtime_layout(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool, Cli
     if !deduped.is_empty() {
         notes.push(format!("deduped={}", deduped.len()));
     }
-    let mut e = NewEntry::new("meta/reconcile-runtime-layout", Some("completed"))
+    let mut e = NewEntry::new("meta/reconcile-runtime-layout", Some(TaskStatus::Completed.as_str()))
         .field("evidence", format!("Moved the legacy runtime layout to the canonical stores ({} move group(s), {} deduplicated file(s))", groups.len(), deduped.len()))
         .field("notes", notes.join(", "));
     handoff::attach_replay_id(txn, &mut e).map_err(shared::txn_err)?;
@@ -369,7 +373,7 @@ fn fix_orphan_progress(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool, Cl
         .map_err(shared::txn_err)?
         .and_then(|d| {
             d.root
-                .pointer("/replayId/value")
+                .pointer(HANDOFF_REPLAY_ID_POINTER)
                 .and_then(Node::as_str)
                 .map(|s| s.trim().to_string())
         })
@@ -439,7 +443,7 @@ fn fix_orphan_progress(txn: &mut Transaction, g: &GlobalArgs) -> Result<bool, Cl
     for l in lines {
         shared::say(g, l);
     }
-    let mut e = NewEntry::new("meta/reconcile-plan", Some("completed"))
+    let mut e = NewEntry::new("meta/reconcile-plan", Some(TaskStatus::Completed.as_str()))
         .field("evidence", format!("Renamed orphan progress task ids for replayId scope {label} (operational={op} historical={hist} unknown={unk})"))
         .field("notes", format!("original hashes: {}", hashes.join(", ")));
     handoff::attach_replay_id(txn, &mut e).map_err(shared::txn_err)?;

@@ -7,9 +7,10 @@ use small_core::authoring::plan;
 use small_core::authoring::progress;
 use small_core::authoring::txn::Transaction;
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Generate or update .small/handoff.small.yml, the file every session resumes from.
 ///
@@ -30,8 +31,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 /// Load the plan's tasks through the transaction (a missing plan is an error).

@@ -11,6 +11,7 @@ use small_core::spec::consts::{
     ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
     PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
 };
+use small_core::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -216,7 +217,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .iter()
             .map(|k| k.file_name())
             .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&format!("{SMALL_DIR}/{f}")));
+            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
         if taken {
             return Err(CliError::invalid(format!(
                 "a SMALL workspace was just created in {} by another process; nothing was changed",
@@ -225,7 +226,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let rel = |name: &str| format!("{SMALL_DIR}/{name}");
+    let rel = |name: &str| small_core::spec::consts::small_rel(name);
     let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
@@ -257,9 +258,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
                     |e| CliError::usage(format!("cannot back up the progress log: {e}")),
                 )?;
-                eprintln!(
+                g.warn(format!(
                     "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
-                );
+                ));
                 progress_note = Some(format!("new log; the old one is in {backup}"));
             }
         }
@@ -345,10 +346,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
 
-    let entry = NewEntry::new(templates::INIT_TASK_ID, Some("completed"))
-        .field("evidence", templates::INIT_EVIDENCE)
-        .field("notes", templates::init_notes(&root.display().to_string()))
-        .field("command", "small init");
+    let entry = NewEntry::new(
+        templates::INIT_TASK_ID,
+        Some(TaskStatus::Completed.as_str()),
+    )
+    .field("evidence", templates::INIT_EVIDENCE)
+    .field("notes", templates::init_notes(&root.display().to_string()))
+    .field("command", "small init");
     txn.append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
     txn.commit().map_err(txn_err)?;
@@ -363,10 +367,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
     let merge_driver = install_merge_driver(&root, args.no_merge_driver);
 
-    if g.quiet {
-        return Ok(());
-    }
-    println!(
+    let mut o = String::new();
+    crate::outln!(
+        o,
         "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
         if existed {
             "Re-initialized the"
@@ -375,7 +378,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
         small_dir.display()
     );
-    println!();
+    o.push('\n');
     let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (path, was, note) in &report {
         let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
@@ -383,30 +386,36 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             (true, true) if note.starts_with("kept") => "extended ",
             (true, _) => "overwrote",
         };
-        println!("  {verb} {path:<width$}  {note}");
+        crate::outln!(o, "  {verb} {path:<width$}  {note}");
     }
     if let Some((had, added)) = &gitignore_added {
-        println!(
+        crate::outln!(
+            o,
             "  {} .gitignore: added {}",
             if *had { "updated  " } else { "created  " },
             added.join(", ")
         );
     }
     match &agents_plan {
-        None => println!("  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => println!("  {}", agents::describe(c, AGENTS_FILE, false)),
+        None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
     }
     for line in merge_driver {
-        println!("  {line}");
+        crate::outln!(o, "  {line}");
     }
-    println!();
-    println!("Next:");
-    println!(
+    o.push('\n');
+    crate::outln!(o, "Next:");
+    crate::outln!(
+        o,
         "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
     );
-    println!("     .small/constraints.small.yml (agents must not edit these two files).");
-    println!("  2. small plan --add \"<first task>\"");
-    println!("  3. small check --strict");
+    crate::outln!(
+        o,
+        "     .small/constraints.small.yml (agents must not edit these two files)."
+    );
+    crate::outln!(o, "  2. small plan --add \"<first task>\"");
+    crate::outln!(o, "  3. small check --strict");
+    g.info_raw(o);
     Ok(())
 }
 

@@ -65,7 +65,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
-        eprintln!(
+        g.error(format!(
             "lint failed: {}{}",
             count(errors, "error"),
             if warnings > 0 {
@@ -73,13 +73,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             } else {
                 String::new()
             }
-        );
-    } else if !g.quiet {
-        if warnings > 0 {
-            println!("All invariants satisfied ({})", count(warnings, "warning"));
-        } else {
-            println!("All invariants satisfied");
-        }
+        ));
+    } else if warnings > 0 {
+        g.info(format!(
+            "All invariants satisfied ({})",
+            count(warnings, "warning")
+        ));
+    } else {
+        g.info("All invariants satisfied");
     }
     exit_for(&diags)
 }

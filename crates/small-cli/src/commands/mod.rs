@@ -13,6 +13,7 @@ pub mod fix;
 pub mod handoff;
 pub mod init;
 pub mod lint;
+pub mod man;
 pub mod manifest;
 pub mod merge_driver;
 pub mod plan;

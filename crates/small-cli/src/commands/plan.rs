@@ -1,5 +1,6 @@
 //! `small plan`: add tasks, change their status, add dependencies, reset the plan.
 
+use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
 use small_core::authoring::handoff;
@@ -8,9 +9,10 @@ use small_core::authoring::progress::{self, NewEntry, TimestampRule};
 use small_core::authoring::templates;
 use small_core::authoring::txn::Transaction;
 
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Create or change .small/plan.small.yml.
 ///
@@ -49,8 +51,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 /// One progress entry the change records.
@@ -91,7 +93,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             &mut txn,
             &Record {
                 task: "meta/plan-reset".into(),
-                status: Some("completed".into()),
+                status: Some(TaskStatus::Completed.as_str().into()),
                 evidence: "Reset plan.small.yml to the template".into(),
                 notes: "small plan --reset".into(),
             },
@@ -126,33 +128,36 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         lines.push(format!("Added task {id}: {title}"));
         records.push(Record {
             task: id.clone(),
-            status: Some("pending".into()),
+            status: Some(TaskStatus::Pending.as_str().into()),
             evidence: format!("Added task {id} via small plan --add"),
             notes: title.clone(),
         });
     }
     if let Some(id) = &args.done {
-        text = plan::set_status(&text, id.trim(), "completed").map_err(CliError::invalid)?;
+        text = plan::set_status(&text, id.trim(), TaskStatus::Completed.as_str())
+            .map_err(CliError::invalid)?;
         lines.push(format!("Marked task {} completed", id.trim()));
     }
     if let Some(id) = &args.pending {
         let id = id.trim();
-        text = plan::set_status(&text, id, "pending").map_err(CliError::invalid)?;
+        text =
+            plan::set_status(&text, id, TaskStatus::Pending.as_str()).map_err(CliError::invalid)?;
         lines.push(format!("Marked task {id} pending"));
         records.push(Record {
             task: id.into(),
-            status: Some("pending".into()),
+            status: Some(TaskStatus::Pending.as_str().into()),
             evidence: format!("Updated task {id} to pending"),
             notes: "small plan --pending".into(),
         });
     }
     if let Some(id) = &args.blocked {
         let id = id.trim();
-        text = plan::set_status(&text, id, "blocked").map_err(CliError::invalid)?;
+        text =
+            plan::set_status(&text, id, TaskStatus::Blocked.as_str()).map_err(CliError::invalid)?;
         lines.push(format!("Marked task {id} blocked"));
         records.push(Record {
             task: id.into(),
-            status: Some("blocked".into()),
+            status: Some(TaskStatus::Blocked.as_str().into()),
             evidence: format!("Updated task {id} to blocked"),
             notes: "small plan --blocked".into(),
         });
@@ -200,7 +205,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 &mut txn,
                 &Record {
                     task: id.into(),
-                    status: Some("completed".into()),
+                    status: Some(TaskStatus::Completed.as_str().into()),
                     evidence: format!("Recorded completion via small plan --done {id}"),
                     notes: "completed via CLI".into(),
                 },

@@ -1,17 +1,19 @@
 //! `small reset`: start a new run, keeping the audit history.
 
-use std::io::{BufRead, Write};
+use small_core::spec::model::TaskStatus;
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use small_core::authoring::handoff::{self, ReplayId, RunMeta};
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 use small_core::authoring::templates;
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
+use small_core::spec::consts::ArtifactKind;
 
 use crate::commands::handoff as handoff_cmd;
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Reset .small/ for a new run while keeping the audit history.
 ///
@@ -32,33 +34,40 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     if !args.yes {
         let stdin = std::io::stdin();
-        println!(
+        g.info(format!(
             "This resets plan.small.yml and handoff.small.yml{} for a new run.",
             if args.keep_intent {
                 ""
             } else {
                 " and intent.small.yml"
             }
-        );
-        println!("progress.small.yml and constraints.small.yml are kept.");
-        print!("Continue? [y/N]: ");
-        let _ = std::io::stdout().flush();
+        ));
+        g.info("progress.small.yml and constraints.small.yml are kept.");
+        g.prompt("Continue? [y/N]: ");
         let mut answer = String::new();
-        stdin
+        let read = stdin
             .lock()
             .read_line(&mut answer)
             .map_err(|e| CliError::usage(format!("cannot read the answer: {e}")))?;
+        if read == 0 {
+            // End of input (no terminal, nothing piped): not a "no", an error, as in the
+            // reference.
+            g.prompt("\n");
+            return Err(CliError::invalid(
+                "no answer (end of input); nothing changed. Pass --yes to reset without asking",
+            ));
+        }
         let a = answer.trim().to_ascii_lowercase();
         if a != "y" && a != "yes" {
-            println!("Reset cancelled; nothing changed.");
+            g.info("Reset cancelled; nothing changed.");
             return Ok(());
         }
     }
@@ -73,13 +82,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut reset_files = Vec::new();
     if !args.keep_intent {
         txn.write(
-            format!("{SMALL_DIR}/{}", ArtifactKind::Intent.file_name()),
+            ArtifactKind::Intent.rel_path(),
             templates::intent(None).into_bytes(),
         );
         reset_files.push(ArtifactKind::Intent.file_name());
     }
     txn.write(
-        format!("{SMALL_DIR}/{}", ArtifactKind::Plan.file_name()),
+        ArtifactKind::Plan.rel_path(),
         templates::plan().into_bytes(),
     );
     reset_files.push(ArtifactKind::Plan.file_name());
@@ -117,7 +126,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "small reset",
         )
     };
-    let mut e = NewEntry::new("meta/reset", Some("completed"))
+    let mut e = NewEntry::new("meta/reset", Some(TaskStatus::Completed.as_str()))
         .field("evidence", evidence)
         .field("notes", notes);
     if let Some(p) = &previous {

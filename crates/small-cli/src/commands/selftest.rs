@@ -2,6 +2,7 @@
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,8 +31,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope for the verify and check steps: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "any")]
-    pub workspace: String,
+    #[arg(long, value_name = "SCOPE", default_value = "any", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 struct Step {
@@ -99,24 +100,14 @@ fn prepare(dir: Option<&Path>) -> Result<PathBuf, CliError> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let scope = args.workspace.trim().to_ascii_lowercase();
-    if !matches!(scope.as_str(), "root" | "examples" | "any") {
-        return Err(CliError::usage(format!(
-            "invalid workspace scope `{}`: use root, examples or any",
-            args.workspace
-        )));
-    }
+    let scope = args.workspace.as_str();
     let exe = std::env::current_exe()
         .map_err(|e| CliError::usage(format!("cannot find the small executable: {e}")))?;
     let ws = prepare(args.dir.as_deref())?;
-    let say = |s: String| {
-        if !g.quiet {
-            println!("{s}");
-        }
-    };
+    let say = |s: String| g.info(s);
     say(format!("small selftest in {}", ws.display()));
 
-    let all = steps(&scope);
+    let all = steps(scope);
     let total = all.len();
     let width = all.iter().map(|s| s.name.len()).max().unwrap_or(0);
     let mut failure: Option<(String, String)> = None;
@@ -158,7 +149,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let keep = args.keep || failure.is_some();
     if !keep {
         if let Err(e) = std::fs::remove_dir_all(&ws) {
-            eprintln!("warning: could not remove {}: {e}", ws.display());
+            g.warn(format!("warning: could not remove {}: {e}", ws.display()));
         }
     }
     match failure {
@@ -170,11 +161,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             Ok(())
         }
         Some((cmd, detail)) => {
-            eprintln!("\nselftest failed at `{cmd}`:");
+            g.error(format!("\nselftest failed at `{cmd}`:"));
             for line in detail.lines() {
-                eprintln!("  | {line}");
+                g.error(format!("  | {line}"));
             }
-            eprintln!("Workspace kept for inspection at {}", ws.display());
+            g.error(format!("Workspace kept for inspection at {}", ws.display()));
             Err(CliError::silent(EXIT_INVALID))
         }
     }

@@ -3,7 +3,6 @@
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_server::{LogFormat, ServerConfig, StoreLocation};
-use std::io::Write;
 use std::time::Duration;
 
 /// Serve the SMALL v1 HTTP API (protocol, schemas, validate-manifest, replay, OpenAPI)
@@ -16,55 +15,22 @@ pub struct Args {
     /// Address to listen on
     #[arg(long, default_value = small_server::DEFAULT_ADDR)]
     pub addr: String,
-    /// Store for replay records: an SQLite file path, or `memory` for a throwaway store
-    #[arg(long, default_value = small_server::DEFAULT_STORE_PATH)]
+    /// Store for the primitives and replay records: an SQLite file path, a
+    /// `postgres://user:password@host:port/db` URL, or `memory` for a throwaway store
+    #[arg(long, env = "SMALL_STORE", default_value = small_server::DEFAULT_STORE_PATH)]
     pub store: String,
-    /// Largest accepted request body (bytes; suffixes K, M, KiB, MiB)
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    /// Largest accepted request body (e.g. 1048576, 512KiB, 1MiB, 1MB)
+    #[arg(long, default_value = "1MiB", value_parser = crate::units::parse_size)]
     pub body_limit: usize,
-    /// Longest time a request may take (e.g. 30s, 500ms; a bare number is seconds)
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// Longest time a request may take (e.g. 500ms, 30s, 1m; a bare number is seconds)
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub request_timeout: Duration,
     /// Log format on standard error: text or json (level from RUST_LOG, default info)
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (e.g. 1048576, 512K, 1MiB)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1024,
-        "m" | "mb" | "mib" => 1024 * 1024,
-        _ => return Err(format!("unknown size unit in `{s}` (use K or M)")),
-    };
-    n.checked_mul(mult)
-        .filter(|&v| v > 0)
-        .ok_or_else(|| format!("`{s}` is not a usable size"))
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let bad = || format!("`{s}` is not a duration (e.g. 30s, 500ms)");
-    let d = if let Some(ms) = t.strip_suffix("ms") {
-        Duration::from_millis(ms.parse().map_err(|_| bad())?)
-    } else if let Some(sec) = t.strip_suffix('s') {
-        Duration::from_secs_f64(sec.parse().map_err(|_| bad())?)
-    } else {
-        Duration::from_secs_f64(t.parse().map_err(|_| bad())?)
-    };
-    if d.is_zero() {
-        return Err(bad());
-    }
-    Ok(d)
-}
-
-pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let format: LogFormat = args.log_format.parse().map_err(CliError::usage)?;
     small_server::init_logging(format);
     let config = ServerConfig {
@@ -82,28 +48,10 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         let addr = server
             .local_addr()
             .map_err(|e| CliError::usage(e.to_string()))?;
-        println!("listening on http://{addr}");
-        let _ = std::io::stdout().flush();
+        g.data(format!("listening on http://{addr}\n"))?;
         server
             .run(small_server::shutdown_signal())
             .await
             .map_err(|e| CliError::usage(e.to_string()))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_size("1MiB"), Ok(1024 * 1024));
-        assert_eq!(parse_size("512K"), Ok(512 * 1024));
-        assert_eq!(parse_size("100"), Ok(100));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("1G").is_err());
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("soon").is_err());
-    }
 }

@@ -1,5 +1,6 @@
 //! `small start`: create or repair the handoff state a run starts from.
 
+use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
 use small_core::authoring::handoff::{self, RunMeta};
@@ -8,9 +9,10 @@ use small_core::authoring::templates;
 use small_core::spec::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
 
 use crate::commands::handoff as handoff_cmd;
-use crate::commands::progress::shared::{self, ScopeArg};
+use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Initialise or repair run handoff state, then run the strict check.
 ///
@@ -30,12 +32,12 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if args.workspace == ScopeArg::Examples {
+    if args.workspace == Scope::Examples {
         return Err(CliError::usage(
             "--workspace examples is not supported by `small start`; use --workspace any to run it on an examples workspace",
         ));
@@ -81,12 +83,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let h = handoff_cmd::build(&mut txn, args.summary.as_deref(), replay_id, Some(run))?;
     handoff_cmd::stage(&mut txn, &h)?;
     if self_heal {
-        let mut e = NewEntry::new("meta/replayid-self-heal", Some("completed"))
-            .field(
-                "evidence",
-                "Generated replayId for handoff during small start",
-            )
-            .field("notes", "small start self-heal");
+        let mut e = NewEntry::new(
+            "meta/replayid-self-heal",
+            Some(TaskStatus::Completed.as_str()),
+        )
+        .field(
+            "evidence",
+            "Generated replayId for handoff during small start",
+        )
+        .field("notes", "small start self-heal");
         handoff::attach_replay_id(&txn, &mut e).map_err(shared::txn_err)?;
         txn.append_progress(&e, &TimestampRule::Now)
             .map_err(shared::txn_err)?;
@@ -134,7 +139,7 @@ fn intent_and_plan_valid(txn: &small_core::authoring::txn::Transaction) -> bool 
     [ArtifactKind::Intent, ArtifactKind::Plan]
         .into_iter()
         .all(|k| {
-            let rel = format!("{SMALL_DIR}/{}", k.file_name());
+            let rel = k.rel_path();
             match handoff::parse_file(txn, &rel) {
                 Ok(Some(doc)) => small_core::gates::validate::validate_document(
                     &schemas,

@@ -49,8 +49,7 @@ pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliErr
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let audit =
-        std::env::var("SMALL_PROGRESS_MODE").is_ok_and(|v| v.trim().eq_ignore_ascii_case("audit"));
+    let audit = crate::settings::progress_mode_is_audit()?;
     let dir = small_dir(args.dir.as_deref())?;
     let st = status::status(
         &dir,
@@ -61,13 +60,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
     );
     if args.json {
-        let text = serde_json::to_string_pretty(&st).map_err(|e| CliError::usage(e.to_string()))?;
-        println!("{text}");
-        return Ok(());
+        return g.json(&st);
     }
-    if !g.quiet {
-        print!("{}", render(&st));
-    }
+    g.info_raw(render(&st));
     Ok(())
 }
 

@@ -7,11 +7,10 @@ use serde::Serialize;
 use small_core::diag::Diagnostic;
 use small_core::gates::schemas::{SchemaSet, SchemaSource};
 use small_core::gates::validate::{validate_progress_entry_node, validate_workspace};
-use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
+use small_core::spec::consts::ArtifactKind;
 use small_core::workspace::{locate, LoadOptions, Workspace};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
-use crate::render;
 use crate::GlobalArgs;
 
 /// Validate the five canonical artifacts against their JSON Schemas.
@@ -53,13 +52,11 @@ struct JsonReport<'a> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let color = !args.json && render::use_color(g.no_color, &std::io::stderr());
-
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
         Err(e) => {
             let d = vec![e.to_diagnostic()];
-            return fail(&args, color, None, None, &[], d, EXIT_USAGE);
+            return fail(&args, g, None, None, &[], d, EXIT_USAGE);
         }
     };
     let root = Some(loc.root.display().to_string());
@@ -69,7 +66,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Err(e) => {
             let d = Diagnostic::error("schemas", e.to_string())
                 .with_help("point --spec-dir (or SMALL_SPEC_DIR) at a directory with all five *.schema.json files, or unset it to use the built-in schemas");
-            return fail(&args, color, root, None, &[], vec![d], EXIT_USAGE);
+            return fail(&args, g, root, None, &[], vec![d], EXIT_USAGE);
         }
     };
     let source = describe_source(schemas.source());
@@ -84,7 +81,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .collect();
         let opts = LoadOptions::only(&kinds);
         let mut ws = Workspace::load(loc, &opts);
-        let rel = format!("{SMALL_DIR}/{}", ArtifactKind::Progress.file_name());
+        let rel = ArtifactKind::Progress.rel_path();
         ws.stream_progress(&opts.limits, &mut |i, node| {
             entry_diags.extend(validate_progress_entry_node(&schemas, &rel, i, &node));
         });
@@ -113,7 +110,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
 
     if args.json {
-        print_json(&JsonReport {
+        g.json(&JsonReport {
             ok: exit == EXIT_OK,
             exit_code: exit,
             root,
@@ -129,9 +126,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         };
     }
 
-    if !diags.is_empty() {
-        eprint!("{}", render::render_all(&diags, |f| ws.source_of(f), color));
-    }
+    g.diagnostics(&diags, |f| ws.source_of(f), false);
     if exit != EXIT_OK {
         let mut failed_files: Vec<&str> = diags
             .iter()
@@ -139,25 +134,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .filter_map(|d| d.file.as_deref())
             .collect();
         failed_files.dedup();
-        eprintln!(
+        g.error(format!(
             "validation failed: {errors} error{} in {} file{}",
             plural(errors),
             failed_files.len(),
             plural(failed_files.len())
-        );
+        ));
         return Err(CliError::silent(exit));
     }
-    if !g.quiet {
-        let extra = if ws.metadata.is_some() {
-            " and workspace metadata"
-        } else {
-            ""
-        };
-        println!(
-            "All {} artifacts{extra} are valid ({source}).",
-            files.len() - usize::from(ws.metadata.is_some())
-        );
-    }
+    let extra = if ws.metadata.is_some() {
+        " and workspace metadata"
+    } else {
+        ""
+    };
+    g.info(format!(
+        "All {} artifacts{extra} are valid ({source}).",
+        files.len() - usize::from(ws.metadata.is_some())
+    ));
     Ok(())
 }
 
@@ -175,7 +168,7 @@ fn plural(n: usize) -> &'static str {
 
 fn fail(
     args: &Args,
-    color: bool,
+    g: &GlobalArgs,
     root: Option<String>,
     schemas: Option<String>,
     files: &[&str],
@@ -184,7 +177,7 @@ fn fail(
 ) -> CmdResult {
     if args.json {
         let errors = diags.iter().filter(|d| d.is_error()).count();
-        print_json(&JsonReport {
+        g.json(&JsonReport {
             ok: false,
             exit_code: exit,
             root,
@@ -194,13 +187,7 @@ fn fail(
             diagnostics: &diags,
         })?;
     } else {
-        eprint!("{}", render::render_all(&diags, |_| None, color));
+        g.diagnostics(&diags, |_| None, false);
     }
     Err(CliError::silent(exit))
-}
-
-fn print_json(report: &JsonReport<'_>) -> CmdResult {
-    let text = serde_json::to_string_pretty(report).map_err(|e| CliError::usage(e.to_string()))?;
-    println!("{text}");
-    Ok(())
 }

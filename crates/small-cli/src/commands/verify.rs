@@ -7,9 +7,7 @@ use small_core::diag::{self, Diagnostic};
 use small_core::gates::check::{self, GateOptions};
 use small_core::workspace::Scope;
 
-use crate::commands::check::{
-    count, errors_and_warnings, exit_for, locate, parse_scope, schemas, Printer,
-};
+use crate::commands::check::{count, errors_and_warnings, exit_for, locate, schemas, Printer};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -32,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     pub ci: bool,
     /// Workspace kinds accepted: root (kind repo-root), examples, or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = parse_scope)]
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Prove the progress log append-only since this git revision (commit, tag, branch)
     #[arg(long, value_name = "REV")]
@@ -97,13 +95,16 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {
         if !args.ci {
-            eprintln!("Verification failed: {}", count(errors, "error"));
+            g.error(format!("Verification failed: {}", count(errors, "error")));
         }
-    } else if !g.quiet && !args.ci {
+    } else if !args.ci {
         if warnings > 0 {
-            println!("Verification passed ({})", count(warnings, "warning"));
+            g.info(format!(
+                "Verification passed ({})",
+                count(warnings, "warning")
+            ));
         } else {
-            println!("Verification passed");
+            g.info("Verification passed");
         }
     }
     exit_for(&diags)

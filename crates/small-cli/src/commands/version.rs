@@ -16,13 +16,9 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         let v = serde_json::json!({ "version": TOOL_VERSION, "spec_versions": [PROTOCOL_VERSION] });
-        println!("{v}");
-        return Ok(());
+        return g.data(format!("{v}\n"));
     }
-    if g.quiet {
-        return Ok(());
-    }
-    println!("small {TOOL_VERSION}");
-    println!("Supported spec versions: [\"{PROTOCOL_VERSION}\"]");
+    g.info(format!("small {TOOL_VERSION}"));
+    g.info(format!("Supported spec versions: [\"{PROTOCOL_VERSION}\"]"));
     Ok(())
 }

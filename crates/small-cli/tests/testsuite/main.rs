@@ -16,6 +16,7 @@ mod author_fix;
 mod author_handoff;
 mod author_plan;
 mod author_progress;
+mod author_scope;
 mod conformance;
 mod gate_check;
 mod gate_golden;

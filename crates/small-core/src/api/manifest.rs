@@ -6,11 +6,12 @@
 //! over the whole manifest.
 
 use crate::json::canonical::{self, JsString, Value};
+use crate::spec::model::ManifestReplayId;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 /// The only protocol version this implementation speaks.
-pub const SUPPORTED_PROTOCOL_VERSION: &str = "1.0.0";
+pub const SUPPORTED_PROTOCOL_VERSION: &str = crate::spec::consts::PROTOCOL_VERSION;
 
 /// One validation error, as the API reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +35,7 @@ impl ManifestError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidationOutcome {
     /// Present exactly when the manifest is valid and the protocol version supported.
-    pub replay_id: Option<String>,
+    pub replay_id: Option<ManifestReplayId>,
     pub errors: Vec<ManifestError>,
 }
 
@@ -59,7 +60,7 @@ impl ValidationOutcome {
         });
         if let Some(id) = &self.replay_id {
             out.extend_from_slice(b",\"replayId\":\"");
-            out.extend_from_slice(id.as_bytes());
+            out.extend_from_slice(id.as_str().as_bytes());
             out.push(b'"');
         }
         out.extend_from_slice(b",\"errors\":");
@@ -221,14 +222,14 @@ pub fn validate_manifest(manifest: Option<&Value>) -> Vec<ManifestError> {
 }
 
 /// The manifest replay ID (43 characters, base64url without padding).
-pub fn replay_id(protocol_version: &str, manifest: &Value) -> String {
+pub fn replay_id(protocol_version: &str, manifest: &Value) -> ManifestReplayId {
     let mut buf = Vec::with_capacity(160);
     buf.extend_from_slice(b"SMALL|");
     buf.extend_from_slice(protocol_version.as_bytes());
     buf.push(b'|');
     canonical::write_canonical(&mut buf, manifest);
     let digest = Sha256::digest(&buf);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    ManifestReplayId::from_encoded(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest))
 }
 
 /// Validate a raw request body: the response the API gives for it.
@@ -255,7 +256,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            out.replay_id.as_deref(),
+            out.replay_id.as_ref().map(|r| r.as_str()),
             Some("LhKhb9nluL3hYsKIjYUQox1aLPTfL_-oefVbJLnA0XU")
         );
         assert_eq!(

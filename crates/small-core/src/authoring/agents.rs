@@ -516,8 +516,9 @@ pub struct CheckReport {
     pub block_valid: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_version: Option<String>,
-    /// Byte offsets `[start, end)` of the block.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Byte offsets `[start, end)` of the block; serialized as `[0, 0]` when there is none,
+    /// as the reference always gives the key.
+    #[serde(serialize_with = "span_or_zero")]
     pub block_span: Option<[usize; 2]>,
     /// 1-based lines of the BEGIN and END markers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -529,6 +530,10 @@ pub struct CheckReport {
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recommendation: Option<String>,
+}
+
+fn span_or_zero<S: serde::Serializer>(span: &Option<[usize; 2]>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&span.unwrap_or([0, 0]), s)
 }
 
 /// Checks `content` (`None` = file missing). `file_name` is used in messages only,

@@ -14,6 +14,8 @@
 //! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
 //!   both updated in place by [`touch_workspace`].
 
+use crate::spec::model::TaskStatus;
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::str::FromStr;
 
 use crate::authoring::edit::{self, NewValue};
@@ -22,24 +24,22 @@ use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
 use crate::gates::invariants::{self, scalar_text, Docs, Options};
 use crate::gates::schemas::{SchemaSet, Target};
-use crate::spec::consts::{
-    ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE,
-};
+use crate::spec::consts::{ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, WORKSPACE_FILE};
 use crate::workspace::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits, Node, Style};
 
 /// Workspace-relative path of the workspace metadata.
 pub fn workspace_rel() -> String {
-    format!("{SMALL_DIR}/{WORKSPACE_FILE}")
+    crate::spec::consts::small_rel(WORKSPACE_FILE)
 }
 
 /// Workspace-relative path of the handoff.
 pub fn handoff_rel() -> String {
-    format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name())
+    ArtifactKind::Handoff.rel_path()
 }
 
 fn artifact_rel(kind: ArtifactKind) -> String {
-    format!("{SMALL_DIR}/{}", kind.file_name())
+    kind.rel_path()
 }
 
 /// How many next steps a handoff lists at most.
@@ -96,7 +96,7 @@ pub fn run_replay_id(txn: &Transaction) -> Result<Option<String>, TxnError> {
     };
     Ok(doc
         .root
-        .pointer("/run/replay_id")
+        .pointer(RUN_REPLAY_ID_POINTER)
         .and_then(Node::as_str)
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -126,7 +126,7 @@ pub fn touch_workspace(txn: &mut Transaction, replay_id: Option<&str>) -> Result
     if let Some(id) = replay_id {
         let current = doc
             .root
-            .pointer("/run/replay_id")
+            .pointer(RUN_REPLAY_ID_POINTER)
             .and_then(Node::as_str)
             .map(str::trim);
         if current != Some(id) {
@@ -318,7 +318,7 @@ pub fn dangling_tasks(tasks: &[Task], progress: &Node) -> Vec<Dangling> {
         .filter(|t| !t.id.is_empty() && with_progress.contains(&t.id))
         .filter(|t| {
             let s = t.status.to_ascii_lowercase();
-            s != "completed" && s != "blocked"
+            s != TaskStatus::Completed.as_str() && s != TaskStatus::Blocked.as_str()
         })
         .map(|t| Dangling {
             id: t.id.clone(),
@@ -433,14 +433,14 @@ fn first_with_status(tasks: &[Task], status: &str) -> Option<String> {
 pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     for t in tasks {
-        if t.effective_status() != "pending" {
+        if t.effective_status() != TaskStatus::Pending.as_str() {
             continue;
         }
         let ok = t.dependencies.iter().all(|d| {
             tasks
                 .iter()
                 .find(|x| &x.id == d)
-                .is_some_and(|x| x.effective_status() == "completed")
+                .is_some_and(|x| x.effective_status() == TaskStatus::Completed.as_str())
         });
         if ok {
             out.push(t.id.clone());
@@ -454,12 +454,13 @@ pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
 
 /// The task to work on now: an in-progress task, else the first actionable one.
 pub fn next_runnable(tasks: &[Task]) -> Option<String> {
-    first_with_status(tasks, "in_progress").or_else(|| actionable(tasks, 1).into_iter().next())
+    first_with_status(tasks, TaskStatus::InProgress.as_str())
+        .or_else(|| actionable(tasks, 1).into_iter().next())
 }
 
 /// Compute the resume state from the plan's tasks and the strict check.
 pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
-    let blocked = first_with_status(tasks, "blocked");
+    let blocked = first_with_status(tasks, TaskStatus::Blocked.as_str());
     let runnable = next_runnable(tasks);
     if !strict.ok || (blocked.is_some() && runnable.is_none()) {
         let mut current = blocked.clone();
@@ -467,7 +468,7 @@ pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
             current = Some("meta/blocker".into());
         }
         let current = current
-            .or_else(|| first_with_status(tasks, "pending"))
+            .or_else(|| first_with_status(tasks, TaskStatus::Pending.as_str()))
             .unwrap_or_else(|| "meta/blocker".into());
         let mut steps = Vec::new();
         if current != "meta/blocker" {
@@ -496,7 +497,11 @@ pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
             next_steps: steps,
         };
     }
-    if !tasks.is_empty() && tasks.iter().all(|t| t.effective_status() == "completed") {
+    if !tasks.is_empty()
+        && tasks
+            .iter()
+            .all(|t| t.effective_status() == TaskStatus::Completed.as_str())
+    {
         return State {
             status: RunStatus::Complete,
             summary: "Run complete. strict check passed. All plan tasks completed.".into(),
@@ -636,7 +641,10 @@ fn render_in_place(h: &Handoff, src: &str) -> Result<String, String> {
     // The result must read back as what we meant to write.
     let check = yaml::parse_str(&text, &Limits::default()).map_err(|e| e.to_string())?;
     let ok = check.root.get("summary").and_then(Node::as_str) == Some(h.summary.as_str())
-        && check.root.pointer("/replayId/value").and_then(Node::as_str)
+        && check
+            .root
+            .pointer(HANDOFF_REPLAY_ID_POINTER)
+            .and_then(Node::as_str)
             == Some(h.replay_id.value.as_str());
     if !ok {
         return Err("in-place edit did not read back".into());

@@ -7,12 +7,13 @@
 
 use crate::authoring::edit::{self, NewValue};
 use crate::gates::invariants::scalar_text;
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::ArtifactKind;
+use crate::spec::model::TaskStatus;
 use crate::yaml::{self, Document, Limits, Node};
 
 /// Workspace-relative path of the plan.
 pub fn plan_rel() -> String {
-    format!("{SMALL_DIR}/{}", ArtifactKind::Plan.file_name())
+    ArtifactKind::Plan.rel_path()
 }
 
 /// One task as authoring needs it.
@@ -29,7 +30,7 @@ impl Task {
     /// The status with an absent one read as `pending` (as the reference does).
     pub fn effective_status(&self) -> &str {
         if self.status.is_empty() {
-            "pending"
+            TaskStatus::Pending.as_str()
         } else {
             &self.status
         }
@@ -149,7 +150,7 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
             &NewValue::Block(vec![
                 format!("- id: {}", edit::quote(&id)),
                 format!("  title: {}", edit::quote(title)),
-                format!("  status: {}", edit::quote("pending")),
+                format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
         .map_err(|e| e.to_string())?;
@@ -163,7 +164,7 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
             &NewValue::Block(vec![
                 format!("- id: {}", edit::quote(&id)),
                 format!("  title: {}", edit::quote(title)),
-                format!("  status: {}", edit::quote("pending")),
+                format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
         .map_err(|e| e.to_string())?;
@@ -172,7 +173,10 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
     let fields = vec![
         ("id".to_string(), edit::quote(&id)),
         ("title".to_string(), edit::quote(title)),
-        ("status".to_string(), edit::quote("pending")),
+        (
+            "status".to_string(),
+            edit::quote(TaskStatus::Pending.as_str()),
+        ),
     ];
     let e = edit::append_map_item(src, seq, tasks_key_col(src, &doc.root), &fields)
         .map_err(|e| format!("cannot add a task to plan.small.yml: {e}"))?;

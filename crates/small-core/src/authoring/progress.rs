@@ -25,28 +25,29 @@
 //! Timestamps are generated here: RFC 3339 UTC with nine fraction digits, strictly after the
 //! previous entry (if the clock is behind or equal, one nanosecond after it).
 
+use crate::spec::model::TaskStatus;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value as Json};
 
 use crate::authoring::templates::yaml_quote;
 use crate::authoring::txn::{Transaction, TxnError};
-use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, PROTOCOL_VERSION, SMALL_DIR};
+use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, PROTOCOL_VERSION};
 use crate::spec::timestamp::{self, Instant};
 use crate::yaml::{self, Limits, Style};
 
 /// Workspace-relative path of the progress log.
 pub fn progress_rel() -> String {
-    format!("{SMALL_DIR}/{}", ArtifactKind::Progress.file_name())
+    ArtifactKind::Progress.rel_path()
 }
 
 /// Statuses a progress entry may carry.
 pub const STATUSES: [&str; 5] = [
-    "pending",
-    "in_progress",
-    "completed",
-    "blocked",
-    "cancelled",
+    TaskStatus::Pending.as_str(),
+    TaskStatus::InProgress.as_str(),
+    TaskStatus::Completed.as_str(),
+    TaskStatus::Blocked.as_str(),
+    TaskStatus::Cancelled.as_str(),
 ];
 
 const HEAD_BYTES: u64 = 64 * 1024;

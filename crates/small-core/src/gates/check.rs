@@ -90,7 +90,7 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
             }),
         ),
     };
-    let rel = invariants::rel_path(ArtifactKind::Progress);
+    let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut linter = ProgressLinter::new(&plan, &scope);
     ws.stream_progress(&lo.limits, &mut |i, node| {

@@ -50,7 +50,7 @@ pub fn unexpected_paths(root: &Path) -> io::Result<Vec<Unexpected>> {
             });
         } else if !is_canonical_file_name(&name) {
             out.push(Unexpected {
-                rel_path: format!("{SMALL_DIR}/{name}"),
+                rel_path: crate::spec::consts::small_rel(&name),
                 is_dir,
                 belongs_in: None,
             });

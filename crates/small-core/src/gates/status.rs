@@ -9,6 +9,8 @@
 //! not parse) falls back to parsing the whole file, so the answer is always right; only the
 //! speed depends on the layout. The tail path reads a few kilobytes whatever the log size.
 
+use crate::spec::model::TaskStatus;
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -21,13 +23,18 @@ use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION, WORKSPAC
 use crate::yaml::{self, Limits, Node};
 
 /// Plan statuses every summary lists (others are counted under their own name).
-pub const KNOWN_STATUSES: [&str; 4] = ["pending", "in_progress", "blocked", "completed"];
+pub const KNOWN_STATUSES: [&str; 4] = [
+    TaskStatus::Pending.as_str(),
+    TaskStatus::InProgress.as_str(),
+    TaskStatus::Blocked.as_str(),
+    TaskStatus::Completed.as_str(),
+];
 
 /// A task's status as the queue sees it: trimmed, empty meaning `pending`.
 pub fn normalized_status(t: &TaskInfo) -> String {
     let s = t.status.trim();
     if s.is_empty() {
-        "pending".to_string()
+        TaskStatus::Pending.as_str().to_string()
     } else {
         s.to_string()
     }
@@ -43,13 +50,14 @@ pub fn next_actionable(plan: &PlanIndex, limit: usize) -> Vec<String> {
         .collect();
     let mut out = Vec::new();
     for t in &plan.tasks {
-        if normalized_status(t) != "pending" || t.id.is_empty() {
+        if normalized_status(t) != TaskStatus::Pending.as_str() || t.id.is_empty() {
             continue;
         }
-        let ready = t
-            .dependencies
-            .iter()
-            .all(|d| status.get(d.as_str()).is_some_and(|s| s == "completed"));
+        let ready = t.dependencies.iter().all(|d| {
+            status
+                .get(d.as_str())
+                .is_some_and(|s| s == TaskStatus::Completed.as_str())
+        });
         if ready {
             out.push(t.id.clone());
             if limit > 0 && out.len() >= limit {
@@ -70,10 +78,10 @@ fn first_with_status(plan: &PlanIndex, status: &str) -> Option<String> {
 /// The task to work on: the one in progress, else the first actionable, else the first
 /// blocked, else the first pending.
 pub fn preferred_task(plan: &PlanIndex) -> Option<String> {
-    first_with_status(plan, "in_progress")
+    first_with_status(plan, TaskStatus::InProgress.as_str())
         .or_else(|| next_actionable(plan, 1).into_iter().next())
-        .or_else(|| first_with_status(plan, "blocked"))
-        .or_else(|| first_with_status(plan, "pending"))
+        .or_else(|| first_with_status(plan, TaskStatus::Blocked.as_str()))
+        .or_else(|| first_with_status(plan, TaskStatus::Pending.as_str()))
 }
 
 /// Plan summary.
@@ -399,7 +407,7 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
         Ok(Some(doc)) => {
             st.replay_id = doc
                 .root
-                .pointer("/run/replay_id")
+                .pointer(RUN_REPLAY_ID_POINTER)
                 .and_then(Node::as_str)
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty());
@@ -411,7 +419,7 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
         Ok(Some(doc)) => {
             st.handoff_replay_id = doc
                 .root
-                .pointer("/replayId/value")
+                .pointer(HANDOFF_REPLAY_ID_POINTER)
                 .and_then(Node::as_str)
                 .map(|s| s.trim().to_string());
             st.current_task = doc
@@ -445,7 +453,7 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
                 let done = idx
                     .tasks
                     .iter()
-                    .all(|t| normalized_status(t) == "completed");
+                    .all(|t| normalized_status(t) == TaskStatus::Completed.as_str());
                 (done && !idx.tasks.is_empty()).then(|| "none (all tasks completed)".to_string())
             }),
         _ => st.current_task.clone(),

@@ -13,18 +13,19 @@
 //! `WS` warning: the spec makes the metadata the current run identity, but `small handoff`
 //! legitimately rewrites both at different times.
 
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::path::Path;
 use std::process::Command;
 
 use crate::diag::{Diagnostic, Span};
-use crate::gates::invariants::{self, rel_path, PlanIndex};
+use crate::gates::invariants::{self, PlanIndex};
 use crate::spec::consts::{ArtifactKind, SMALL_DIR};
 use crate::spec::replayid;
 use crate::yaml::{self, Node, Value};
 
 /// RID: the handoff's replayId block is present and well formed.
 pub fn check_replay_id(handoff: &Node, out: &mut Vec<Diagnostic>) {
-    let file = rel_path(ArtifactKind::Handoff);
+    let file = ArtifactKind::Handoff.rel_path();
     let help = "regenerate it with `small handoff`";
     let err = |span: Span, path: &str, msg: String| {
         Diagnostic::error("RID", msg)
@@ -57,18 +58,18 @@ pub fn check_replay_id(handoff: &Node, out: &mut Vec<Diagnostic>) {
             Some(s) if replayid::is_well_formed(s) => {}
             Some("") | None => out.push(err(
                 v.span,
-                "/replayId/value",
+                HANDOFF_REPLAY_ID_POINTER,
                 "replayId.value must be a non-empty string".into(),
             )),
             Some(s) => out.push(err(
                 v.span,
-                "/replayId/value",
+                HANDOFF_REPLAY_ID_POINTER,
                 format!("replayId.value {s:?} is not a SHA-256 hash (64 hex digits)"),
             )),
         },
         None => out.push(err(
             rid.span,
-            "/replayId/value",
+            HANDOFF_REPLAY_ID_POINTER,
             "replayId.value is missing".into(),
         )),
     }
@@ -101,7 +102,7 @@ pub fn check_run_identity(
     handoff: Option<&Node>,
     out: &mut Vec<Diagnostic>,
 ) {
-    let Some(run_id) = meta_root.pointer("/run/replay_id") else {
+    let Some(run_id) = meta_root.pointer(RUN_REPLAY_ID_POINTER) else {
         return;
     };
     let Some(run) = run_id
@@ -112,7 +113,7 @@ pub fn check_run_identity(
         return;
     };
     let Some(h) = handoff
-        .and_then(|h| h.pointer("/replayId/value"))
+        .and_then(|h| h.pointer(HANDOFF_REPLAY_ID_POINTER))
         .and_then(Node::as_str)
     else {
         return;
@@ -128,7 +129,7 @@ pub fn check_run_identity(
             )
             .in_file(meta_file)
             .at(Some(run_id.span))
-            .with_path("/run/replay_id")
+            .with_path(RUN_REPLAY_ID_POINTER)
             .with_help("run `small handoff` to record the current run in both places"),
         );
     }
@@ -340,7 +341,7 @@ impl AppendOnly {
     /// The violation, if any. `entries_span`: where today's `entries` list is (for the
     /// truncation report).
     pub fn finish(self, entries_span: Option<Span>) -> Vec<Diagnostic> {
-        let file = rel_path(ArtifactKind::Progress);
+        let file = ArtifactKind::Progress.rel_path();
         let rev = &self.rev;
         let help = format!(
             "progress is append-only: restore the entry from `git show {rev}:./{file}` and record corrections as new entries"
@@ -403,7 +404,7 @@ pub fn check_append_only_unreadable(a: AppendOnly) -> Vec<Diagnostic> {
             a.rev
         ),
     )
-    .in_file(rel_path(ArtifactKind::Progress))]
+    .in_file(ArtifactKind::Progress.rel_path())]
 }
 
 /// INV3 over a fully loaded log: every entry of `old_text` is still in `current` (the log
@@ -425,7 +426,7 @@ pub fn check_append_only(
                 a.old.len()
             ),
         )
-        .in_file(rel_path(ArtifactKind::Progress))]);
+        .in_file(ArtifactKind::Progress.rel_path())]);
     };
     let entries = cur.get("entries");
     for (i, e) in entries

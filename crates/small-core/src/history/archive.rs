@@ -110,7 +110,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let include = opts.include.clone().unwrap_or_else(default_include);
 
     let handoff_name = ArtifactKind::Handoff.file_name();
-    let label = format!("{SMALL_DIR}/{handoff_name}");
+    let label = crate::spec::consts::small_rel(handoff_name);
     let Some(handoff_bytes) = safe::read_live_file(&small.join(handoff_name))? else {
         return Err(
             RunError::invalid(format!("{label} is missing, so the run has no replayId"))

@@ -16,6 +16,7 @@ pub mod diff;
 pub mod index;
 pub mod safe;
 
+use crate::spec::model::HANDOFF_REPLAY_ID_POINTER;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -232,7 +233,7 @@ fn load_metadata(root: &Path) -> Result<crate::workspace::Workspace, RunError> {
 
 /// The `kind` declared in `.small/workspace.small.yml` (`repo-root` or `examples`).
 pub fn workspace_kind(root: &Path) -> Result<String, RunError> {
-    let rel = format!("{SMALL_DIR}/{WORKSPACE_FILE}");
+    let rel = crate::spec::consts::small_rel(WORKSPACE_FILE);
     let ws = load_metadata(root)?;
     let Some(meta) = &ws.metadata else {
         return Err(
@@ -307,7 +308,7 @@ pub fn handoff_info(bytes: &[u8], label: &str) -> Result<HandoffInfo, RunError> 
     Ok(HandoffInfo {
         summary: text(root.get("summary")).unwrap_or_default(),
         next_steps,
-        replay_id: text(root.pointer("/replayId/value"))
+        replay_id: text(root.pointer(HANDOFF_REPLAY_ID_POINTER))
             .unwrap_or_default()
             .trim()
             .to_string(),
@@ -471,7 +472,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         }
     }
 
-    let handoff_label = format!("{SMALL_DIR}/{}", ArtifactKind::Handoff.file_name());
+    let handoff_label = ArtifactKind::Handoff.rel_path();
     let handoff_bytes = files
         .iter()
         .find(|(n, _)| *n == ArtifactKind::Handoff.file_name())
@@ -875,7 +876,7 @@ pub fn checkout(
     let mut writes = Vec::new();
     let mut saved_cache: Option<Vec<(String, String)>> = None;
     for name in snapshot_file_names() {
-        let rel = format!("{SMALL_DIR}/{name}");
+        let rel = crate::spec::consts::small_rel(name);
         let live = match txn.read(&rel) {
             Ok(l) => l,
             Err(e) => return Err(txn_error(e)),
@@ -900,7 +901,10 @@ pub fn checkout(
         }
     }
     if !unsaved.is_empty() && !force {
-        let list: Vec<String> = unsaved.iter().map(|n| format!("{SMALL_DIR}/{n}")).collect();
+        let list: Vec<String> = unsaved
+            .iter()
+            .map(|n| crate::spec::consts::small_rel(n))
+            .collect();
         return Err(RunError::invalid(format!(
             "checkout would overwrite local changes that no snapshot holds: {}",
             list.join(", ")

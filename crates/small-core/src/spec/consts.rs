@@ -74,9 +74,20 @@ impl ArtifactKind {
         }
     }
 
+    /// Workspace-relative path: `.small/plan.small.yml`.
+    pub fn rel_path(self) -> String {
+        small_rel(self.file_name())
+    }
+
     pub fn from_name(name: &str) -> Option<ArtifactKind> {
         ArtifactKind::ALL.into_iter().find(|k| k.name() == name)
     }
+}
+
+/// The workspace-relative path of a file inside `.small/`: `.small/<file>`. Every
+/// `.small/` path the tool prints or writes is built here.
+pub fn small_rel(file: &str) -> String {
+    format!("{SMALL_DIR}/{file}")
 }
 
 /// Workspace metadata file inside `.small/`.

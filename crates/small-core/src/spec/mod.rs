@@ -2,5 +2,7 @@
 //! replay-ID formats.
 
 pub mod consts;
+pub mod model;
+pub mod plan;
 pub mod replayid;
 pub mod timestamp;

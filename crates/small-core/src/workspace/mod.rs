@@ -47,11 +47,13 @@
 //! - [`CODE_WORKSPACE`] (`workspace`): metadata missing, or a kind the scope does not allow;
 //! - [`CODE_NO_WORKSPACE`] (`no-workspace`): from [`LocateError::to_diagnostic`].
 
+use crate::spec::model::RUN_REPLAY_ID_POINTER;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::diag::{Diagnostic, Pos, Span};
-use crate::spec::consts::{ArtifactKind, KIND_EXAMPLES, KIND_REPO_ROOT, SMALL_DIR, WORKSPACE_FILE};
+use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
 pub const CODE_MISSING: &str = "missing";
@@ -241,7 +243,7 @@ impl WorkspaceMeta {
     }
     /// `run.replay_id`, trimmed, if it is a non-empty string.
     pub fn run_replay_id(&self) -> Option<&str> {
-        self.str_at("/run/replay_id")
+        self.str_at(RUN_REPLAY_ID_POINTER)
             .map(str::trim)
             .filter(|s| !s.is_empty())
     }
@@ -491,7 +493,7 @@ impl Workspace {
 }
 
 fn rel_path(file: &str) -> String {
-    format!("{SMALL_DIR}/{file}")
+    crate::spec::consts::small_rel(file)
 }
 
 fn missing_diag(kind: ArtifactKind, rel: &str) -> Diagnostic {
@@ -613,87 +615,6 @@ fn require_mapping(doc: Document, rel: &str) -> Result<Document, Box<Diagnostic>
         .at(Some(span))
         .with_help("write the fields as `key: value` lines at the top level"),
     ))
-}
-
-/// `workspace.small.yml` kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkspaceKind {
-    RepoRoot,
-    Examples,
-}
-
-impl WorkspaceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkspaceKind::RepoRoot => KIND_REPO_ROOT,
-            WorkspaceKind::Examples => KIND_EXAMPLES,
-        }
-    }
-    /// The `--workspace` value that selects this kind.
-    pub fn scope_name(self) -> &'static str {
-        match self {
-            WorkspaceKind::RepoRoot => "root",
-            WorkspaceKind::Examples => "examples",
-        }
-    }
-}
-
-impl FromStr for WorkspaceKind {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        match s {
-            KIND_REPO_ROOT => Ok(WorkspaceKind::RepoRoot),
-            KIND_EXAMPLES => Ok(WorkspaceKind::Examples),
-            _ => Err(()),
-        }
-    }
-}
-
-/// `--workspace root|examples|any`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Scope {
-    #[default]
-    Root,
-    Examples,
-    Any,
-}
-
-impl Scope {
-    pub fn allows(self, kind: WorkspaceKind) -> bool {
-        match self {
-            Scope::Any => true,
-            Scope::Root => kind == WorkspaceKind::RepoRoot,
-            Scope::Examples => kind == WorkspaceKind::Examples,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Root => "root",
-            Scope::Examples => "examples",
-            Scope::Any => "any",
-        }
-    }
-}
-
-impl FromStr for Scope {
-    type Err = String;
-    /// Case-insensitive, surrounding spaces ignored (as the reference does).
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "root" => Ok(Scope::Root),
-            "examples" => Ok(Scope::Examples),
-            "any" => Ok(Scope::Any),
-            _ => Err(format!(
-                "invalid workspace scope `{s}`: use root, examples or any"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 #[cfg(test)]

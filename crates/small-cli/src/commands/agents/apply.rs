@@ -71,23 +71,21 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
 
     if args.print {
-        print!("{}", composed.text);
-        return Ok(());
+        return g.data(&composed.text);
     }
     if args.dry_run {
-        if !g.quiet {
-            if composed.action == Action::Unchanged {
-                println!("{}", describe(&composed, &name, true));
-            } else {
-                println!(
-                    "Dry run: {} (nothing written)",
-                    describe(&composed, &name, true)
-                );
-                print!(
-                    "{}",
-                    unified_diff(existing.as_deref().unwrap_or(""), &composed.text, &name)
-                );
-            }
+        if composed.action == Action::Unchanged {
+            g.info(describe(&composed, &name, true));
+        } else {
+            g.info(format!(
+                "Dry run: {} (nothing written)",
+                describe(&composed, &name, true)
+            ));
+            g.info_raw(unified_diff(
+                existing.as_deref().unwrap_or(""),
+                &composed.text,
+                &name,
+            ));
         }
         return Ok(());
     }
@@ -95,9 +93,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         small_core::authoring::txn::atomic_write(&path, composed.text.as_bytes())
             .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
     }
-    if !g.quiet {
-        println!("{}", describe(&composed, &name, false));
-    }
+    g.info(describe(&composed, &name, false));
     Ok(())
 }
 

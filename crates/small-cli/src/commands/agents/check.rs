@@ -56,13 +56,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         },
     );
     if args.json || args.format == Format::Json {
-        let json = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::usage(format!("cannot render the report: {e}")))?;
-        println!("{json}");
+        g.json(&report)?;
     } else if report.failed {
-        eprint!("{}", render_text(&report));
-    } else if !g.quiet {
-        print!("{}", render_text(&report));
+        g.error(render_text(&report).trim_end());
+    } else {
+        g.info(render_text(&report).trim_end());
     }
     if report.failed {
         Err(CliError::silent(EXIT_INVALID))

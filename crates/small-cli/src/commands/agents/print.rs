@@ -25,14 +25,13 @@ pub enum PrintFormat {
     Plain,
 }
 
-pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let text = match (args.format, args.with_markers) {
         (PrintFormat::Plain, _) => plain(block_body()),
         (PrintFormat::Md, true) => canonical_block(),
         (PrintFormat::Md, false) => block_body().to_string(),
     };
-    print!("{text}");
-    Ok(())
+    g.data(text)
 }
 
 /// Strips Markdown marks that read badly as plain text.

@@ -16,7 +16,7 @@ pub struct Args {
     pub file: Option<String>,
 }
 
-pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (name, input) = read_input(args.file.as_deref())?;
     let outcome = validate_request(&input).map_err(|e| {
         CliError::usage(format!(
@@ -25,10 +25,7 @@ pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
         ))
     })?;
     match &outcome.replay_id {
-        Some(id) => {
-            println!("{id}");
-            Ok(())
-        }
+        Some(id) => g.data(format!("{id}\n")),
         None => {
             let lines: Vec<String> = outcome
                 .errors

@@ -7,9 +7,10 @@ use small_core::authoring::handoff;
 use small_core::authoring::plan;
 use small_core::authoring::progress::{NewEntry, TimestampRule};
 
-use super::shared::{self, ScopeArg};
+use super::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Append a progress entry to .small/progress.small.yml.
 ///
@@ -40,8 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root, examples or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print the entry as JSON
     #[arg(long)]
     pub json: bool,
@@ -122,11 +123,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "entry": appended.entry,
             "task_exists_in_plan": in_plan,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        return Ok(());
+        return g.json(&out);
     }
     if !in_plan && !task_id.starts_with(small_core::spec::consts::META_TASK_PREFIX) {
-        eprintln!("warning: task {task_id} is not in plan.small.yml (add it with `small plan --add`, or use a meta/ id for bookkeeping)");
+        g.warn(format!("warning: task {task_id} is not in plan.small.yml (add it with `small plan --add`, or use a meta/ id for bookkeeping)"));
     }
     shared::say(
         g,

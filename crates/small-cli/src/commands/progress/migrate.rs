@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use small_core::authoring::progress;
 
-use super::shared::{self, ScopeArg};
+use super::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
+use small_core::workspace::Scope;
 
 /// Rewrite progress timestamps to RFC 3339 UTC with nanoseconds, strictly increasing.
 ///
@@ -19,8 +20,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root, examples or any
-    #[arg(long, value_enum, default_value_t = ScopeArg::Root, value_name = "SCOPE")]
-    pub workspace: ScopeArg,
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {

@@ -11,26 +11,6 @@ use small_core::workspace::{self, Scope};
 use crate::error::CliError;
 use crate::GlobalArgs;
 
-/// `--workspace root|examples|any`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[value(rename_all = "lowercase")]
-pub enum ScopeArg {
-    #[default]
-    Root,
-    Examples,
-    Any,
-}
-
-impl ScopeArg {
-    pub fn scope(self) -> Scope {
-        match self {
-            ScopeArg::Root => Scope::Root,
-            ScopeArg::Examples => Scope::Examples,
-            ScopeArg::Any => Scope::Any,
-        }
-    }
-}
-
 /// The root of the workspace named by `--dir` (or the current directory); exit 2 if none.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     workspace::locate(dir).map(|l| l.root).map_err(|e| {
@@ -59,16 +39,16 @@ pub fn txn_err(e: TxnError) -> CliError {
 /// repository-root workspace (plan, handoff, start, reset).
 pub fn check_scope(
     txn: &Transaction,
-    scope: ScopeArg,
+    scope: Scope,
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    if scope == ScopeArg::Examples && !examples_allowed {
+    if scope == Scope::Examples && !examples_allowed {
         return Err(CliError::usage(format!(
             "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
         )));
     }
-    small_core::authoring::handoff::check_scope(txn, scope.scope()).map_err(|e| match e {
+    small_core::authoring::handoff::check_scope(txn, scope).map_err(|e| match e {
         ScopeError::Txn(t) => txn_err(t),
         ScopeError::Scope(m) => CliError::invalid(m),
     })
@@ -76,20 +56,15 @@ pub fn check_scope(
 
 /// Print which files a commit changed (unless --quiet).
 pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
-    if g.quiet {
-        return;
-    }
     for f in &report.written {
-        println!("  updated {f}");
+        g.info(format!("  updated {f}"));
     }
     for f in &report.appended {
-        println!("  appended to {f}");
+        g.info(format!("  appended to {f}"));
     }
 }
 
 /// Print a line unless --quiet.
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
-    if !g.quiet {
-        println!("{}", line.as_ref());
-    }
+    g.info(line);
 }

@@ -1,6 +1,6 @@
 //! `small run checkout`
 
-use super::{emit, print_json, to_cli, Context};
+use super::{print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
@@ -27,17 +27,14 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    emit(&o)?;
+    g.info_raw(&o);
     result
 }
 
-fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
+fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
     let r = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
     if args.json {
         return print_json(&r);
-    }
-    if g.quiet {
-        return Ok(());
     }
     let short = runs::short_id(&r.replay_id, 16);
     if r.restored.is_empty() {

@@ -1,6 +1,6 @@
 //! `small run diff`
 
-use super::{emit, print_json, to_cli, Context};
+use super::{print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
@@ -41,19 +41,16 @@ fn side(ctx: &Context, spec: &str) -> Result<DiffSide, crate::error::CliError> {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    emit(&o)?;
+    g.info_raw(&o);
     result
 }
 
-fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
+fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
     let from = side(ctx, &args.from)?;
     let to = side(ctx, args.to.as_deref().unwrap_or("live"))?;
     let d = runs::diff_runs(&from, &to, args.full).map_err(to_cli)?;
     if args.json {
         return print_json(&d);
-    }
-    if g.quiet {
-        return Ok(());
     }
     let label = |s: &str| {
         if s == "live" {

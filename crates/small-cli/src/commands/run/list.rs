@@ -1,6 +1,6 @@
 //! `small run list`
 
-use super::{emit, print_json, to_cli, warn_all, Context};
+use super::{print_json, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
@@ -41,14 +41,14 @@ struct Out<'a> {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    emit(&o)?;
+    g.info_raw(&o);
     result
 }
 
 fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let (mut snaps, warnings) = runs::list(&ctx.store).map_err(to_cli)?;
     let current = runs::live_replay_id(&ctx.root).unwrap_or_default();
-    warn_all(&warnings);
+    warn_all(g, &warnings);
     if args.limit > 0 {
         snaps.truncate(args.limit);
     }
@@ -66,9 +66,6 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             })
             .collect();
         return print_json(&Out { runs });
-    }
-    if g.quiet {
-        return Ok(());
     }
     if snaps.is_empty() {
         outln!(

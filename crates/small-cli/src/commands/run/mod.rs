@@ -38,8 +38,8 @@ pub struct ContextArgs {
     #[arg(long, global = true, value_name = "PATH")]
     pub store: Option<PathBuf>,
     /// Workspace kinds to accept: root, examples or any
-    #[arg(long, global = true, default_value = "root", value_name = "SCOPE")]
-    pub workspace: String,
+    #[arg(long, global = true, default_value = "root", value_name = "SCOPE", value_parser = Scope::parse)]
+    pub workspace: Scope,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -72,12 +72,7 @@ pub struct Context {
 
 impl Context {
     fn resolve(a: &ContextArgs) -> Result<Context, CliError> {
-        let scope: Scope = a.workspace.parse().map_err(|_: String| {
-            CliError::usage(format!(
-                "invalid --workspace value `{}`: use root, examples or any",
-                a.workspace
-            ))
-        })?;
+        let scope = a.workspace;
         if a.store.as_ref().is_some_and(|s| s.as_os_str().is_empty()) {
             return Err(CliError::usage("--store needs a directory path"));
         }
@@ -105,23 +100,14 @@ pub fn to_cli(e: RunError) -> CliError {
     }
 }
 
-/// Print warnings on stderr (they never change the exit code).
-pub fn warn_all(warnings: &[String]) {
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
+/// Print warnings on stderr (they never change the exit code; `--quiet` hides them).
+pub fn warn_all(g: &GlobalArgs, warnings: &[String]) {
+    g.warnings(warnings);
 }
 
-/// Write text to stdout. A closed pipe (`small run list | head`) ends the output quietly
-/// instead of failing.
+/// Write text to stdout (through the output helper).
 pub fn emit(text: &str) -> CmdResult {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::usage(format!("cannot write output: {e}"))),
-    }
+    crate::output::data(text)
 }
 
 /// Append one formatted line to a `String` buffer.
@@ -136,12 +122,9 @@ macro_rules! outln {
     }};
 }
 
-/// Print a value as pretty JSON on stdout.
+/// Print a value as pretty JSON on stdout (through the output helper).
 pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| CliError::usage(format!("cannot encode JSON output: {e}")))?;
-    text.push('\n');
-    emit(&text)
+    crate::output::json(value)
 }
 
 /// A path for display: relative to the workspace root when it is inside it.

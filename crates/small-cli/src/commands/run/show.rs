@@ -1,6 +1,6 @@
 //! `small run show`
 
-use super::{emit, print_json, to_cli, Context};
+use super::{print_json, to_cli, Context};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
@@ -39,7 +39,7 @@ struct Out<'a> {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    emit(&o)?;
+    g.info_raw(&o);
     result
 }
 
@@ -75,7 +75,7 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             Err(damaged())
         };
     }
-    if !g.quiet {
+    if !g.quiet() {
         let m = &s.meta;
         let or_dash = |v: &str| {
             if v.is_empty() {

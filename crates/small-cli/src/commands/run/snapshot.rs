@@ -1,6 +1,6 @@
 //! `small run snapshot`
 
-use super::{emit, print_json, shown, to_cli, warn_all, Context};
+use super::{print_json, shown, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
@@ -34,13 +34,13 @@ struct Out<'a> {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    emit(&o)?;
+    g.info_raw(&o);
     result
 }
 
 fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {
     let res = runs::snapshot(&ctx.root, &ctx.store, args.force).map_err(to_cli)?;
-    warn_all(&res.warnings);
+    warn_all(g, &res.warnings);
     let s = &res.snapshot;
     if args.json {
         return print_json(&Out {
@@ -50,9 +50,6 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             artifacts: &s.artifacts,
             meta: &s.meta,
         });
-    }
-    if g.quiet {
-        return Ok(());
     }
     let verb = if res.replaced {
         "Replaced snapshot"

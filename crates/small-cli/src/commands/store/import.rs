@@ -171,11 +171,11 @@ pub fn run(args: Args, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
         out.value(&json!({"ok": failures.is_empty(), "records": counts, "failures": failures}));
     } else {
         for f in &failures {
-            eprintln!(
+            out.g.error(format!(
                 "error: {}: {}",
                 f["file"].as_str().unwrap_or(""),
                 f["message"].as_str().unwrap_or("")
-            );
+            ));
         }
         let total: usize = counts.values().map(|(c, _)| c).sum();
         let same: usize = counts.values().map(|(_, u)| u).sum();

@@ -85,7 +85,7 @@ pub fn run(c: Command, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
                     "no lifecycle events are recorded for `{id}`"
                 ))));
             }
-            println!("{}", small_store::lifecycle_document(&id, &events));
+            out.data_line(small_store::lifecycle_document(&id, &events));
             Ok(())
         }
     }

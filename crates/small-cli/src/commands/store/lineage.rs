@@ -87,7 +87,7 @@ fn graph(store: &dyn PrimitiveStore, out: &Out, id: &str, dir: Direction, depth:
         out.line(format!("{id} has no recorded {what}"));
     } else {
         for n in &g.nodes {
-            println!("{}\t{}", n.depth, n.id);
+            out.data_line(format!("{}\t{}", n.depth, n.id));
         }
     }
     Ok(())

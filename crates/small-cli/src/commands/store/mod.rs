@@ -62,7 +62,7 @@ pub enum Command {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let out = Out {
         json: args.json,
-        quiet: g.quiet,
+        g: g.clone(),
     };
     let store = open(&args.store)?;
     match args.command {
@@ -82,18 +82,23 @@ fn open(location: &str) -> Result<Arc<dyn PrimitiveStore>, CliError> {
 /// Output settings shared by the subcommands.
 pub(crate) struct Out {
     pub json: bool,
-    pub quiet: bool,
+    /// Everything is printed through the output helper.
+    pub g: GlobalArgs,
 }
 
 impl Out {
+    /// A human line on stdout (hidden by --quiet).
     pub fn line(&self, text: impl AsRef<str>) {
-        if !self.quiet {
-            println!("{}", text.as_ref());
-        }
+        self.g.info(text);
+    }
+
+    /// Data on stdout, one line (printed even under --quiet).
+    pub fn data_line(&self, text: impl AsRef<str>) {
+        let _ = self.g.data(format!("{}\n", text.as_ref()));
     }
 
     pub fn value(&self, v: &Value) {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        let _ = self.g.json(v);
     }
 
     /// A store error: printed as JSON on stdout with `--json`, then the exit code.
@@ -114,7 +119,7 @@ impl Out {
 
     /// A stored record: its JSON exactly as stored.
     pub fn record(&self, rec: &Record) {
-        println!("{}", rec.json);
+        self.data_line(&rec.json);
     }
 
     pub fn put(&self, noun: &str, put: &Put) {
@@ -143,16 +148,16 @@ impl Out {
             self.value(&v);
         } else {
             for r in &l.items {
-                println!(
+                self.data_line(format!(
                     "{}\tv{}\t{}\t{}",
                     r.id,
                     r.version,
                     &r.sha256[..12.min(r.sha256.len())],
                     r.stored_at
-                );
+                ));
             }
             if let Some(n) = &l.next {
-                eprintln!("more: --after {n}");
+                self.g.warn(format!("more: --after {n}"));
             }
         }
     }

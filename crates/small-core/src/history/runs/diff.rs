@@ -2,6 +2,7 @@
 //! of progress (entry counts, tasks newly completed, newest timestamps), with the full
 //! progress diff on request. Either side may be a snapshot or the live workspace.
 
+use crate::spec::model::TaskStatus;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -9,7 +10,7 @@ use similar::{ChangeTag, TextDiff};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::ArtifactKind;
 use crate::yaml;
 
 use super::{read_artifact, safe, RunError, Snapshot};
@@ -43,7 +44,7 @@ impl DiffSide {
             DiffSide::Snapshot(s) => {
                 format!("{name} in snapshot {}", super::short_id(&s.replay_id, 16))
             }
-            DiffSide::Live(_) => format!("{SMALL_DIR}/{name}"),
+            DiffSide::Live(_) => crate::spec::consts::small_rel(name),
         }
     }
 }
@@ -206,7 +207,7 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
                 .map(str::trim)
                 .unwrap_or("")
         };
-        if text("status") == "completed" && !text("task_id").is_empty() {
+        if text("status") == TaskStatus::Completed.as_str() && !text("task_id").is_empty() {
             completed.push(text("task_id").to_string());
         }
         let ts = text("timestamp");

@@ -1,0 +1,207 @@
+//! The one place that decides what `small` prints, where, and in which colours.
+//!
+//! Every command prints through these methods on [`GlobalArgs`]:
+//!
+//! - [`GlobalArgs::info`]: human output on stdout; silenced by `--quiet`.
+//! - [`GlobalArgs::warn`]: warnings and notices on stderr; silenced by `--quiet`.
+//! - [`GlobalArgs::error`]: errors on stderr; always printed.
+//! - [`GlobalArgs::json`] and [`GlobalArgs::data`]: machine output (a `--json` document, a
+//!   completion script, a man page) on stdout; always printed, never coloured.
+//! - [`GlobalArgs::diagnostics`]: rendered diagnostics on stderr; under `--quiet` only the
+//!   errors among them.
+//!
+//! Colour ([`GlobalArgs::color_stdout`], [`GlobalArgs::color_stderr`]) is decided in this
+//! order: `--color always|never` (and `--no-color`) as given; then `NO_COLOR` (non-empty)
+//! turns it off; `CLICOLOR_FORCE` (non-empty, not `0`) turns it on; `CLICOLOR=0` or `CI`
+//! (non-empty, as CI services set it) turns it off; otherwise colour is used only when the
+//! stream is a terminal.
+
+use std::io::{IsTerminal, Write};
+
+use small_core::diag::Diagnostic;
+
+use crate::error::{CliError, CmdResult};
+use crate::GlobalArgs;
+
+/// `--color`: when to use ANSI colours.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour when the stream is a terminal and the environment allows it
+    #[default]
+    Auto,
+    /// Always colour (even into a pipe)
+    Always,
+    /// Never colour
+    Never,
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// Whether to colour a stream, given the flags and whether the stream is a terminal.
+pub fn decide_color(choice: ColorChoice, no_color_flag: bool, is_terminal: bool) -> bool {
+    if no_color_flag {
+        return false;
+    }
+    match choice {
+        ColorChoice::Always => return true,
+        ColorChoice::Never => return false,
+        ColorChoice::Auto => {}
+    }
+    if env_set("NO_COLOR") {
+        return false;
+    }
+    if std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    if std::env::var_os("CLICOLOR").is_some_and(|v| v == "0") || env_set("CI") {
+        return false;
+    }
+    is_terminal
+}
+
+impl GlobalArgs {
+    /// Whether `--quiet` was given.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// Whether output on stdout is coloured.
+    pub fn color_stdout(&self) -> bool {
+        decide_color(self.color, self.no_color, std::io::stdout().is_terminal())
+    }
+
+    /// Whether output on stderr is coloured.
+    pub fn color_stderr(&self) -> bool {
+        decide_color(self.color, self.no_color, std::io::stderr().is_terminal())
+    }
+
+    /// Human output: `text` and a newline on stdout, unless `--quiet`.
+    pub fn info(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            write_out(&format!("{}\n", text.as_ref()));
+        }
+    }
+
+    /// Human output without a trailing newline, unless `--quiet`.
+    pub fn info_raw(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            write_out(text.as_ref());
+        }
+    }
+
+    /// A warning or notice: `text` and a newline on stderr, unless `--quiet`.
+    pub fn warn(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            write_err(&format!("{}\n", text.as_ref()));
+        }
+    }
+
+    /// An error: `text` and a newline on stderr, always.
+    pub fn error(&self, text: impl AsRef<str>) {
+        write_err(&format!("{}\n", text.as_ref()));
+    }
+
+    /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
+    /// clean and `--quiet` cannot hide what is being asked.
+    pub fn prompt(&self, text: impl AsRef<str>) {
+        let mut err = std::io::stderr().lock();
+        let _ = err
+            .write_all(text.as_ref().as_bytes())
+            .and_then(|_| err.flush());
+    }
+
+    /// Machine output (a script, a document): `text` as is on stdout, even under `--quiet`.
+    pub fn data(&self, text: impl AsRef<str>) -> CmdResult {
+        data(text.as_ref())
+    }
+
+    /// A `--json` document: pretty-printed, newline-terminated, on stdout, even under `--quiet`.
+    pub fn json(&self, value: &impl serde::Serialize) -> CmdResult {
+        json(value)
+    }
+
+    /// Each warning as `warning: ...` on stderr, unless `--quiet`.
+    pub fn warnings(&self, warnings: &[String]) {
+        for w in warnings {
+            self.warn(format!("warning: {w}"));
+        }
+    }
+
+    /// Rendered diagnostics on stderr (with source snippets from `sources`, or one line
+    /// each when `compact`). Under `--quiet` only errors are printed.
+    pub fn diagnostics<'a>(
+        &self,
+        diags: &[Diagnostic],
+        sources: impl Fn(&str) -> Option<&'a str>,
+        compact: bool,
+    ) {
+        let shown: Vec<Diagnostic>;
+        let diags = if self.quiet {
+            shown = diags.iter().filter(|d| d.is_error()).cloned().collect();
+            &shown[..]
+        } else {
+            diags
+        };
+        if diags.is_empty() {
+            return;
+        }
+        if compact {
+            let mut text = String::new();
+            for d in diags {
+                text.push_str(&crate::commands::check::compact_line(d));
+                text.push('\n');
+            }
+            write_err(&text);
+            return;
+        }
+        write_err(&crate::render::render_all(
+            diags,
+            sources,
+            self.color_stderr(),
+        ));
+    }
+}
+
+/// Machine output on stdout (see [`GlobalArgs::data`]). A closed pipe (`small ... | head`)
+/// ends the output quietly instead of failing.
+pub fn data(text: &str) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::usage(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// A pretty-printed JSON document on stdout (see [`GlobalArgs::json`]).
+pub fn json(value: &impl serde::Serialize) -> CmdResult {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
+    text.push('\n');
+    data(&text)
+}
+
+fn write_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe ends the output quietly (SIGPIPE is restored in main on Unix).
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn write_err(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_choices_win() {
+        assert!(!decide_color(ColorChoice::Always, true, true));
+        assert!(decide_color(ColorChoice::Always, false, false));
+        assert!(!decide_color(ColorChoice::Never, false, true));
+    }
+}

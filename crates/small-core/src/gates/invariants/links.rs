@@ -1,0 +1,109 @@
+//! LINK: no insecure `http://` links (an error in strict mode, a warning otherwise).
+
+use super::{diag, display, escape_pointer, severity};
+use crate::diag::Diagnostic;
+use crate::spec::consts::ArtifactKind;
+use crate::yaml::{Node, Value};
+
+const LOCAL_HTTP: [&str; 4] = [
+    "http://localhost",
+    "http://127.0.0.1",
+    "http://0.0.0.0",
+    "http://[::1]",
+];
+
+/// The first `http://` URL with a host in a string (IPv6 brackets kept together).
+pub fn insecure_urls(s: &str) -> Vec<&str> {
+    let mut urls = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = s[from..].find("http://") {
+        let start = from + rel;
+        let rest = &s[start..];
+        let mut end = rest.len();
+        let mut bracket = false;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' => bracket = true,
+                ']' => bracket = false,
+                ' ' | '\t' | '\n' | '\r' | '"' | '\'' | '>' if !bracket => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let url = &rest[..end];
+        let host = &url["http://".len()..];
+        if !host.is_empty() && !host.starts_with('/') {
+            urls.push(url);
+        }
+        from = start + "http://".len();
+    }
+    urls
+}
+
+/// LINK: non-local `http://` links (localhost allowed in progress only, as the reference).
+pub fn check_links(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
+    check_links_at(kind, root, "", strict, out);
+}
+
+/// LINK on a node found at JSON pointer `prefix`.
+pub fn check_links_at(
+    kind: ArtifactKind,
+    node: &Node,
+    prefix: &str,
+    strict: bool,
+    out: &mut Vec<Diagnostic>,
+) {
+    let allow_local = kind == ArtifactKind::Progress;
+    let mut path = prefix.to_string();
+    walk_strings(node, &mut path, &mut |p, node, s| {
+        if !s.contains("http://") {
+            return;
+        }
+        if let Some(url) = insecure_urls(s)
+            .into_iter()
+            .find(|u| !(allow_local && LOCAL_HTTP.iter().any(|l| u.starts_with(l))))
+        {
+            let mut d = diag(
+                "LINK",
+                kind,
+                Some(node.span),
+                p,
+                format!("insecure link {url} at {}", display(p)),
+            )
+            .with_help(if allow_local {
+                "use https:// (http://localhost and loopback addresses are fine in progress)"
+            } else {
+                "use https://"
+            });
+            d.severity = severity(strict);
+            out.push(d);
+        }
+    });
+}
+
+fn walk_strings(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node, &str)) {
+    match &node.value {
+        Value::Str(s) => f(path, node, s),
+        Value::Seq(items) => {
+            for (i, it) in items.iter().enumerate() {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&i.to_string());
+                walk_strings(it, path, f);
+                path.truncate(len);
+            }
+        }
+        Value::Map(entries) => {
+            for e in entries {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&escape_pointer(&e.key));
+                walk_strings(&e.value, path, f);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}

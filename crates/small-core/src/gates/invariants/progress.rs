@@ -1,0 +1,236 @@
+//! The progress log, entry by entry: timestamps (TS), evidence (INV2), and the facts the
+//! cross-file rules need. The log can be very long; nothing here needs all of it at once.
+
+use std::collections::HashSet;
+
+use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
+use crate::diag::{Diagnostic, Span};
+use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
+use crate::spec::plan::{trimmed_text, PlanIndex};
+use crate::spec::timestamp::{self, Instant, TimestampError};
+use crate::yaml::{Node, Value};
+
+/// What the cross-file rules need to know about the progress log.
+#[derive(Debug, Default, Clone)]
+pub struct ProgressFacts {
+    /// Task ids (trimmed) that have at least one entry.
+    pub with_entries: HashSet<String>,
+    /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
+    pub with_strict_evidence: HashSet<String>,
+    /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
+    pub s2_offenders: Vec<(usize, String, Span)>,
+    /// Number of entries seen.
+    pub count: usize,
+}
+
+/// Checks progress entries one at a time (timestamps, evidence, task ids) and gathers the
+/// facts S1/S2 and the evidence gate need. Feed [`ProgressLinter::entry`] in log order.
+pub struct ProgressLinter<'p> {
+    plan: &'p PlanIndex,
+    scope: String,
+    prev: Option<(Instant, usize)>,
+    /// Only gather facts; report nothing (the entries were linted elsewhere).
+    facts_only: bool,
+    pub facts: ProgressFacts,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl<'p> ProgressLinter<'p> {
+    /// `scope`: the handoff replayId value (empty when there is none).
+    pub fn new(plan: &'p PlanIndex, scope: &str) -> Self {
+        ProgressLinter {
+            plan,
+            scope: scope.to_string(),
+            prev: None,
+            facts_only: false,
+            facts: ProgressFacts::default(),
+            diags: Vec::new(),
+        }
+    }
+
+    /// Check entry `i` of `entries`.
+    pub fn entry(&mut self, i: usize, e: &Node) {
+        self.facts.count += 1;
+        if !self.facts_only {
+            self.diagnose(i, e);
+        }
+        if e.as_map().is_some() {
+            self.gather(i, e);
+        }
+    }
+
+    /// [`ProgressLinter::entry`] plus the secret and link rules on the entry.
+    pub fn entry_all(&mut self, i: usize, e: &Node, strict: bool) {
+        self.entry(i, e);
+        if !self.facts_only {
+            let prefix = format!("/entries/{i}");
+            check_secrets_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
+            check_links_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
+        }
+    }
+
+    fn diagnose(&mut self, i: usize, e: &Node) {
+        let k = ArtifactKind::Progress;
+        let base = format!("/entries/{i}");
+        if e.as_map().is_none() {
+            self.diags.push(diag(
+                "SHAPE",
+                k,
+                Some(e.span),
+                &base,
+                format!("entries[{i}] must be a mapping, found {}", e.type_name()),
+            ));
+            return;
+        }
+        let task_node = e.get("task_id");
+        let task_id = trimmed_cow(task_node);
+        if !non_empty_str(task_node) {
+            self.diags.push(
+                diag(
+                    "SHAPE",
+                    k,
+                    Some(task_node.map_or(e.span, |n| n.span)),
+                    &format!("{base}/task_id"),
+                    format!("entries[{i}].task_id must be a non-empty string"),
+                )
+                .with_help("name the plan task (or a `meta/...` id) the entry is about"),
+            );
+        }
+        // Timestamps.
+        let ts_node = e.get("timestamp");
+        let ts_text = ts_node.and_then(Node::as_str).unwrap_or("");
+        let ts_span = Some(ts_node.map_or(e.span, |n| n.span));
+        let ts_err = |why: String| {
+            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(
+                "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"",
+            )
+        };
+        match ts_node.map(|n| &n.value) {
+            None => self.diags.push(ts_err(format!("entries[{i}].timestamp is missing"))),
+            Some(Value::Str(_)) => match timestamp::parse(ts_text) {
+                Err(TimestampError::Missing) => {
+                    self.diags.push(ts_err(format!("entries[{i}].timestamp is empty")))
+                }
+                Err(err) => self.diags.push(ts_err(format!(
+                    "entries[{i}].timestamp {ts_text:?} is {err}"
+                ))),
+                Ok(t) => match self.prev {
+                    Some((p, j)) if t <= p => self.diags.push(ts_err(format!(
+                        "entries[{i}].timestamp {ts_text:?} is not later than entries[{j}]'s; timestamps must strictly increase"
+                    ))),
+                    _ => self.prev = Some((t, i)),
+                },
+            },
+            Some(_) => self.diags.push(ts_err(format!(
+                "entries[{i}].timestamp must be a string, found {}",
+                ts_node.map_or_else(String::new, show)
+            ))),
+        }
+        // Invariant 2: evidence.
+        let has_evidence = EVIDENCE_FIELDS
+            .iter()
+            .any(|f| match e.get(f).map(|n| &n.value) {
+                None | Some(Value::Null) => false,
+                Some(Value::Str(s)) => !s.trim().is_empty(),
+                Some(_) => true,
+            });
+        if !has_evidence {
+            let shown = if task_id.is_empty() {
+                String::new()
+            } else {
+                format!(" ({task_id})")
+            };
+            self.diags.push(
+                diag(
+                    "INV2",
+                    k,
+                    Some(e.span),
+                    &base,
+                    format!("entries[{i}]{shown} has no evidence"),
+                )
+                .with_help(format!("add one of: {}", EVIDENCE_FIELDS.join(", "))),
+            );
+        }
+    }
+
+    /// Facts for S1, S2 and the evidence gate.
+    fn gather(&mut self, i: usize, e: &Node) {
+        let task_node = e.get("task_id");
+        let task_cow = trimmed_cow(task_node);
+        let task_id: &str = &task_cow;
+        if task_id.is_empty() {
+            return;
+        }
+        let strict_evidence =
+            [e.get("evidence"), e.get("notes")]
+                .into_iter()
+                .any(|n| match n.map(|n| &n.value) {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Str(s)) => !s.trim().is_empty(),
+                    Some(_) => true,
+                });
+        if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
+            self.facts.with_strict_evidence.insert(task_id.to_string());
+        }
+        let in_scope = if self.scope.is_empty() {
+            true
+        } else {
+            let rid = trimmed_cow(e.get("replayId"));
+            !rid.is_empty() && *rid == *self.scope
+        };
+        if in_scope
+            && !task_id.starts_with(META_TASK_PREFIX)
+            && !self.plan.tasks.is_empty()
+            && !self.plan.contains(task_id)
+        {
+            self.facts.s2_offenders.push((
+                i,
+                task_id.to_string(),
+                task_node.map_or(e.span, |n| n.span),
+            ));
+        }
+        if !self.facts.with_entries.contains(task_id) {
+            self.facts.with_entries.insert(task_id.to_string());
+        }
+    }
+}
+
+/// A scalar's text, trimmed, borrowed when it is a string.
+fn trimmed_cow(node: Option<&Node>) -> std::borrow::Cow<'_, str> {
+    match node.map(|n| &n.value) {
+        Some(Value::Str(s)) => std::borrow::Cow::Borrowed(s.trim()),
+        Some(_) => std::borrow::Cow::Owned(trimmed_text(node)),
+        None => std::borrow::Cow::Borrowed(""),
+    }
+}
+
+/// Lint the progress artifact's header (everything except the entries' contents).
+/// Returns the entries to feed to a [`ProgressLinter`], if `entries` is a list.
+pub(super) fn check_progress_header<'n>(
+    root: &'n Node,
+    out: &mut Vec<Diagnostic>,
+) -> Option<&'n [Node]> {
+    let k = ArtifactKind::Progress;
+    match root.get("entries").and_then(Node::as_seq) {
+        Some(s) => Some(s),
+        None => {
+            need(out, k, root, root, "/entries", false, "a list");
+            None
+        }
+    }
+}
+
+/// Progress facts computed without diagnostics (for verify's gate when lint ran elsewhere).
+pub fn progress_facts(plan: &PlanIndex, scope: &str, progress: Option<&Node>) -> ProgressFacts {
+    let mut pl = ProgressLinter::new(plan, scope);
+    pl.facts_only = true;
+    if let Some(entries) = progress
+        .and_then(|p| p.get("entries"))
+        .and_then(Node::as_seq)
+    {
+        for (i, e) in entries.iter().enumerate() {
+            pl.entry(i, e);
+        }
+    }
+    pl.facts
+}
