@@ -19,8 +19,12 @@ use crate::GlobalArgs;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Print the context as JSON
-    #[arg(long)]
+    #[arg(long, conflicts_with = "hook")]
     pub json: bool,
+    /// Print the context as a SessionStart hook's JSON output (hookSpecificOutput.additionalContext),
+    /// the shape Claude Code, Gemini CLI and Codex read (see `small agents hooks`)
+    #[arg(long)]
+    pub hook: bool,
     /// Keep the output within N characters, dropping the least important parts first
     #[arg(long, value_name = "N")]
     pub max_chars: Option<usize>,
@@ -64,7 +68,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         (false, Some(max)) => resume::fit(r, max, true, &resume::to_markdown).1,
         (false, None) => resume::to_markdown(&r),
     };
-    if !g.quiet {
+    if args.hook {
+        // A hook must print its JSON even with --quiet, and nothing else.
+        println!("{}", small_core::authoring::hooks::session_start_output(text.trim_end()));
+    } else if !g.quiet {
         println!("{}", text.trim_end());
     }
     Ok(())

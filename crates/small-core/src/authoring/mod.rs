@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod edit;
 pub mod handoff;
+pub mod hooks;
 pub mod merge;
 pub mod plan;
 pub mod progress;
