@@ -15,6 +15,7 @@ pub mod init;
 pub mod lint;
 pub mod man;
 pub mod manifest;
+pub mod mcp;
 pub mod merge_driver;
 pub mod plan;
 pub mod progress;

@@ -70,7 +70,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     if args.hook {
         // A hook must print its JSON even with --quiet, and nothing else.
-        println!("{}", small_core::authoring::hooks::session_start_output(text.trim_end()));
+        println!(
+            "{}",
+            small_core::authoring::hooks::session_start_output(text.trim_end())
+        );
     } else if !g.quiet {
         println!("{}", text.trim_end());
     }

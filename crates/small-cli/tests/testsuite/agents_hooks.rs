@@ -45,27 +45,48 @@ fn hooks_merge_into_existing_settings_for_each_host() {
     // --dry-run shows a diff and writes nothing.
     let before = std::fs::read_to_string(root.join(".claude/settings.json")).unwrap();
     let diff = ok(root, &["agents", "hooks", "--tool", "claude", "--dry-run"]);
-    assert!(diff.starts_with("--- a/.claude/settings.json\n+++ b/.claude/settings.json\n"), "{diff}");
-    assert!(diff.contains("+        \"matcher\": \"startup|resume|clear|compact\""), "{diff}");
-    assert_eq!(std::fs::read_to_string(root.join(".claude/settings.json")).unwrap(), before);
+    assert!(
+        diff.starts_with("--- a/.claude/settings.json\n+++ b/.claude/settings.json\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+        \"matcher\": \"startup|resume|clear|compact\""),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".claude/settings.json")).unwrap(),
+        before
+    );
 
     let out = ok(root, &["agents", "hooks", "--tool", "claude"]);
-    assert!(out.starts_with("Updated .claude/settings.json: SessionStart hook runs `"), "{out}");
+    assert!(
+        out.starts_with("Updated .claude/settings.json: SessionStart hook runs `"),
+        "{out}"
+    );
     let v = json(&root.join(".claude/settings.json"));
     assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
     assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "guard");
-    let cmd = v["hooks"]["SessionStart"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let cmd = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(cmd.ends_with(" resume --hook --max-chars 8000"), "{cmd}");
     let again = ok(root, &["agents", "hooks", "--tool", "claude"]);
     assert!(again.contains("already installed"), "{again}");
 
     ok(root, &["agents", "hooks", "--tool", "gemini"]);
     let g = json(&root.join(".gemini/settings.json"));
-    assert_eq!(g["hooks"]["SessionStart"][0]["hooks"][0]["name"], "small-resume");
+    assert_eq!(
+        g["hooks"]["SessionStart"][0]["hooks"][0]["name"],
+        "small-resume"
+    );
     assert!(g["hooks"]["SessionStart"][0].get("matcher").is_none());
     ok(root, &["agents", "hooks", "--tool", "codex"]);
     let c = json(&root.join(".codex/hooks.json"));
-    assert_eq!(c["hooks"]["SessionStart"][0]["matcher"], "startup|resume|clear|compact");
+    assert_eq!(
+        c["hooks"]["SessionStart"][0]["matcher"],
+        "startup|resume|clear|compact"
+    );
 
     // The command the hook runs prints the SessionStart output every host reads.
     let out = Command::new("sh")
@@ -78,8 +99,13 @@ fn hooks_merge_into_existing_settings_for_each_host() {
     assert!(out.status.success());
     let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(h["hookSpecificOutput"]["hookEventName"], "SessionStart");
-    let ctx = h["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(ctx.starts_with("# SMALL resume\n") && ctx.len() <= 8000, "{ctx}");
+    let ctx = h["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.starts_with("# SMALL resume\n") && ctx.len() <= 8000,
+        "{ctx}"
+    );
 }
 
 #[test]
@@ -91,7 +117,10 @@ fn unreadable_settings_are_never_overwritten() {
     let o = small(root, &["agents", "hooks", "--tool", "gemini"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not plain JSON"));
-    assert_eq!(std::fs::read_to_string(root.join(".gemini/settings.json")).unwrap(), "{ // a comment\n}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gemini/settings.json")).unwrap(),
+        "{ // a comment\n}"
+    );
 }
 
 /// Every `small …` command line the AGENTS.md block prints runs, with its placeholders filled,
@@ -102,7 +131,11 @@ fn every_command_the_harness_block_prints_runs() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let git = |args: &[&str]| {
-        Command::new("git").args(args).current_dir(root).output().map(|o| o.status.success())
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .map(|o| o.status.success())
     };
     if git(&["init", "-q"]).is_err() {
         eprintln!("skipped: git is not installed");
@@ -120,7 +153,16 @@ fn every_command_the_harness_block_prints_runs() {
         rest = &tail[end + 1..];
     }
     assert!(lines.len() >= 10, "{lines:?}");
-    let must_pass = ["small resume", "small agents hooks", "small mcp", "--id <name>", "small merge-driver --install", "small plan --add", "small status", "small check --strict"];
+    let must_pass = [
+        "small resume",
+        "small agents hooks",
+        "small mcp",
+        "--id <name>",
+        "small merge-driver --install",
+        "small plan --add",
+        "small status",
+        "small check --strict",
+    ];
     for line in &lines {
         let filled = line
             .replace("intent|constraints", "intent")
@@ -131,7 +173,11 @@ fn every_command_the_harness_block_prints_runs() {
             .replace("<command>", "true")
             .replace("<what proves it>", "the docs build")
             .replace("<why>", "waiting for review");
-        let filled = if filled == "small accept" { "small accept intent".to_string() } else { filled };
+        let filled = if filled == "small accept" {
+            "small accept intent".to_string()
+        } else {
+            filled
+        };
         // Split like a shell would for these simple lines (double quotes only).
         let mut args: Vec<String> = Vec::new();
         let mut cur = String::new();
@@ -165,11 +211,19 @@ fn every_command_the_harness_block_prints_runs() {
             if let Some(s) = child.try_wait().unwrap() {
                 break s;
             }
-            assert!(start.elapsed() < Duration::from_secs(30), "{filled} did not finish");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{filled} did not finish"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         let code = status.code().unwrap_or(-1);
         assert_ne!(code, 2, "{filled}: usage error: {err}");
         if must_pass.iter().any(|m| line.contains(m)) {

@@ -27,7 +27,14 @@ fn an_unknown_scope_is_refused_the_same_way_by_every_command() {
     let ws = Ws::new();
     for args in [
         &["check", "--workspace", "everywhere"][..],
-        &["progress", "add", "--workspace", "everywhere", "--task", "task-1"],
+        &[
+            "progress",
+            "add",
+            "--workspace",
+            "everywhere",
+            "--task",
+            "task-1",
+        ],
         &["plan", "--workspace", "everywhere", "--add", "X"],
     ] {
         let err = ws.fails(2, args);

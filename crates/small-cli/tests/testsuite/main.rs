@@ -2,6 +2,7 @@
 //! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
 
 mod agents_hooks;
+mod agents_mcp;
 mod agents_merge;
 mod agents_resume;
 mod author_support;

@@ -154,7 +154,10 @@ mod tests {
         assert_eq!(v["model"], "x");
         assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");
         assert_eq!(v["hooks"]["SessionStart"].as_array().unwrap().len(), 2);
-        assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], "echo hi");
+        assert_eq!(
+            v["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            "echo hi"
+        );
         let twice = merge_settings(Some(&once), Host::Claude, "small resume --hook").unwrap();
         assert_eq!(once, twice);
     }

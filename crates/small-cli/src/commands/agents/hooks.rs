@@ -48,7 +48,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let old = match std::fs::read_to_string(&path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(CliError::usage(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(CliError::usage(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )))
+        }
     };
     let small = std::env::current_exe()
         .map(|e| merge::driver_command_for(&e))
