@@ -20,6 +20,40 @@ struct Cli {
     command: Cmd,
 }
 
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The `small` binary to measure (build with --release)
+    #[arg(long, default_value = "target/release/small")]
+    small: PathBuf,
+    /// A reference binary to run side by side on the same workspaces
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Repetitions per measurement (the median is reported)
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Repetitions per measurement of the reference [default: --runs]
+    #[arg(long)]
+    ref_runs: Option<usize>,
+    /// Where to generate the workspaces
+    #[arg(long, default_value = "target/bench-workspaces")]
+    work: PathBuf,
+    /// Progress entries of the workspaces to measure, comma-separated
+    #[arg(long, value_delimiter = ',', default_values_t = [1000usize, 10_000, 100_000])]
+    sizes: Vec<usize>,
+    /// Plan tasks of every workspace
+    #[arg(long, default_value_t = 1000)]
+    tasks: usize,
+    /// Measure only the commands whose name contains one of these words (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Also measure a 10-task, 10-entry workspace (start-up cost)
+    #[arg(long)]
+    small_workspace: bool,
+    /// Print the table as Markdown
+    #[arg(long)]
+    markdown: bool,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Write a valid workspace with T tasks and P progress entries into DIR/.small
@@ -32,21 +66,11 @@ enum Cmd {
         #[arg(long)]
         dir: PathBuf,
     },
-    /// Generate workspaces and time `small` commands on them
-    Run {
-        /// The `small` binary to measure (build with --release)
-        #[arg(long, default_value = "target/release/small")]
-        small: PathBuf,
-        /// Repetitions per measurement (the median is reported)
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Where to generate the workspaces
-        #[arg(long, default_value = "target/bench-workspaces")]
-        work: PathBuf,
-        /// Skip the 100000-entry workspace
-        #[arg(long)]
-        quick: bool,
-    },
+    /// Generate workspaces and time every workspace-reading command on them (median wall
+    /// time and peak memory); with --reference, run that binary side by side
+    Run(RunArgs),
+    /// `run` with a reference binary side by side (the same as `run --reference PATH`)
+    Compare(RunArgs),
     /// Time the YAML loader alone on one file (full tree, then streaming `entries`)
     Parse { file: PathBuf },
 }
@@ -64,12 +88,14 @@ fn main() {
                 dir.join(".small").display()
             )
         }),
-        Cmd::Run {
-            small,
-            runs,
-            work,
-            quick,
-        } => run_benchmarks(&small, runs, &work, quick),
+        Cmd::Run(args) => run_benchmarks(&args),
+        Cmd::Compare(args) => {
+            if args.reference.is_none() {
+                Err("compare needs --reference PATH (the binary to compare with)".into())
+            } else {
+                run_benchmarks(&args)
+            }
+        }
         Cmd::Parse { file } => time_parse(&file),
     };
     if let Err(e) = result {
@@ -228,76 +254,351 @@ fn median(mut samples: Vec<Sample>) -> Sample {
     samples.swap_remove(mid)
 }
 
-fn run_benchmarks(small: &Path, runs: usize, work: &Path, quick: bool) -> Result<(), String> {
-    let small = fs::canonicalize(small).map_err(|e| {
-        format!(
-            "{}: {e} (build it with `cargo build --release`)",
-            small.display()
-        )
-    })?;
-    let runs = runs.max(1);
-    let mut sizes = vec![
-        ("small", 10, 10),
-        ("T1000-P1000", 1000, 1000),
-        ("T1000-P10000", 1000, 10_000),
-    ];
-    if !quick {
-        sizes.push(("T1000-P100000", 1000, 100_000));
+/// How a measured command treats the workspace.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Reads only: every run uses the same workspace.
+    Read,
+    /// Writes: every run gets a fresh copy of the workspace.
+    Write,
+    /// `check --strict --json` right after one `progress add`, on a copy whose previous
+    /// check ran before the append (what a repeated gate costs).
+    CheckAfterAdd,
+}
+
+/// One measured command: its name in the table, our arguments, the reference's arguments
+/// (`None`: the reference has no such command).
+struct Bench {
+    name: &'static str,
+    ours: &'static [&'static str],
+    reference: Option<&'static [&'static str]>,
+    kind: Kind,
+}
+
+const ADD: &[&str] = &[
+    "progress",
+    "add",
+    "--task",
+    "task-1",
+    "--status",
+    "in_progress",
+    "--evidence",
+    "bench append",
+];
+
+/// Every command that reads the workspace. The gates run with `--no-cache` so that they
+/// measure a full check; the cached path has its own row.
+const BENCHES: &[Bench] = &[
+    Bench {
+        name: "check --strict --json",
+        ours: &["check", "--strict", "--json", "--no-cache"],
+        reference: Some(&["check", "--strict", "--json"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "check after progress add",
+        ours: &["check", "--strict", "--json"],
+        reference: Some(&["check", "--strict", "--json"]),
+        kind: Kind::CheckAfterAdd,
+    },
+    Bench {
+        name: "lint --strict",
+        ours: &["lint", "--strict", "--no-cache"],
+        reference: Some(&["lint", "--strict"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "verify --strict",
+        ours: &["verify", "--strict", "--no-cache"],
+        reference: Some(&["verify", "--strict"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "validate",
+        ours: &["validate", "--no-cache"],
+        reference: Some(&["validate"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "status --json",
+        ours: &["status", "--json"],
+        reference: Some(&["status", "--json"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "emit",
+        ours: &["emit"],
+        reference: Some(&["emit"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "doctor",
+        ours: &["doctor"],
+        reference: Some(&["doctor"]),
+        kind: Kind::Read,
+    },
+    Bench {
+        name: "handoff",
+        ours: &["handoff"],
+        reference: Some(&["handoff"]),
+        kind: Kind::Write,
+    },
+    Bench {
+        name: "start",
+        ours: &["start"],
+        reference: Some(&["start"]),
+        kind: Kind::Write,
+    },
+    Bench {
+        name: "reset --yes",
+        ours: &["reset", "--yes"],
+        reference: Some(&["reset", "--yes"]),
+        kind: Kind::Write,
+    },
+    Bench {
+        name: "run snapshot",
+        ours: &["run", "snapshot"],
+        reference: Some(&["run", "snapshot"]),
+        kind: Kind::Write,
+    },
+    Bench {
+        name: "archive",
+        ours: &["archive"],
+        reference: Some(&["archive"]),
+        kind: Kind::Write,
+    },
+    Bench {
+        name: "progress add",
+        ours: ADD,
+        reference: Some(ADD),
+        kind: Kind::Write,
+    },
+];
+
+/// Copy the workspace's `.small/` into `to` (replacing what was there) and flush it.
+fn fresh_copy(from: &Path, to: &Path) -> Result<(), String> {
+    if to.exists() {
+        fs::remove_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
     }
-    println!(
-        "small-bench: {} runs each, median wall time, peak RSS",
-        runs
-    );
-    println!(
-        "{:<16} {:<28} {:>10} {:>10} {:>6} {:>12}",
-        "workspace", "command", "median", "peak RSS", "exit", "log bytes"
-    );
-    for (name, t, p) in sizes {
-        let dir = work.join(name);
-        let bytes = generate_fresh(&dir, t, p)?;
-        let commands: [&[&str]; 3] = [
-            &["check", "--strict", "--json"],
-            &["status", "--json"],
-            &["validate"],
-        ];
-        for args in commands {
-            let samples = (0..runs)
-                .map(|_| measure(&small, args, &dir))
-                .collect::<Result<Vec<_>, _>>()?;
-            report(name, &args.join(" "), median(samples), bytes);
+    let dst = to.join(".small");
+    fs::create_dir_all(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+    let src = from.join(".small");
+    for entry in fs::read_dir(&src).map_err(|e| format!("{}: {e}", src.display()))? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if entry.file_type().map_err(|e| e.to_string())?.is_file() {
+            fs::copy(entry.path(), dst.join(entry.file_name())).map_err(|e| e.to_string())?;
         }
-        // progress add: each run appends one entry to a fresh copy of the workspace.
-        let mut samples = Vec::new();
-        for i in 0..runs {
-            generate_fresh(&dir, t, p)?;
-            let evidence = format!("bench append {i}");
-            let args = [
-                "progress",
-                "add",
-                "--task",
-                "task-1",
-                "--status",
-                "in_progress",
-                "--evidence",
-                &evidence,
-            ];
-            samples.push(measure(&small, &args, &dir)?);
-        }
-        report(name, "progress add", median(samples), bytes);
     }
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
     Ok(())
 }
 
-fn report(workspace: &str, command: &str, s: Sample, bytes: u64) {
-    println!(
-        "{:<16} {:<28} {:>8.2}ms {:>7.1}MiB {:>6} {:>12}",
-        workspace,
-        command,
-        s.wall.as_secs_f64() * 1000.0,
-        s.max_rss_kib as f64 / 1024.0,
-        s.exit,
-        bytes
+/// Median of `runs` measurements of one command with one binary.
+fn measure_bench(
+    bin: &Path,
+    args: &[&str],
+    kind: Kind,
+    base: &Path,
+    scratch: &Path,
+    runs: usize,
+) -> Result<Sample, String> {
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let s = match kind {
+            Kind::Read => measure(bin, args, base)?,
+            Kind::Write => {
+                fresh_copy(base, scratch)?;
+                measure(bin, args, scratch)?
+            }
+            Kind::CheckAfterAdd => {
+                fresh_copy(base, scratch)?;
+                measure(bin, args, scratch)?;
+                let add = measure(bin, ADD, scratch)?;
+                if add.exit != 0 {
+                    return Err(format!("progress add failed with exit code {}", add.exit));
+                }
+                measure(bin, args, scratch)?
+            }
+        };
+        samples.push(s);
+    }
+    Ok(median(samples))
+}
+
+/// One row of the table.
+struct Row {
+    size: usize,
+    command: &'static str,
+    log_bytes: u64,
+    ours: Sample,
+    reference: Option<Sample>,
+}
+
+fn run_benchmarks(a: &RunArgs) -> Result<(), String> {
+    let canon = |p: &Path| {
+        fs::canonicalize(p).map_err(|e| {
+            format!(
+                "{}: {e} (build it with `cargo build --release -p small-cli`)",
+                p.display()
+            )
+        })
+    };
+    let small = canon(&a.small)?;
+    let reference = a.reference.as_deref().map(canon).transpose()?;
+    let runs = a.runs.max(1);
+    let ref_runs = a.ref_runs.unwrap_or(runs).max(1);
+    fs::create_dir_all(&a.work).map_err(|e| format!("{}: {e}", a.work.display()))?;
+    let work = canon(&a.work)?;
+    let mut sizes: Vec<(usize, usize)> = a.sizes.iter().map(|&p| (a.tasks, p)).collect();
+    if a.small_workspace {
+        sizes.insert(0, (10, 10));
+    }
+    let benches: Vec<&Bench> = BENCHES
+        .iter()
+        .filter(|b| a.only.is_empty() || a.only.iter().any(|w| b.name.contains(w.as_str())))
+        .collect();
+    eprintln!(
+        "small-bench: {} runs each (reference: {}), median wall time and peak RSS; load: {}",
+        runs,
+        reference.as_ref().map_or("none".to_string(), |r| format!(
+            "{} runs of {}",
+            ref_runs,
+            r.display()
+        )),
+        load_average()
     );
+    let mut rows = Vec::new();
+    for (t, p) in sizes {
+        let dir = work.join(format!("T{t}-P{p}"));
+        let scratch = work.join(format!("T{t}-P{p}-scratch"));
+        let bytes = generate_fresh(&dir, t, p)?;
+        for b in &benches {
+            let ours = measure_bench(&small, b.ours, b.kind, &dir, &scratch, runs)?;
+            let theirs = match (&reference, b.reference) {
+                (Some(r), Some(args)) => {
+                    Some(measure_bench(r, args, b.kind, &dir, &scratch, ref_runs)?)
+                }
+                _ => None,
+            };
+            let row = Row {
+                size: p,
+                command: b.name,
+                log_bytes: bytes,
+                ours,
+                reference: theirs,
+            };
+            if !a.markdown {
+                print_row(&row);
+            }
+            rows.push(row);
+        }
+    }
+    if a.markdown {
+        print_markdown(&rows);
+    }
+    print_exponents(&rows);
+    Ok(())
+}
+
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn ms(s: &Sample) -> f64 {
+    s.wall.as_secs_f64() * 1000.0
+}
+
+fn mib(s: &Sample) -> f64 {
+    s.max_rss_kib as f64 / 1024.0
+}
+
+fn print_row(r: &Row) {
+    let mut line = format!(
+        "P={:<7} {:<26} {:>9.1} ms {:>7.1} MiB ({:>4.2}x log) exit {}",
+        r.size,
+        r.command,
+        ms(&r.ours),
+        mib(&r.ours),
+        r.ours.max_rss_kib as f64 * 1024.0 / r.log_bytes.max(1) as f64,
+        r.ours.exit
+    );
+    if let Some(t) = &r.reference {
+        let _ = write!(
+            line,
+            " | reference {:>9.1} ms {:>8.1} MiB exit {} | {:>6.1}x faster",
+            ms(t),
+            mib(t),
+            t.exit,
+            ms(t) / ms(&r.ours).max(0.001)
+        );
+    }
+    println!("{line}");
+}
+
+fn print_markdown(rows: &[Row]) {
+    let with_ref = rows.iter().any(|r| r.reference.is_some());
+    if with_ref {
+        println!("| P | command | small | peak memory (× log) | reference | reference memory | speed-up |");
+        println!("|---|---|---|---|---|---|---|");
+    } else {
+        println!("| P | command | small | peak memory (× log) |");
+        println!("|---|---|---|---|");
+    }
+    for r in rows {
+        let ours = format!(
+            "| {} | `{}` | {:.1} ms{} | {:.1} MiB ({:.2}×) |",
+            r.size,
+            r.command,
+            ms(&r.ours),
+            if r.ours.exit == 0 {
+                String::new()
+            } else {
+                format!(" (exit {})", r.ours.exit)
+            },
+            mib(&r.ours),
+            r.ours.max_rss_kib as f64 * 1024.0 / r.log_bytes.max(1) as f64
+        );
+        match &r.reference {
+            Some(t) => println!(
+                "{ours} {:.1} ms{} | {:.1} MiB | {:.0}× |",
+                ms(t),
+                if t.exit == 0 {
+                    String::new()
+                } else {
+                    format!(" (exit {})", t.exit)
+                },
+                mib(t),
+                ms(t) / ms(&r.ours).max(0.001)
+            ),
+            None if with_ref => println!("{ours} | | |"),
+            None => println!("{ours}"),
+        }
+    }
+}
+
+/// Scaling exponent of each command between the smallest and the largest size measured:
+/// time ∝ P^k (k = 1 is linear; fixed start-up costs make it smaller).
+fn print_exponents(rows: &[Row]) {
+    let (Some(lo), Some(hi)) = (
+        rows.iter().map(|r| r.size).filter(|&p| p > 10).min(),
+        rows.iter().map(|r| r.size).max(),
+    ) else {
+        return;
+    };
+    if lo >= hi {
+        return;
+    }
+    println!("\nscaling exponent k (time ∝ P^k) from P={lo} to P={hi}:");
+    for b in BENCHES {
+        let at = |p: usize| rows.iter().find(|r| r.size == p && r.command == b.name);
+        if let (Some(a), Some(z)) = (at(lo), at(hi)) {
+            let k = (ms(&z.ours) / ms(&a.ours)).ln() / (hi as f64 / lo as f64).ln();
+            println!("  {:<26} k = {:.2}", b.name, k);
+        }
+    }
 }
 
 fn time_parse(file: &Path) -> Result<(), String> {

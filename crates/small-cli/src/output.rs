@@ -80,27 +80,27 @@ impl GlobalArgs {
     /// Human output: `text` and a newline on stdout, unless `--quiet`.
     pub fn info(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            write_out(&format!("{}\n", text.as_ref()));
+            write_out(&format!("{}\n", human(text.as_ref())));
         }
     }
 
     /// Human output without a trailing newline, unless `--quiet`.
     pub fn info_raw(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            write_out(text.as_ref());
+            write_out(&human(text.as_ref()));
         }
     }
 
     /// A warning or notice: `text` and a newline on stderr, unless `--quiet`.
     pub fn warn(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            write_err(&format!("{}\n", text.as_ref()));
+            write_err(&format!("{}\n", human(text.as_ref())));
         }
     }
 
     /// An error: `text` and a newline on stderr, always.
     pub fn error(&self, text: impl AsRef<str>) {
-        write_err(&format!("{}\n", text.as_ref()));
+        error_line(text.as_ref());
     }
 
     /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
@@ -150,7 +150,7 @@ impl GlobalArgs {
         if compact {
             let mut text = String::new();
             for d in diags {
-                text.push_str(&crate::commands::check::compact_line(d));
+                text.push_str(&human(&crate::commands::check::compact_line(d)));
                 text.push('\n');
             }
             write_err(&text);
@@ -181,6 +181,17 @@ pub fn json(value: &impl serde::Serialize) -> CmdResult {
         .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
     text.push('\n');
     data(&text)
+}
+
+/// Human text is printed with its control characters escaped (text from workspace files
+/// must not drive the reader's terminal); machine output ([`data`], [`json`]) is exact.
+fn human(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::render::escape_controls(text)
+}
+
+/// An error line on stderr, for code that has no [`GlobalArgs`] at hand (a signal handler).
+pub fn error_line(text: &str) {
+    write_err(&format!("{}\n", human(text)));
 }
 
 fn write_out(text: &str) {

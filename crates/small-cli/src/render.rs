@@ -20,6 +20,7 @@
 #![allow(dead_code)]
 
 use small_core::diag::{Diagnostic, Severity};
+use small_core::gates::secrets;
 
 #[derive(Clone, Copy)]
 struct Style {
@@ -66,7 +67,12 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     };
     let mut out = String::new();
     out.push_str(&st.paint(label_style, &format!("{label}[{}]", d.code)));
-    out.push_str(&st.paint(BOLD, &format!(": {}", d.message)));
+    // A message that quotes a value (a schema error, an insecure link) could quote a
+    // credential: mask any found.
+    out.push_str(&st.paint(
+        BOLD,
+        &format!(": {}", escape_controls(&secrets::redact(&d.message))),
+    ));
     out.push('\n');
 
     let line_text = match (source, d.span) {
@@ -87,13 +93,14 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
             Some(s) if s.start.line > 0 => format!("{file}:{}:{}", s.start.line, s.start.column),
             _ => file.clone(),
         };
+        let loc = escape_controls(&loc);
         out.push_str(&format!("{pad}{} {loc}\n", st.paint(BOLD_BLUE, "-->")));
     }
 
     if let (Some(text), Some(span)) = (line_text, d.span) {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let start_col = span.start.column.max(1) as usize;
-        let chars: Vec<char> = text.chars().collect();
+        let line_len = text.chars().count();
         let end_col = if span.end.line == span.start.line && span.end.column as usize > start_col {
             span.end.column as usize
         } else if span.end == span.start {
@@ -101,16 +108,10 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
             start_col + 1
         } else {
             // Multi-line span: underline to the end of the first line's content.
-            chars.len().max(start_col) + 1
+            line_len.max(start_col) + 1
         };
-        let end_col = end_col.min(chars.len() + 1).max(start_col + 1);
-        // Keep tabs so the caret lines up under them.
-        let lead: String = chars
-            .iter()
-            .take(start_col - 1)
-            .map(|&c| if c == '\t' { '\t' } else { ' ' })
-            .collect();
-        let carets = "^".repeat(end_col - start_col);
+        let end_col = end_col.min(line_len + 1).max(start_col + 1);
+        let snippet = snippet(d, text, start_col - 1, end_col - 1);
         let caret_style = if d.severity == Severity::Error {
             BOLD_RED
         } else {
@@ -120,21 +121,24 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
         out.push_str(&format!(
             "{} {bar} {}\n",
             st.paint(BOLD_BLUE, &line_no.to_string()),
-            text.trim_end()
+            escape_controls(snippet.text.trim_end())
         ));
         out.push_str(&format!(
-            "{pad} {bar} {lead}{}\n",
-            st.paint(caret_style, &carets)
+            "{pad} {bar} {}{}\n",
+            snippet.lead,
+            st.paint(caret_style, &"^".repeat(snippet.carets))
         ));
     }
 
     if let Some(path) = &d.path {
+        let path = escape_controls(path);
         out.push_str(&format!(
             "{pad} {} path: {path}\n",
             st.paint(BOLD_BLUE, "=")
         ));
     }
-    if let Some(help) = &d.help {
+    if let Some(help) = d.help.as_deref().map(secrets::redact) {
+        let help = escape_controls(&help);
         out.push_str(&format!(
             "{pad} {} {}: {help}\n",
             st.paint(BOLD_BLUE, "="),
@@ -142,6 +146,73 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
         ));
     }
     out
+}
+
+/// Widest source line shown; longer lines are cut around the span with `...`.
+const MAX_LINE: usize = 120;
+/// Context kept before the span when a long line is cut.
+const CONTEXT_BEFORE: usize = 40;
+
+/// A source line ready to print: secrets masked, cut to [`MAX_LINE`] around the span, and
+/// where the carets go.
+struct Snippet {
+    text: String,
+    /// Whitespace up to the first caret (tabs kept so the caret lines up under them).
+    lead: String,
+    carets: usize,
+}
+
+/// Prepare line `text` with the span at 0-based character columns `start..end`.
+fn snippet(d: &Diagnostic, text: &str, start: usize, end: usize) -> Snippet {
+    // Mask every secret on the line, and the span itself when it is a secret.
+    let known: Vec<(std::ops::Range<usize>, String)> = match &d.secret {
+        Some(note) => vec![(start..end, note.masked.clone())],
+        None => Vec::new(),
+    };
+    let red = secrets::redact_line(text, &known);
+    let chars: Vec<char> = red.text.chars().collect();
+    let mut s = red.map_column(start, false).min(chars.len());
+    let mut e = red.map_column(end, true).min(chars.len() + 1).max(s + 1);
+    // Cut long lines around the span, rustc style.
+    let (mut from, mut to) = (0, chars.len());
+    if chars.len() > MAX_LINE {
+        from = s.saturating_sub(CONTEXT_BEFORE);
+        to = (from + MAX_LINE).min(chars.len());
+        if to - from < MAX_LINE {
+            from = to.saturating_sub(MAX_LINE);
+        }
+    }
+    let mut shown = String::new();
+    if from > 0 {
+        shown.push_str("...");
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push_str("...");
+    }
+    let offset = if from > 0 { 3 } else { 0 };
+    let limit = to + usize::from(to == chars.len());
+    e = e.min(limit).max(s + 1);
+    s -= from;
+    e -= from;
+    let lead: String = std::iter::repeat_n(' ', offset)
+        .chain(
+            chars[from..]
+                .iter()
+                .take(s)
+                .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+        )
+        .collect();
+    let lead = if lead.chars().count() < s + offset {
+        format!("{lead}{}", " ".repeat(s + offset - lead.chars().count()))
+    } else {
+        lead
+    };
+    Snippet {
+        text: shown,
+        lead,
+        carets: e - s,
+    }
 }
 
 fn digits(n: u32) -> usize {
@@ -267,5 +338,118 @@ mod tests {
             text.contains("  --> f:12:1\n   |\n12 | k12: v\n   | ^^^\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn secrets_are_masked_in_the_line_and_the_caret_follows() {
+        let token = ["gh", "p_", "0123456789abcdefghijABCDEFGHIJ012345"].concat();
+        let src = format!("entries:\n  - notes: use {token} now\n");
+        // The span covers the token itself (columns 16..56).
+        let d = Diagnostic::error("INV1", "possible secret")
+            .in_file("f")
+            .at(span(2, 16, 2, 56))
+            .with_secret("GitHub token", "ghp_…[36 chars redacted]");
+        let text = render(&d, Some(&src), false);
+        assert!(!text.contains("0123456789"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "2 |   - notes: use ghp_…[36 chars redacted] now\n  | {}{}\n",
+                " ".repeat(15),
+                "^".repeat(24)
+            )),
+            "{text}"
+        );
+        // Another rule's diagnostic on the same line masks it too.
+        let d = Diagnostic::error("schema", "bad")
+            .in_file("f")
+            .at(span(2, 5, 2, 10));
+        let text = render(&d, Some(&src), false);
+        assert!(!text.contains("0123456789"), "{text}");
+        assert!(text.contains("  |     ^^^^^\n"), "{text}");
+    }
+
+    #[test]
+    fn secret_named_keys_and_messages_are_masked() {
+        let src = "db:\n  password: hunter2\n";
+        let d = Diagnostic::error("KEYS", "unknown key")
+            .in_file("f")
+            .at(span(2, 3, 2, 11));
+        let text = render(&d, Some(src), false);
+        assert!(!text.contains("hunter2"), "{text}");
+        let url = ["postgres://app:", "s3cr3tPw", "@db/app"].concat();
+        let d = Diagnostic::warning("LINK", format!("insecure link {url}"));
+        let text = render(&d, None, false);
+        assert!(!text.contains("s3cr3tPw"), "{text}");
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_span() {
+        let long = format!(
+            "  - command: {}TARGET{}",
+            "a ".repeat(500),
+            " b".repeat(500)
+        );
+        let col = long.find("TARGET").unwrap() as u32 + 1;
+        let src = format!("x:\n{long}\n");
+        let d = Diagnostic::error("c", "m")
+            .in_file("f")
+            .at(span(2, col, 2, col + 6));
+        let text = render(&d, Some(&src), false);
+        let lines: Vec<&str> = text.lines().collect();
+        let code = lines.iter().find(|l| l.starts_with("2 |")).unwrap();
+        let carets = lines.iter().find(|l| l.contains('^')).unwrap();
+        assert!(code.len() < 140, "{code}");
+        assert!(
+            code.starts_with("2 | ...") && code.ends_with("..."),
+            "{code}"
+        );
+        let at = code.find("TARGET").unwrap();
+        assert_eq!(carets.find('^').unwrap(), at, "{text}");
+        assert_eq!(carets.matches('^').count(), 6);
+        // A span of thousands of characters gets at most a line of carets.
+        let d = Diagnostic::error("c", "m")
+            .in_file("f")
+            .at(span(2, 3, 2, 2000));
+        let text = render(&d, Some(&src), false);
+        assert!(text.lines().all(|l| l.len() < 140), "{text}");
+    }
+}
+
+/// Make text from files, the store or the network safe to print on a terminal: every control
+/// character except newline and tab (C0, DEL and the C1 range) is written as a visible escape
+/// (`\x1b`, `\u{9b}`), so a progress entry cannot retitle, clear or recolour the reader's
+/// terminal. Human output only: `--json` output is exact (JSON escapes controls itself).
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !bad(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_controls;
+
+    #[test]
+    fn controls_are_escaped_text_is_not() {
+        assert_eq!(
+            escape_controls("a\x1b]0;PWNED\x07\x1b[2J\u{9b}b\n\tc é"),
+            "a\\x1b]0;PWNED\\x07\\x1b[2J\\u{9b}b\n\tc é"
+        );
+        assert!(matches!(
+            escape_controls("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -54,6 +54,19 @@ pub struct Diagnostic {
     /// How to fix it, if we can say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// For a secret found in an artifact: the format recognised and the secret masked. The
+    /// span then covers the secret, which renderers must show masked, never as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<SecretNote>,
+}
+
+/// A credential found in an artifact, described without disclosing it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretNote {
+    /// The format recognised (`GitHub token`, `password in a URL`, ...).
+    pub kind: String,
+    /// The secret with all but a public prefix hidden (`ghp_…[36 chars redacted]`).
+    pub masked: String,
 }
 
 impl Diagnostic {
@@ -66,6 +79,7 @@ impl Diagnostic {
             path: None,
             message: message.into(),
             help: None,
+            secret: None,
         }
     }
 
@@ -93,6 +107,14 @@ impl Diagnostic {
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_secret(mut self, kind: impl Into<String>, masked: impl Into<String>) -> Self {
+        self.secret = Some(SecretNote {
+            kind: kind.into(),
+            masked: masked.into(),
+        });
         self
     }
 

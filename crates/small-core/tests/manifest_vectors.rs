@@ -10,15 +10,7 @@ fn api_dir() -> Option<PathBuf> {
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/conformance/api"
     ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: {} is absent; skipping the API vectors",
-            dir.display()
-        );
-        None
-    }
+    small_testkit::conformance_path(dir)
 }
 
 /// Read a JSON string field from a vector (the vector files themselves are plain JSON, but

@@ -22,10 +22,10 @@ use rmcp::{schemars, tool, tool_handler, tool_router, RoleServer, ServerHandler,
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use small_core::authoring::handoff;
-use small_core::authoring::plan;
-use small_core::authoring::progress::{NewEntry, TimestampRule, STATUSES};
+use small_core::authoring::plan_edit::{self, PlanError};
+use small_core::authoring::record::{self, RecordError, RecordRequest};
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
+use small_core::authoring::session::{self, HandoffError};
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::schemas::{self, SchemaSet};
@@ -105,6 +105,12 @@ pub struct PlanRequest {
     pub blocked: Option<String>,
     /// Add a dependency, `TASK:DEP` (TASK depends on DEP)
     pub depends: Option<String>,
+    /// Tasks to cancel (kept in the plan with status `cancelled`)
+    #[serde(default)]
+    pub cancel: Vec<String>,
+    /// With `done`: complete even though dependencies are not completed (recorded)
+    #[serde(default)]
+    pub force: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -126,13 +132,26 @@ pub struct CheckpointRequest {
     pub status: String,
     /// What proves it (or why it is blocked)
     pub evidence: Option<String>,
+    /// The command that proves it
+    pub command: Option<String>,
+    /// The test that proves it
+    pub test: Option<String>,
+    /// A commit that holds the work
+    pub commit: Option<String>,
     pub notes: Option<String>,
+    /// Complete even though dependencies are not completed (recorded in the entry)
+    #[serde(default)]
+    pub force: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct HandoffRequest {
-    /// The summary to write (default: generated from the state)
+    /// The summary to write (default: keep a caller's summary while the state is unchanged,
+    /// else generate one)
     pub summary: Option<String>,
+    /// The end-of-run check: refuse while a task of this run is left open
+    #[serde(default, rename = "final")]
+    pub final_check: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -176,22 +195,34 @@ impl SmallMcp {
     }
 }
 
-fn entry(
-    task: &str,
-    status: &str,
-    evidence: Option<&str>,
-    notes: Option<&str>,
-    default: &str,
-) -> NewEntry {
-    let mut e = NewEntry::new(task.trim(), Some(status));
-    match evidence.filter(|s| !s.trim().is_empty()) {
-        Some(ev) => e.set("evidence", ev),
-        None => e.set("evidence", default),
+fn txn_diag_ref(e: &TxnError) -> CallToolResult {
+    match e {
+        TxnError::Invalid(m) => diag("invalid", m.clone(), None),
+        other => diag("io", other.to_string(), None),
     }
-    if let Some(n) = notes.filter(|s| !s.trim().is_empty()) {
-        e.set("notes", n);
+}
+
+fn record_diag(e: RecordError) -> CallToolResult {
+    let code = match &e {
+        RecordError::Txn(t) => return txn_diag_ref(t),
+        RecordError::Status { .. } => "usage",
+        RecordError::UnknownTask { .. } => "unknown-task",
+        RecordError::NoEvidence { .. } => "no-evidence",
+        RecordError::OpenDependencies { .. } => "open-dependencies",
+        RecordError::NoPlan(_) => "no-plan",
+    };
+    diag(code, e.to_string(), e.help())
+}
+
+fn plan_diag(e: PlanError) -> CallToolResult {
+    let help = e.help();
+    match e {
+        PlanError::Record(r) => record_diag(r),
+        PlanError::Txn(t) => txn_diag(t),
+        PlanError::Usage(m) => diag("usage", m, help),
+        PlanError::Invalid(m) => diag("plan", m, help),
+        e @ PlanError::DoneWithoutEvidence(_) => diag("no-evidence", e.to_string(), help),
     }
-    e
 }
 
 macro_rules! tri {
@@ -272,164 +303,110 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Change the plan: add a task (optionally with its id), mark one done, pending or blocked, or add a dependency TASK:DEP. Each change is recorded in the progress log, all in one write under the workspace lock (same as `small plan`)."
+        description = "Change the plan: add a task (optionally with its id), mark one done (it needs a completed progress entry with evidence: use checkpoint), pending or blocked, cancel tasks, or add a dependency TASK:DEP. Each change is recorded in the progress log, in one write under the workspace lock (same as `small plan`)."
     )]
     async fn plan(&self, Parameters(req): Parameters<PlanRequest>) -> ToolResult {
-        let (_, mut txn) = tri!(self.begin());
-        let rel = plan::plan_rel();
-        let mut text = tri!(txn.read_string(&rel).map_err(txn_diag));
-        let mut changes = Vec::new();
-        let mut records: Vec<(String, &str, String, String)> = Vec::new();
-        if let Some(title) = req.add.as_deref() {
-            if title.trim().is_empty() {
-                return Ok(diag("usage", "add needs a task title", None));
-            }
-            let (t, id) = tri!(
-                plan::add_task_as(&text, title, req.id.as_deref()).map_err(|e| diag(
-                    "plan",
-                    e,
-                    Some("choose another id, or omit it for the next task-N".into())
-                ))
-            );
-            text = t;
-            changes.push(json!({"added": id, "title": title}));
-            records.push((
-                id.clone(),
-                "pending",
-                format!("Added task {id} via small plan --add"),
-                title.to_string(),
-            ));
-        }
-        for (id, status) in [
-            (&req.done, "completed"),
-            (&req.pending, "pending"),
-            (&req.blocked, "blocked"),
-        ] {
-            if let Some(id) = id.as_deref().map(str::trim) {
-                text = tri!(plan::set_status(&text, id, status).map_err(|e| diag(
-                    "unknown-task",
-                    e,
-                    Some("see the task ids with the status tool".into())
-                )));
-                changes.push(json!({"task": id, "status": status}));
-                if status != "completed" {
-                    records.push((
-                        id.to_string(),
-                        status,
-                        format!("Updated task {id} to {status}"),
-                        format!("small plan --{status}"),
-                    ));
+        let depends = match req.depends.as_deref() {
+            None => None,
+            Some(spec) => match spec.split_once(':') {
+                Some((t, d)) => Some((t.trim().to_string(), d.trim().to_string())),
+                None => {
+                    return Ok(diag(
+                        "usage",
+                        format!("depends {spec:?} must be TASK:DEP"),
+                        None,
+                    ))
                 }
-            }
-        }
-        if let Some(spec) = req.depends.as_deref() {
-            let Some((task, dep)) = spec.split_once(':') else {
-                return Ok(diag(
-                    "usage",
-                    format!("depends {spec:?} must be TASK:DEP"),
-                    None,
-                ));
-            };
-            text = tri!(plan::add_dependency(&text, task.trim(), dep.trim())
-                .map_err(|e| diag("plan", e, None)));
-            changes.push(json!({"task": task.trim(), "depends_on": dep.trim()}));
-        }
-        if changes.is_empty() {
-            return Ok(diag(
-                "usage",
-                "nothing to do: give add, done, pending, blocked or depends",
-                None,
-            ));
-        }
-        tri!(plan::parse(&text).map_err(|e| diag("yaml", e, None)));
-        txn.write(rel, text.into_bytes());
-        tri!(handoff::touch_workspace(&mut txn, None).map_err(txn_diag));
-        for (task, status, evidence, notes) in records {
-            let mut e = NewEntry::new(task, Some(status));
-            e.set("evidence", evidence.as_str());
-            e.set("notes", notes.as_str());
-            tri!(handoff::attach_replay_id(&txn, &mut e).map_err(txn_diag));
-            tri!(txn
-                .append_progress(&e, &TimestampRule::Now)
-                .map_err(txn_diag));
-        }
+            },
+        };
+        let core_req = plan_edit::PlanRequest {
+            add: req.add.into_iter().collect(),
+            id: req.id,
+            done: req.done,
+            pending: req.pending,
+            blocked: req.blocked,
+            cancel: req.cancel,
+            depends,
+            force: req.force,
+            ..Default::default()
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = tri!(plan_edit::edit_plan(&mut txn, &core_req).map_err(plan_diag));
         tri!(txn.commit().map_err(txn_diag));
-        ok(json!({ "changes": changes }))
+        ok(serde_json::to_value(&out).unwrap_or_default())
     }
 
     #[tool(
-        description = "Append one entry to the append-only progress log (same as `small progress add`)."
+        description = "Append one entry to the append-only progress log; the task must be in the plan (or meta/...), and a completion needs evidence (same as `small progress add`)."
     )]
     async fn progress_add(&self, Parameters(req): Parameters<ProgressAddRequest>) -> ToolResult {
-        let status = req.status.trim().to_ascii_lowercase();
-        if !STATUSES.contains(&status.as_str()) {
-            return Ok(diag(
-                "usage",
-                format!("invalid status {:?}", req.status),
-                Some("use pending, in_progress, completed, blocked or cancelled".into()),
-            ));
-        }
-        if req.task.trim().is_empty() {
-            return Ok(diag("usage", "task must not be empty", None));
-        }
+        let core_req = RecordRequest {
+            task: req.task,
+            status: req.status,
+            evidence: req
+                .evidence
+                .into_iter()
+                .map(|e| ("evidence".to_string(), e))
+                .collect(),
+            notes: req.notes,
+            ..Default::default()
+        };
         let (_, mut txn) = tri!(self.begin());
-        let mut e = entry(
-            &req.task,
-            &status,
-            req.evidence.as_deref(),
-            req.notes.as_deref(),
-            "Recorded progress via small progress add",
-        );
-        tri!(handoff::attach_replay_id(&txn, &mut e).map_err(txn_diag));
-        let appended = tri!(txn
-            .append_progress(&e, &TimestampRule::Now)
-            .map_err(txn_diag));
+        let out = tri!(record::add_progress(&mut txn, &core_req).map_err(record_diag));
         tri!(txn.commit().map_err(txn_diag));
-        ok(json!({ "entry": appended.entry, "timestamp": appended.timestamp }))
+        ok(serde_json::to_value(&out).unwrap_or_default())
     }
 
     #[tool(
-        description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with evidence, in one write (same as `small checkpoint`)."
+        description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`)."
     )]
     async fn checkpoint(&self, Parameters(req): Parameters<CheckpointRequest>) -> ToolResult {
-        let status = req.status.trim().to_ascii_lowercase();
-        if status != "completed" && status != "blocked" {
-            return Ok(diag(
-                "usage",
-                format!(
-                    "invalid status {:?}: a checkpoint is completed or blocked",
-                    req.status
-                ),
-                None,
-            ));
-        }
-        let task = req.task.trim().to_string();
+        let evidence = [
+            ("evidence", req.evidence),
+            ("command", req.command),
+            ("test", req.test),
+            ("commit", req.commit),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect();
+        let core_req = RecordRequest {
+            task: req.task,
+            status: req.status,
+            evidence,
+            notes: req.notes,
+            force: req.force,
+            ..Default::default()
+        };
         let (_, mut txn) = tri!(self.begin());
-        let rel = plan::plan_rel();
-        let text = tri!(txn.read_string(&rel).map_err(txn_diag));
-        tri!(handoff::ensure_run_replay_id(&mut txn).map_err(txn_diag));
-        let new_text = tri!(plan::set_status(&text, &task, &status).map_err(|e| diag(
-            "unknown-task",
-            e,
-            Some("see the task ids with the status tool, or add it with the plan tool".into())
-        )));
-        let mut e = entry(
-            &task,
-            &status,
-            req.evidence.as_deref(),
-            req.notes.as_deref(),
-            "Recorded checkpoint via small checkpoint",
-        );
-        tri!(handoff::attach_replay_id(&txn, &mut e).map_err(txn_diag));
-        let appended = tri!(txn
-            .append_progress(&e, &TimestampRule::Now)
-            .map_err(txn_diag));
-        txn.write(rel, new_text.into_bytes());
-        tri!(handoff::touch_workspace(&mut txn, None).map_err(txn_diag));
+        let out = tri!(record::checkpoint(&mut txn, &core_req).map_err(record_diag));
         tri!(txn.commit().map_err(txn_diag));
-        ok(
-            json!({"task_id": task, "status": status, "progress_entry": appended.entry, "checkpoint_at": appended.timestamp}),
-        )
+        ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Write .small/handoff.small.yml, the resume point for the next session, recording the run as it is (mid-run handoffs are normal; `final` refuses while a task of this run is open) (same as `small handoff`)."
+    )]
+    async fn handoff(&self, Parameters(req): Parameters<HandoffRequest>) -> ToolResult {
+        let core_req = session::HandoffRequest {
+            summary: req.summary,
+            replay_id: None,
+            final_check: req.final_check,
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = match session::write_handoff(&mut txn, &core_req) {
+            Ok(o) => o,
+            Err(HandoffError::Txn(t)) => return Ok(txn_diag(t)),
+            Err(e @ HandoffError::Unfinished { .. }) => {
+                return Ok(diag(
+                    "unfinished",
+                    e.to_string(),
+                    Some("close each open task with checkpoint (completed or blocked), or hand off without `final`".into()),
+                ))
+            }
+        };
+        tri!(txn.commit().map_err(txn_diag));
+        ok(serde_json::to_value(&out).unwrap_or_default())
     }
 
     #[tool(

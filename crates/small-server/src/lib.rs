@@ -12,6 +12,7 @@
 
 pub mod body;
 mod cache;
+pub mod conn;
 pub mod error;
 mod handlers;
 pub mod logging;
@@ -23,7 +24,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use small_store::replay::{MemoryReplayStore, ReplayStore, SqliteReplayStore};
 use small_store::PrimitiveStore;
@@ -123,6 +123,9 @@ pub struct ServerConfig {
     pub store: StoreLocation,
     pub body_limit: usize,
     pub request_timeout: Duration,
+    /// Connection limits: header and idle timeouts, connection cap, header size, shutdown
+    /// deadline.
+    pub limits: conn::Limits,
 }
 
 impl Default for ServerConfig {
@@ -132,6 +135,7 @@ impl Default for ServerConfig {
             store: StoreLocation::Sqlite(PathBuf::from(DEFAULT_STORE_PATH)),
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            limits: conn::Limits::default(),
         }
     }
 }
@@ -182,7 +186,11 @@ pub fn router(state: AppState) -> Router {
     if let Some(p) = prims {
         api = api.merge(p);
     }
-    api.layer(middleware::from_fn_with_state(timeout, frame))
+    // The frame wraps the whole router (not each route), so it sees responses as the client
+    // will, `Allow` header of a 405 included.
+    Router::new()
+        .fallback_service(api)
+        .layer(middleware::from_fn_with_state(timeout, frame))
 }
 
 /// The one middleware around every request: the request timeout (JSON 408), the JSON error
@@ -253,6 +261,7 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     app: Router,
     store: String,
+    limits: conn::Limits,
     _stores: OpenStores,
 }
 
@@ -268,14 +277,7 @@ impl Server {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         tracing::info!(target: "small::server", addr = %self.listener.local_addr()?, store = %self.store, "listening");
-        axum::serve(
-            self.listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            }),
-            self.app,
-        )
-        .with_graceful_shutdown(shutdown)
-        .await?;
+        conn::run(self.listener, self.app, self.limits, shutdown).await;
         tracing::info!(target: "small::server", "stopped");
         Ok(())
     }
@@ -300,6 +302,7 @@ pub async fn bind(config: &ServerConfig) -> Result<Server, String> {
         listener,
         app,
         store,
+        limits: config.limits,
         _stores: stores,
     })
 }

@@ -382,6 +382,10 @@ impl<B: Backend> PrimitiveStore for Store<B> {
         let mut body = m.value.clone();
         body.remove("version");
         self.backend.write(&mut |tx| {
+            // Lock the manifest's head before reading its latest version: the appendOnly check
+            // below compares with that version, so no other version may be stored in between
+            // (on PostgreSQL two servers could otherwise both validate against the same one).
+            tx.lock_head(Versioned::Manifest, &m.id)?;
             let mut errors = Vec::new();
             let mut schemas_resolved = Vec::new();
             for (i, s) in m.schemas.iter().enumerate() {
@@ -517,6 +521,9 @@ impl<B: Backend> PrimitiveStore for Store<B> {
         let l = check_lineage(lineage)?;
         let rec = make_record(&l.artifact_id, 0, &Value::Object(l.value.clone()));
         self.backend.write(&mut |tx| {
+            // Before anything is read: the cycle check below must see every lineage append
+            // committed before this one, and none may commit while it runs.
+            tx.lineage_lock()?;
             if let Some(existing) = tx.lineage_find(&l.artifact_id, &rec.sha256)? {
                 return Ok(Put {
                     record: existing,

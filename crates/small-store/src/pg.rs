@@ -1,7 +1,9 @@
 //! The PostgreSQL backend (`postgres://…`): several servers can share one database. Migrations
 //! run on connect under an advisory lock. Appenders of one artifact or manifest serialise on its
 //! head row (`SELECT … FOR UPDATE`), lifecycle appenders on a per-artifact advisory lock, so
-//! concurrent writers get contiguous versions and ordered events; transient failures
+//! concurrent writers get contiguous versions and ordered events. Lineage appenders take one
+//! advisory lock for the whole graph before the cycle check (a cycle can join any two
+//! components), so lineage stays acyclic under any interleaving; transient failures
 //! (serialisation, deadlock, unique races) retry the whole transaction.
 
 mod replay;
@@ -95,6 +97,7 @@ const REACHES_DOWN: usize = 15;
 const LIFECYCLE_LOCK: usize = 16;
 const LIFECYCLE_EVENTS: usize = 17;
 const LIFECYCLE_INSERT: usize = 18;
+const LINEAGE_LOCK: usize = 19;
 
 const SQL: &[&str] = &[
     "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id = $1",
@@ -154,6 +157,8 @@ const SQL: &[&str] = &[
     "SELECT pg_advisory_xact_lock(hashtextextended('small-lifecycle:' || $1::TEXT, 0))",
     "SELECT artifact_id, seq, body, sha256, stored_at, NULL::TEXT FROM small_lifecycle WHERE artifact_id = $1 ORDER BY seq",
     "INSERT INTO small_lifecycle (artifact_id, seq, type, body, sha256, stored_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    // One lock for every lineage append (see `Tx::lineage_lock`).
+    "SELECT pg_advisory_xact_lock(hashtextextended('small-lineage', 0))",
 ];
 
 struct Conn {
@@ -548,6 +553,11 @@ impl Tx for PgTx<'_, '_> {
         }
         let rows = self.query(REACHES_DOWN, &[&id, &targets])?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn lineage_lock(&mut self) -> Result<()> {
+        self.query(LINEAGE_LOCK, &[])?;
+        Ok(())
     }
 
     fn lifecycle_lock(&mut self, artifact_id: &str) -> Result<()> {

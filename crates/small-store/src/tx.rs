@@ -53,6 +53,13 @@ pub trait Tx {
     /// Which of `targets` are reachable from `id` walking to children (any depth).
     fn reaches_down(&mut self, id: &str, targets: &[String]) -> Result<Vec<String>>;
 
+    /// Serialises lineage appends until the transaction ends: the cycle check reads edges
+    /// anywhere in the graph, so two appends that would close a cycle between them must not
+    /// both pass it. A no-op where writers are serialised anyway (SQLite).
+    fn lineage_lock(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Locks the lifecycle stream of an artifact until the transaction ends.
     fn lifecycle_lock(&mut self, artifact_id: &str) -> Result<()>;
     /// Events of the stream, oldest first (`version` = position, 1-based).

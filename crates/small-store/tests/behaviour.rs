@@ -1,5 +1,6 @@
 //! One behaviour suite, run against both backends: every test below runs once on SQLite and
-//! once on PostgreSQL (`SMALL_TEST_POSTGRES_URL`; skipped with a notice when unset, except in CI).
+//! once on PostgreSQL (`SMALL_TEST_POSTGRES_URL`; a visible skip when unset, a failure when
+//! `SMALL_TEST_REQUIRE` lists `postgres`).
 
 mod common;
 

@@ -40,6 +40,9 @@ pub struct AcceptArgs {
     /// Show the change as a diff and write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Print what was done as JSON: {draft, target, changed, dry_run, diff?, progress_entry?}
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn txn_err(e: TxnError) -> CliError {
@@ -57,7 +60,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = open_scoped(a.dir.as_deref(), a.workspace)?;
     let draft = draft_rel(kind);
     let target = kind.rel_path();
-    let bytes = match std::fs::read(root.join(&draft)) {
+    let bytes = match small_core::workspace::fsio::read_bounded(
+        &root.join(&draft),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    ) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(CliError::invalid(format!(
@@ -87,6 +93,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut txn = Transaction::begin(&root).map_err(txn_err)?;
     let old = txn.read(&target).map_err(txn_err)?;
     if old.as_deref() == Some(bytes.as_slice()) {
+        if a.json {
+            return g.json(&serde_json::json!({
+                "draft": draft, "target": target, "changed": false, "dry_run": a.dry_run,
+                "written": [], "appended": [],
+            }));
+        }
         g.info(format!(
             "{target} already matches {draft}; nothing to accept"
         ));
@@ -100,6 +112,20 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .unwrap_or_default();
         let new_text = String::from_utf8_lossy(&bytes);
         let diff = similar::TextDiff::from_lines(old_text.as_ref(), new_text.as_ref());
+        if a.json {
+            let text = diff
+                .unified_diff()
+                .context_radius(3)
+                .header(
+                    &format!("{target} (current)"),
+                    &format!("{target} (accepted)"),
+                )
+                .to_string();
+            return g.json(&serde_json::json!({
+                "draft": draft, "target": target, "changed": true, "dry_run": true,
+                "diff": text, "written": [], "appended": [],
+            }));
+        }
         g.info(format!(
             "Dry run: accepting {draft} would change {target} (nothing written):"
         ));
@@ -149,7 +175,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let appended = txn
         .append_progress(&entry, &TimestampRule::Now)
         .map_err(txn_err)?;
-    txn.commit().map_err(txn_err)?;
+    let report = txn.commit().map_err(txn_err)?;
+    if a.json {
+        return g.json(&serde_json::json!({
+            "draft": draft, "target": target, "changed": true, "dry_run": false,
+            "progress_entry": appended.entry,
+            "written": report.written, "appended": report.appended,
+        }));
+    }
 
     let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
     g.info(match &old {

@@ -136,7 +136,11 @@ fn txn_err(e: TxnError) -> CliError {
 fn current_replay_id(root: &Path) -> Option<String> {
     let limits = small_core::yaml::Limits::default();
     let read = |rel: &str, pointer: &str| -> Option<String> {
-        let bytes = std::fs::read(root.join(SMALL_DIR).join(rel)).ok()?;
+        let bytes = small_core::workspace::fsio::read_bounded(
+            &root.join(SMALL_DIR).join(rel),
+            small_core::workspace::fsio::MAX_READ_BYTES,
+        )
+        .ok()?;
         let doc = small_core::yaml::parse_bytes(&bytes, &limits).ok()?;
         let v = doc
             .root
@@ -152,7 +156,11 @@ fn current_replay_id(root: &Path) -> Option<String> {
 
 /// The workspace's run replay id only (what run-bound entries carry in `replayId`).
 fn workspace_run_replay_id(root: &Path) -> Option<String> {
-    let bytes = std::fs::read(root.join(SMALL_DIR).join(WORKSPACE_FILE)).ok()?;
+    let bytes = small_core::workspace::fsio::read_bounded(
+        &root.join(SMALL_DIR).join(WORKSPACE_FILE),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .ok()?;
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let v = doc
         .root
@@ -165,7 +173,11 @@ fn workspace_run_replay_id(root: &Path) -> Option<String> {
 
 /// The ids of the plan's tasks, or `None` when the plan cannot be read.
 fn plan_task_ids(root: &Path) -> Option<Vec<String>> {
-    let bytes = std::fs::read(root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name())).ok()?;
+    let bytes = small_core::workspace::fsio::read_bounded(
+        &root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name()),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .ok()?;
     let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
     let tasks = doc.root.get("tasks")?.as_seq()?;
     Some(
@@ -257,6 +269,7 @@ fn output_evidence(output: &[u8], exit_code: i32) -> String {
 /// Runs `sh -lc command` in `root`, copying its output to ours and into a buffer (and the
 /// log file, when given). `echo`: whether to show the output as it comes (stdout, stderr).
 fn run_shell(
+    g: &GlobalArgs,
     root: &Path,
     command: &str,
     echo: (bool, bool),
@@ -279,10 +292,16 @@ fn run_shell(
         if let Some(parent) = p.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        match std::fs::File::create(p) {
+        // A fresh regular file: never through a link planted at the log's name.
+        let _ = small_core::workspace::fsio::regular_metadata(p)
+            .map(|m| m.map(|_| std::fs::remove_file(p)));
+        match small_core::workspace::fsio::create_new(p, None) {
             Ok(f) => Some(Arc::new(Mutex::new(f))),
             Err(e) => {
-                eprintln!("warning: cannot keep the output in {}: {e}", p.display());
+                g.warn(format!(
+                    "warning: cannot keep the output in {}: {e}",
+                    p.display()
+                ));
                 None
             }
         }
@@ -400,7 +419,7 @@ fn shield_from_first_interrupt() {
                         return;
                     }
                     if !first {
-                        eprintln!("\ninterrupted twice; stopping small (exit 130)");
+                        crate::output::error_line("\ninterrupted twice; stopping small (exit 130)");
                         std::process::exit(130);
                     }
                     first = false;
@@ -593,7 +612,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
     let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
-    let (code, output) = run_shell(&root, &command, echo, Some(&root.join(&log.output_ref)))?;
+    let (code, output) = run_shell(g, &root, &command, echo, Some(&root.join(&log.output_ref)))?;
     let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
     let status = if ok {

@@ -26,9 +26,9 @@ use small_core::history::runs;
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<Sub>,
-    /// Directory containing .small/ (or the .small directory itself)
-    #[arg(long, default_value = ".", value_name = "DIR")]
-    pub dir: PathBuf,
+    /// Directory containing .small/ (or the .small directory itself) [default: search upward from the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// Output directory [default: .small-archive/<replayId>]
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
@@ -74,7 +74,7 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
     if args.out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
         return Err(CliError::usage("--out needs a directory path"));
     }
-    let root = runs::workspace_root(&args.dir);
+    let root = runs::discover_root(args.dir.as_deref());
     let opts = ArchiveOptions {
         out: args.out,
         include: if args.include.is_empty() {

@@ -44,6 +44,9 @@ pub struct Args {
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// clap value parser for `--workspace`.
@@ -95,7 +98,11 @@ pub(crate) fn compact_line(d: &Diagnostic) -> String {
         (Some(f), _) => format!("{f}: "),
         _ => String::new(),
     };
-    format!("{loc}{sev}[{}]: {}", d.code, d.message)
+    format!(
+        "{loc}{sev}[{}]: {}",
+        d.code,
+        small_core::gates::secrets::redact(&d.message)
+    )
 }
 
 /// "3 errors", "1 warning".
@@ -114,6 +121,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         format_strict: args.format_strict,
         scope: args.workspace,
         since: None,
+        cache: !args.no_cache,
+        threads: 0,
     };
     let printer = Printer::new(g, args.ci);
     let (report, loaded) = match locate(args.dir.as_deref()) {
@@ -184,6 +193,27 @@ fn print_human(report: &CheckReport, ws: Option<&Workspace>, printer: &Printer, 
             count(stage.errors.len(), "error")
         ));
     }
+}
+
+/// A gate's `--json` report (lint, verify): `{status, errors, warnings, exit_code}`, the shape
+/// of one stage of `check --json` plus the exit code (docs/json-output.md). Returns the exit.
+pub(crate) fn print_gate_json(g: &GlobalArgs, diags: &[Diagnostic]) -> CmdResult {
+    let mut r = check::StageReport::from_diagnostics(diags);
+    let exit = exit_for(diags);
+    let code = match &exit {
+        Ok(()) => 0,
+        Err(e) => e.exit,
+    };
+    if code == EXIT_USAGE {
+        r.status = StageStatus::Error;
+    }
+    g.json(&serde_json::json!({
+        "status": r.status,
+        "errors": r.errors,
+        "warnings": r.warnings,
+        "exit_code": code,
+    }))?;
+    exit
 }
 
 /// Exit code for a finished gate: 1 if any diagnostic is an error.

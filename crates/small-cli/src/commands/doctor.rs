@@ -26,6 +26,9 @@ pub struct Args {
     /// Directory to diagnose [default: current directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Print the findings as JSON: {findings: [{level, area, message, fix}], errors, warnings}
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,17 +40,29 @@ enum Level {
 
 struct Report {
     lines: Vec<(Level, String)>,
+    findings: Vec<serde_json::Value>,
     errors: usize,
     warnings: usize,
 }
 
+fn finding(level: &str, area: &str, msg: &str, fix: &str) -> serde_json::Value {
+    let mut v = serde_json::json!({"level": level, "area": area, "message": msg});
+    if !fix.is_empty() {
+        v["fix"] = serde_json::json!(fix);
+    }
+    v
+}
+
 impl Report {
     fn ok(&mut self, area: &str, msg: impl AsRef<str>) {
+        self.findings.push(finding("ok", area, msg.as_ref(), ""));
         self.lines
             .push((Level::Ok, format!("[ok]    {area}: {}", msg.as_ref())));
     }
     fn warn(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.warnings += 1;
+        self.findings
+            .push(finding("warning", area, msg.as_ref(), fix));
         self.lines
             .push((Level::Warn, format!("[warn]  {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
@@ -56,6 +71,8 @@ impl Report {
     }
     fn error(&mut self, area: &str, msg: impl AsRef<str>, fix: &str) {
         self.errors += 1;
+        self.findings
+            .push(finding("error", area, msg.as_ref(), fix));
         self.lines
             .push((Level::Error, format!("[error] {area}: {}", msg.as_ref())));
         if !fix.is_empty() {
@@ -77,10 +94,18 @@ impl Report {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let mut r = Report {
         lines: Vec::new(),
+        findings: Vec::new(),
         errors: 0,
         warnings: 0,
     };
     diagnose(args.dir.as_deref(), &mut r);
+    if args.json {
+        return g.json(&serde_json::json!({
+            "findings": r.findings,
+            "errors": r.errors,
+            "warnings": r.warnings,
+        }));
+    }
     // As the reference does: the report and what passed on stdout, warnings and errors
     // (and a summary that is not all clear) on stderr. --quiet leaves only the errors.
     let say = |level: Level, text: &str| match level {
@@ -107,8 +132,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 }
 
 fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
-    let ws = match Workspace::open(dir, &LoadOptions::all()) {
-        Ok(ws) => ws,
+    let loc = match small_core::workspace::locate(dir) {
+        Ok(loc) => loc,
         Err(e) => {
             r.error(
                 "workspace",
@@ -118,7 +143,19 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             return;
         }
     };
-    let loaded = check::Loaded { ws, streamed: None };
+    let opts = GateOptions {
+        scope: Scope::Any,
+        ..Default::default()
+    };
+    // The progress log is streamed and checked entry by entry (never held as a tree).
+    let schema_set = schemas(None);
+    let loaded = match &schema_set {
+        Ok(s) => check::load(loc, Some(s), &opts),
+        Err(_) => check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        },
+    };
     let ws = &loaded.ws;
     r.ok("workspace", format!("{} exists", ws.small_dir.display()));
     let load = check::artifact_load_diagnostics(ws);
@@ -158,7 +195,7 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             );
         }
     }
-    match schemas(None) {
+    match schema_set {
         Ok(s) => {
             let v: Vec<Diagnostic> = check::validate_stage(&loaded, &s)
                 .into_iter()
@@ -169,10 +206,6 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
             } else {
                 r.diags("schema", &v, "fix the value, then run `small validate`");
             }
-            let opts = GateOptions {
-                scope: Scope::Any,
-                ..Default::default()
-            };
             match check::lint_stage(&loaded, &opts) {
                 Ok(l) if l.is_empty() => r.ok("invariants", "all protocol invariants hold"),
                 Ok(l) => r.diags("invariants", &l, "see docs/rules.md"),
@@ -189,10 +222,12 @@ fn diagnose(dir: Option<&std::path::Path>, r: &mut Report) {
         }
         Err(d) => r.diags("schema", &[*d], ""),
     }
-    run_state(ws, r);
+    run_state(ws, loaded.streamed.as_ref().map(|s| s.facts.count), r);
 }
 
-fn run_state(ws: &Workspace, r: &mut Report) {
+/// `streamed_entries`: how many entries the streamed progress log had (its document then
+/// holds no entries).
+fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut Report) {
     let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
     let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
     if !plan.tasks.is_empty() {
@@ -237,10 +272,11 @@ fn run_state(ws: &Workspace, r: &mut Report) {
         .and_then(|p| p.get("entries"))
         .and_then(Node::as_seq)
     {
-        if entries.is_empty() {
+        let n = streamed_entries.unwrap_or(entries.len());
+        if n == 0 {
             r.ok("progress", "no entries yet (fresh run)");
         } else {
-            r.ok("progress", format!("{} entries recorded", entries.len()));
+            r.ok("progress", format!("{n} entries recorded"));
         }
     }
     if let Some(steps) = root(ArtifactKind::Handoff)

@@ -39,6 +39,9 @@ pub struct DraftArgs {
     /// Workspace kinds to accept: root, examples or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what was saved as JSON: {draft, target, bytes, replaced, valid, problems}
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Workspace-relative path of the draft for `kind`.
@@ -109,7 +112,11 @@ fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
         }
         return Ok(buf);
     }
-    let bytes = std::fs::read(v).map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
+    let bytes = small_core::workspace::fsio::read_user_input(
+        std::path::Path::new(v),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CliError::usage(format!(
             "{v} is empty; there is no draft to save"
@@ -131,6 +138,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let existed = path.exists();
     small_core::authoring::txn::atomic_write(&path, &bytes)
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    if a.json {
+        let errors: Vec<small_core::gates::check::JsonDiagnostic> = problems
+            .iter()
+            .filter(|d| d.is_error())
+            .map(Into::into)
+            .collect();
+        return g.json(&serde_json::json!({
+            "draft": rel,
+            "target": kind.rel_path(),
+            "bytes": bytes.len(),
+            "replaced": existed,
+            "valid": errors.is_empty(),
+            "problems": errors,
+            "written": [rel],
+        }));
+    }
     g.info(format!(
         "{} draft {rel} ({} bytes) for .small/{}",
         if existed { "Replaced the" } else { "Saved the" },

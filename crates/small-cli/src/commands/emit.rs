@@ -73,9 +73,41 @@ fn parse_include(s: Option<&str>) -> Result<Vec<String>, CliError> {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let include = parse_include(args.include.as_deref())?;
-    let ws = Workspace::open(args.dir.as_deref(), &LoadOptions::all())
+    let loc = small_core::workspace::locate(args.dir.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
-    let loaded = check::Loaded { ws, streamed: None };
+    let has_section = |s: &str| include.iter().any(|i| i == s);
+    // Only `--include progress` needs the whole log in memory; the check streams it, and the
+    // other sections read its last entries only.
+    let loaded = if has_section("progress") {
+        check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        }
+    } else if args.check || has_section("enforcement") {
+        match schemas(None) {
+            Ok(s) => check::load(
+                loc,
+                Some(&s),
+                &GateOptions {
+                    scope: args.workspace,
+                    ..Default::default()
+                },
+            ),
+            Err(_) => check::Loaded {
+                ws: Workspace::load(loc, &LoadOptions::all()),
+                streamed: None,
+            },
+        }
+    } else {
+        let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+            .into_iter()
+            .filter(|k| *k != ArtifactKind::Progress)
+            .collect();
+        check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::only(&kinds)),
+            streamed: None,
+        }
+    };
     let ws = &loaded.ws;
     if args.workspace != Scope::Any {
         if let Some(d) = ws.check_scope(args.workspace).first() {

@@ -256,7 +256,14 @@ fn merge_tree(
             continue;
         }
         if d.exists() {
-            let same = fs::read(&s).ok() == fs::read(&d).ok();
+            let read = |p: &Path| {
+                small_core::workspace::fsio::read_bounded(
+                    p,
+                    small_core::workspace::fsio::MAX_READ_BYTES,
+                )
+                .ok()
+            };
+            let same = matches!((read(&s), read(&d)), (Some(a), Some(b)) if a == b);
             if !same {
                 return Err(CliError::invalid(format!(
                     "cannot move {} to {}: the destination exists with different content",

@@ -52,6 +52,12 @@ pub struct Args {
     /// Where to add the harness block in an AGENTS.md that has no block yet
     #[arg(long, value_enum, ignore_case = true)]
     pub agents_mode: Option<ModeArg>,
+    /// Seed the plan with this task instead of the placeholder (task-1, task-2, ...); may be repeated
+    #[arg(long = "task", value_name = "TITLE")]
+    pub tasks: Vec<String>,
+    /// Print what was created as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The workspace root for a `--dir` value: the directory itself, or its parent when the
@@ -172,6 +178,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             root.display()
         )));
     }
+    if args.tasks.iter().any(|t| t.trim().is_empty()) {
+        return Err(CliError::usage("--task needs a task title"));
+    }
+    let enclosing = if existed {
+        None
+    } else {
+        small_core::workspace::enclosing_workspace(&root)
+    };
+    if let Some(outer) = &enclosing {
+        g.warn(format!(
+            "warning: {} is inside the SMALL workspace at {}; this creates a nested workspace that commands run below {} will use instead (run `small` commands from anywhere inside a project: they find its .small/ upward)",
+            root.display(),
+            outer.display(),
+            root.display()
+        ));
+    }
 
     // Decide about AGENTS.md before writing anything, so a refusal leaves no half workspace.
     let agents_plan: Option<Composed> = if args.no_agents {
@@ -231,6 +253,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let note = |k: ArtifactKind| match k {
         ArtifactKind::Intent => "human-owned: what the project is for",
         ArtifactKind::Constraints => "human-owned: rules every change must respect",
+        ArtifactKind::Plan if !args.tasks.is_empty() => "agent-owned: tasks (from --task)",
         ArtifactKind::Plan => "agent-owned: tasks (one placeholder task-1)",
         ArtifactKind::Progress => "agent-owned, append-only: starts with the meta/init entry",
         ArtifactKind::Handoff => "the resume point",
@@ -269,7 +292,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         .as_deref()
         .is_some_and(|n| n.starts_with("kept"));
 
-    let base = templates::base_artifacts(args.intent.as_deref());
+    let mut base = templates::base_artifacts(args.intent.as_deref());
+    if !args.tasks.is_empty() {
+        for f in base.iter_mut() {
+            if f.name == ArtifactKind::Plan.file_name() {
+                f.content = templates::plan_with_tasks(&args.tasks);
+            }
+        }
+    }
     for f in &base {
         let r = rel(f.name);
         let was = txn.exists(&r);
@@ -367,6 +397,32 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
     let merge_driver = install_merge_driver(&root, args.no_merge_driver);
 
+    if args.json {
+        let files: Vec<serde_json::Value> = report
+            .iter()
+            .map(
+                |(path, was, note)| serde_json::json!({"path": path, "existed": was, "note": note}),
+            )
+            .collect();
+        let tasks: Vec<serde_json::Value> = args
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
+            .collect();
+        return g.json(&serde_json::json!({
+            "workspace": root.display().to_string(),
+            "reinitialized": existed,
+            "kind": kind,
+            "replay_id": replay_id,
+            "files": files,
+            "tasks": tasks,
+            "gitignore_added": gitignore_added.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
+            "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
+            "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "merge_driver": merge_driver,
+        }));
+    }
     let mut o = String::new();
     crate::outln!(
         o,
@@ -413,7 +469,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         o,
         "     .small/constraints.small.yml (agents must not edit these two files)."
     );
-    crate::outln!(o, "  2. small plan --add \"<first task>\"");
+    if args.tasks.is_empty() {
+        crate::outln!(o, "  2. small plan --add \"<first task>\" (and `small plan --cancel task-1` for the placeholder)");
+    } else {
+        crate::outln!(
+            o,
+            "  2. small status (the plan has your {} task(s))",
+            args.tasks.len()
+        );
+    }
     crate::outln!(o, "  3. small check --strict");
     g.info_raw(o);
     Ok(())

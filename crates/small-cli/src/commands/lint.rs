@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use small_core::diag::{self, Diagnostic};
 use small_core::gates::check::{self, GateOptions};
 
-use crate::commands::check::{count, errors_and_warnings, exit_for, locate, Printer};
+use crate::commands::check::{
+    count, errors_and_warnings, exit_for, locate, print_gate_json, Printer,
+};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -33,6 +35,12 @@ pub struct Args {
     /// Accepted for compatibility; lint does not use schemas (see `small validate`)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print the report as JSON: {status, errors, warnings, exit_code}
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -40,6 +48,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
         Err(d) => {
+            if args.json {
+                return print_gate_json(g, &[*d]);
+            }
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
         }
@@ -47,6 +58,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let opts = GateOptions {
         strict: args.strict,
         format_strict: args.format_strict,
+        cache: !args.no_cache,
         ..Default::default()
     };
     let loaded = check::load(loc, None, &opts);
@@ -62,6 +74,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
     diag::sort(&mut diags);
+    if args.json {
+        return print_gate_json(g, &diags);
+    }
     printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {

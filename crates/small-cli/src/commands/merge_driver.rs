@@ -46,14 +46,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .map_err(|e| CliError::usage(format!("cannot find the small binary: {e}")))?;
         let report = merge::install(&root, &merge::driver_command_for(&exe))
             .map_err(|e| CliError::usage(e.to_string()))?;
-        if !g.quiet {
-            println!(
-                "Merge driver for SMALL artifacts in {}",
-                report.repo.display()
-            );
-            for line in report.lines() {
-                println!("  {line}");
-            }
+        g.info(format!(
+            "Merge driver for SMALL artifacts in {}",
+            report.repo.display()
+        ));
+        for line in report.lines() {
+            g.info(format!("  {line}"));
         }
         return Ok(());
     }
@@ -73,7 +71,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         )));
     };
     let read = |p: &PathBuf| {
-        std::fs::read(p)
+        small_core::workspace::fsio::read_bounded(p, small_core::workspace::fsio::MAX_READ_BYTES)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display())))
     };
@@ -82,20 +80,18 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Ok(m) => {
             std::fs::write(&ours, m.text.as_bytes())
                 .map_err(|e| CliError::usage(format!("cannot write {}: {e}", ours.display())))?;
-            if !g.quiet {
-                for n in &m.notes {
-                    eprintln!("small merge-driver: {name}: {n}");
-                }
+            for n in &m.notes {
+                g.warn(format!("small merge-driver: {name}: {n}"));
             }
             Ok(())
         }
         Err(c) => {
             for line in &c.conflicts {
-                eprintln!("small merge-driver: {name}: conflict: {line}");
+                g.error(format!("small merge-driver: {name}: conflict: {line}"));
             }
-            eprintln!(
+            g.error(format!(
                 "small merge-driver: {name}: left git's conflict markers; resolve, then `small check --strict`"
-            );
+            ));
             // Leave the usual text-merge markers in %A for a human to resolve.
             let _ = std::process::Command::new("git")
                 .args(["merge-file", "-L", "ours", "-L", "base", "-L", "theirs"])

@@ -12,7 +12,7 @@ use std::process::Command;
 ///
 ///   1. init --force --intent "SMALL selftest workspace"
 ///   2. plan --add "Selftest task"
-///   3. plan --done task-2
+///   3. checkpoint --task task-2 --status completed --evidence "..."
 ///   4. apply --dry-run --cmd "echo selftest"
 ///   5. handoff --summary "Selftest checkpoint"
 ///   6. verify --workspace <scope>
@@ -55,7 +55,18 @@ fn steps(scope: &str) -> Vec<Step> {
             &["init", "--force", "--intent", "SMALL selftest workspace"],
         ),
         step("plan --add", &["plan", "--add", "Selftest task"]),
-        step("plan --done", &["plan", "--done", "task-2"]),
+        step(
+            "checkpoint",
+            &[
+                "checkpoint",
+                "--task",
+                "task-2",
+                "--status",
+                "completed",
+                "--evidence",
+                "selftest: the task was added and recorded",
+            ],
+        ),
         step(
             "apply --dry-run",
             &["apply", "--dry-run", "--cmd", "echo selftest"],

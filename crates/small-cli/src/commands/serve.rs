@@ -25,9 +25,35 @@ pub struct Args {
     /// Longest time a request may take (e.g. 500ms, 30s, 1m; a bare number is seconds)
     #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub request_timeout: Duration,
+    /// Longest time a client may take to send a request's head (line and headers), from its
+    /// first byte; then the connection is closed
+    #[arg(long, default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub header_timeout: Duration,
+    /// Close a keep-alive connection after this long without a request
+    #[arg(long, default_value = "60s", value_parser = crate::units::parse_duration)]
+    pub idle_timeout: Duration,
+    /// Most connections served at once; beyond it a few more get 503 (GET /healthz still
+    /// answers) and the rest are closed
+    #[arg(long, default_value_t = small_server::conn::DEFAULT_MAX_CONNECTIONS, value_parser = parse_count)]
+    pub max_connections: usize,
+    /// Largest request head (request line and headers; bytes, suffixes K, KiB; at least 8KiB)
+    #[arg(long, default_value = "64KiB", value_parser = crate::units::parse_size)]
+    pub max_header_bytes: usize,
+    /// On SIGINT/SIGTERM, how long requests in flight may take to finish before the server
+    /// stops anyway
+    #[arg(long, default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Log format on standard error: text or json (level from RUST_LOG, default info)
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive whole number"))
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -38,6 +64,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         store: StoreLocation::parse(&args.store),
         body_limit: args.body_limit,
         request_timeout: args.request_timeout,
+        limits: small_server::conn::Limits {
+            header_timeout: args.header_timeout,
+            idle_timeout: args.idle_timeout,
+            max_connections: args.max_connections,
+            max_header_bytes: args.max_header_bytes,
+            shutdown_timeout: args.shutdown_timeout,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,14 +1,10 @@
 //! `small start`: create or repair the handoff state a run starts from.
 
-use small_core::spec::model::TaskStatus;
 use std::path::PathBuf;
 
-use small_core::authoring::handoff::{self, RunMeta};
-use small_core::authoring::progress::{NewEntry, TimestampRule};
-use small_core::authoring::templates;
-use small_core::spec::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
+use small_core::authoring::handoff;
+use small_core::authoring::session::{self, StartRequest};
 
-use crate::commands::handoff as handoff_cmd;
 use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -18,22 +14,26 @@ use small_core::workspace::Scope;
 ///
 /// Creates any missing artifact (from the templates; existing files are never changed),
 /// missing workspace metadata, and a handoff with `run` metadata. A handoff without a valid
-/// replayId gets one (recorded as meta/replayid-self-heal). With --fix, recoverable drift the
+/// replayId gets one (recorded as meta/replayid-self-heal). A summary written with
+/// `--summary` is kept while the run's state is unchanged. With --fix, recoverable drift the
 /// strict check finds (orphan progress, legacy runtime directories) is repaired.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Summary to write into the handoff (default: computed from the run's state)
+    /// Summary to write into the handoff (default: keep one written with --summary while the state is unchanged, else computed)
     #[arg(long, value_name = "TEXT")]
     pub summary: Option<String>,
     /// Repair recoverable drift (orphan progress, legacy runtime layout) if the strict check fails
     #[arg(long)]
     pub fix: bool,
-    /// Directory containing .small/ (default: the current directory)
+    /// Directory containing .small/ (default: search upward from the current directory)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
     /// Workspace scope: root or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what was done as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -44,111 +44,56 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
-
     // Missing files first (so the scope check can see fresh metadata).
-    let mut created = Vec::new();
-    for f in templates::base_artifacts(None) {
-        let rel = format!("{SMALL_DIR}/{}", f.name);
-        if !txn.exists(&rel) {
-            txn.write(rel.clone(), f.content.into_bytes());
-            created.push(rel);
-        }
-    }
-    let wrel = handoff::workspace_rel();
-    if !txn.exists(&wrel) {
-        txn.write(
-            wrel.clone(),
-            templates::workspace(KIND_REPO_ROOT, &handoff::now_text()).into_bytes(),
-        );
-        created.push(wrel);
-    }
+    let created = session::create_missing(&mut txn);
     shared::check_scope(&txn, args.workspace, "start", false)?;
-
-    let existing = handoff::existing(&txn).map_err(shared::txn_err)?;
-    let existing_id = existing.as_ref().and_then(|e| e.replay_id.clone());
-    let self_heal = existing_id.is_none() && intent_and_plan_valid(&txn);
-    let replay_id = match existing_id {
-        Some(r) => r,
-        None => handoff_cmd::default_replay_id(&txn)?,
+    let req = StartRequest {
+        summary: args.summary.clone(),
     };
-    let run = RunMeta {
-        created_at: handoff::now_text(),
-        transition_reason: if self_heal {
-            "self_heal".into()
-        } else {
-            "manual".into()
-        },
-        previous_replay_id: None,
-    };
-    let h = handoff_cmd::build(&mut txn, args.summary.as_deref(), replay_id, Some(run))?;
-    handoff_cmd::stage(&mut txn, &h)?;
-    if self_heal {
-        let mut e = NewEntry::new(
-            "meta/replayid-self-heal",
-            Some(TaskStatus::Completed.as_str()),
-        )
-        .field(
-            "evidence",
-            "Generated replayId for handoff during small start",
-        )
-        .field("notes", "small start self-heal");
-        handoff::attach_replay_id(&txn, &mut e).map_err(shared::txn_err)?;
-        txn.append_progress(&e, &TimestampRule::Now)
-            .map_err(shared::txn_err)?;
-    }
+    let out = session::start(&mut txn, &req).map_err(shared::handoff_err)?;
     let report = txn.commit().map_err(shared::txn_err)?;
-    for c in &created {
-        shared::say(g, format!("Created {c} from the template"));
-    }
-    shared::say(
-        g,
-        format!(
-            "Handoff ready: {} (replayId {})",
-            h.summary, h.replay_id.value
-        ),
-    );
-    shared::print_changes(g, &report);
 
-    // The strict check of the result.
+    // The strict check of the result, with the recoverable repairs when asked.
     let mut txn = shared::begin(&root)?;
     let mut strict = handoff::strict_check(&txn).map_err(shared::txn_err)?;
+    let repaired: Vec<String> = Vec::new();
     if !strict.ok && args.fix {
-        let fixed = crate::commands::fix::repair_recoverable(&mut txn, g)?;
-        let report = txn.commit().map_err(shared::txn_err)?;
-        shared::print_changes(g, &report);
+        // TODO(issue 10): call the core repair operation once `fix` moves out of the CLI.
+        crate::commands::fix::repair_recoverable(&mut txn, g)?;
+        let fixed = txn.commit().map_err(shared::txn_err)?;
+        if !args.json {
+            shared::print_changes(g, &fixed);
+        }
         txn = shared::begin(&root)?;
         strict = handoff::strict_check(&txn).map_err(shared::txn_err)?;
-        if fixed {
-            shared::say(g, "Applied recoverable fixes; re-ran the strict check");
-        }
     }
     drop(txn);
+    if args.json {
+        let mut v = shared::handoff_json(&out.handoff);
+        v["created"] = serde_json::json!(created);
+        v["self_healed"] = serde_json::json!(out.self_healed);
+        v["repaired"] = serde_json::json!(repaired);
+        v["strict_ok"] = serde_json::json!(strict.ok);
+        v["strict_problem"] = serde_json::json!(strict.summary);
+        shared::print_json(Some(&report), v)?;
+    } else {
+        for c in &created {
+            shared::say(g, format!("Created {c} from the template"));
+        }
+        shared::print_handoff(g, &out.handoff, "Handoff ready");
+        shared::print_changes(g, &report);
+        for r in &repaired {
+            shared::say(g, r);
+        }
+    }
     if !strict.ok {
         return Err(CliError::invalid(format!(
             "strict check failed: {}\n  help: run `small check --strict` for every problem; `small start --fix` repairs orphan progress and legacy runtime directories",
             strict.summary
         )));
     }
-    shared::say(g, "Strict check passed. Start complete.");
+    if !args.json {
+        shared::say(g, "Strict check passed. Start complete.");
+    }
     Ok(())
-}
-
-fn intent_and_plan_valid(txn: &small_core::authoring::txn::Transaction) -> bool {
-    use small_core::gates::schemas::{SchemaSet, Target};
-    let schemas = SchemaSet::embedded();
-    [ArtifactKind::Intent, ArtifactKind::Plan]
-        .into_iter()
-        .all(|k| {
-            let rel = k.rel_path();
-            match handoff::parse_file(txn, &rel) {
-                Ok(Some(doc)) => small_core::gates::validate::validate_document(
-                    &schemas,
-                    Target::Artifact(k),
-                    &rel,
-                    &doc,
-                )
-                .is_empty(),
-                _ => false,
-            }
-        })
 }

@@ -35,8 +35,11 @@ pub struct Args {
 pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
     let base = match dir {
         Some(d) => d.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+        None => {
+            let here = std::env::current_dir()
+                .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+            small_core::workspace::find_upward(&here).unwrap_or(here)
+        }
     };
     if base
         .file_name()
@@ -79,7 +82,11 @@ pub(crate) fn render(st: &Status) -> String {
     }
     if !st.small_dir_exists {
         line(String::new());
-        line(".small/ does not exist here. Run `small init` to start a SMALL project.".into());
+        match st.problems.first() {
+            // e.g. a linked .small/, which is refused
+            Some(p) => line(format!("problem: {p}")),
+            None => line(".small/ does not exist here or in any parent directory. Run `small init` to start a SMALL project.".into()),
+        }
         return o;
     }
     line(String::new());
@@ -115,6 +122,16 @@ pub(crate) fn render(st: &Status) -> String {
                 line(format!("  {s}: {n} (not a standard status)"));
             }
         }
+        let width = p.tasks.iter().map(|t| t.id.len()).max().unwrap_or(0);
+        let sw = p.tasks.iter().map(|t| t.status.len()).max().unwrap_or(0);
+        for t in &p.tasks {
+            line(format!(
+                "  {:<width$}  {:<sw$}  {}",
+                t.id,
+                t.status,
+                shorten(&t.title, 80)
+            ));
+        }
         if p.next_actionable.is_empty() {
             line("Next actionable: none".into());
         } else {
@@ -122,7 +139,10 @@ pub(crate) fn render(st: &Status) -> String {
         }
     }
     if let Some(t) = &st.next_task {
-        line(format!("Next task: {t}"));
+        match st.plan.as_ref().and_then(|p| p.title_of(t)) {
+            Some(title) => line(format!("Next task: {t} ({})", shorten(title, 80))),
+            None => line(format!("Next task: {t}")),
+        }
     }
     if !st.recent_progress.is_empty() {
         line(String::new());

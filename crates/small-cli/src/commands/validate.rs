@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use small_core::diag::Diagnostic;
+use small_core::gates::invariants::PlanIndex;
+use small_core::gates::progress_check::{self, EntryRules, ScanOptions};
 use small_core::gates::schemas::{SchemaSet, SchemaSource};
-use small_core::gates::validate::{validate_progress_entry_node, validate_workspace};
+use small_core::gates::validate::validate_workspace;
 use small_core::spec::consts::ArtifactKind;
 use small_core::workspace::{locate, LoadOptions, Workspace};
 
@@ -32,6 +34,9 @@ pub struct Args {
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Print the result as JSON on stdout (see docs/validate.md)
     #[arg(long)]
     pub json: bool,
@@ -81,10 +86,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .collect();
         let opts = LoadOptions::only(&kinds);
         let mut ws = Workspace::load(loc, &opts);
-        let rel = ArtifactKind::Progress.rel_path();
-        ws.stream_progress(&opts.limits, &mut |i, node| {
-            entry_diags.extend(validate_progress_entry_node(&schemas, &rel, i, &node));
-        });
+        let plan = PlanIndex::default();
+        let rules = EntryRules {
+            schemas: Some(&schemas),
+            lint: None,
+            plan: &plan,
+            scope: "",
+        };
+        let scan = ScanOptions {
+            threads: 0,
+            cache_dir: (!args.no_cache).then(|| ws.root.join(progress_check::CACHE_DIR)),
+            cache_write: true,
+        };
+        if let Some(text) = ws.read_progress(&opts.limits) {
+            let checked = progress_check::check_log(&text, &opts.limits, &rules, &scan);
+            ws.set_progress(text, checked.root);
+            entry_diags = checked.results.schema;
+        }
         ws
     } else {
         Workspace::load(loc, &LoadOptions::all())

@@ -7,7 +7,9 @@ use small_core::diag::{self, Diagnostic};
 use small_core::gates::check::{self, GateOptions};
 use small_core::workspace::Scope;
 
-use crate::commands::check::{count, errors_and_warnings, exit_for, locate, schemas, Printer};
+use crate::commands::check::{
+    count, errors_and_warnings, exit_for, locate, print_gate_json, schemas, Printer,
+};
 use crate::error::{CliError, CmdResult, EXIT_USAGE};
 use crate::GlobalArgs;
 
@@ -41,12 +43,19 @@ pub struct Args {
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
+    /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print the report as JSON: {status, errors, warnings, exit_code}
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let printer = Printer::new(g, args.ci);
     let loc = match locate(args.dir.as_deref()) {
         Ok(loc) => loc,
+        Err(d) if args.json => return print_gate_json(g, &[*d]),
         Err(d) => {
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -54,6 +63,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let schemas = match schemas(args.spec_dir.as_deref()) {
         Ok(s) => s,
+        Err(d) if args.json => return print_gate_json(g, &[*d]),
         Err(d) => {
             printer.print(&[*d], None);
             return Err(CliError::silent(EXIT_USAGE));
@@ -64,6 +74,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         format_strict: false,
         scope: args.workspace,
         since: args.since.clone(),
+        cache: !args.no_cache,
+        threads: 0,
     };
     let loaded = check::load(loc, Some(&schemas), &opts);
     let ws = &loaded.ws;
@@ -79,6 +91,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Ok(d) => diags.extend(d),
         Err(e) => {
             diag::sort(&mut diags);
+            if args.json {
+                diags.push(Diagnostic::error("since", e.to_string()));
+                return print_gate_json(g, &diags);
+            }
             printer.print(&diags, Some(ws));
             printer.print(
                 &[Diagnostic::error("since", e.to_string()).with_help(
@@ -91,6 +107,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     diag::sort(&mut diags);
     diags.dedup();
+    if args.json {
+        return print_gate_json(g, &diags);
+    }
     printer.print(&diags, Some(ws));
     let (errors, warnings) = errors_and_warnings(&diags);
     if errors > 0 {

@@ -77,7 +77,7 @@ async fn a_whole_workflow_over_mcp() {
     )
     .await;
     assert!(ok, "{v}");
-    assert_eq!(v["changes"][0]["added"], "parser");
+    assert_eq!(v["added"][0]["id"], "parser", "{v}");
     let (ok, v) = call(
         &c,
         "progress_add",
@@ -86,6 +86,15 @@ async fn a_whole_workflow_over_mcp() {
     .await;
     assert!(ok, "{v}");
     assert_eq!(v["entry"]["task_id"], "parser");
+    // Completing with no evidence is refused, as on the command line.
+    let (ok, v) = call(
+        &c,
+        "checkpoint",
+        json!({"task": "parser", "status": "completed"}),
+    )
+    .await;
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "no-evidence", "{v}");
     let (ok, v) = call(
         &c,
         "checkpoint",
@@ -100,6 +109,9 @@ async fn a_whole_workflow_over_mcp() {
     )
     .await;
     assert!(ok, "{v}");
+    let (ok, v) = call(&c, "handoff", json!({"summary": "Parser done"})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["summary"], "Parser done");
     let (ok, v) = call(&c, "check", json!({})).await;
     assert!(ok, "{v}");
     assert_eq!(v["passed"], true);

@@ -47,7 +47,15 @@ fn markdown_names_handoff_next_task_constraints_progress_and_gates() {
 #[test]
 fn json_has_the_documented_keys_and_dependencies() {
     let ws = setup();
-    ws.ok(&["plan", "--done", "parser"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "parser",
+        "--status",
+        "completed",
+        "--evidence",
+        "parser tests pass",
+    ]);
     let out = ws.ok(&["resume", "--json", "--check"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["next_task"]["id"], "cli");

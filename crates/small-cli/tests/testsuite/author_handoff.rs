@@ -59,17 +59,52 @@ fn handoff_manual_replay_id_is_lowercased() {
     assert!(err.contains("64"), "{err}");
 }
 
+/// Issue 14.1: a handoff mid-run succeeds and records the run's state; bookkeeping entries
+/// (`plan --add`) never make a task open; the end-of-run check is `handoff --final`.
 #[test]
-fn handoff_refuses_dangling_tasks() {
+fn handoff_works_mid_run_and_final_is_the_end_of_run_check() {
     let ws = Ws::new();
     ws.ok(&["plan", "--add", "Second"]);
+    ws.ok(&["plan", "--add", "Third"]);
+    // Only bookkeeping so far: nothing is open, even for --final.
+    ws.ok(&["handoff", "--final"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "cargo test: 3 passed",
+    ]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-2",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "parser half done",
+    ]);
     let before = ws.read("handoff.small.yml");
-    let err = ws.fails(1, &["handoff"]);
+    let out = ws.ok(&["handoff"]);
+    assert!(out.contains("Open in this run: task-2"), "{out}");
+    let h = ws.doc("handoff.small.yml");
+    assert_eq!(h["resume"]["current_task_id"], "task-2");
+    let steps = h["resume"]["next_steps"].to_string();
+    assert!(steps.contains("Continue with task-2"), "{steps}");
     assert!(
-        err.contains("task-2") && err.contains("checkpoint"),
-        "{err}"
+        steps.contains("Last evidence: task-2: parser half done"),
+        "{steps}"
     );
-    assert_eq!(ws.read("handoff.small.yml"), before);
+    ws.strict_ok();
+    // --final refuses and changes nothing.
+    let now = ws.read("handoff.small.yml");
+    assert_ne!(now, before);
+    let err = ws.fails(1, &["handoff", "--final"]);
+    assert!(err.contains("task-2") && err.contains("--final"), "{err}");
+    assert_eq!(ws.read("handoff.small.yml"), now);
     ws.ok(&[
         "checkpoint",
         "--task",
@@ -79,10 +114,78 @@ fn handoff_refuses_dangling_tasks() {
         "--evidence",
         "needs input",
     ]);
-    ws.ok(&["handoff"]);
+    ws.ok(&["handoff", "--final"]);
     let h = ws.doc("handoff.small.yml");
-    assert_eq!(h["resume"]["current_task_id"], "task-1");
+    assert_eq!(h["resume"]["current_task_id"], "task-3");
+    assert!(h["resume"]["next_steps"]
+        .to_string()
+        .contains("Blocked: task-2"));
     ws.strict_ok();
+}
+
+/// Issue 14.1: entries of an earlier run do not count after `reset`.
+#[test]
+fn entries_of_an_earlier_run_do_not_count() {
+    let ws = Ws::new();
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "old run work",
+    ]);
+    let err = ws.fails(1, &["handoff", "--final"]);
+    assert!(err.contains("task-1"), "{err}");
+    ws.ok(&["reset", "--yes", "--keep-intent"]);
+    let out = ws.ok(&["handoff", "--final", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["open"], serde_json::json!([]));
+    assert_eq!(v["last_evidence"], serde_json::Value::Null);
+    assert_eq!(v["current_task_id"], "task-1");
+}
+
+/// Issue 14.1: a summary written with --summary survives plain handoffs and `start` while the
+/// state is unchanged, and gives way (saying so) when it changes.
+#[test]
+fn a_written_summary_is_kept_until_the_state_changes() {
+    let ws = Ws::new();
+    ws.ok(&["handoff", "--summary", "Waiting on the API review"]);
+    let out = ws.ok(&["handoff"]);
+    assert!(out.contains("summary: kept"), "{out}");
+    assert_eq!(
+        ws.doc("handoff.small.yml")["summary"],
+        "Waiting on the API review"
+    );
+    let out = ws.ok(&["start"]);
+    assert!(out.contains("summary: kept"), "{out}");
+    assert_eq!(
+        ws.doc("handoff.small.yml")["summary"],
+        "Waiting on the API review"
+    );
+    ws.ok(&["plan", "--add", "Second"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "reviewed",
+    ]);
+    let out = ws.ok(&["handoff"]);
+    assert!(
+        out.contains("replaced \"Waiting on the API review\""),
+        "{out}"
+    );
+    assert_eq!(
+        ws.doc("handoff.small.yml")["summary"],
+        "Run in progress. Next task: task-2."
+    );
+    let out = ws.ok(&["handoff", "--summary", "New words"]);
+    assert!(out.contains("summary: as given"), "{out}");
 }
 
 #[test]
@@ -128,8 +231,24 @@ fn start_repairs_missing_files_and_self_heals_the_replay_id() {
 fn reset_starts_a_new_run_and_keeps_history() {
     let ws = Ws::new();
     ws.ok(&["plan", "--add", "Two"]);
-    ws.ok(&["checkpoint", "--task", "task-2", "--status", "completed"]);
-    ws.ok(&["checkpoint", "--task", "task-1", "--status", "completed"]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
+    ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ]);
     ws.ok(&["handoff"]);
     let old_id = ws.doc("handoff.small.yml")["replayId"]["value"]
         .as_str()
@@ -185,16 +304,14 @@ fn start_fix_repairs_orphan_progress() {
         .as_str()
         .unwrap()
         .to_string();
-    ws.ok(&[
-        "progress",
-        "add",
-        "--task",
-        "task-42",
-        "--status",
-        "completed",
-        "--evidence",
-        "old work",
-    ]);
+    // An orphan entry (written by hand: `progress add` refuses unknown task ids).
+    let mut log = ws
+        .read("progress.small.yml")
+        .replace("entries: []", "entries:");
+    log.push_str(&format!(
+        "  - task_id: \"task-42\"\n    status: \"completed\"\n    timestamp: \"2030-01-01T00:00:00.000000000Z\"\n    evidence: \"old work\"\n    replayId: \"{id}\"\n"
+    ));
+    ws.write("progress.small.yml", &log);
     // bind it to the handoff's run so strict S2 sees it
     let text = ws.read("progress.small.yml");
     assert!(text.contains(&id) || ws.doc("workspace.small.yml")["run"]["replay_id"] == id.as_str());

@@ -32,6 +32,20 @@ fn add_creates_task_n_and_records_progress() {
 fn comments_survive_plan_done() {
     let ws = Ws::new();
     ws.write("plan.small.yml", COMMENTED_PLAN);
+    // Issue 14.2: --done invents no evidence; it points to checkpoint.
+    let err = ws.fails(1, &["plan", "--done", "task-1"]);
+    assert!(err.contains("small checkpoint --task task-1"), "{err}");
+    assert!(ws.entries().is_empty());
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--test",
+        "cargo test",
+    ]);
     ws.ok(&["plan", "--done", "task-1"]);
     let text = ws.read("plan.small.yml");
     for keep in [
@@ -44,7 +58,7 @@ fn comments_survive_plan_done() {
         assert!(text.contains(keep), "lost {keep:?}:\n{text}");
     }
     assert_eq!(ws.tasks()[0]["status"], "completed");
-    // --done records evidence when the task has none yet, and only then
+    // --done writes no entry of its own
     let e = ws.entries();
     assert_eq!(e.len(), 1);
     assert_eq!(e[0]["task_id"], "task-1");
@@ -158,14 +172,13 @@ fn checkpoint_updates_plan_and_progress_together() {
         "--json",
         "--notes",
         "waiting",
+        "--evidence",
+        "API key not issued yet",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["status"], "blocked");
     assert_eq!(v["progress_entry"]["notes"], "waiting");
-    assert_eq!(
-        v["progress_entry"]["evidence"],
-        "Recorded checkpoint via small checkpoint"
-    );
+    assert_eq!(v["progress_entry"]["evidence"], "API key not issued yet");
     assert_eq!(v["checkpoint_at"], ws.entries()[1]["timestamp"]);
     assert_eq!(
         v["files"],
@@ -185,15 +198,32 @@ fn checkpoint_refusals_change_nothing() {
     );
     let err = ws.fails(
         1,
-        &["checkpoint", "--task", "task-5", "--status", "completed"],
+        &[
+            "checkpoint",
+            "--task",
+            "task-5",
+            "--status",
+            "completed",
+            "--evidence",
+            "x",
+        ],
     );
     assert!(err.contains("task-5"), "{err}");
+    // Issue 14.2: no evidence, no completion (and no canned text).
+    let err = ws.fails(
+        2,
+        &["checkpoint", "--task", "task-1", "--status", "completed"],
+    );
+    assert!(err.contains("--evidence"), "{err}");
+    assert!(ws.entries().is_empty());
     ws.ok(&[
         "checkpoint",
         "--task",
         "task-1",
         "--status",
         "completed",
+        "--evidence",
+        "done",
         "--at",
         "2030-01-01T00:00:00.1Z",
     ]);
@@ -206,6 +236,8 @@ fn checkpoint_refusals_change_nothing() {
             "task-1",
             "--status",
             "blocked",
+            "--evidence",
+            "waiting",
             "--at",
             "2029-01-01T00:00:00.1Z",
         ],
@@ -223,6 +255,8 @@ fn checkpoint_refusals_change_nothing() {
         "task-1",
         "--status",
         "blocked",
+        "--evidence",
+        "waiting",
         "--after",
         "2029-01-01T00:00:00.1Z",
     ]);
@@ -254,8 +288,17 @@ fn every_writing_command_takes_dir_and_quiet() {
     };
     let out = run(&["--quiet", "plan", "--add", "Quiet task"]);
     assert!(out.is_empty(), "--quiet printed {out:?}");
-    assert!(run(&["plan", "--done", "task-1"]).contains("updated .small/plan.small.yml"));
-    run(&["checkpoint", "--task", "task-2", "--status", "completed"]);
+    run(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "ok",
+    ]);
+    assert!(run(&["plan", "--pending", "task-2"]).contains("updated .small/plan.small.yml"));
+    run(&["plan", "--done", "task-2"]);
     run(&[
         "progress",
         "add",
@@ -263,6 +306,8 @@ fn every_writing_command_takes_dir_and_quiet() {
         "task-2",
         "--status",
         "completed",
+        "--evidence",
+        "again",
     ]);
     run(&["progress", "migrate"]);
     run(&["handoff"]);

@@ -40,6 +40,8 @@ fn add_appends_one_entry_with_generated_timestamp() {
         "completed",
         "--notes",
         "done",
+        "--commit",
+        "abc1234",
     ]);
     let after2 = ws.read("progress.small.yml");
     assert!(
@@ -48,7 +50,12 @@ fn add_appends_one_entry_with_generated_timestamp() {
     );
     let e = ws.entries();
     assert_eq!(e.len(), 2);
-    assert_eq!(e[1]["evidence"], "Recorded progress via small progress add");
+    assert_eq!(e[1]["commit"], "abc1234");
+    assert!(
+        e[1].get("evidence").is_none(),
+        "no canned evidence: {}",
+        e[1]
+    );
     assert_eq!(e[1]["notes"], "done");
     assert_increasing(&e);
     ws.strict_ok();
@@ -66,6 +73,8 @@ fn add_binds_entries_to_the_run_and_leaves_metadata_alone() {
         "meta/note",
         "--status",
         "completed",
+        "--evidence",
+        "noted",
     ]);
     assert_eq!(ws.entries()[0]["replayId"], id.as_str());
     let meta = ws.read("workspace.small.yml");
@@ -95,22 +104,96 @@ fn add_json_output() {
     assert_eq!(v["task_exists_in_plan"], true);
     assert!(v["workspace"].as_str().is_some());
     let out = ws.ok(&[
-        "progress", "add", "--task", "task-77", "--status", "pending", "--json",
+        "progress",
+        "add",
+        "--task",
+        "meta/note",
+        "--status",
+        "pending",
+        "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["task_exists_in_plan"], false);
     assert_eq!(v["entry"]["timestamp"], ws.entries()[1]["timestamp"]);
 }
 
+/// Issue 14.2: a typo in --task is refused before anything is appended, with the closest ids.
 #[test]
-fn unknown_task_warns_but_records() {
+fn unknown_task_is_refused_with_the_closest_ids() {
     let ws = Ws::new();
-    let o = ws.run(&[
-        "progress", "add", "--task", "task-99", "--status", "pending",
+    ws.ok(&["plan", "--add", "Two"]);
+    let before = ws.read("progress.small.yml");
+    let err = ws.fails(
+        1,
+        &[
+            "progress", "add", "--task", "task-99", "--status", "pending",
+        ],
+    );
+    assert!(err.contains("task-99 is not in plan"), "{err}");
+    assert!(err.contains("did you mean task-1"), "{err}");
+    assert_eq!(ws.read("progress.small.yml"), before, "nothing appended");
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "meta/notes",
+        "--status",
+        "pending",
     ]);
-    assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("task-99 is not in plan"));
-    assert_eq!(ws.entries().len(), 1);
+}
+
+/// Issue 14.2: completing a task whose dependencies are open is refused unless forced, and
+/// the force is recorded.
+#[test]
+fn completing_before_dependencies_needs_force() {
+    let ws = Ws::new();
+    ws.ok(&["plan", "--add", "Two", "--depends", "task-2:task-1"]);
+    let before = ws.read("progress.small.yml");
+    let err = ws.fails(
+        1,
+        &[
+            "checkpoint",
+            "--task",
+            "task-2",
+            "--status",
+            "completed",
+            "--evidence",
+            "ok",
+        ],
+    );
+    assert!(err.contains("task-1") && err.contains("--force"), "{err}");
+    let err = ws.fails(
+        1,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "completed",
+            "--evidence",
+            "ok",
+        ],
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(ws.read("progress.small.yml"), before);
+    let out = ws.ok(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "ok",
+        "--force",
+    ]);
+    assert!(out.contains("forced"), "{out}");
+    let last = ws.entries().last().unwrap().clone();
+    assert!(
+        last["notes"].as_str().unwrap().contains("--force")
+            && last["notes"].as_str().unwrap().contains("task-1"),
+        "{last}"
+    );
 }
 
 #[test]
@@ -297,6 +380,8 @@ fn appends_to_hand_written_logs_without_touching_them() {
         "task-1",
         "--status",
         "completed",
+        "--evidence",
+        "done",
     ]);
     let text = ws.read("progress.small.yml");
     assert!(text.starts_with(base), "{text}");
@@ -347,6 +432,8 @@ fn migrate_rewrites_timestamps_only() {
         "task-1",
         "--status",
         "completed",
+        "--evidence",
+        "done",
     ]);
     assert_increasing(&ws.entries());
 }

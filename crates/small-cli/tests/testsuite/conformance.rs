@@ -22,16 +22,7 @@ const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/confo
 const BIN: &str = env!("CARGO_BIN_EXE_small");
 
 fn cases_dir() -> Option<PathBuf> {
-    let p = Path::new(SHARED).join("cases");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!(
-            "NOTICE: {} not found; conformance tests skipped",
-            p.display()
-        );
-        None
-    }
+    small_testkit::conformance_path(Path::new(SHARED).join("cases"))
 }
 
 struct Case {

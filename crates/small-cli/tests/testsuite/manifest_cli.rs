@@ -124,15 +124,7 @@ fn api_dir() -> Option<PathBuf> {
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/conformance/api"
     ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: {} is absent; skipping the API vectors",
-            dir.display()
-        );
-        None
-    }
+    small_testkit::conformance_path(dir)
 }
 
 /// All API vectors through `small manifest validate --jsonl`: one line in, one line out.

@@ -114,28 +114,65 @@ fn snapshot_without_a_workspace_is_a_usage_error() {
     assert!(err.contains(".small/ does not exist"), "{err}");
 }
 
+/// Issue 14.3: runs may share a replay ID. An identical snapshot is a no-op; a different one
+/// is the next generation (`ID~2`), listed, shown, diffed and checked out; --force replaces
+/// the newest generation.
 #[test]
-fn snapshot_of_an_existing_run_needs_force_and_force_replaces_it_whole() {
+fn a_different_snapshot_of_the_same_run_is_a_new_generation() {
     let ws = Ws::new();
     ws.ok(&["run", "snapshot"]);
+    let out = ws.ok(&["run", "snapshot"]);
+    assert!(out.contains("nothing written"), "{out}");
     let new_plan = PLAN.replace("Add the flag", "Add the --dry-run flag");
     ws.write("plan.small.yml", &new_plan);
-    let err = ws.fails(&["run", "snapshot"], 1);
-    assert!(
-        err.contains("already exists") && err.contains("--force"),
-        "{err}"
-    );
+    let out = ws.ok(&["run", "snapshot"]);
+    assert!(out.contains("generation 2") && out.contains("~2"), "{out}");
     assert_eq!(
         fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(),
-        PLAN.as_bytes()
+        PLAN.as_bytes(),
+        "the first generation is kept as it was"
     );
-
-    let out = ws.ok(&["run", "snapshot", "--force"]);
-    assert!(out.contains("Replaced"), "{out}");
+    let gen2 = ws.root().join(".small-runs").join(format!("{ID_A}~2"));
     assert_eq!(
-        fs::read(ws.snap_dir(ID_A).join("plan.small.yml")).unwrap(),
+        fs::read(gen2.join("plan.small.yml")).unwrap(),
         new_plan.as_bytes()
     );
+    // listed
+    let v = ws.json(&["run", "list", "--json"]);
+    let names: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["snapshot"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&ID_A) && names.contains(&format!("{ID_A}~2").as_str()),
+        "{v}"
+    );
+    // shown: plain ID names the newest generation, ~1 the first
+    let v = ws.json(&["run", "show", &ID_A[..8], "--json"]);
+    assert_eq!(v["generation"], 2);
+    let v = ws.json(&["run", "show", &format!("{}~1", &ID_A[..8]), "--json"]);
+    assert_eq!(v["generation"], 1);
+    ws.fails(&["run", "show", &format!("{}~7", &ID_A[..8])], 2);
+    // diffed
+    let out = ws.ok(&["run", "diff", &format!("{ID_A}~1"), &format!("{ID_A}~2")]);
+    assert!(out.contains("--dry-run"), "{out}");
+    // checked out
+    ws.ok(&["run", "checkout", &format!("{ID_A}~1")]);
+    assert_eq!(ws.read("plan.small.yml"), PLAN.as_bytes());
+    // --force replaces the newest generation
+    ws.write("plan.small.yml", &PLAN.replace("Add the flag", "Third"));
+    let out = ws.ok(&["run", "snapshot", "--force"]);
+    assert!(out.contains("Replaced"), "{out}");
+    assert!(fs::read_to_string(gen2.join("plan.small.yml"))
+        .unwrap()
+        .contains("Third"));
+    assert!(!ws
+        .root()
+        .join(".small-runs")
+        .join(format!("{ID_A}~3"))
+        .exists());
 }
 
 #[test]

@@ -398,17 +398,8 @@ fn import_a_directory_on_sqlite() {
 
 #[test]
 fn import_a_directory_on_postgres() {
-    let url = match std::env::var("SMALL_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ => {
-            if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-                panic!("CI=true but SMALL_TEST_POSTGRES_URL is not set (source ci/postgres.sh)");
-            }
-            eprintln!(
-                "notice: SMALL_TEST_POSTGRES_URL is not set; skipping the PostgreSQL CLI test"
-            );
-            return;
-        }
+    let Some(url) = small_testkit::postgres_url() else {
+        return;
     };
     // A schema of its own, selected through the connection string.
     let schema = format!("t_cli_import_{}", std::process::id());

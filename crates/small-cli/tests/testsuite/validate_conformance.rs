@@ -12,15 +12,7 @@ fn corpus() -> Option<PathBuf> {
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/conformance/cases"
     ));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!(
-            "NOTICE: {} is absent; skipping the validate conformance test",
-            p.display()
-        );
-        None
-    }
+    small_testkit::conformance_path(p)
 }
 
 /// Cases where our exit code differs from the reference's on purpose: (case, our exit, why).

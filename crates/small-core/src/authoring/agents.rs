@@ -49,12 +49,17 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 
 ## Working Loop
 
-1. `small status` to see where things stand.
-2. `small plan --add "<task>"` for new work.
+1. `small status` to see where things stand: the tasks, their titles, the next task.
+2. `small plan --add "<task>"` for new work (repeat `--add` for several);
+   `small plan --cancel <task-id>` drops a task, `small plan --title <task-id> "<title>"`
+   renames one.
 3. `small apply --cmd "<command>" --task <task-id>` to run a command with its result recorded,
    or do the work yourself and record it with
    `small checkpoint --task <task-id> --status completed --evidence "<what proves it>"`.
-4. `small handoff` before you stop, so the next session knows where to resume.
+   A completion needs your evidence, and a task completes only after its dependencies.
+4. `small handoff` whenever you stop, also in the middle of a run: it records the task to
+   resume, open and blocked tasks and the last evidence. At the end of the run,
+   `small handoff --final` refuses while a task you worked on is left open.
 5. `small check --strict` must pass before the work is called done.
 
 ## Sessions, Hosts and Branches
@@ -69,7 +74,8 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 ## Strict Mode Rules
 
 `small check --strict` also enforces:
-- S1: a task marked completed or blocked has a progress entry with evidence for it.
+- S1: a completed task has a completion entry of its own with evidence (the entries
+  `small plan` writes do not count); a blocked task has an entry with evidence.
 - S2: every progress `task_id` names a task in the plan (or starts with `meta/`).
 - S3: the handoff's `resume.current_task_id` names a task in the plan.
 - S4: `.small/` holds only the canonical files (plus `ext/`); caches, drafts and logs live

@@ -5,8 +5,8 @@
 //!   gives a *blocked* run (`meta/blocker` when the strict check is what blocks), all tasks
 //!   completed gives a *complete* run, otherwise the next runnable task (an `in_progress`
 //!   task, else the first pending task whose dependencies are all completed).
-//! * Before a handoff is written, *dangling* tasks (tasks with progress that are neither
-//!   completed nor blocked) stop it.
+//! * The handoff operations themselves (mid-run and final handoffs, start, reset) are in
+//!   `crate::authoring::session`.
 //! * The replayId is the workspace's `run.replay_id` if set, else the hash of intent, plan
 //!   and constraints (`crate::spec::replayid`), or a manual one (64 hex digits, stored lower case).
 //! * An existing handoff is edited in place (`crate::authoring::edit`): comments, links and other keys
@@ -22,9 +22,8 @@ use crate::authoring::edit::{self, NewValue};
 use crate::authoring::plan::Task;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
-use crate::gates::invariants::{self, scalar_text, Docs, Options};
-use crate::gates::schemas::{SchemaSet, Target};
-use crate::spec::consts::{ArtifactKind, META_TASK_PREFIX, PROTOCOL_VERSION, WORKSPACE_FILE};
+use crate::gates::schemas::SchemaSet;
+use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE};
 use crate::workspace::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits, Node, Style};
 
@@ -225,7 +224,7 @@ pub fn attach_replay_id(
 }
 
 /// A replayId and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ReplayId {
     pub value: String,
     /// `auto` or `manual`.
@@ -291,45 +290,6 @@ pub fn existing(txn: &Transaction) -> Result<Option<Existing>, TxnError> {
     Ok(Some(Existing { summary, replay_id }))
 }
 
-/// A task with progress that is neither completed nor blocked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dangling {
-    pub id: String,
-    pub title: String,
-    pub status: String,
-}
-
-/// Tasks that have (non-`meta/`) progress entries but are not completed or blocked,
-/// sorted by id.
-pub fn dangling_tasks(tasks: &[Task], progress: &Node) -> Vec<Dangling> {
-    let mut with_progress = std::collections::HashSet::new();
-    if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {
-        for e in entries {
-            if let Some(id) = e.get("task_id").and_then(scalar_text) {
-                let id = id.trim();
-                if !id.is_empty() && !id.starts_with(META_TASK_PREFIX) {
-                    with_progress.insert(id.to_string());
-                }
-            }
-        }
-    }
-    let mut out: Vec<Dangling> = tasks
-        .iter()
-        .filter(|t| !t.id.is_empty() && with_progress.contains(&t.id))
-        .filter(|t| {
-            let s = t.status.to_ascii_lowercase();
-            s != TaskStatus::Completed.as_str() && s != TaskStatus::Blocked.as_str()
-        })
-        .map(|t| Dangling {
-            id: t.id.clone(),
-            title: t.title.clone(),
-            status: t.effective_status().to_string(),
-        })
-        .collect();
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    out
-}
-
 /// The result of the strict check the resume state depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Strict {
@@ -338,63 +298,58 @@ pub struct Strict {
     pub summary: String,
 }
 
-/// Run the strict check (schemas, invariants with S1-S3, strict layout) on the artifacts
-/// as the transaction sees them. The handoff is included if it exists.
+/// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the
+/// workspace as the transaction sees it (staged files included). The handoff may be missing;
+/// any other missing artifact is an error.
 pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
-    let mut docs_owned: Vec<(ArtifactKind, Document)> = Vec::new();
+    use crate::gates::check::{run_check, GateOptions, Loaded};
+    use crate::workspace::{LoadOptions, Location, Workspace};
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
-        match parse_file(txn, &rel)? {
-            Some(d) => docs_owned.push((kind, d)),
-            None if kind == ArtifactKind::Handoff => {}
-            None => {
-                return Err(TxnError::Invalid(format!(
-                    "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
-                )))
-            }
+        if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
+            return Err(TxnError::Invalid(format!(
+                "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
+            )));
         }
     }
-    let schemas = SchemaSet::embedded();
-    for (kind, doc) in &docs_owned {
-        let diags = crate::gates::validate::validate_document(
-            &schemas,
-            Target::Artifact(*kind),
-            &artifact_rel(*kind),
-            doc,
-        );
-        if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
-            return Ok(Strict {
-                ok: false,
-                summary: one_line(d),
-            });
+    let loc = Location {
+        root: txn.root().to_path_buf(),
+        small_dir: txn.root().join(SMALL_DIR),
+    };
+    let overlay = |rel: &str| {
+        if txn.is_staged(rel) {
+            txn.read(rel).ok().flatten()
+        } else {
+            None
         }
+    };
+    let mut opts = LoadOptions::all();
+    if !txn.exists(&handoff_rel()) {
+        opts.artifacts.retain(|k| *k != ArtifactKind::Handoff);
     }
-    let mut docs = Docs::default();
-    for (kind, doc) in &docs_owned {
-        docs.set(*kind, Some(&doc.root));
-    }
-    let diags = invariants::lint(&docs, Options { strict: true });
-    if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
-        return Ok(Strict {
+    let ws = Workspace::load_overlay(loc, &opts, &overlay);
+    let loaded = Loaded { ws, streamed: None };
+    let gate = GateOptions {
+        strict: true,
+        scope: Scope::Any,
+        ..GateOptions::default()
+    };
+    let report = run_check(&loaded, &SchemaSet::embedded(), &gate);
+    match report
+        .diagnostics
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| d.severity == Severity::Error)
+    {
+        Some(d) => Ok(Strict {
             ok: false,
             summary: one_line(d),
-        });
+        }),
+        None => Ok(Strict {
+            ok: true,
+            summary: String::new(),
+        }),
     }
-    let layout = crate::gates::layout::unexpected_paths(txn.root())
-        .map_err(|e| TxnError::Invalid(format!("cannot list .small/: {e}")))?;
-    if let Some(u) = layout.first() {
-        return Ok(Strict {
-            ok: false,
-            summary: format!(
-                "{} is not allowed under .small/ (strict layout S4)",
-                u.rel_path
-            ),
-        });
-    }
-    Ok(Strict {
-        ok: true,
-        summary: String::new(),
-    })
 }
 
 fn one_line(d: &crate::diag::Diagnostic) -> String {
@@ -405,7 +360,8 @@ fn one_line(d: &crate::diag::Diagnostic) -> String {
 }
 
 /// Overall state of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Complete,
     Blocked,
@@ -440,7 +396,7 @@ pub fn actionable(tasks: &[Task], limit: usize) -> Vec<String> {
             tasks
                 .iter()
                 .find(|x| &x.id == d)
-                .is_some_and(|x| x.effective_status() == TaskStatus::Completed.as_str())
+                .is_some_and(|x| matches!(x.effective_status(), "completed" | "cancelled"))
         });
         if ok {
             out.push(t.id.clone());
@@ -500,7 +456,7 @@ pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
     if !tasks.is_empty()
         && tasks
             .iter()
-            .all(|t| t.effective_status() == TaskStatus::Completed.as_str())
+            .all(|t| matches!(t.effective_status(), "completed" | "cancelled"))
     {
         return State {
             status: RunStatus::Complete,

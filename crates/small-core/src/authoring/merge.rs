@@ -883,7 +883,10 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
         })
         .unwrap_or_default();
     let path = top.join(".gitattributes");
-    let existing = match std::fs::read_to_string(&path) {
+    let existing = match crate::workspace::fsio::read_string_bounded(
+        &path,
+        crate::workspace::fsio::MAX_READ_BYTES,
+    ) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(InstallError::Io(path, e.to_string())),

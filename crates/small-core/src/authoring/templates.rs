@@ -102,6 +102,25 @@ pub fn plan() -> String {
     )
 }
 
+/// `plan.small.yml` with these tasks (`task-1`, `task-2`, ... in order, all pending) instead
+/// of the placeholder: `small init --task TITLE`.
+pub fn plan_with_tasks(titles: &[String]) -> String {
+    let mut out = format!(
+        "# Agent-owned: the tasks and their status. Change it with `small plan`, not by hand.\n\
+         small_version: \"{PROTOCOL_VERSION}\"\n\
+         owner: \"agent\"\n\
+         tasks:\n"
+    );
+    for (i, t) in titles.iter().enumerate() {
+        out.push_str(&format!(
+            "  - id: \"task-{}\"\n    title: {}\n    status: \"pending\"\n",
+            i + 1,
+            crate::authoring::edit::quote(t.trim())
+        ));
+    }
+    out
+}
+
 /// `progress.small.yml` with no entries yet.
 pub fn progress() -> String {
     format!(

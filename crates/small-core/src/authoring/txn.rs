@@ -23,7 +23,8 @@
 //!   via `fs4`) on `.small-cache/lock`, outside `.small/`, so the strict layout rule (S4) keeps
 //!   holding. The lock is released when the transaction is committed or dropped, and by the
 //!   operating system when the process dies, so a crashed `small` never leaves a stale lock.
-//!   Waiting is bounded: [`DEFAULT_LOCK_TIMEOUT`], or `SMALL_LOCK_TIMEOUT` seconds.
+//!   Waiting is bounded: [`DEFAULT_LOCK_TIMEOUT`], or `SMALL_LOCK_TIMEOUT` (seconds, or a
+//!   duration such as `90s` or `2m`).
 //! * **Files are old or new, never torn.** A whole-file write goes to a temporary file in
 //!   `.small-cache/tmp/` (never inside `.small/`), which is written, fsynced, renamed over the
 //!   target, after which the target directory is fsynced. An append writes only the new bytes
@@ -50,13 +51,18 @@
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::spec::consts::{CACHE_DIR, SMALL_DIR};
+use crate::workspace::fsio;
+
+/// Largest redo journal recovery reads (it holds whole files, each at most
+/// [`fsio::MAX_READ_BYTES`]); a longer one is refused rather than read into memory.
+pub const MAX_JOURNAL_BYTES: u64 = 4 * fsio::MAX_READ_BYTES;
 
 /// How long `begin` waits for another `small` process to finish before giving up.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -155,8 +161,16 @@ impl Transaction {
     pub fn begin_with_timeout(root: impl AsRef<Path>, timeout: Duration) -> Result<Transaction> {
         let root = root.as_ref().to_path_buf();
         let small = root.join(SMALL_DIR);
-        if !small.is_dir() {
-            return Err(TxnError::NoWorkspace(root));
+        match fs::symlink_metadata(&small) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(TxnError::Invalid(format!(
+                    "{} is a symbolic link; small works only on a real .small/ directory \
+                     (replace the link with the directory it points to)",
+                    small.display()
+                )))
+            }
+            Ok(m) if m.is_dir() => {}
+            _ => return Err(TxnError::NoWorkspace(root)),
         }
         let lock = acquire_lock(&root, timeout)?;
         let mut txn = Transaction {
@@ -192,7 +206,7 @@ impl Transaction {
         check_rel(rel)?;
         let mut data = match self.writes.get(rel) {
             Some(b) => Some(b.clone()),
-            None => read_opt(&self.root.join(rel))?,
+            None => read_opt(&self.root.join(rel), fsio::MAX_READ_BYTES)?,
         };
         if let Some(app) = self.appends.get(rel) {
             let d = data.get_or_insert_with(Vec::new);
@@ -215,11 +229,9 @@ impl Transaction {
         if let Some(w) = self.writes.get(rel) {
             return Ok(Some(w.len() as u64));
         }
-        let disk = match fs::metadata(self.root.join(rel)) {
-            Ok(m) => Some(m.len()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(TxnError::io("stat", &self.root.join(rel), e)),
-        };
+        let disk = fsio::regular_metadata(&self.root.join(rel))
+            .map_err(|e| TxnError::io("stat", &self.root.join(rel), e))?
+            .map(|m| m.len());
         Ok(match (disk, self.appends.get(rel)) {
             (Some(d), Some(a)) => Some(d + a.bytes.len() as u64),
             (d, _) => d,
@@ -234,7 +246,7 @@ impl Transaction {
             return Ok(Some(w[..w.len().min(max as usize)].to_vec()));
         }
         let path = self.root.join(rel);
-        let mut f = match File::open(&path) {
+        let mut f = match fsio::open_read(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(TxnError::io("open", &path, e)),
@@ -260,18 +272,18 @@ impl Transaction {
             return Ok(Some((start as u64, w[start..].to_vec())));
         }
         let path = self.root.join(rel);
-        if !path.exists() {
+        let Some(meta) =
+            fsio::regular_metadata(&path).map_err(|e| TxnError::io("stat", &path, e))?
+        else {
             return Ok(None);
-        }
+        };
         let staged: &[u8] = self
             .appends
             .get(rel)
             .map(|a| a.bytes.as_slice())
             .unwrap_or(&[]);
         if staged.len() as u64 >= max {
-            let disk = fs::metadata(&path)
-                .map_err(|e| TxnError::io("stat", &path, e))?
-                .len();
+            let disk = meta.len();
             let cut = staged.len() - max as usize;
             return Ok(Some((disk + cut as u64, staged[cut..].to_vec())));
         }
@@ -280,11 +292,16 @@ impl Transaction {
         Ok(Some((start, buf)))
     }
 
+    /// Whether this transaction has staged a write or an append to `rel`.
+    pub fn is_staged(&self, rel: &str) -> bool {
+        self.writes.contains_key(rel) || self.appends.contains_key(rel)
+    }
+
     /// Whether `rel` exists as this transaction sees it.
     pub fn exists(&self, rel: &str) -> bool {
         self.writes.contains_key(rel)
             || self.appends.contains_key(rel)
-            || self.root.join(rel).exists()
+            || fs::symlink_metadata(self.root.join(rel)).is_ok()
     }
 
     /// Stage the whole new content of `rel`. Replaces earlier staged writes and appends.
@@ -307,7 +324,8 @@ impl Transaction {
             return Ok(());
         }
         let path = self.root.join(rel);
-        let pre_len = fs::metadata(&path)
+        let pre_len = fsio::regular_metadata(&path)
+            .and_then(|m| m.ok_or_else(|| io::ErrorKind::NotFound.into()))
             .map_err(|e| TxnError::io("stat", &path, e))?
             .len();
         self.appends
@@ -317,7 +335,10 @@ impl Transaction {
 
     /// Length of the on-disk file before any staged append (None if absent).
     pub fn disk_len(&self, rel: &str) -> Option<u64> {
-        fs::metadata(self.root.join(rel)).ok().map(|m| m.len())
+        fsio::regular_metadata(&self.root.join(rel))
+            .ok()
+            .flatten()
+            .map(|m| m.len())
     }
 
     /// Drop whatever is staged for `rel` (write or append).
@@ -405,7 +426,7 @@ pub fn recover(root: impl AsRef<Path>) -> Result<bool> {
 /// transaction has ever run). Released on drop.
 pub fn read_lock(root: impl AsRef<Path>, timeout: Duration) -> Result<Option<ReadLock>> {
     let path = root.as_ref().join(LOCK_FILE);
-    let file = match OpenOptions::new().read(true).open(&path) {
+    let file = match fsio::open_read(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(TxnError::io("open lock file", &path, e)),
@@ -476,14 +497,9 @@ fn temp_name(path: &Path) -> String {
 fn atomic_write_staged(path: &Path, bytes: &[u8], staging: &Path) -> Result<()> {
     let tmp = staging.join(temp_name(path));
     let result = (|| -> Result<io::Result<()>> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| TxnError::io("create", &tmp, e))?;
-        if let Ok(meta) = fs::metadata(path) {
-            let _ = f.set_permissions(meta.permissions());
-        }
+        // A new file never follows a planted link; it takes the mode of the regular file it
+        // replaces, else 0644 under the umask.
+        let mut f = fsio::create_temp(&tmp, path).map_err(|e| TxnError::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| TxnError::io("write", &tmp, e))?;
         f.sync_all().map_err(|e| TxnError::io("fsync", &tmp, e))?;
@@ -511,9 +527,12 @@ fn atomic_write_staged(path: &Path, bytes: &[u8], staging: &Path) -> Result<()> 
 /// the target if the cache is on another file system.
 fn write_via_staging(root: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     let path = root.join(rel);
+    // The file replaced must be a regular file (or absent): a link is refused, not replaced.
+    fsio::regular_metadata(&path).map_err(|e| TxnError::io("replace", &path, e))?;
     let dir = parent_dir(&path);
     fs::create_dir_all(&dir).map_err(|e| TxnError::io("create directory", &dir, e))?;
     let staging = root.join(STAGING_DIR);
+    check_cache_dirs(root)?;
     if fs::create_dir_all(&staging).is_ok() {
         match atomic_write_staged(&path, bytes, &staging) {
             Err(TxnError::Io {
@@ -543,10 +562,7 @@ fn is_cross_device(e: &io::Error) -> bool {
 /// case; after a crash it removes a torn or already-applied tail), then fsync.
 fn apply_append(root: &Path, rel: &str, app: &StagedAppend) -> Result<()> {
     let path = root.join(rel);
-    let mut f = OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .map_err(|e| TxnError::io("open", &path, e))?;
+    let mut f = fsio::open_write(&path).map_err(|e| TxnError::io("open", &path, e))?;
     let len = f
         .metadata()
         .map_err(|e| TxnError::io("stat", &path, e))?
@@ -581,12 +597,18 @@ fn sync_dir(dir: &Path) {
 #[cfg(not(unix))]
 fn sync_dir(_dir: &Path) {}
 
-fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(TxnError::io("read", path, e)),
+fn read_opt(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    fsio::read_bounded_opt(path, limit).map_err(|e| TxnError::io("read", path, e))
+}
+
+/// `.small-cache/` and its staging directory must be real directories (or absent): a link
+/// there could redirect the lock, journal or temporary files outside the workspace.
+fn check_cache_dirs(root: &Path) -> Result<()> {
+    for dir in [CACHE_DIR, STAGING_DIR] {
+        let path = root.join(dir);
+        fsio::check_dir(&path).map_err(|e| TxnError::io("use", &path, e))?;
     }
+    Ok(())
 }
 
 /// Workspace-relative paths only: no absolute paths, no `..`.
@@ -607,23 +629,26 @@ fn check_rel(rel: &str) -> Result<()> {
 fn lock_timeout_from_env() -> Duration {
     std::env::var(LOCK_TIMEOUT_ENV)
         .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|s| parse_lock_timeout(&s))
         .unwrap_or(DEFAULT_LOCK_TIMEOUT)
+}
+
+/// Seconds (`90`, `0.5`) or a `humantime` duration (`90s`, `2m`, `1m 30s`).
+fn parse_lock_timeout(s: &str) -> Option<Duration> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).ok(),
+        Ok(_) => None,
+        Err(_) => humantime::parse_duration(t).ok(),
+    }
 }
 
 fn acquire_lock(root: &Path, timeout: Duration) -> Result<File> {
     let cache = root.join(CACHE_DIR);
+    check_cache_dirs(root)?;
     fs::create_dir_all(&cache).map_err(|e| TxnError::io("create directory", &cache, e))?;
     let path = root.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| TxnError::io("open lock file", &path, e))?;
+    let file = fsio::open_or_create(&path).map_err(|e| TxnError::io("open lock file", &path, e))?;
     match fs4::FileExt::try_lock(&file) {
         Ok(()) => return Ok(file),
         Err(fs4::TryLockError::WouldBlock) => {}
@@ -685,6 +710,9 @@ fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
 /// Remove temp files a crashed process left in the staging directory (we hold the lock, so
 /// no live writer owns them). Best effort.
 fn cleanup_staging(root: &Path) {
+    if check_cache_dirs(root).is_err() {
+        return;
+    }
     // In the cache root only our own journal temp files: others may write there without
     // the workspace lock.
     for (dir, prefix) in [(STAGING_DIR, "."), (CACHE_DIR, ".txn.journal.small-tmp-")] {
@@ -715,7 +743,7 @@ fn remove_journal(root: &Path) -> Result<()> {
 fn recover_locked(root: &Path) -> Result<bool> {
     let noted = AppendNote::recover(root)?;
     let jpath = root.join(JOURNAL_FILE);
-    let Some(bytes) = read_opt(&jpath)? else {
+    let Some(bytes) = read_opt(&jpath, MAX_JOURNAL_BYTES)? else {
         return Ok(noted);
     };
     match Journal::decode(&bytes) {
@@ -877,13 +905,10 @@ impl AppendNote {
         // Pad to whole 4 KiB blocks so the file size rarely changes: then syncing the note
         // needs no metadata update.
         out.resize(out.len().div_ceil(4096) * 4096, 0);
-        let created = !path.exists();
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| TxnError::io("open", &path, e))?;
+        let created = fs::symlink_metadata(&path).is_err();
+        // Never through a link or into a FIFO: the note is always a regular file in
+        // `.small-cache/`.
+        let mut f = fsio::open_or_create(&path).map_err(|e| TxnError::io("open", &path, e))?;
         f.write_all(&out)
             .map_err(|e| TxnError::io("write", &path, e))?;
         f.set_len(out.len() as u64)
@@ -897,10 +922,7 @@ impl AppendNote {
 
     /// Best effort: a lost "done" mark only makes recovery re-check a complete append.
     fn mark_done(root: &Path) {
-        if let Ok(mut f) = OpenOptions::new()
-            .write(true)
-            .open(root.join(APPEND_NOTE_FILE))
-        {
+        if let Ok(mut f) = fsio::open_write(&root.join(APPEND_NOTE_FILE)) {
             if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() {
                 let _ = f.write_all(b"D");
             }
@@ -909,10 +931,7 @@ impl AppendNote {
 
     /// Mark the note done and sync it (if there is one).
     fn settle(root: &Path) {
-        if let Ok(mut f) = OpenOptions::new()
-            .write(true)
-            .open(root.join(APPEND_NOTE_FILE))
-        {
+        if let Ok(mut f) = fsio::open_write(&root.join(APPEND_NOTE_FILE)) {
             if f.seek(SeekFrom::Start(NOTE_STATE_AT)).is_ok() && f.write_all(b"D").is_ok() {
                 let _ = f.sync_data();
             }
@@ -921,7 +940,7 @@ impl AppendNote {
 
     fn pending(root: &Path) -> bool {
         let mut b = [0u8; 17];
-        File::open(root.join(APPEND_NOTE_FILE))
+        fsio::open_read(&root.join(APPEND_NOTE_FILE))
             .and_then(|mut f| f.read_exact(&mut b))
             .is_ok()
             && &b[..16] == NOTE_MAGIC
@@ -956,14 +975,17 @@ impl AppendNote {
 
     /// With the lock held: finish a pending append. Returns whether a repair was made.
     fn recover(root: &Path) -> Result<bool> {
-        let Some(bytes) = read_opt(&root.join(APPEND_NOTE_FILE))? else {
+        let Some(bytes) = read_opt(&root.join(APPEND_NOTE_FILE), MAX_JOURNAL_BYTES)? else {
             return Ok(false);
         };
         let Some((true, note)) = AppendNote::decode(&bytes) else {
             return Ok(false);
         };
         let path = root.join(&note.rel);
-        let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let len = fsio::regular_metadata(&path)
+            .map_err(|e| TxnError::io("stat", &path, e))?
+            .map(|m| m.len())
+            .unwrap_or(0);
         let end = note.app.pre_len + note.app.bytes.len() as u64;
         let mut repaired = false;
         if len >= note.app.pre_len && len <= end {
@@ -999,7 +1021,7 @@ impl<'a> Reader<'a> {
 
 /// Read up to the last `max` bytes of a file, returning them with the offset they start at.
 pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
-    let mut f = File::open(path).map_err(|e| TxnError::io("open", path, e))?;
+    let mut f = fsio::open_read(path).map_err(|e| TxnError::io("open", path, e))?;
     let len = f
         .metadata()
         .map_err(|e| TxnError::io("stat", path, e))?
@@ -1016,6 +1038,16 @@ pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_timeout_in_seconds_or_humantime() {
+        assert_eq!(parse_lock_timeout("90"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_lock_timeout("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_lock_timeout("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_lock_timeout("1m 30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_lock_timeout("-1"), None);
+        assert_eq!(parse_lock_timeout("soon"), None);
+    }
 
     fn ws() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();

@@ -19,6 +19,7 @@ use crate::gates::invariants::{
     self, Docs, Options, PlanIndex, ProgressFacts, ProgressLinter, StreamedLint,
 };
 use crate::gates::layout;
+use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::schemas::SchemaSet;
 use crate::gates::validate;
 use crate::gates::verify::{self, SinceError};
@@ -35,6 +36,11 @@ pub struct GateOptions {
     pub scope: Scope,
     /// `verify --since REV`: prove the progress log append-only since this git revision.
     pub since: Option<String>,
+    /// Read and update the cache of progress checks in `.small-cache/` (see
+    /// [`crate::gates::progress_check`]). Not used with `since`.
+    pub cache: bool,
+    /// Threads for checking a large progress log (0: automatic, 1: one).
+    pub threads: usize,
 }
 
 fn is_metadata_file(d: &Diagnostic) -> bool {
@@ -93,15 +99,36 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
     let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut linter = ProgressLinter::new(&plan, &scope);
-    ws.stream_progress(&lo.limits, &mut |i, node| {
-        if let Some(s) = schemas {
-            schema_diags.extend(validate::validate_progress_entry_node(s, &rel, i, &node));
+    if append.is_none() {
+        let rules = EntryRules {
+            schemas,
+            lint: Some(opts.strict),
+            plan: &plan,
+            scope: &scope,
+        };
+        let scan = ScanOptions {
+            threads: opts.threads,
+            cache_dir: opts.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
+            cache_write: true,
+        };
+        if let Some(text) = ws.read_progress(&lo.limits) {
+            let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
+            ws.set_progress(text, checked.root);
+            schema_diags = checked.results.schema;
+            linter.diags = checked.results.lint;
+            linter.facts = checked.results.facts;
         }
-        linter.entry_all(i, &node, opts.strict);
-        if let Some(Ok(Some(a))) = append.as_mut() {
-            a.feed(i, &node);
-        }
-    });
+    } else {
+        ws.stream_progress(&lo.limits, &mut |i, node| {
+            if let Some(s) = schemas {
+                schema_diags.extend(validate::validate_progress_entry_node(s, &rel, i, &node));
+            }
+            linter.entry_all(i, &node, opts.strict);
+            if let Some(Ok(Some(a))) = append.as_mut() {
+                a.feed(i, &node);
+            }
+        });
+    }
     let entries_span = ws
         .progress
         .as_ref()
@@ -258,6 +285,16 @@ pub fn verify_stage(
                     d
                 }),
         );
+        if opts.strict {
+            out.extend(
+                validate::unknown_metadata_fields(schemas, meta)
+                    .into_iter()
+                    .map(|mut d| {
+                        d.code = "WS".into();
+                        d
+                    }),
+            );
+        }
         verify::check_run_identity(
             &meta.document.root,
             &meta.rel_path,
@@ -314,6 +351,9 @@ pub struct JsonDiagnostic {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// For a secret: the format recognised and the secret masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<crate::diag::SecretNote>,
 }
 
 impl From<&Diagnostic> for JsonDiagnostic {
@@ -325,8 +365,14 @@ impl From<&Diagnostic> for JsonDiagnostic {
             line: d.span.map(|s| s.start.line).filter(|&l| l > 0),
             column: d.span.map(|s| s.start.column).filter(|&c| c > 0),
             path: d.path.clone(),
-            message: d.message.clone(),
-            help: d.help.clone(),
+            // A message that quotes a value (a schema error, an insecure link) could quote
+            // a credential: mask any found.
+            message: crate::gates::secrets::redact(&d.message).into_owned(),
+            help: d
+                .help
+                .as_deref()
+                .map(|h| crate::gates::secrets::redact(h).into_owned()),
+            secret: d.secret.clone(),
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod invariants;
 pub mod layout;
+pub mod progress_check;
 pub mod schemas;
 pub mod secrets;
 pub mod status;

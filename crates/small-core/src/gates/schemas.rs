@@ -283,7 +283,10 @@ impl SchemaSet {
         let mut texts = Vec::with_capacity(6);
         for (name, embedded) in EMBEDDED {
             let path = dir.join(name);
-            match std::fs::read_to_string(&path) {
+            match crate::workspace::fsio::read_string_bounded(
+                &path,
+                crate::workspace::fsio::MAX_READ_BYTES,
+            ) {
                 Ok(text) => texts.push((path, text)),
                 Err(e)
                     if name == WORKSPACE_SCHEMA_FILE

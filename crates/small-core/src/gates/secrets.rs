@@ -1,44 +1,68 @@
 //! Secret detection (spec invariant 1: secrets are never stored in canonical artifacts).
 //!
-//! Three kinds of evidence, in order of confidence:
-//! 1. a well-known credential format anywhere in a string: PEM private-key blocks, AWS access
-//!    key ids, Stripe / GitHub / Slack / GitLab / npm / Google / OpenAI-style keys, JWTs,
-//!    passwords embedded in URLs;
+//! Four kinds of evidence, in order of confidence:
+//! 1. a well-known credential format anywhere in a string: PEM private keys, cloud keys (AWS,
+//!    Google, Azure), VCS tokens (GitHub, GitLab), chat (Slack, Discord, Telegram), payment
+//!    (Stripe, Square, Shopify), AI providers (OpenAI, Anthropic, Hugging Face, ...), package
+//!    registries (npm, PyPI, Docker Hub), JWTs, `Authorization: Bearer`/`Basic` headers,
+//!    connection strings (`AccountKey=`, `scheme://user:password@host`);
 //! 2. a key whose name says it holds a secret (`password`, `api_key`, `client_secret`,
-//!    `auth_token`, ...) with a non-placeholder string value; the key name is read word by
-//!    word, so `max_tokens` or `private_key_path` are not secrets;
-//! 3. a long, random-looking token (32+ characters of the base64 / URL-safe alphabet, mixed
-//!    character classes, not hexadecimal, not made of words), inside a sentence or alone.
-//!    Hex strings are never flagged by this rule: they are commit hashes, replay IDs and
-//!    checksums, which the protocol stores on purpose.
+//!    `auth_token`, ...) with a non-placeholder value; the key name is read word by word, so
+//!    `max_tokens` or `private_key_path` are not secrets;
+//! 3. the same inside any text: `DB_PASSWORD=...`, `--token=...`, `"client_secret": "..."`,
+//!    when the value looks like a credential (not `$VAR`, `<redacted>`, a path or a word);
+//! 4. a long, random-looking token (32+ characters of the base64 / URL-safe alphabet, mixed
+//!    character classes, not made of words). Never flagged by this rule: hexadecimal strings
+//!    (hashes, replay IDs, UUIDs, digests), base64 that decodes to text, parts of URLs and of
+//!    absolute paths (temp directories, opaque ids in URL paths), upper-case variable names,
+//!    integrity hashes (`sha512-...`, `h1:...`) and `data:` URIs.
 //!
-//! Findings never repeat the secret: [`Finding::describe`] shows at most its first characters.
+//! Findings never repeat the secret: [`Finding::masked`] keeps at most a public prefix
+//! (`ghp_…[36 chars redacted]`), and [`redact`] / [`redact_line`] mask every secret in a
+//! message or a source line before it is printed.
 
-use regex::{Regex, RegexSet};
+use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::OnceLock;
 
-use crate::diag::Span;
-use crate::yaml::{Node, Value};
+use base64::Engine as _;
+use regex::{Regex, RegexSet};
+
+use crate::diag::{Pos, Span};
+use crate::yaml::{Node, Style, Value};
 
 /// Why a value looks like a secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// What kind of credential it resembles (`AWS access key id`, `password field`, ...).
+    /// What kind of credential it resembles (`GitHub token`, `password in a URL`, ...).
     pub kind: &'static str,
-    /// Byte range of the suspicious text inside the value.
-    pub range: std::ops::Range<usize>,
+    /// Byte range of the secret inside the value.
+    pub range: Range<usize>,
+    /// How many bytes at the start of `range` are a public prefix that may be shown
+    /// (`ghp_`, `sk_live_`, a PEM header).
+    pub visible: usize,
 }
 
 impl Finding {
-    /// A description that does not disclose the secret: the kind and a short prefix.
-    pub fn describe(&self, value: &str) -> String {
+    /// The secret with everything but its public prefix hidden: `ghp_…[36 chars redacted]`.
+    pub fn masked(&self, value: &str) -> String {
         let text = value.get(self.range.clone()).unwrap_or("");
-        let prefix: String = text.chars().take(4).collect();
-        if prefix.is_empty() || text.chars().count() <= 8 {
-            self.kind.to_string()
-        } else {
-            format!("{} (`{prefix}…`)", self.kind)
-        }
+        let shown = text.get(..self.visible).unwrap_or("");
+        let hidden = text[shown.len()..].chars().count();
+        mask_text(shown, hidden)
+    }
+
+    /// The kind and the masked secret, e.g. ``GitHub token `ghp_…[36 chars redacted]` ``.
+    pub fn describe(&self, value: &str) -> String {
+        format!("{} `{}`", self.kind, self.masked(value))
+    }
+}
+
+fn mask_text(shown: &str, hidden: usize) -> String {
+    if shown.is_empty() {
+        format!("[{hidden} chars redacted]")
+    } else {
+        format!("{shown}…[{hidden} chars redacted]")
     }
 }
 
@@ -47,103 +71,507 @@ impl Finding {
 pub struct Hit {
     /// JSON pointer of the value (`/tasks/2/password`).
     pub path: String,
+    /// Where the secret is: the secret itself when it can be located in the source (a
+    /// one-line plain or quoted scalar), otherwise the whole value.
     pub span: Span,
-    /// Human description (never the secret itself).
+    /// The credential format recognised (`GitHub token`, `value of a secret-named key`).
+    pub kind: &'static str,
+    /// The secret, masked (`ghp_…[36 chars redacted]`).
+    pub masked: String,
+    /// Human description: the kind and the masked secret (never the secret itself).
     pub what: String,
 }
 
-const URL_PASSWORD: &str = "password inside a URL";
+// ---------------------------------------------------------------------------------------
+// Well-known formats
+
+/// What to check once a format's regex matched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Nothing more.
+    None,
+    /// The token body must look random: a digit, or both cases.
+    Random,
+    /// A PEM header: the secret runs to the matching END line (or the end of the value).
+    Pem,
+    /// `scheme://user:password@host`: the password must not be a placeholder or a digest.
+    UrlPassword,
+    /// `Basic xxx`: the base64 must decode to `user:password`.
+    Basic,
+    /// `Bearer xxx`: the token must look like a credential.
+    Bearer,
+    /// AWS key ids: documentation examples (`...EXAMPLE`) are not secrets.
+    Aws,
+}
 
 struct Pattern {
     kind: &'static str,
     re: Regex,
+    check: Check,
 }
 
-/// All patterns, and a set matching any of them in one pass (most strings match none).
 struct Patterns {
+    /// All formats at once: most strings match none and are dismissed in one pass.
     set: RegexSet,
     list: Vec<Pattern>,
 }
 
+/// The formats. In each regex, group `s` (if present) is the secret and group `p` (if
+/// present, at the start of `s`) its public prefix; otherwise the whole match is the secret.
+const FORMATS: &[(&str, &str, Check)] = &[
+    (
+        "PEM private key",
+        r"(?P<p>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
+        Check::Pem,
+    ),
+    (
+        "PuTTY private key",
+        r"(?P<p>PuTTY-User-Key-File-[23]: )\S+",
+        Check::None,
+    ),
+    (
+        "age secret key",
+        r"(?P<p>AGE-SECRET-KEY-1)[0-9A-Z]{58}",
+        Check::None,
+    ),
+    (
+        "AWS access key ID",
+        r"\b(?P<p>AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}\b",
+        Check::Aws,
+    ),
+    (
+        "GitHub token",
+        r"\b(?P<p>gh[pousr]_)[A-Za-z0-9]{36,255}\b",
+        Check::Random,
+    ),
+    (
+        "GitHub token",
+        r"\b(?P<p>github_pat_)[A-Za-z0-9_]{22,255}",
+        Check::Random,
+    ),
+    (
+        "GitLab token",
+        r"\b(?P<p>gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat|agent)-)[A-Za-z0-9_-]{20,}",
+        Check::Random,
+    ),
+    (
+        "GitLab runner token",
+        r"\b(?P<p>GR1348941)[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "Slack token",
+        r"\b(?P<p>xox[abposre]-)[A-Za-z0-9-]{10,}",
+        Check::None,
+    ),
+    (
+        "Slack app token",
+        r"\b(?P<p>xapp-)\d-[A-Z0-9]+-\d+-[A-Za-z0-9]+",
+        Check::None,
+    ),
+    (
+        "Slack webhook URL",
+        r"(?P<p>https://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9+/_-]{20,}",
+        Check::None,
+    ),
+    (
+        "Discord webhook URL",
+        r"(?P<p>https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)\d+/[A-Za-z0-9_-]{50,}",
+        Check::None,
+    ),
+    (
+        "Discord bot token",
+        r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b",
+        Check::Random,
+    ),
+    (
+        "Telegram bot token",
+        r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}\b",
+        Check::None,
+    ),
+    (
+        "Stripe secret key",
+        r"\b(?P<p>(?:sk|rk)_(?:live|test|prod)_)[A-Za-z0-9]{16,}",
+        Check::Random,
+    ),
+    (
+        "Stripe webhook secret",
+        r"\b(?P<p>whsec_)[A-Za-z0-9]{32,}",
+        Check::None,
+    ),
+    (
+        "Square token",
+        r"\b(?P<p>sq0(?:atp|csp)-)[0-9A-Za-z_-]{22,60}",
+        Check::None,
+    ),
+    (
+        "Shopify token",
+        r"\b(?P<p>shp(?:at|ss|ca|pa)_)[a-fA-F0-9]{32}\b",
+        Check::None,
+    ),
+    (
+        "Anthropic API key",
+        r"\b(?P<p>sk-ant-(?:api|admin|oat|sid)[0-9]{2}-)[A-Za-z0-9_-]{32,}",
+        Check::None,
+    ),
+    (
+        "OpenAI API key",
+        r"\b(?P<p>sk-(?:proj-|svcacct-|admin-|None-)?)[A-Za-z0-9_-]{32,}",
+        Check::Random,
+    ),
+    (
+        "Hugging Face token",
+        r"\b(?P<p>hf_)[A-Za-z0-9]{34,}\b",
+        Check::Random,
+    ),
+    (
+        "Hugging Face token",
+        r"\b(?P<p>api_org_)[A-Za-z]{34}\b",
+        Check::None,
+    ),
+    (
+        "Groq API key",
+        r"\b(?P<p>gsk_)[A-Za-z0-9]{48,}",
+        Check::None,
+    ),
+    ("xAI API key", r"\b(?P<p>xai-)[A-Za-z0-9]{70,}", Check::None),
+    (
+        "Perplexity API key",
+        r"\b(?P<p>pplx-)[A-Za-z0-9]{40,}",
+        Check::None,
+    ),
+    (
+        "Replicate API token",
+        r"\b(?P<p>r8_)[A-Za-z0-9]{37}\b",
+        Check::Random,
+    ),
+    (
+        "npm token",
+        r"\b(?P<p>npm_)[A-Za-z0-9]{36}\b",
+        Check::Random,
+    ),
+    (
+        "PyPI token",
+        r"\b(?P<p>pypi-)(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{40,}",
+        Check::None,
+    ),
+    (
+        "Docker Hub token",
+        r"\b(?P<p>dckr_pat_)[A-Za-z0-9_-]{27,}",
+        Check::None,
+    ),
+    (
+        "Google API key",
+        r"\b(?P<p>AIza)[0-9A-Za-z_-]{35}",
+        Check::None,
+    ),
+    (
+        "Google OAuth client secret",
+        r"\b(?P<p>GOCSPX-)[A-Za-z0-9_-]{28}",
+        Check::None,
+    ),
+    (
+        "Google OAuth access token",
+        r"\b(?P<p>ya29\.)[0-9A-Za-z_-]{30,}",
+        Check::None,
+    ),
+    (
+        "Azure storage account key",
+        r"(?i)\b(?P<s>(?P<p>AccountKey=)[A-Za-z0-9+/]{40,}={0,2})",
+        Check::None,
+    ),
+    (
+        "Azure shared access key",
+        r"(?i)\b(?P<s>(?P<p>SharedAccessKey=)[A-Za-z0-9+/]{20,}={0,2})",
+        Check::None,
+    ),
+    (
+        "Azure SAS signature",
+        r"[?&](?P<s>(?P<p>sig=)[A-Za-z0-9%+/]{30,}={0,2})",
+        Check::None,
+    ),
+    (
+        "Azure AD client secret",
+        r"\b[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",
+        Check::None,
+    ),
+    (
+        "DigitalOcean token",
+        r"\b(?P<p>do[opr]_v1_)[a-f0-9]{64}\b",
+        Check::None,
+    ),
+    (
+        "HashiCorp Vault token",
+        r"\b(?P<p>hv[sb]\.)[A-Za-z0-9_-]{90,}",
+        Check::None,
+    ),
+    (
+        "Terraform Cloud token",
+        r"\b[A-Za-z0-9]{14}\.(?P<p>atlasv1\.)[A-Za-z0-9_=-]{60,}",
+        Check::None,
+    ),
+    (
+        "Grafana token",
+        r"\b(?P<p>glc_)[A-Za-z0-9+/]{32,}={0,2}",
+        Check::None,
+    ),
+    (
+        "Grafana service account token",
+        r"\b(?P<p>glsa_)[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b",
+        Check::None,
+    ),
+    (
+        "Sentry token",
+        r"\b(?P<p>sntr[ysu]s?_)[A-Za-z0-9+/=_-]{40,}",
+        Check::None,
+    ),
+    (
+        "Atlassian API token",
+        r"\b(?P<p>ATATT3)[A-Za-z0-9_=-]{100,}",
+        Check::None,
+    ),
+    (
+        "Linear API key",
+        r"\b(?P<p>lin_api_)[A-Za-z0-9]{40}\b",
+        Check::None,
+    ),
+    (
+        "Notion token",
+        r"\b(?P<p>ntn_)[0-9]{11}[A-Za-z0-9]{35}\b",
+        Check::None,
+    ),
+    (
+        "Postman API key",
+        r"\b(?P<p>PMAK-)[a-f0-9]{24}-[a-f0-9]{34}\b",
+        Check::None,
+    ),
+    ("Pulumi token", r"\b(?P<p>pul-)[a-f0-9]{40}\b", Check::None),
+    (
+        "Heroku API key",
+        r"\b(?P<p>HRKU-)[A-Za-z0-9_-]{40,}",
+        Check::None,
+    ),
+    (
+        "Supabase token",
+        r"\b(?P<p>sbp_)[a-f0-9]{40}\b",
+        Check::None,
+    ),
+    (
+        "Doppler token",
+        r"\b(?P<p>dp\.(?:pt|st|sa|ct|scim|audit)\.)[A-Za-z0-9]{40,}",
+        Check::None,
+    ),
+    (
+        "Databricks token",
+        r"\b(?P<p>dapi)[a-f0-9]{32}(?:-[0-9])?\b",
+        Check::None,
+    ),
+    ("Twilio API key", r"\b(?P<p>SK)[0-9a-f]{32}\b", Check::None),
+    (
+        "SendGrid API key",
+        r"\b(?P<p>SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+        Check::None,
+    ),
+    (
+        "Mailgun API key",
+        r"\b(?P<p>key-)[0-9a-f]{32}\b",
+        Check::None,
+    ),
+    (
+        "Mapbox secret token",
+        r"\b(?P<p>sk\.eyJ)[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "Fly.io token",
+        r"\b(?P<p>fo1_)[A-Za-z0-9_-]{43}",
+        Check::None,
+    ),
+    (
+        "JSON Web Token",
+        r"\b(?P<p>eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        Check::None,
+    ),
+    (
+        "bearer token",
+        r"(?i)\bbearer[ \t]+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)",
+        Check::Bearer,
+    ),
+    (
+        "basic auth credentials",
+        r"(?i)\bbasic[ \t]+(?P<s>[A-Za-z0-9+/]{8,}={0,2})",
+        Check::Basic,
+    ),
+    (
+        "password in a URL",
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:(?P<s>[^\s/@]+)@[^\s/]",
+        Check::UrlPassword,
+    ),
+];
+
 fn compiled() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| {
-        let list = patterns();
-        // The URL rule has no literal prefix; it is kept out of the set (which can then skip
-        // most text quickly on literal prefixes) and run only on strings with `://` and `@`.
-        let set = RegexSet::new(
-            list.iter()
-                .filter(|p| p.kind != URL_PASSWORD)
-                .map(|p| p.re.as_str()),
-        )
-        .unwrap_or_else(|_| RegexSet::empty());
+        let list: Vec<Pattern> = FORMATS
+            .iter()
+            .filter_map(|&(kind, re, check)| {
+                Regex::new(re).ok().map(|re| Pattern { kind, re, check })
+            })
+            .collect();
+        debug_assert_eq!(
+            list.len(),
+            FORMATS.len(),
+            "a secret format does not compile"
+        );
+        let set =
+            RegexSet::new(list.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
         Patterns { set, list }
     })
 }
 
-fn patterns() -> Vec<Pattern> {
-    {
-        let table: [(&str, &str); 13] = [
-            (
-                "PEM private key",
-                r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-            ),
-            (
-                "AWS access key id",
-                r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?-u:\b)",
-            ),
-            (
-                "Stripe secret key",
-                r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-            ),
-            ("GitHub token", r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{30,}"),
-            ("GitHub token", r"(?-u:\b)github_pat_[A-Za-z0-9_]{22,}"),
-            ("Slack token", r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}"),
-            (
-                "Slack webhook URL",
-                r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
-            ),
-            ("GitLab token", r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}"),
-            ("npm token", r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)"),
-            ("Google API key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}"),
-            (
-                "API secret key",
-                r"(?-u:\b)sk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{32,}",
-            ),
-            (
-                "JSON Web Token",
-                r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-            ),
-            (
-                URL_PASSWORD,
-                r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+",
-            ),
-        ];
-        table
-            .iter()
-            .filter_map(|(kind, re)| Regex::new(re).ok().map(|re| Pattern { kind, re }))
-            .collect()
+fn char_classes(s: &str) -> (bool, bool, bool) {
+    let upper = s.bytes().any(|c| c.is_ascii_uppercase());
+    let lower = s.bytes().any(|c| c.is_ascii_lowercase());
+    let digit = s.bytes().any(|c| c.is_ascii_digit());
+    (upper, lower, digit)
+}
+
+/// A digit, or both cases: what a random token of 30+ characters nearly always has.
+fn random_body(s: &str) -> bool {
+    let (upper, lower, digit) = char_classes(s);
+    digit || (upper && lower)
+}
+
+fn b64_engine() -> base64::engine::GeneralPurpose {
+    use base64::engine::{DecodePaddingMode, GeneralPurposeConfig};
+    let cfg = GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, cfg)
+}
+
+fn b64_url_engine() -> base64::engine::GeneralPurpose {
+    use base64::engine::{DecodePaddingMode, GeneralPurposeConfig};
+    let cfg = GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    base64::engine::GeneralPurpose::new(&base64::alphabet::URL_SAFE, cfg)
+}
+
+/// Decode standard or URL-safe base64 (padding optional). A length that cannot be base64
+/// loses its last character (a blob cut short is still judged).
+fn b64_decode(token: &str) -> Option<Vec<u8>> {
+    let t = token.trim_end_matches('=');
+    let t = if t.len() % 4 == 1 {
+        &t[..t.len() - 1]
+    } else {
+        t
+    };
+    if t.contains(['-', '_']) {
+        if t.contains(['+', '/']) {
+            return None;
+        }
+        b64_url_engine().decode(t).ok()
+    } else {
+        b64_engine().decode(t).ok()
     }
 }
 
+/// Decoded bytes that are text: UTF-8 with no control characters but whitespace.
+fn text_of(bytes: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(bytes).ok()?;
+    let bad = s
+        .chars()
+        .filter(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        .count();
+    (bad == 0).then_some(s)
+}
+
+fn format_ok(p: &Pattern, value: &str, range: &Range<usize>, visible: usize) -> bool {
+    let text = &value[range.clone()];
+    match p.check {
+        Check::None | Check::Pem => true,
+        Check::Random => random_body(&text[visible.min(text.len())..]),
+        Check::Aws => !text.ends_with("EXAMPLE"),
+        Check::UrlPassword => {
+            let after = value[range.end..].trim_start_matches('@');
+            !is_placeholder(text)
+                && !after.starts_with("sha256:")
+                && !after.starts_with("sha512:")
+                && !text.starts_with('%')
+        }
+        Check::Basic => b64_decode(text)
+            .as_deref()
+            .and_then(text_of)
+            .is_some_and(|s| s.contains(':') && !s.ends_with(':')),
+        Check::Bearer => !is_placeholder(text) && looks_like_credential(text),
+    }
+}
+
+fn scan_formats(value: &str, out: &mut Vec<Finding>) {
+    let pats = compiled();
+    let matched = pats.set.matches(value);
+    if !matched.matched_any() {
+        return;
+    }
+    for i in matched.iter() {
+        let p = &pats.list[i];
+        for caps in p.re.captures_iter(value) {
+            let whole = caps.get(0).map(|m| m.range()).unwrap_or(0..0);
+            let mut range = caps.name("s").map(|m| m.range()).unwrap_or(whole);
+            let visible = caps
+                .name("p")
+                .filter(|m| m.start() == range.start)
+                .map_or(0, |m| m.len());
+            if !format_ok(p, value, &range, visible) {
+                continue;
+            }
+            if p.check == Check::Pem {
+                // The key runs to its END line, or to the end of the value.
+                let rest = &value[range.end..];
+                range.end = match rest.find("-----END ") {
+                    Some(e) => {
+                        let tail = &rest[e + 9..];
+                        let close = tail.find("-----").map_or(tail.len(), |c| c + 5);
+                        range.end + e + 9 + close
+                    }
+                    None => value.len(),
+                };
+            }
+            out.push(Finding {
+                kind: p.kind,
+                range,
+                visible,
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Secret-named keys and assignments
+
 /// Words that, as the last word of a key name, mean the value is a secret.
-const SECRET_LAST_WORDS: [&str; 8] = [
+const SECRET_LAST_WORDS: [&str; 10] = [
     "password",
     "passwd",
+    "pwd",
     "passphrase",
     "secret",
     "token",
     "apikey",
     "credential",
     "credentials",
+    "pat",
 ];
 /// Two-word endings that mean the same (`api_key`, `privateKey`, `access-key`, ...).
-const SECRET_LAST_PAIRS: [(&str, &str); 5] = [
+const SECRET_LAST_PAIRS: [(&str, &str); 7] = [
     ("api", "key"),
     ("private", "key"),
     ("access", "key"),
     ("secret", "key"),
     ("signing", "key"),
+    ("account", "key"),
+    ("encryption", "key"),
 ];
 
 /// Split a key name into lower-case words: `client_secret`, `clientSecret`, `client-secret`
@@ -198,7 +626,7 @@ pub fn is_secret_key_name(key: &str) -> bool {
             .windows(needle.len())
             .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
     };
-    if !["pass", "secret", "token", "key", "cred"]
+    if !["pass", "pwd", "secret", "token", "key", "cred", "pat"]
         .iter()
         .any(|n| lower_has(n))
     {
@@ -208,7 +636,18 @@ pub fn is_secret_key_name(key: &str) -> bool {
     let Some(last) = words.last() else {
         return false;
     };
+    if last == "pat" {
+        // `GITHUB_PAT`, `gitlab_pat`: a personal access token; a lone `pat` is a name.
+        return words.len() >= 2;
+    }
     if SECRET_LAST_WORDS.contains(&last.as_str()) {
+        return true;
+    }
+    // Names written as one word: `PGPASSWORD`, `authtoken`, `clientsecret`.
+    if ["password", "passwd", "secret", "token"]
+        .iter()
+        .any(|w| last.len() > w.len() && last.ends_with(w))
+    {
         return true;
     }
     if words.len() >= 2 {
@@ -223,25 +662,199 @@ pub fn is_secret_key_name(key: &str) -> bool {
 /// Values that stand in for a secret rather than being one.
 fn is_placeholder(value: &str) -> bool {
     let v = value.trim();
-    if v.is_empty() || v.starts_with('$') || v.starts_with('<') || v.starts_with("{{") {
+    if v.is_empty()
+        || v.starts_with('$')
+        || v.starts_with('<')
+        || v.starts_with("{{")
+        || v.starts_with("%(")
+        || v.starts_with("%{")
+        || v.starts_with('@')
+    {
         return true;
     }
     if v.chars()
-        .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.' || c == '-')
+        .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '-' | '…' | '•' | '#' | '?'))
     {
         return true;
     }
     let lower = v.to_ascii_lowercase();
     matches!(
         lower.as_str(),
-        "redacted" | "[redacted]" | "none" | "null" | "n/a" | "tbd" | "todo"
+        "redacted"
+            | "[redacted]"
+            | "(redacted)"
+            | "none"
+            | "null"
+            | "nil"
+            | "n/a"
+            | "tbd"
+            | "todo"
+            | "true"
+            | "false"
+            | "undefined"
+            | "masked"
+            | "hidden"
+            | "[hidden]"
+            | "[masked]"
+            | "[filtered]"
     ) || lower.starts_with("env:")
         || lower.starts_with("vault:")
         || lower.starts_with("secret://")
+        || lower.starts_with("op://")
+        || lower.starts_with("arn:aws:secretsmanager")
+        || lower.contains("redacted")
 }
 
-fn token_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'_' | b'-')
+/// Whether an assignment's value (`PASSWORD=<value>` in free text) looks like a credential
+/// rather than a reference to one (`$VAR`, `os.environ[...]`, a path), a word or a number.
+fn looks_like_credential(v: &str) -> bool {
+    let v = v.trim_end_matches(['.', ',', ';', ')', ']', '}', ':']);
+    if v.chars().count() < 8 || is_placeholder(v) {
+        return false;
+    }
+    // References to a credential kept elsewhere, code, paths, URLs.
+    if v.contains(['(', '[', '{'])
+        || v.contains("${")
+        || v.starts_with(['/', '~', '.', '%'])
+        || v.contains("://")
+    {
+        return false;
+    }
+    // `TOKEN=GITHUB_TOKEN`, `password=config.db.password`: a name, not a value.
+    let is_name = |s: &str| {
+        s.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+            || s.split('.').count() >= 2
+                && s.split('.').all(|w| {
+                    !w.is_empty()
+                        && w.bytes()
+                            .all(|c| c.is_ascii_lowercase() || c == b'_' || c.is_ascii_digit())
+                })
+    };
+    if is_name(v) {
+        return false;
+    }
+    let (upper, lower, digit) = char_classes(v);
+    let symbol = v.bytes().any(|c| !c.is_ascii_alphanumeric());
+    let classes = upper as u8 + lower as u8 + digit as u8 + symbol as u8;
+    if classes < 2 {
+        return false;
+    }
+    // `test-token`, `postgres-password`, `local_dev_secret`: words, not credentials.
+    wordiness(v) < 0.5 || (classes >= 3 && digit && wordiness(v) < 0.8)
+}
+
+fn ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
+}
+
+/// `NAME=value`, `NAME: value`, `"name": "value"`, `--name=value`, `--name value` where the
+/// name says it holds a secret.
+fn scan_assignments(value: &str, out: &mut Vec<Finding>) {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let flag_space = c == b' ' && i >= 2 && is_flag_before(b, i);
+        if !(c == b'=' || c == b':' || flag_space) {
+            i += 1;
+            continue;
+        }
+        let sep = i;
+        i += 1;
+        if c == b'=' && (b.get(sep + 1) == Some(&b'=') || sep > 0 && b"=!<>".contains(&b[sep - 1]))
+        {
+            continue;
+        }
+        if c == b':' && matches!(b.get(sep + 1), Some(b'/') | Some(b':')) {
+            continue;
+        }
+        // The name before the separator: optional closing quote, then identifier chars.
+        let mut end = sep;
+        if c == b':' && sep > 0 && b[sep - 1] == b'=' {
+            continue;
+        }
+        while end > 0 && b[end - 1] == b' ' && sep - end < 2 && c != b' ' {
+            end -= 1;
+        }
+        let quoted_name = end > 0 && matches!(b[end - 1], b'"' | b'\'');
+        if quoted_name {
+            end -= 1;
+        }
+        let mut start = end;
+        while start > 0 && ident_byte(b[start - 1]) && end - start < 80 {
+            start -= 1;
+        }
+        if start == end {
+            continue;
+        }
+        let name = &value[start..end];
+        if !is_secret_key_name(name) {
+            continue;
+        }
+        // The value: optional spaces, optional quote, then up to the closing quote or a
+        // delimiter.
+        let mut v = sep + 1;
+        if c == b':' && b.get(v) == Some(&b'=') {
+            v += 1;
+        }
+        while v < b.len() && b[v] == b' ' {
+            v += 1;
+        }
+        let quote = b
+            .get(v)
+            .copied()
+            .filter(|q| matches!(q, b'"' | b'\'' | b'`'));
+        if quote.is_some() {
+            v += 1;
+        }
+        let mut e = v;
+        while e < b.len() {
+            let d = b[e];
+            let stop = match quote {
+                Some(q) => d == q || d == b'\n',
+                None => {
+                    d.is_ascii_whitespace() || matches!(d, b'"' | b'\'' | b'`' | b';' | b',' | b'&')
+                }
+            };
+            if stop {
+                break;
+            }
+            e += 1;
+        }
+        let mut e2 = e;
+        while e2 > v && matches!(b[e2 - 1], b'.' | b')' | b']' | b'}' | b':') {
+            e2 -= 1;
+        }
+        if e2 > v && value.is_char_boundary(v) && value.is_char_boundary(e2) {
+            let secret = &value[v..e2];
+            if looks_like_credential(secret) {
+                out.push(Finding {
+                    kind: "secret assignment",
+                    range: v..e2,
+                    visible: 0,
+                });
+                i = e;
+            }
+        }
+    }
+}
+
+/// Is the space at `i` right after a `--flag` (so `--password hunter2` is an assignment)?
+fn is_flag_before(b: &[u8], i: usize) -> bool {
+    let mut s = i;
+    while s > 0 && (b[s - 1].is_ascii_alphanumeric() || matches!(b[s - 1], b'_' | b'-')) {
+        s -= 1;
+    }
+    let word = &b[s..i];
+    word.len() > 2 && word.starts_with(b"--") && word[2] != b'-'
+}
+
+// ---------------------------------------------------------------------------------------
+// Random-looking tokens
+
+fn token_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-')
 }
 
 /// Share of a token's letters and digits that belong to dictionary-like words (3+ letters
@@ -310,14 +923,36 @@ fn entropy(token: &str) -> f64 {
         .sum()
 }
 
-/// True if a token looks like a random credential rather than a word, path or hash.
+fn is_hex_like(t: &str) -> bool {
+    t.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
+}
+
+/// True if a token looks like a random credential rather than a word, path, hash or text.
 fn is_random_token(token: &str) -> bool {
     let t = token.trim_end_matches('=');
     if t.len() < 32 {
         return false;
     }
     // Hashes and UUIDs (hex digits, maybe with dashes) are stored on purpose.
-    if t.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-') {
+    if is_hex_like(t) {
+        return false;
+    }
+    // Variable names: `YT_TRANSCRIPT_DATABASE_ENABLED`, `AWS_SECRET_ACCESS_KEY_ID`.
+    if t.contains('_')
+        && t.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+    {
+        return false;
+    }
+    // Subresource-integrity and Nix hashes (`sha512-<base64>`).
+    if ["sha1-", "sha256-", "sha384-", "sha512-", "md5-"]
+        .iter()
+        .any(|p| t.starts_with(p))
+    {
+        return false;
+    }
+    // Content identifiers (IPFS): base58 `Qm...` and base32 `bafy...`.
+    if (t.starts_with("Qm") && t.len() == 46) || t.starts_with("bafy") || t.starts_with("bafk") {
         return false;
     }
     // So are paths with a hash among their segments (`.small-cache/logs/<replayId>/...`):
@@ -339,62 +974,350 @@ fn is_random_token(token: &str) -> bool {
             return is_random_token(&segs.join("/"));
         }
     }
-    let upper = t.bytes().any(|c| c.is_ascii_uppercase());
-    let lower = t.bytes().any(|c| c.is_ascii_lowercase());
-    let digit = t.bytes().any(|c| c.is_ascii_digit());
+    let (upper, lower, digit) = char_classes(t);
     if (upper as u8 + lower as u8 + digit as u8) < 2 {
         return false;
     }
-    entropy(t) >= 3.5 && wordiness(t) < 0.6
+    if entropy(t) < 3.5 || wordiness(t) >= 0.6 {
+        return false;
+    }
+    // Base64 of text (a file written through `base64 -d`, a JSON cursor) is content, not a
+    // credential; a credential inside it is still found by the caller.
+    if let Some(bytes) = b64_decode(t) {
+        if text_of(&bytes).is_some() {
+            return false;
+        }
+    }
+    true
 }
 
-/// Look for a secret inside one string value. `key` is the mapping key holding it, if any.
-pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
-    let pats = compiled();
-    let url_candidate = value.contains("://") && value.contains('@');
-    if url_candidate || pats.set.is_match(value) {
-        for p in &pats.list {
-            if p.kind == URL_PASSWORD && !url_candidate {
-                continue;
-            }
-            if let Some(m) = p.re.find(value) {
-                return Some(Finding {
-                    kind: p.kind,
-                    range: m.range(),
-                });
-            }
-        }
+/// The whitespace-delimited word of `value` around `range`.
+fn word_around(value: &str, range: &Range<usize>) -> Range<usize> {
+    let b = value.as_bytes();
+    let mut s = range.start;
+    while s > 0 && !b[s - 1].is_ascii_whitespace() && !matches!(b[s - 1], b'"' | b'\'' | b'(') {
+        s -= 1;
     }
-    if let Some(k) = key {
-        if is_secret_key_name(k) && !is_placeholder(value) {
-            return Some(Finding {
-                kind: "value of a secret-named key",
-                range: 0..value.len(),
-            });
-        }
+    let mut e = range.end;
+    while e < b.len() && !b[e].is_ascii_whitespace() && !matches!(b[e], b'"' | b'\'' | b')') {
+        e += 1;
     }
+    s..e
+}
+
+fn scan_random(value: &str, out: &mut Vec<Finding>) {
     if value.len() < 32 {
-        return None;
+        return;
     }
     let b = value.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if !token_char(b[i]) {
+        if !token_byte(b[i]) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < b.len() && token_char(b[i]) {
+        while i < b.len() && token_byte(b[i]) {
             i += 1;
         }
-        if i - start >= 32 && is_random_token(&value[start..i]) {
-            return Some(Finding {
+        // Base64 padding belongs to the token; an `=` followed by more text is an
+        // assignment (`NAME=value`) and ends it.
+        let mut end = i;
+        while end < b.len() && b[end] == b'=' && end - i < 2 {
+            end += 1;
+        }
+        if end < b.len() && token_byte(b[end]) {
+            end = i;
+        }
+        if i - start < 32 {
+            continue;
+        }
+        let range = start..end;
+        let word = word_around(value, &range);
+        let w = &value[word.clone()];
+        // Parts of URLs are ids and paths; credentials in URLs are caught by the formats
+        // (userinfo passwords, webhook URLs) and secret-named query parameters.
+        if w.contains("://") || w.contains("base64,") {
+            continue;
+        }
+        // An integrity hash or digest: `h1:<base64>`, `sha256:<...>`, `sha512=<...>`.
+        let before = &value[word.start..start];
+        if before.ends_with("h1:")
+            || before.ends_with("sha256:")
+            || before.ends_with("sha512:")
+            || before.ends_with("sha256=")
+            || before.ends_with("sha512=")
+            || before.ends_with("sha1:")
+        {
+            continue;
+        }
+        let tok = &value[range.clone()];
+        if tok.starts_with('/') || matches!(before.as_bytes().last(), Some(b'.') | Some(b'~')) {
+            // An absolute path: temp directories (`/var/folders/..`, `/tmp/tmp.XXXXXXXXXX`,
+            // `/tmp/rustdoctestnB8pZ4..`) carry random names by design.
+            continue;
+        }
+        if is_random_token(tok) {
+            out.push(Finding {
                 kind: "random-looking token",
-                range: start..i,
+                range,
+                visible: 0,
             });
         }
     }
-    None
+}
+
+/// Credentials hidden in base64 of text (`echo <base64> | base64 -d`): the decoded text is
+/// scanned for the well-known formats and assignments.
+fn scan_encoded(value: &str, out: &mut Vec<Finding>) {
+    if value.len() < 24 {
+        return;
+    }
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !token_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (token_byte(b[i]) || b[i] == b'=') {
+            i += 1;
+        }
+        let tok = &value[start..i];
+        if tok.len() < 24 || is_hex_like(tok) || tok.contains('/') && tok.starts_with('/') {
+            continue;
+        }
+        let Some(bytes) = b64_decode(tok) else {
+            continue;
+        };
+        let Some(text) = text_of(&bytes) else {
+            continue;
+        };
+        let mut inner = Vec::new();
+        scan_formats(text, &mut inner);
+        scan_assignments(text, &mut inner);
+        if let Some(f) = inner.first() {
+            let _ = f;
+            out.push(Finding {
+                kind: "base64-encoded credential",
+                range: start..i,
+                visible: 0,
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Entry points
+
+/// Every secret inside one string value, in order, without overlaps. `key` is the mapping
+/// key holding the value, if any.
+pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(k) = key {
+        if is_secret_key_name(k) && !is_placeholder(value) {
+            out.push(Finding {
+                kind: "value of a secret-named key",
+                range: 0..value.len(),
+                visible: 0,
+            });
+            return out;
+        }
+    }
+    scan_formats(value, &mut out);
+    if value.len() >= 8
+        && value
+            .as_bytes()
+            .iter()
+            .any(|&c| matches!(c, b'=' | b':' | b' '))
+    {
+        scan_assignments(value, &mut out);
+    }
+    scan_random(value, &mut out);
+    if out.is_empty() {
+        scan_encoded(value, &mut out);
+    }
+    dedup(out)
+}
+
+/// Sort by position and drop findings that overlap an earlier (or longer) one.
+fn dedup(mut v: Vec<Finding>) -> Vec<Finding> {
+    if v.len() <= 1 {
+        return v;
+    }
+    v.sort_by(|a, b| {
+        a.range
+            .start
+            .cmp(&b.range.start)
+            .then(b.range.end.cmp(&a.range.end))
+    });
+    let mut out: Vec<Finding> = Vec::with_capacity(v.len());
+    for f in v {
+        match out.last_mut() {
+            Some(last) if f.range.start < last.range.end => {
+                if f.range.end > last.range.end {
+                    last.range.end = f.range.end;
+                }
+            }
+            _ => out.push(f),
+        }
+    }
+    out
+}
+
+/// The first secret inside one string value. `key` is the mapping key holding it, if any.
+pub fn scan_str(key: Option<&str>, value: &str) -> Option<Finding> {
+    scan_all(key, value).into_iter().next()
+}
+
+/// `text` with every secret in it masked (for messages that quote a value).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let found = scan_all(None, text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in &found {
+        out.push_str(&text[at..f.range.start]);
+        out.push_str(&f.masked(text));
+        at = f.range.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// A source line with its secrets masked, and how columns moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactedLine {
+    pub text: String,
+    /// Masked spans: (character range in the original line, character range in `text`).
+    pub masks: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl RedactedLine {
+    /// Map a 0-based character column of the original line to the masked line. A column
+    /// inside a masked span maps to the start of its mask (or to its end, for an end
+    /// column).
+    pub fn map_column(&self, col: usize, is_end: bool) -> usize {
+        let mut shift: isize = 0;
+        for (orig, new) in &self.masks {
+            if col < orig.start || (is_end && col == orig.start) {
+                break;
+            }
+            if col < orig.end || (is_end && col == orig.end) {
+                return if is_end { new.end } else { new.start };
+            }
+            shift = new.end as isize - orig.end as isize;
+        }
+        (col as isize + shift).max(0) as usize
+    }
+}
+
+/// Mask the secrets of one line of YAML source: credential formats and assignments anywhere
+/// in it, and the value of a `secret_named_key: value` line. `extra` are character ranges
+/// known to hold a secret (the span of a secrets diagnostic), masked as well.
+pub fn redact_line(line: &str, extra: &[(Range<usize>, String)]) -> RedactedLine {
+    let mut found: Vec<(Range<usize>, String)> = Vec::new(); // byte ranges
+    for f in scan_all(None, line) {
+        let masked = f.masked(line);
+        found.push((f.range, masked));
+    }
+    if let Some((k, v)) = yaml_key_value(line) {
+        let key = line[k].trim_matches(['"', '\'']);
+        let val = &line[v.clone()];
+        let inner = val.trim_matches(['"', '\'']);
+        if is_secret_key_name(key) && !is_placeholder(inner) && !inner.starts_with(['|', '>']) {
+            let hidden = inner.chars().count();
+            found.push((v, mask_text("", hidden)));
+        }
+    }
+    // Convert byte ranges to character ranges, then add the known spans.
+    let mut chars: Vec<(Range<usize>, String)> = found
+        .into_iter()
+        .map(|(r, m)| {
+            let s = line[..r.start].chars().count();
+            let e = s + line[r.clone()].chars().count();
+            (s..e, m)
+        })
+        .collect();
+    chars.extend(extra.iter().cloned());
+    chars.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+    let mut merged: Vec<(Range<usize>, String)> = Vec::new();
+    for (r, m) in chars {
+        match merged.last_mut() {
+            Some((last, lm)) if r.start < last.end => {
+                if r.end > last.end {
+                    let hidden = r.end - last.start;
+                    last.end = r.end;
+                    *lm = mask_text("", hidden);
+                }
+            }
+            _ => merged.push((r, m)),
+        }
+    }
+    if merged.is_empty() {
+        return RedactedLine {
+            text: line.to_string(),
+            masks: Vec::new(),
+        };
+    }
+    let cs: Vec<char> = line.chars().collect();
+    let mut text = String::with_capacity(line.len());
+    let mut masks = Vec::new();
+    let mut at = 0;
+    let mut new_len = 0;
+    for (r, m) in merged {
+        let r = r.start.min(cs.len())..r.end.min(cs.len());
+        if r.start < at {
+            continue;
+        }
+        text.extend(&cs[at..r.start]);
+        new_len += r.start - at;
+        let m_len = m.chars().count();
+        text.push_str(&m);
+        masks.push((r.clone(), new_len..new_len + m_len));
+        new_len += m_len;
+        at = r.end;
+    }
+    text.extend(&cs[at..]);
+    RedactedLine { text, masks }
+}
+
+/// `key: value` on a YAML line (`  - key: value` too): byte ranges of key and value.
+fn yaml_key_value(line: &str) -> Option<(Range<usize>, Range<usize>)> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    if i + 1 < b.len() && b[i] == b'-' && b[i + 1] == b' ' {
+        i += 2;
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+    }
+    let ks = i;
+    let colon = line[ks..].find(": ")? + ks;
+    let key = &line[ks..colon];
+    if key.is_empty() || key.contains([' ', '#']) && !key.starts_with(['"', '\'']) {
+        return None;
+    }
+    let mut vs = colon + 2;
+    while vs < b.len() && b[vs] == b' ' {
+        vs += 1;
+    }
+    let mut ve = line.trim_end().len();
+    if !matches!(b.get(vs), Some(b'"') | Some(b'\'')) {
+        if let Some(c) = line[vs..ve].find(" #") {
+            ve = line[..vs + c].trim_end().len();
+        }
+    }
+    if vs >= ve {
+        return None;
+    }
+    Some((ks..colon, vs..ve))
 }
 
 /// Walk a document and report every string that looks like a secret (one finding per value).
@@ -405,169 +1328,89 @@ pub fn scan_document(root: &Node) -> Vec<Hit> {
 /// Walk a node found at JSON pointer `prefix` (paths in the hits start with it).
 pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
-    walk(node, None, &mut prefix.to_string(), &mut hits);
-    hits
-}
-
-fn walk(node: &Node, key: Option<&str>, path: &mut String, hits: &mut Vec<Hit>) {
-    match &node.value {
-        Value::Str(s) => {
-            if let Some(f) = scan_str(key, s) {
-                hits.push(Hit {
-                    path: path.clone(),
-                    span: node.span,
-                    what: f.describe(s),
-                });
-            }
-        }
-        Value::Int(i) => {
-            // A number under a secret-named key (`pin: 123456`) is still a secret.
-            if let Some(k) = key {
-                if is_secret_key_name(k) && i.unsigned_abs() >= 1000 {
+    // Iterative walk: deeply nested documents must not exhaust the stack.
+    let mut stack: Vec<(&Node, Option<&str>, String)> = vec![(node, None, prefix.to_string())];
+    while let Some((node, key, path)) = stack.pop() {
+        match &node.value {
+            Value::Str(s) => {
+                if let Some(f) = scan_str(key, s) {
+                    let masked = f.masked(s);
                     hits.push(Hit {
-                        path: path.clone(),
-                        span: node.span,
-                        what: "value of a secret-named key".to_string(),
+                        span: secret_span(node, s, &f.range),
+                        what: format!("{} `{masked}`", f.kind),
+                        kind: f.kind,
+                        masked,
+                        path,
                     });
                 }
             }
-        }
-        Value::Seq(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&i.to_string());
-                walk(item, None, path, hits);
-                path.truncate(len);
-            }
-        }
-        Value::Map(entries) => {
-            for e in entries {
-                let len = path.len();
-                path.push('/');
-                if e.key.contains(['~', '/']) {
-                    path.push_str(&e.key.replace('~', "~0").replace('/', "~1"));
-                } else {
-                    path.push_str(&e.key);
+            Value::Int(i) => {
+                // A number under a secret-named key (`pin: 123456`) is still a secret.
+                if let Some(k) = key {
+                    if is_secret_key_name(k) && i.unsigned_abs() >= 1000 {
+                        let masked = mask_text("", i.to_string().len());
+                        hits.push(Hit {
+                            path,
+                            span: node.span,
+                            kind: "value of a secret-named key",
+                            what: format!("value of a secret-named key `{masked}`"),
+                            masked,
+                        });
+                    }
                 }
-                walk(&e.value, Some(&e.key), path, hits);
-                path.truncate(len);
             }
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((item, None, format!("{path}/{i}")));
+                }
+            }
+            Value::Map(entries) => {
+                for e in entries.iter().rev() {
+                    let seg = if e.key.contains(['~', '/']) {
+                        e.key.replace('~', "~0").replace('/', "~1")
+                    } else {
+                        e.key.clone()
+                    };
+                    stack.push((&e.value, Some(&e.key), format!("{path}/{seg}")));
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Float(_) => {}
         }
-        Value::Null | Value::Bool(_) | Value::Float(_) => {}
+    }
+    hits
+}
+
+/// The span of the secret itself when the scalar is written on one line exactly as its
+/// value (plain, or quoted without escapes); otherwise the span of the whole value.
+fn secret_span(node: &Node, value: &str, range: &Range<usize>) -> Span {
+    let sp = node.span;
+    if sp.start.line != sp.end.line || sp.start.line == 0 {
+        return sp;
+    }
+    let len = (sp.end.offset - sp.start.offset) as usize;
+    let base = match node.style {
+        Style::Plain if len == value.len() => 0,
+        Style::SingleQuoted | Style::DoubleQuoted if len == value.len() + 2 => 1,
+        _ => return sp,
+    };
+    if value.contains(['\n', '\r', '\t']) {
+        return sp;
+    }
+    let col = |byte: usize| sp.start.column + base + value[..byte].chars().count() as u32;
+    let off = |byte: usize| sp.start.offset + base + byte as u32;
+    Span {
+        start: Pos {
+            line: sp.start.line,
+            column: col(range.start),
+            offset: off(range.start),
+        },
+        end: Pos {
+            line: sp.start.line,
+            column: col(range.end),
+            offset: off(range.end),
+        },
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flagged(key: Option<&str>, v: &str) -> bool {
-        scan_str(key, v).is_some()
-    }
-
-    #[test]
-    fn finds_what_the_reference_misses() {
-        assert!(flagged(
-            Some("evidence"),
-            "Smoke test used key sk_live_51HqLyjWDarjtT1zdp7dc9xQ4 against the sandbox"
-        ));
-        assert!(flagged(Some("notes"), "creds AKIAIOSFODNN7EXAMPLE in env"));
-        assert!(flagged(
-            Some("notes"),
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
-        ));
-        assert!(flagged(
-            Some("notes"),
-            "-----BEGIN OPENSSH PRIVATE KEY-----"
-        ));
-        assert!(flagged(
-            None,
-            "ghp_0123456789abcdefghijABCDEFGHIJ0123456789"
-        ));
-        assert!(flagged(None, "token xoxb-123456789012-abcdefghijkl"));
-        assert!(flagged(None, "postgres://app:s3cr3t@db.internal:5432/app"));
-    }
-
-    #[test]
-    fn keeps_what_the_reference_finds() {
-        assert!(flagged(
-            Some("aws"),
-            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-        ));
-        assert!(flagged(
-            Some("webhook"),
-            "Zm9yZ2V0LW1lLW5vdC1hLXJlYWwta2V5LTIwMjYtMDQx"
-        ));
-        assert!(flagged(Some("password"), "hunter2"));
-        assert!(flagged(Some("api_key"), "abc"));
-        assert!(flagged(Some("clientSecret"), "abc"));
-    }
-
-    #[test]
-    fn no_false_positives() {
-        assert!(!flagged(
-            Some("commit"),
-            "3f9c2ab8e0d1c4b7a9e6f5d4c3b2a1908f7e6d5c"
-        ));
-        assert!(!flagged(
-            Some("value"),
-            "bf8b010e70920f9ad9ff55a4cc73249c34eb408d9cdb613e9e6345a02720d701"
-        ));
-        assert!(!flagged(
-            Some("private_key_path"),
-            "~/.ssh/loadtest_ed25519"
-        ));
-        assert!(!flagged(Some("max_tokens"), "4096"));
-        assert!(!flagged(Some("token_count"), "12"));
-        assert!(!flagged(Some("password"), ""));
-        assert!(!flagged(Some("password"), "${DB_PASSWORD}"));
-        assert!(!flagged(
-            Some("test"),
-            "TestTokenBucketRefillWithInjectableClock2"
-        ));
-        assert!(!flagged(
-            Some("evidence"),
-            "src/Components/UserProfile2Widget/index.tsx"
-        ));
-        assert!(!flagged(Some("id"), "123e4567-e89b-12d3-a456-426614174000"));
-        assert!(!flagged(
-            Some("link"),
-            "https://ci.example.com/gateway/builds/4412"
-        ));
-        assert!(!flagged(
-            Some("evidence"),
-            "Rotated the password policy; tokens expire in 1h"
-        ));
-    }
-
-    #[test]
-    fn key_words_split() {
-        assert_eq!(key_words("clientSecret"), vec!["client", "secret"]);
-        assert_eq!(key_words("API_KEY"), vec!["api", "key"]);
-        assert!(is_secret_key_name("db-password"));
-        assert!(is_secret_key_name("privateKey"));
-        assert!(!is_secret_key_name("private_key_path"));
-        assert!(!is_secret_key_name("max_tokens"));
-        assert!(!is_secret_key_name("tokenizer"));
-    }
-
-    #[test]
-    fn describe_does_not_leak() {
-        let v = "key sk_live_51HqLyjWDarjtT1zdp7dc9xQ4";
-        let f = scan_str(None, v).unwrap();
-        let d = f.describe(v);
-        assert!(!d.contains("51HqLyj"), "{d}");
-    }
-
-    #[test]
-    fn log_paths_with_a_replay_id_are_not_secrets() {
-        let path = ".small-cache/logs/5a4775972ef32d43e98e5dff04cb229dfa9d0de5138ae337ab6bfcb3e0755469/commands/20261122T131333.837229773Z.txt";
-        assert_eq!(scan_str(Some("command_ref"), path), None);
-        let notes = format!("apply: exit code 0; output in {path}");
-        assert_eq!(scan_str(Some("notes"), &notes), None);
-        // A base64 secret with `/` inside is still found.
-        let aws = "aws_secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYq9Zt";
-        assert!(scan_str(Some("notes"), aws).is_some());
-    }
-}
+mod tests;

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::gates::invariants::{scalar_text, PlanIndex, TaskInfo};
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION, WORKSPACE_FILE};
+use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
 /// Plan statuses every summary lists (others are counted under their own name).
@@ -92,6 +93,27 @@ pub struct PlanStatus {
     pub next_actionable: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_incomplete: Option<String>,
+    /// Every task in plan order, with its title and status (absent status: `pending`).
+    pub tasks: Vec<PlanTaskLine>,
+}
+
+/// One task as status lists it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PlanTaskLine {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+}
+
+impl PlanStatus {
+    /// The title of task `id`, if the plan has it.
+    pub fn title_of(&self, id: &str) -> Option<&str> {
+        self.tasks
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.title.as_str())
+            .filter(|t| !t.is_empty())
+    }
 }
 
 impl PlanStatus {
@@ -106,6 +128,15 @@ impl PlanStatus {
             tasks_by_status: by,
             next_actionable: next_actionable(plan, tasks),
             first_incomplete: preferred_task(plan),
+            tasks: plan
+                .tasks
+                .iter()
+                .map(|t| PlanTaskLine {
+                    id: t.id.clone(),
+                    title: t.title.clone(),
+                    status: normalized_status(t),
+                })
+                .collect(),
         }
     }
 }
@@ -131,7 +162,12 @@ pub struct RecentEntry {
 impl RecentEntry {
     pub fn from_node(e: &Node) -> RecentEntry {
         let text = |k: &str| e.get(k).and_then(scalar_text).unwrap_or_default();
-        let string = |k: &str| e.get(k).and_then(Node::as_str).map(str::to_string);
+        // Shown to whoever runs `status`: a credential pasted into the log is masked.
+        let string = |k: &str| {
+            e.get(k)
+                .and_then(Node::as_str)
+                .map(|s| crate::gates::secrets::redact(s).into_owned())
+        };
         RecentEntry {
             timestamp: text("timestamp"),
             task_id: text("task_id"),
@@ -171,7 +207,7 @@ pub fn recent_entries(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut f = File::open(path)?;
+    let mut f = fsio::open_read(path)?;
     let size = f.metadata()?.len();
     if size > SMALL_FILE {
         if let Some(found) = tail_entries(&mut f, size, n, keep)? {
@@ -186,7 +222,7 @@ fn whole_file_entries(
     n: usize,
     keep: &dyn Fn(&Node) -> bool,
 ) -> io::Result<Vec<Node>> {
-    let bytes = std::fs::read(path)?;
+    let bytes = fsio::read_bounded(path, Limits::default().max_bytes as u64)?;
     let doc = yaml::parse_bytes(&bytes, &Limits::default())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     let Some(entries) = doc.root.get("entries").and_then(Node::as_seq) else {
@@ -357,7 +393,7 @@ pub struct StatusOptions {
 }
 
 fn parse_small(path: &Path) -> Result<Option<yaml::Document>, String> {
-    match std::fs::read(path) {
+    match fsio::read_bounded(path, Limits::default().max_bytes as u64) {
         Ok(b) => yaml::parse_bytes(&b, &Limits::default())
             .map(Some)
             .map_err(|e| e.to_string()),
@@ -382,6 +418,15 @@ pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
         recent_progress: Vec::new(),
         problems: Vec::new(),
     };
+    if std::fs::symlink_metadata(small_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.
+        st.small_dir_exists = false;
+        st.problems.push(format!(
+            "{} is a symbolic link; small works only on a real .small/ directory",
+            small_dir.display()
+        ));
+        return st;
+    }
     if !st.small_dir_exists {
         return st;
     }

@@ -28,6 +28,64 @@ pub fn validate_document(
     file: &str,
     doc: &Document,
 ) -> Vec<Diagnostic> {
+    if is_deep(&doc.root) {
+        return on_big_stack(|| validate_document_here(schemas, target, file, doc));
+    }
+    validate_document_here(schemas, target, file, doc)
+}
+
+/// Nesting past which validation moves to a thread with a large stack: the JSON Schema
+/// validator recurses once per level (several frames each), and documents may nest up to
+/// [`crate::yaml::Limits::max_depth`] levels, far more than a 2 MiB thread stack holds.
+const SHALLOW: usize = 64;
+/// Stack reserved for validating a deep document (address space; only what is used is
+/// touched): enough for the loader's deepest document with a wide margin.
+const BIG_STACK: usize = 1 << 30;
+
+/// Whether `node` nests deeper than [`SHALLOW`] (iterative; stops at the first deep branch).
+fn is_deep(node: &Node) -> bool {
+    let mut stack: Vec<(&Node, usize)> = vec![(node, 0)];
+    while let Some((n, d)) = stack.pop() {
+        if d > SHALLOW {
+            return true;
+        }
+        match &n.value {
+            yaml::Value::Seq(items) => stack.extend(items.iter().map(|c| (c, d + 1))),
+            yaml::Value::Map(entries) => stack.extend(entries.iter().map(|e| (&e.value, d + 1))),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Run `f` on a thread with a [`BIG_STACK`] stack (inline if no thread can be started).
+fn on_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let cell = std::sync::Mutex::new(Some(f));
+    let take = || cell.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let spawned = std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("small-deep-validate".into())
+            .stack_size(BIG_STACK)
+            .spawn_scoped(s, || take().map(|f| f()))
+            .ok()?;
+        match h.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    });
+    match spawned {
+        Some(r) => r,
+        // No thread could be started: run here.
+        None => take().map(|f| f()).expect("the closure has not run"),
+    }
+}
+
+fn validate_document_here(
+    schemas: &SchemaSet,
+    target: Target,
+    file: &str,
+    doc: &Document,
+) -> Vec<Diagnostic> {
     let violations =
         if target == Target::Artifact(ArtifactKind::Progress) && schemas.progress_splits() {
             progress_violations(schemas, &doc.root)
@@ -80,6 +138,18 @@ fn progress_violations(schemas: &SchemaSet, root: &Node) -> Vec<Violation> {
 /// Pair it with a header check of the document (`validate_document` on the streamed root,
 /// whose `entries` is left empty, covers the header).
 pub fn validate_progress_entry_node(
+    schemas: &SchemaSet,
+    file: &str,
+    index: usize,
+    entry: &Node,
+) -> Vec<Diagnostic> {
+    if is_deep(entry) {
+        return on_big_stack(|| validate_entry_here(schemas, file, index, entry));
+    }
+    validate_entry_here(schemas, file, index, entry)
+}
+
+fn validate_entry_here(
     schemas: &SchemaSet,
     file: &str,
     index: usize,
@@ -145,9 +215,55 @@ pub fn validate_artifact(schemas: &SchemaSet, artifact: &LoadedArtifact) -> Vec<
     )
 }
 
-/// Validate `workspace.small.yml` (kind, small_version, dates, run.replay_id).
+/// Validate `workspace.small.yml` (kind, small_version, dates, run.replay_id). Fields the
+/// schema does not know (`notes:`, `labels:`, written by people and other tools) are not
+/// errors: the reference accepts them, and every edit keeps them. See
+/// [`unknown_metadata_fields`] for the warnings `--strict` gives about them.
 pub fn validate_metadata(schemas: &SchemaSet, meta: &WorkspaceMeta) -> Vec<Diagnostic> {
-    validate_document(schemas, Target::Workspace, &meta.rel_path, &meta.document)
+    metadata_violations(schemas, meta)
+        .into_iter()
+        .filter(|(unknown, _)| !unknown)
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// Warnings for the fields of `workspace.small.yml` that the schema does not know (shown by
+/// `verify --strict` and `check --strict`; never errors).
+pub fn unknown_metadata_fields(schemas: &SchemaSet, meta: &WorkspaceMeta) -> Vec<Diagnostic> {
+    metadata_violations(schemas, meta)
+        .into_iter()
+        .filter(|(unknown, _)| *unknown)
+        .map(|(_, mut d)| {
+            d.severity = crate::diag::Severity::Warning;
+            d.help = Some(
+                "kept as written; small itself does not read it (remove it, or ignore this warning)"
+                    .into(),
+            );
+            d
+        })
+        .collect()
+}
+
+/// Schema violations of the metadata, each marked true when it is an unknown field.
+fn metadata_violations(schemas: &SchemaSet, meta: &WorkspaceMeta) -> Vec<(bool, Diagnostic)> {
+    let root = &meta.document.root;
+    let violations = if is_deep(root) {
+        on_big_stack(|| schemas.validate(Target::Workspace, &root.to_json()))
+    } else {
+        schemas.validate(Target::Workspace, &root.to_json())
+    };
+    let mut out: Vec<(bool, Diagnostic)> = violations
+        .into_iter()
+        .map(|v| {
+            (
+                v.keyword == "additionalProperties",
+                to_diagnostic(v, &meta.rel_path, root),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.sort_key().cmp(&b.1.sort_key()));
+    out.dedup();
+    out
 }
 
 /// Validate everything that was loaded: the artifacts and, when loaded, the metadata. Load
@@ -284,5 +400,34 @@ mod tests {
             full,
             whole.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod deep_tests {
+    use super::*;
+    use crate::yaml::{parse_str, Limits};
+
+    /// A plan task carrying a list nested almost to the loader's limit validates on a thread
+    /// with a small (2 MiB) stack: schema validation must not overflow it.
+    #[test]
+    fn deep_documents_validate_on_a_small_stack() {
+        let n = Limits::default().max_depth - 4;
+        let src = format!(
+            "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n  - id: \"a\"\n    title: \"t\"\n    data: {}1{}\n",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        let handle = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let doc = parse_str(&src, &Limits::default()).unwrap();
+                let d =
+                    validate_document(&SchemaSet::embedded(), ArtifactKind::Plan.into(), "f", &doc);
+                std::mem::forget(doc);
+                d.len()
+            })
+            .unwrap();
+        assert_eq!(handle.join().unwrap(), 0);
     }
 }

@@ -8,6 +8,13 @@
 //! kind, the source directory and the SHA-256 of every copied file. Snapshots are written to
 //! a temporary directory and renamed into place, and their files are read-only afterwards.
 //!
+//! A replay ID fingerprints intent, plan and constraints, so two runs can share one (a reset
+//! with the same intent). Each different snapshot of one replay ID is a *generation*: the first
+//! lives in `<store>/<replayId>/` (the layout other tools read), the N-th in
+//! `<store>/<replayId>~N/`, and `ID~N` addresses it wherever a snapshot is named (a plain ID
+//! or prefix names the newest generation). Taking a snapshot identical to an existing
+//! generation changes nothing.
+//!
 //! Everything that turns into a path is checked first: replay IDs given by a user are hex
 //! prefixes only, names read from a store must be replay IDs, and symbolic links inside the
 //! store are never followed. A damaged store gives an error naming the damage, never a panic.
@@ -121,6 +128,19 @@ pub fn workspace_root(dir: &Path) -> PathBuf {
     abs
 }
 
+/// The workspace root for an optional `--dir`: exactly that directory when given, else the
+/// nearest directory from the current one upward that holds `.small/` (the current directory
+/// when there is none).
+pub fn discover_root(dir: Option<&Path>) -> PathBuf {
+    match dir {
+        Some(d) => workspace_root(d),
+        None => {
+            let here = workspace_root(Path::new("."));
+            crate::workspace::find_upward(&here).unwrap_or(here)
+        }
+    }
+}
+
 /// The run store: `--store` relative to the workspace root, or `<root>/.small-runs`.
 pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
     match store {
@@ -133,7 +153,14 @@ pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
 /// Fail unless `<root>/.small/` is a directory.
 pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
     let dir = root.join(SMALL_DIR);
-    match std::fs::metadata(&dir) {
+    // A linked `.small/` is refused (docs/decisions.md): snapshots and archives copy only
+    // what is inside the workspace.
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(RunError::usage(format!(
+            "{} is a symbolic link; small works only on a real {SMALL_DIR}/ directory",
+            dir.display()
+        ))
+        .with_help("replace the link with the directory it points to")),
         Ok(m) if m.is_dir() => Ok(dir),
         Ok(_) => Err(RunError::usage(format!(
             "{} is not a directory",
@@ -402,13 +429,45 @@ pub struct Meta {
     pub source_dir: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// The generation of the replay ID (absent for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u32>,
+}
+
+/// A snapshot directory name: `<replayId>` (generation 1) or `<replayId>~N` (N >= 2).
+/// Returns the replay ID and the generation.
+pub fn parse_snapshot_name(name: &str) -> Option<(&str, u32)> {
+    let (id, generation) = match name.split_once('~') {
+        None => (name, 1),
+        Some((id, n)) => {
+            let g: u32 = n.parse().ok()?;
+            if g < 2 || g.to_string() != n {
+                return None;
+            }
+            (id, g)
+        }
+    };
+    safe::is_replay_id(id).then_some((id, generation))
+}
+
+/// The directory name (and address) of generation `generation` of `replay_id`.
+pub fn snapshot_name(replay_id: &str, generation: u32) -> String {
+    if generation <= 1 {
+        replay_id.to_string()
+    } else {
+        format!("{replay_id}~{generation}")
+    }
 }
 
 /// A snapshot as found in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The replay ID (the directory name).
+    /// The replay ID.
     pub replay_id: String,
+    /// Which snapshot of that replay ID this is (1 for the first).
+    pub generation: u32,
+    /// The address of the snapshot (its directory name): `<replayId>` or `<replayId>~N`.
+    pub name: String,
     pub dir: PathBuf,
     pub meta: Meta,
     /// Artifact file names present in the snapshot, in spec order.
@@ -433,6 +492,15 @@ fn now_rfc3339() -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
+/// A snapshot's address shortened for tables: the first `n` digits of its replay ID, and
+/// `~N` for a later generation.
+pub fn short_name(name: &str, n: usize) -> String {
+    match name.split_once('~') {
+        Some((id, g)) => format!("{}~{g}", short_id(id, n)),
+        None => short_id(name, n),
+    }
+}
+
 /// The first `n` characters of an ID, for tables.
 pub fn short_id(id: &str, n: usize) -> String {
     let t = id.trim();
@@ -448,12 +516,43 @@ pub struct SnapshotResult {
     pub snapshot: Snapshot,
     /// An existing snapshot of the same replay ID was replaced (`--force`).
     pub replaced: bool,
+    /// An identical snapshot already existed (it is `snapshot`); nothing was written.
+    pub unchanged: bool,
     /// Non-fatal problems (the run index could not be updated, ...).
     pub warnings: Vec<String>,
 }
 
-/// Copy the workspace artifacts into `<store>/<replayId>/`. Without `force` an existing
-/// snapshot of the same replay ID is left alone and an error says so.
+/// The generations of `replay_id` in the store: (generation, directory name), oldest first.
+fn generations(store: &Path, replay_id: &str) -> Result<Vec<(u32, String)>, RunError> {
+    let (names, _) = scan_store(store)?;
+    let mut out: Vec<(u32, String)> = names
+        .iter()
+        .filter_map(|n| {
+            parse_snapshot_name(n)
+                .filter(|(id, _)| id.eq_ignore_ascii_case(replay_id))
+                .map(|(_, g)| (g, n.clone()))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Whether the snapshot directory holds exactly `files` (same names, same bytes).
+fn same_content(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<bool, RunError> {
+    for name in snapshot_file_names() {
+        let stored = safe::read_stored_file(&dir.join(name))?;
+        let live = files.iter().find(|(n, _)| n == name).map(|(_, b)| b);
+        if stored.as_ref() != live {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Copy the workspace artifacts into the store. The first snapshot of a replay ID goes to
+/// `<store>/<replayId>/`; a different one of the same replay ID becomes a new generation
+/// (`<replayId>~N`); one identical to an existing generation writes nothing. With `force` the
+/// newest generation is replaced instead.
 pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
     require_small_dir(root)?;
     check_store_location(root, store)?;
@@ -497,7 +596,25 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     let replay_id = handoff.replay_id.to_ascii_lowercase();
     let kind = workspace_kind(root)?;
 
-    let dest = store.join(&replay_id);
+    let gens = generations(store, &replay_id)?;
+    for (_, name) in gens.iter().rev().filter(|_| !force) {
+        let dir = store.join(name);
+        if safe::entry_type(&dir)? == safe::Entry::Dir && same_content(&dir, &files)? {
+            return Ok(SnapshotResult {
+                snapshot: load_dir(store, name, false)?,
+                replaced: false,
+                unchanged: true,
+                warnings: Vec::new(),
+            });
+        }
+    }
+    let generation = match gens.last() {
+        None => 1,
+        Some((g, _)) if force => *g,
+        Some((g, _)) => g + 1,
+    };
+    let name = snapshot_name(&replay_id, generation);
+    let dest = store.join(&name);
     let existing = safe::entry_type(&dest)?;
     match existing {
         safe::Entry::Missing => {}
@@ -522,6 +639,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         workspace_kind: kind,
         source_dir: root.display().to_string(),
         files: BTreeMap::new(),
+        generation: (generation > 1).then_some(generation),
     };
     let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
     for (name, bytes) in &files {
@@ -558,6 +676,8 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     Ok(SnapshotResult {
         snapshot: Snapshot {
             replay_id,
+            generation,
+            name,
             dir: dest,
             meta,
             artifacts,
@@ -566,6 +686,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
             problems: Vec::new(),
         },
         replaced: existing == safe::Entry::Dir,
+        unchanged: false,
         warnings,
     })
 }
@@ -576,7 +697,7 @@ fn exists_error(replay_id: &str, dest: &Path) -> RunError {
         short_id(replay_id, 16),
         dest.display()
     ))
-    .with_help("pass --force to replace it, or record a new run with `small handoff` first")
+    .with_help("run `small run snapshot` again: it files the snapshot as the next generation")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -587,7 +708,15 @@ fn exists_error(replay_id: &str, dest: &Path) -> RunError {
 /// (listing), only the handoff is read.
 fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
     let dir = store.join(name);
-    let short = short_id(name, 16);
+    let (id, generation) = parse_snapshot_name(name).ok_or_else(|| {
+        RunError::usage(format!("`{}` is not a snapshot name", name.escape_debug()))
+    })?;
+    let id = id.to_string();
+    let short = if generation > 1 {
+        format!("{}~{generation}", short_id(&id, 16))
+    } else {
+        short_id(name, 16)
+    };
     match safe::entry_type(&dir)? {
         safe::Entry::Dir => {}
         safe::Entry::Missing => {
@@ -631,8 +760,8 @@ fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
     };
     let mut meta = meta;
     if meta.replay_id.is_empty() {
-        meta.replay_id = name.to_string();
-    } else if !meta.replay_id.eq_ignore_ascii_case(name) {
+        meta.replay_id = id.clone();
+    } else if !meta.replay_id.eq_ignore_ascii_case(&id) {
         return Err(RunError::invalid(format!(
             "snapshot {short} is damaged: its {META_FILE} names run {}",
             short_id(&meta.replay_id, 16)
@@ -709,7 +838,9 @@ fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
         )));
     }
     Ok(Snapshot {
-        replay_id: name.to_string(),
+        replay_id: id,
+        generation,
+        name: name.to_string(),
         dir,
         meta,
         artifacts,
@@ -735,7 +866,7 @@ fn scan_store(store: &Path) -> Result<(Vec<String>, Vec<String>), RunError> {
         if name.starts_with('.') || name == index::INDEX_FILE {
             continue;
         }
-        if safe::is_replay_id(&name) {
+        if parse_snapshot_name(&name).is_some() {
             names.push(name);
         } else {
             warnings.push(format!(
@@ -764,11 +895,13 @@ pub fn list(store: &Path) -> Result<(Vec<Snapshot>, Vec<String>), RunError> {
             .cmp(&a.created())
             .then_with(|| b.meta.created_at.cmp(&a.meta.created_at))
             .then_with(|| a.replay_id.cmp(&b.replay_id))
+            .then_with(|| b.generation.cmp(&a.generation))
     });
     Ok((snaps, warnings))
 }
 
-/// Check a replay ID or prefix typed by a user before it is used.
+/// Check a replay ID or prefix typed by a user before it is used: hex digits, optionally
+/// followed by `~N` (a generation). Returns it in lower case.
 pub fn check_query(query: &str) -> Result<String, RunError> {
     let q = query.trim();
     if q.is_empty() {
@@ -781,9 +914,14 @@ pub fn check_query(query: &str) -> Result<String, RunError> {
         ))
         .with_help("use an ID or a prefix of one as shown by `small run list`"));
     }
-    if q.len() > 64 || !q.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let (id, generation) = match q.split_once('~') {
+        Some((id, g)) => (id, Some(g)),
+        None => (q, None),
+    };
+    let bad_gen = generation.is_some_and(|g| g.parse::<u32>().map_or(true, |n| n == 0));
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) || bad_gen {
         return Err(RunError::usage(format!(
-            "`{}` is not a replay ID or a prefix of one (hex digits 0-9 and a-f, at most 64)",
+            "`{}` is not a replay ID or a prefix of one (hex digits 0-9 and a-f, at most 64, optionally ~N for a generation)",
             q.escape_debug()
         ))
         .with_help("use an ID or a prefix of one as shown by `small run list`"));
@@ -791,32 +929,76 @@ pub fn check_query(query: &str) -> Result<String, RunError> {
     Ok(q.to_ascii_lowercase())
 }
 
-/// Find the snapshot a replay ID or unambiguous prefix names, and load it.
+/// Find the snapshot a replay ID or unambiguous prefix names (its newest generation, or
+/// generation N with `~N`), and load it.
 pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
     let q = check_query(query)?;
+    let (prefix, wanted) = match q.split_once('~') {
+        Some((p, g)) => (p.to_string(), g.parse::<u32>().ok()),
+        None => (q.clone(), None),
+    };
     let (names, _) = scan_store(store)?;
-    if let Some(exact) = names.iter().find(|n| n.eq_ignore_ascii_case(&q)) {
-        return load_dir(store, exact, true);
-    }
-    let matches: Vec<&String> = names
+    let parsed: Vec<(String, u32, &String)> = names
         .iter()
-        .filter(|n| n.to_ascii_lowercase().starts_with(&q))
+        .filter_map(|n| parse_snapshot_name(n).map(|(id, g)| (id.to_ascii_lowercase(), g, n)))
         .collect();
-    match matches.as_slice() {
-        [] => Err(
-            RunError::usage(format!("no snapshot matches `{q}` in {}", store.display()))
-                .with_help("`small run list` shows the snapshots in the store"),
-        ),
-        [one] => load_dir(store, one, true),
-        many => Err(RunError::usage(format!(
-            "`{q}` is ambiguous: it starts {} snapshot IDs ({})",
-            many.len(),
-            many.iter()
-                .map(|n| short_id(n, 12))
+    let mut ids: Vec<&str> = parsed
+        .iter()
+        .map(|(id, _, _)| id.as_str())
+        .filter(|id| *id == prefix)
+        .collect();
+    if ids.is_empty() {
+        ids = parsed
+            .iter()
+            .map(|(id, _, _)| id.as_str())
+            .filter(|id| id.starts_with(&prefix))
+            .collect();
+    }
+    ids.sort();
+    ids.dedup();
+    let id = match ids.as_slice() {
+        [] => {
+            return Err(RunError::usage(format!(
+                "no snapshot matches `{q}` in {}",
+                store.display()
+            ))
+            .with_help("`small run list` shows the snapshots in the store"))
+        }
+        [one] => one.to_string(),
+        many => {
+            return Err(RunError::usage(format!(
+                "`{prefix}` is ambiguous: it starts {} snapshot IDs ({})",
+                many.len(),
+                many.iter()
+                    .map(|n| short_id(n, 12))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .with_help("type more digits of the replay ID"))
+        }
+    };
+    let mut gens: Vec<(u32, &String)> = parsed
+        .iter()
+        .filter(|(i, _, _)| *i == id)
+        .map(|(_, g, n)| (*g, *n))
+        .collect();
+    gens.sort();
+    let pick = match wanted {
+        None => gens.last().map(|(_, n)| *n),
+        Some(w) => gens.iter().find(|(g, _)| *g == w).map(|(_, n)| *n),
+    };
+    match pick {
+        Some(name) => load_dir(store, name, true),
+        None => Err(RunError::usage(format!(
+            "run {} has no generation {} (it has {})",
+            short_id(&id, 12),
+            wanted.unwrap_or(0),
+            gens.iter()
+                .map(|(g, _)| format!("~{g}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
-        .with_help("type more digits of the replay ID")),
+        .with_help("`small run list` shows every generation")),
     }
 }
 
@@ -834,6 +1016,8 @@ pub fn read_artifact(snap: &Snapshot, name: &str) -> Result<Option<Vec<u8>>, Run
 pub struct CheckoutReport {
     #[serde(rename = "replayId")]
     pub replay_id: String,
+    /// The snapshot restored: `<replayId>` or `<replayId>~N`.
+    pub snapshot: String,
     /// Files written into `.small/`.
     pub restored: Vec<String>,
     /// Files that already had the snapshot's content.
@@ -869,6 +1053,7 @@ pub fn checkout(
     }
     let mut report = CheckoutReport {
         replay_id: snap.replay_id.clone(),
+        snapshot: snap.name.clone(),
         ..Default::default()
     };
     let mut txn = crate::authoring::txn::Transaction::begin(root).map_err(txn_error)?;
@@ -946,4 +1131,35 @@ fn stored_hashes(store: &Path) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod generation_tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_names_and_queries() {
+        let id = "ab".repeat(32);
+        assert_eq!(parse_snapshot_name(&id), Some((id.as_str(), 1)));
+        assert_eq!(
+            parse_snapshot_name(&format!("{id}~3")),
+            Some((id.as_str(), 3))
+        );
+        for bad in ["x~2", "~1", "~02", "~-1", "~"] {
+            let name = if bad.starts_with('x') {
+                bad.to_string()
+            } else {
+                format!("{id}{bad}")
+            };
+            assert_eq!(parse_snapshot_name(&name), None, "{name}");
+        }
+        assert_eq!(snapshot_name(&id, 1), id);
+        assert_eq!(snapshot_name(&id, 2), format!("{id}~2"));
+        assert_eq!(short_name(&format!("{id}~2"), 4), "abab~2");
+        assert_eq!(check_query("ABcd~2").unwrap(), "abcd~2");
+        assert!(check_query("abcd~0").is_err());
+        assert!(check_query("abcd~x").is_err());
+        assert!(check_query("~2").is_err());
+        assert!(check_query("../x").is_err());
+    }
 }

@@ -59,7 +59,12 @@ pub fn auto_replay_id(intent: &[u8], plan: &[u8], constraints: Option<&[u8]>) ->
 /// Compute the auto replay ID from a `.small/` directory. Intent and plan are required;
 /// constraints are hashed only when the file exists.
 pub fn auto_replay_id_in(small_dir: &Path) -> io::Result<String> {
-    let read = |k: ArtifactKind| std::fs::read(small_dir.join(k.file_name()));
+    let read = |k: ArtifactKind| {
+        crate::workspace::fsio::read_bounded(
+            &small_dir.join(k.file_name()),
+            crate::workspace::fsio::MAX_READ_BYTES,
+        )
+    };
     let intent = read(ArtifactKind::Intent)?;
     let plan = read(ArtifactKind::Plan)?;
     let constraints = match read(ArtifactKind::Constraints) {

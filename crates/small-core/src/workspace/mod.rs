@@ -56,6 +56,8 @@ use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
 pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
+pub mod fsio;
+
 pub const CODE_MISSING: &str = "missing";
 pub const CODE_YAML: &str = "yaml";
 pub const CODE_IO: &str = "io";
@@ -80,6 +82,8 @@ pub enum LocateError {
     NotADirectory { root: PathBuf, small_dir: PathBuf },
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
+    #[error("{} is a symbolic link; small works only on a real .small/ directory", small_dir.display())]
+    Symlink { root: PathBuf, small_dir: PathBuf },
 }
 
 impl LocateError {
@@ -95,6 +99,9 @@ impl LocateError {
                 d.with_help("move the file named .small out of the way, then run `small init`")
             }
             LocateError::Unreadable { .. } => d.with_help("check the path and its permissions"),
+            LocateError::Symlink { .. } => d.with_help(
+                "replace the link with the directory it points to, or run small in that directory",
+            ),
         }
     }
 }
@@ -110,7 +117,9 @@ fn shell_quote(p: &Path) -> String {
     }
 }
 
-/// Find the workspace from `dir` (the `--dir` flag) or, when `None`, the current directory.
+/// Find the workspace. With `dir` (the `--dir` flag): exactly that directory (or, when it
+/// is a `.small` directory, its parent). Without: the nearest directory, from the current
+/// one upward to the filesystem root, that holds `.small/`, as git finds `.git/`.
 pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let cwd = || {
         std::env::current_dir().map_err(|e| LocateError::Unreadable {
@@ -121,16 +130,45 @@ pub fn locate(dir: Option<&Path>) -> Result<Location, LocateError> {
     let base = match dir {
         Some(d) if d.is_absolute() => d.to_path_buf(),
         Some(d) => cwd()?.join(d),
-        None => cwd()?,
+        None => {
+            let here = normalize(&cwd()?);
+            return match find_upward(&here) {
+                Some(root) => at(root),
+                None => at(here),
+            };
+        }
     };
-    let base = normalize(&base);
+    at(normalize(&base))
+}
+
+/// The nearest directory from `start` upward (itself included) that holds a `.small`
+/// directory, if any. The search stops at the filesystem root.
+pub fn find_upward(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| std::fs::metadata(d.join(SMALL_DIR)).is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
+}
+
+/// The workspace that encloses `dir` from above (a `.small/` in a parent directory), if any:
+/// what `init` warns about before it creates a workspace inside another one.
+pub fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    let dir = normalize(dir);
+    dir.parent().and_then(find_upward)
+}
+
+/// The workspace whose root is `base` (or whose `.small` directory is `base`).
+fn at(base: PathBuf) -> Result<Location, LocateError> {
     let root = if base.file_name().is_some_and(|n| n == SMALL_DIR) {
         base.parent().map(Path::to_path_buf).unwrap_or(base.clone())
     } else {
         base
     };
     let small_dir = root.join(SMALL_DIR);
-    match std::fs::metadata(&small_dir) {
+    // `symlink_metadata`: a `.small` that is a link is refused (see docs/decisions.md), so
+    // no file small reads or writes can be redirected outside the workspace by it.
+    match std::fs::symlink_metadata(&small_dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(LocateError::Symlink { root, small_dir }),
         Ok(m) if m.is_dir() => Ok(Location { root, small_dir }),
         Ok(_) => Err(LocateError::NotADirectory { root, small_dir }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -277,6 +315,25 @@ impl Workspace {
 
     /// Load a located workspace.
     pub fn load(loc: Location, opts: &LoadOptions) -> Workspace {
+        Workspace::load_overlay(loc, opts, &|_| None)
+    }
+
+    /// Load a located workspace, taking a file's bytes from `overlay` (by workspace-relative
+    /// path, e.g. `.small/plan.small.yml`) when it returns `Some`: how a writer checks the
+    /// workspace as it will be after its staged changes, with the same gates as `small check`.
+    pub fn load_overlay(
+        loc: Location,
+        opts: &LoadOptions,
+        overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Workspace {
+        let load_one = |path: &Path, rel: &str| -> Result<Document, LoadError> {
+            match overlay(rel) {
+                Some(bytes) => {
+                    parse_artifact(&bytes, rel, &opts.limits).map_err(LoadError::Problem)
+                }
+                None => load_file(path, rel, &opts.limits),
+            }
+        };
         let mut ws = Workspace {
             root: loc.root,
             small_dir: loc.small_dir,
@@ -296,7 +353,7 @@ impl Workspace {
         for kind in kinds {
             let path = ws.small_dir.join(kind.file_name());
             let rel = rel_path(kind.file_name());
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     *ws.slot_mut(kind) = Some(LoadedArtifact {
                         kind,
@@ -312,7 +369,7 @@ impl Workspace {
         if opts.metadata {
             let path = ws.small_dir.join(WORKSPACE_FILE);
             let rel = rel_path(WORKSPACE_FILE);
-            match load_file(&path, &rel, &opts.limits) {
+            match load_one(&path, &rel) {
                 Ok(document) => {
                     ws.metadata_exists = true;
                     ws.metadata = Some(WorkspaceMeta {
@@ -334,7 +391,10 @@ impl Workspace {
 
     fn note_failure(&mut self, path: &Path, d: Diagnostic) {
         if d.code == CODE_YAML && d.span.is_some() {
-            if let (Some(rel), Ok(bytes)) = (d.file.clone(), std::fs::read(path)) {
+            if let (Some(rel), Ok(bytes)) = (
+                d.file.clone(),
+                fsio::read_bounded(path, fsio::MAX_READ_BYTES),
+            ) {
                 self.failed_sources
                     .push((rel, String::from_utf8_lossy(&bytes).into_owned()));
             }
@@ -349,6 +409,16 @@ impl Workspace {
     /// file, YAML error) go to [`Workspace::diagnostics`] as with [`Workspace::load`]. Use it
     /// on a workspace loaded without [`ArtifactKind::Progress`] in [`LoadOptions`].
     pub fn stream_progress(&mut self, limits: &Limits, sink: &mut dyn FnMut(usize, yaml::Node)) {
+        if let Some(text) = self.read_progress(limits) {
+            let parsed = yaml::parse_streaming(&text, limits, "entries", sink);
+            self.set_progress(text, parsed);
+        }
+    }
+
+    /// First half of [`Workspace::stream_progress`]: forget any loaded progress log, then read
+    /// its text. `None` when it cannot be read (missing, unreadable, too large, not UTF-8);
+    /// the problem is in [`Workspace::diagnostics`] then.
+    pub fn read_progress(&mut self, limits: &Limits) -> Option<String> {
         let kind = ArtifactKind::Progress;
         let path = self.small_dir.join(kind.file_name());
         let rel = rel_path(kind.file_name());
@@ -356,9 +426,15 @@ impl Workspace {
         self.diagnostics
             .retain(|d| d.file.as_deref() != Some(rel.as_str()));
         self.failed_sources.retain(|(r, _)| *r != rel);
-        match read_file(&path, &rel, limits) {
-            Err(LoadError::Missing) => self.diagnostics.push(missing_diag(kind, &rel)),
-            Err(LoadError::Problem(d)) => self.diagnostics.push(*d),
+        let text = match read_file(&path, &rel, limits) {
+            Err(LoadError::Missing) => {
+                self.diagnostics.push(missing_diag(kind, &rel));
+                None
+            }
+            Err(LoadError::Problem(d)) => {
+                self.diagnostics.push(*d);
+                None
+            }
             Ok(bytes) => match String::from_utf8(bytes) {
                 Err(e) => {
                     let d = match yaml::parse_bytes(e.as_bytes(), limits) {
@@ -369,24 +445,38 @@ impl Workspace {
                         ),
                     };
                     self.diagnostics.push(*d);
+                    None
                 }
-                Ok(text) => match yaml::parse_streaming(&text, limits, "entries", sink) {
-                    Err(e) => {
-                        self.diagnostics.push(*yaml_diag(&rel, &e));
-                        self.failed_sources.push((rel, text));
-                    }
-                    Ok(root) => match require_mapping(Document { root, source: text }, &rel) {
-                        Ok(document) => {
-                            self.progress = Some(LoadedArtifact {
-                                kind,
-                                path,
-                                rel_path: rel,
-                                document,
-                            })
-                        }
-                        Err(d) => self.diagnostics.push(*d),
-                    },
-                },
+                Ok(text) => Some(text),
+            },
+        };
+        if text.is_none() {
+            crate::diag::sort(&mut self.diagnostics);
+        }
+        text
+    }
+
+    /// Second half of [`Workspace::stream_progress`]: record the progress log read by
+    /// [`Workspace::read_progress`] and parsed (streamed) into `parsed`.
+    pub fn set_progress(&mut self, text: String, parsed: Result<yaml::Node, yaml::YamlError>) {
+        let kind = ArtifactKind::Progress;
+        let path = self.small_dir.join(kind.file_name());
+        let rel = rel_path(kind.file_name());
+        match parsed {
+            Err(e) => {
+                self.diagnostics.push(*yaml_diag(&rel, &e));
+                self.failed_sources.push((rel, text));
+            }
+            Ok(root) => match require_mapping(Document { root, source: text }, &rel) {
+                Ok(document) => {
+                    self.progress = Some(LoadedArtifact {
+                        kind,
+                        path,
+                        rel_path: rel,
+                        document,
+                    })
+                }
+                Err(d) => self.diagnostics.push(*d),
             },
         }
         crate::diag::sort(&mut self.diagnostics);
@@ -538,32 +628,40 @@ pub fn load_file(path: &Path, rel: &str, limits: &Limits) -> Result<Document, Lo
     require_mapping(doc, rel).map_err(LoadError::Problem)
 }
 
-/// Read a file's bytes: missing, unreadable and too-large files are [`LoadError`]s.
+/// Read a file's bytes: missing, unreadable and too-large files are [`LoadError`]s. The file
+/// is opened through [`fsio`]: a link, a FIFO or a device is refused at open (without
+/// blocking), and at most `limits.max_bytes + 1` bytes are ever read.
 fn read_file(path: &Path, rel: &str, limits: &Limits) -> Result<Vec<u8>, LoadError> {
     let io =
         |msg: String| LoadError::Problem(Box::new(Diagnostic::error(CODE_IO, msg).in_file(rel)));
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
-        Err(e) => return Err(io(format!("cannot read {rel}: {e}"))),
-    };
-    if meta.is_dir() {
-        return Err(io(format!("{rel} is a directory, not a file")));
-    }
-    if meta.len() > limits.max_bytes as u64 {
-        return Err(LoadError::Problem(Box::new(
+    let too_large = |len: String| {
+        LoadError::Problem(Box::new(
             Diagnostic::error(
                 CODE_YAML,
                 format!(
-                    "{rel} is too large ({} bytes; the limit is {} bytes)",
-                    meta.len(),
+                    "{rel} is too large ({len}; the limit is {} bytes)",
                     limits.max_bytes
                 ),
             )
             .in_file(rel),
-        )));
+        ))
+    };
+    let file = match fsio::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) => return Err(io(format!("cannot read {rel}: {e}"))),
+    };
+    let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if claimed > limits.max_bytes as u64 {
+        return Err(too_large(format!("{claimed} bytes")));
     }
-    std::fs::read(path).map_err(|e| io(format!("cannot read {rel}: {e}")))
+    match fsio::read_all_bounded(file, limits.max_bytes as u64) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            Err(too_large("it grew while being read".into()))
+        }
+        Err(e) => Err(io(format!("cannot read {rel}: {e}"))),
+    }
 }
 
 /// Parse file bytes as an artifact: YAML, and a mapping at the top level.

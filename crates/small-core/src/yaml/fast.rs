@@ -59,26 +59,88 @@ pub(super) fn stream(
     stream_key: &str,
     sink: &mut dyn FnMut(usize, Node),
 ) -> Option<Node> {
-    // Pass 1: check the shape without building anything.
-    walk(text, base, stream_key, &mut None)?;
-    // Pass 2: build, cannot fail where pass 1 succeeded.
-    walk(text, base, stream_key, &mut Some(sink))
+    stream_part(text, base, stream_key, Part::default(), sink)?.root
 }
 
-fn walk(
+/// Where a walk over the streamed sequence starts: the start of the line of one of its items.
+/// A walk that reaches the sequence's first item jumps straight here, so the items before it
+/// are neither parsed nor sent (the caller vouches that the text before `offset` is what it
+/// was when this point was recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    /// Byte offset of the item's line in the text (after any byte-order mark).
+    pub offset: usize,
+    /// 1-based line number of that line.
+    pub line: usize,
+    /// Index of the item that starts there.
+    pub index: usize,
+    /// Indentation of the sequence's `- ` markers.
+    pub seq_indent: usize,
+    /// Where the sequence starts (the span start of its first item's marker).
+    pub seq_start: Pos,
+}
+
+/// Which part of the text to walk.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Part {
+    /// Start at this item (see [`Resume`]) instead of the sequence's first item.
+    pub resume: Option<Resume>,
+    /// Stop at this byte offset, which must start the line of an item of the sequence: the
+    /// item before it is complete there. The walk then returns no root.
+    pub stop: Option<usize>,
+    /// Stop at the sequence's first item (to learn where it is); nothing is streamed.
+    pub first_item_only: bool,
+}
+
+/// What a walk found.
+#[derive(Debug, Clone)]
+pub struct Walked {
+    /// The document with an empty streamed sequence (a walk to the end only).
+    pub root: Option<Node>,
+    /// The start of the last item seen (the first one for `first_item_only`).
+    pub last_item: Option<Resume>,
+    /// Items streamed, plus the index the walk started at.
+    pub count: usize,
+}
+
+/// Walk a part of `text` (see [`Part`]): check its shape first, then stream the items in it
+/// to `sink`. `None` when the part has another shape; nothing was sent then.
+pub fn stream_part(
     text: &str,
     base: usize,
     stream_key: &str,
+    part: Part,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Option<Walked> {
+    if part.first_item_only {
+        return walk(text, base, stream_key, part, &mut None);
+    }
+    // Pass 1: check the shape without building anything.
+    walk(text, base, stream_key, part, &mut None)?;
+    // Pass 2: build, cannot fail where pass 1 succeeded.
+    walk(text, base, stream_key, part, &mut Some(sink))
+}
+
+type Item<'t> = Option<(Vec<Entry>, Vec<&'t str>, Pos)>;
+type Seq = Option<(usize, Option<Pos>, usize)>;
+
+fn walk<'t>(
+    text: &'t str,
+    base: usize,
+    stream_key: &str,
+    part: Part,
     sink: &mut Option<&mut dyn FnMut(usize, Node)>,
-) -> Option<Node> {
+) -> Option<Walked> {
     let build = sink.is_some();
     let mut top: Vec<Entry> = Vec::new();
     let mut top_keys: Vec<&str> = Vec::new();
     // The sequence under the stream key, while inside it: (item indent, seq start, count).
-    let mut in_seq: Option<(usize, Option<Pos>, usize)> = None;
+    let mut in_seq: Seq = None;
     let mut seq_done = false;
     // The item mapping being built: (entries, keys, start).
-    let mut item: Option<(Vec<Entry>, Vec<&str>, Pos)> = None;
+    let mut item: Item<'t> = None;
+    let mut last_item: Option<Resume> = None;
+    let mut resume = part.resume;
     let mut line_no = 0usize;
     let mut offset = 0usize;
     let mut last_end = Pos {
@@ -87,9 +149,9 @@ fn walk(
         offset: to_u32(base),
     };
 
-    let flush = |item: &mut Option<(Vec<Entry>, Vec<&str>, Pos)>,
+    let flush = |item: &mut Item<'t>,
                  sink: &mut Option<&mut dyn FnMut(usize, Node)>,
-                 seq: &mut Option<(usize, Option<Pos>, usize)>,
+                 seq: &mut Seq,
                  end: Pos| {
         if let (Some((entries, _, start)), Some((_, _, count))) = (item.take(), seq.as_mut()) {
             if let Some(sink) = sink {
@@ -104,11 +166,21 @@ fn walk(
         }
     };
 
-    for raw_line in text.split_inclusive('\n') {
-        line_no += 1;
+    let bytes = text.as_bytes();
+    while offset < text.len() {
         let line_start = offset;
-        offset += raw_line.len();
-        let line = raw_line.strip_suffix('\n').unwrap_or(raw_line);
+        let line_end = memchr::memchr(b'\n', &bytes[offset..]).map_or(text.len(), |i| offset + i);
+        offset = (line_end + 1).min(text.len());
+        line_no += 1;
+        if part.stop == Some(line_start) {
+            flush(&mut item, sink, &mut in_seq, last_end);
+            return Some(Walked {
+                root: None,
+                last_item,
+                count: in_seq.map_or(0, |s| s.2),
+            });
+        }
+        let line = &text[line_start..line_end];
         let pos = |col: usize| Pos {
             line: to_u32(line_no),
             column: to_u32(line[..col].chars().count() + 1),
@@ -164,24 +236,20 @@ fn walk(
                             }
                         }
                     };
-                    if build {
-                        top.push(Entry {
-                            key: key.to_string(),
-                            key_span,
-                            value: node,
-                        });
-                    } else {
-                        top.push(Entry {
-                            key: String::new(),
-                            key_span,
-                            value: node,
-                        });
-                    }
+                    top.push(Entry {
+                        key: if build {
+                            key.to_string()
+                        } else {
+                            String::new()
+                        },
+                        key_span,
+                        value: node,
+                    });
                     last_end = pos(line.len());
                     continue;
                 }
                 // Inside the stream sequence.
-                let (seq_indent, seq_start, _) = in_seq.as_mut()?;
+                let (seq_indent, seq_start, count) = in_seq.as_mut()?;
                 let value_node = value_node?;
                 if is_item {
                     if *seq_indent == usize::MAX {
@@ -189,10 +257,48 @@ fn walk(
                         // An indentless sequence (`- ` at the parent key's column) starts
                         // at its first key, as the general parser reports it.
                         *seq_start = Some(pos(if indent == 0 { key_col } else { indent }));
+                        let first = Resume {
+                            offset: line_start,
+                            line: line_no,
+                            index: 0,
+                            seq_indent: indent,
+                            seq_start: (*seq_start)?,
+                        };
+                        if part.first_item_only {
+                            return Some(Walked {
+                                root: None,
+                                last_item: Some(first),
+                                count: 0,
+                            });
+                        }
+                        if let Some(r) = resume.take() {
+                            // Jump to the resume point: same sequence, later item.
+                            if r.seq_indent != first.seq_indent
+                                || r.seq_start != first.seq_start
+                                || r.offset < line_start
+                                || r.line < line_no
+                                || r.offset > text.len()
+                                || !text.is_char_boundary(r.offset)
+                            {
+                                return None;
+                            }
+                            *count = r.index;
+                            offset = r.offset;
+                            line_no = r.line - 1;
+                            continue;
+                        }
                     } else if indent != *seq_indent {
                         return None;
                     }
                     flush(&mut item, sink, &mut in_seq, last_end);
+                    let (seq_indent, seq_start, count) = in_seq?;
+                    last_item = Some(Resume {
+                        offset: line_start,
+                        line: line_no,
+                        index: count,
+                        seq_indent,
+                        seq_start: seq_start?,
+                    });
                     let mut entries = Vec::new();
                     if build {
                         entries.push(Entry {
@@ -220,13 +326,20 @@ fn walk(
             }
         }
     }
+    if part.stop.is_some() || part.first_item_only || resume.is_some() {
+        // The stop (or the first item, or the resume point) was never reached.
+        return None;
+    }
     let end_pos = Pos {
         line: to_u32(line_no + 1),
         column: 1,
         offset: to_u32(base + offset),
     };
+    let count = in_seq.map_or(0, |s| s.2);
+    let mut total = count;
     if let Some((_, seq_start, _)) = in_seq {
         flush(&mut item, sink, &mut in_seq, end_pos);
+        total = in_seq.map_or(count, |s| s.2);
         // `entries:` with nothing after it is a null, not an empty sequence: leave that to
         // the general parser.
         let start = seq_start?;
@@ -238,18 +351,24 @@ fn walk(
             },
             style: Style::Block,
         };
+    } else if seq_done {
+        total = last_item.map_or(0, |r| r.index + 1);
     }
     if top.is_empty() {
         return None;
     }
     let start = top[0].key_span.start;
-    Some(Node {
-        value: Value::Map(top),
-        span: Span {
-            start,
-            end: end_pos,
-        },
-        style: Style::Block,
+    Some(Walked {
+        root: Some(Node {
+            value: Value::Map(top),
+            span: Span {
+                start,
+                end: end_pos,
+            },
+            style: Style::Block,
+        }),
+        last_item,
+        count: total,
     })
 }
 
@@ -410,6 +529,17 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
         TokKind::EmptyMap => (Value::Map(Vec::new()), Style::Flow),
     };
     Some(Node { value, span, style })
+}
+
+/// The text of a one-line scalar token (plain, single- or double-quoted).
+pub(super) fn decode_scalar(raw: &str) -> Option<String> {
+    if raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') {
+        unescape(&raw[1..raw.len() - 1])
+    } else if raw.len() >= 2 && raw.starts_with('\'') && raw.ends_with('\'') {
+        Some(raw[1..raw.len() - 1].replace("''", "'"))
+    } else {
+        Some(raw.to_string())
+    }
 }
 
 /// Decode the escapes of a double-quoted scalar; `None` for anything unusual.
@@ -611,8 +741,9 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../../shared/conformance/cases"
         );
-        let Ok(dir) = std::fs::read_dir(cases) else {
-            eprintln!("notice: {cases} is absent; skipping the corpus comparison");
+        let Some(dir) =
+            small_testkit::conformance_path(cases).and_then(|p| std::fs::read_dir(p).ok())
+        else {
             return;
         };
         let mut fast_taken = 0;

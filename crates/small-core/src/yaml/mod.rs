@@ -21,7 +21,10 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError};
 
 use crate::diag::{Pos, Span};
 
+mod deep;
 mod fast;
+
+pub use fast::{Part, Resume, Walked};
 
 /// Resource limits for one file.
 #[derive(Debug, Clone, Copy)]
@@ -35,12 +38,12 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 256 MiB, depth 256, 100 000 nodes created by aliases. A 100 000-entry progress log is
+    /// 256 MiB, depth 2048, 100 000 nodes created by aliases. A 100 000-entry progress log is
     /// about 32 MB; real artifacts nest a handful of levels and rarely use aliases at all.
     fn default() -> Self {
         Limits {
             max_bytes: 256 * 1024 * 1024,
-            max_depth: 256,
+            max_depth: 2048,
             max_alias_nodes: 100_000,
         }
     }
@@ -260,7 +263,7 @@ pub fn parse_str(src: &str, limits: &Limits) -> Result<Document, YamlError> {
         Some(rest) => ('\u{feff}'.len_utf8(), rest),
         None => (0, src),
     };
-    let root = Builder::new(text, bom_len, limits).run()?;
+    let root = build(text, bom_len, limits)?;
     Ok(Document {
         root,
         source: src.to_string(),
@@ -280,7 +283,7 @@ pub fn parse_string(src: String, limits: &Limits) -> Result<Document, YamlError>
         Some(rest) => ('\u{feff}'.len_utf8(), rest),
         None => (0, src.as_str()),
     };
-    let root = Builder::new(text, bom_len, limits).run()?;
+    let root = build(text, bom_len, limits)?;
     Ok(Document { root, source: src })
 }
 
@@ -312,6 +315,107 @@ pub fn parse_streaming(
     if let Some(root) = fast::stream(text, bom_len, stream_key, sink) {
         return Ok(root);
     }
+    let fed = std::cell::Cell::new(0usize);
+    let mut counting = |i: usize, node: Node| {
+        fed.set(i + 1);
+        sink(i, node);
+    };
+    let mut builder = Builder::new(text, bom_len, limits);
+    builder.stream = Some(Stream {
+        key: stream_key,
+        sink: &mut counting,
+        count: 0,
+    });
+    match builder.run() {
+        Err(e) if e.message == FLOW_LIMIT => {
+            // A flow collection too deep for the parser: load the whole document the slow
+            // way, then hand over the items not yet streamed.
+            let mut root = match deep::parse(text, bom_len, limits) {
+                Some(r) => r?,
+                None => return Err(e),
+            };
+            if let Some(Value::Seq(items)) = root
+                .as_map()
+                .and_then(|m| m.iter().position(|x| x.key == stream_key))
+                .and_then(|i| match &mut root.value {
+                    Value::Map(entries) => Some(&mut entries[i].value.value),
+                    _ => None,
+                })
+            {
+                for (i, item) in std::mem::take(items).into_iter().enumerate() {
+                    if i >= fed.get() {
+                        sink(i, item);
+                    }
+                }
+            }
+            Ok(root)
+        }
+        r => r,
+    }
+}
+
+const FLOW_LIMIT: &str = "nesting is deeper than the YAML parser allows for flow collections";
+
+/// Build the tree; a flow collection too deep for the parser is read by [`deep`].
+fn build(text: &str, base: usize, limits: &Limits) -> Result<Node, YamlError> {
+    match Builder::new(text, base, limits).run() {
+        Err(e) if e.message == FLOW_LIMIT => deep::parse(text, base, limits).unwrap_or(Err(e)),
+        r => r,
+    }
+}
+
+/// The line-level fast path alone, on a part of a log (see [`Part`]): `None` when that part
+/// is not of the simple shape the fast path reads (the caller then parses the whole file with
+/// [`parse_streaming`]). Offsets in `part` and in the result are byte offsets in `src`
+/// (a byte-order mark included). Items are sent to `sink` only after the part's shape checked.
+pub fn stream_fast_part(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    part: Part,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Option<Walked> {
+    check_size(src.len(), limits).ok()?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
+    let shift = |r: Resume| -> Option<Resume> {
+        Some(Resume {
+            offset: r.offset.checked_sub(bom_len)?,
+            ..r
+        })
+    };
+    let inner = Part {
+        resume: match part.resume {
+            Some(r) => Some(shift(r)?),
+            None => None,
+        },
+        stop: match part.stop {
+            Some(s) => Some(s.checked_sub(bom_len)?),
+            None => None,
+        },
+        first_item_only: part.first_item_only,
+    };
+    let mut walked = fast::stream_part(text, bom_len, stream_key, inner, sink)?;
+    if let Some(r) = walked.last_item.as_mut() {
+        r.offset += bom_len;
+    }
+    Some(walked)
+}
+
+/// [`parse_streaming`] with the general parser only (no fast path).
+pub fn parse_streaming_general(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    sink: &mut dyn FnMut(usize, Node),
+) -> Result<Node, YamlError> {
+    check_size(src.len(), limits)?;
+    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
+        Some(rest) => ('\u{feff}'.len_utf8(), rest),
+        None => (0, src),
+    };
     let mut builder = Builder::new(text, bom_len, limits);
     builder.stream = Some(Stream {
         key: stream_key,
@@ -319,6 +423,12 @@ pub fn parse_streaming(
         count: 0,
     });
     builder.run()
+}
+
+/// The value of the one-line string scalar written at `span` of `src` (plain, single- or
+/// double-quoted), as the fast path reads it.
+pub fn scalar_text_at(src: &str, span: Span) -> Option<String> {
+    fast::decode_scalar(src.get(span.byte_range())?)
 }
 
 fn check_size(len: usize, limits: &Limits) -> Result<(), YamlError> {
@@ -498,7 +608,7 @@ impl<'a, 's> Builder<'a, 's> {
     fn scan_error(&mut self, e: &ScanError) -> YamlError {
         let pos = self.offsets.pos(e.marker());
         let message = if e.info().contains("recursion limit") {
-            "nesting is deeper than the YAML parser allows for flow collections".to_string()
+            FLOW_LIMIT.to_string()
         } else {
             format!("YAML syntax error: {}", e.info())
         };
@@ -982,13 +1092,13 @@ mod tests {
 
     #[test]
     fn depth_limit() {
-        let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
-        let err = parse(&deep).unwrap_err();
+        let deep = format!("{}1{}", "[".repeat(3000), "]".repeat(3000));
+        let err = parse(&deep).map(std::mem::forget).unwrap_err();
         assert!(err.message.contains("deeper than"), "{}", err.message);
-        let block: String = (0..300)
-            .map(|i| format!("{}k:\n", "  ".repeat(i)))
+        let block: String = (0..2100)
+            .map(|i| format!("{}k:\n", " ".repeat(i)))
             .collect();
-        let err = parse(&block).unwrap_err();
+        let err = parse(&block).map(std::mem::forget).unwrap_err();
         assert!(
             err.message.contains("deeper than the limit"),
             "{}",

@@ -333,19 +333,11 @@ pub fn check_against_openapi(method: &str, path: &str, resp: &Response) {
     }
 }
 
-/// Location of the shared conformance API vectors, or None (with a notice).
+/// Location of the shared conformance API vectors, or None (after a visible skip).
 pub fn api_vectors_dir() -> Option<std::path::PathBuf> {
     let dir = std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/conformance/api"
     ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: {} is absent; skipping the API vectors",
-            dir.display()
-        );
-        None
-    }
+    small_testkit::conformance_path(dir)
 }

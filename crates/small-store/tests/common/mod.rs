@@ -6,22 +6,10 @@ use small_store::sqlite::SqliteBackend;
 use small_store::{PrimitiveStore, Store};
 use std::sync::Arc;
 
-/// The PostgreSQL URL for tests. Unset: a notice and `None` (the PostgreSQL tests skip), except
-/// in CI (`CI=true`), where a missing URL fails the test: the suite must really run there.
+/// The PostgreSQL URL for tests. Unset: a visible skip and `None` (the PostgreSQL variants do
+/// not run), or a failure when `SMALL_TEST_REQUIRE` lists `postgres` (as CI does).
 pub fn pg_url() -> Option<String> {
-    match std::env::var("SMALL_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            let ci = std::env::var("CI")
-                .map(|v| v == "true" || v == "1")
-                .unwrap_or(false);
-            if ci {
-                panic!("CI=true but SMALL_TEST_POSTGRES_URL is not set: the PostgreSQL suite must run in CI (source ci/postgres.sh)");
-            }
-            eprintln!("notice: SMALL_TEST_POSTGRES_URL is not set; skipping the PostgreSQL variant (run `source ci/postgres.sh`)");
-            None
-        }
-    }
+    small_testkit::postgres_url()
 }
 
 /// A fresh, empty PostgreSQL schema name for one test.

@@ -9,6 +9,7 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::agents::{find_block, Action, ComposeMode, Composed};
 use small_core::spec::consts::{harness_begin_marker, harness_end_marker, AGENTS_FILE};
+use small_core::workspace::fsio;
 use std::path::{Path, PathBuf};
 
 /// Manage the SMALL harness block in AGENTS.md.
@@ -82,23 +83,46 @@ pub(crate) fn target_path(dir: Option<&Path>, file: Option<&str>) -> Result<Path
         _ => base,
     };
     let path = base.join(file.unwrap_or(AGENTS_FILE));
-    match std::fs::symlink_metadata(&path) {
+    let resolved = match std::fs::symlink_metadata(&path) {
         Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(&path) {
-            Ok(real) => Ok(real),
+            Ok(real) => real,
             // A dangling link: write where it points if we can tell, else at the link.
             Err(_) => match std::fs::read_link(&path) {
-                Ok(t) if t.is_absolute() => Ok(t),
-                Ok(t) => Ok(path.parent().map(|p| p.join(&t)).unwrap_or(t)),
-                Err(_) => Ok(path),
+                Ok(t) if t.is_absolute() => t,
+                Ok(t) => path.parent().map(|p| p.join(&t)).unwrap_or(t),
+                Err(_) => path.clone(),
             },
         },
-        _ => Ok(path),
+        _ => return Ok(path),
+    };
+    // A link is followed only to a place inside the directory it sits in (AGENTS.md ->
+    // CLAUDE.md): a cloned repository must not make small write outside it.
+    let inside = |p: &Path| {
+        let dir = p.parent().unwrap_or(p);
+        match (
+            std::fs::canonicalize(&base),
+            small_core::history::runs::safe::canonical_or_planned(dir),
+        ) {
+            (Ok(b), d) => d.starts_with(b),
+            _ => false,
+        }
+    };
+    if !inside(&resolved) {
+        return Err(CliError::usage(format!(
+            "{} is a symbolic link to {}, outside {}; small does not follow links out of the workspace",
+            path.display(),
+            resolved.display(),
+            base.display()
+        )));
     }
+    Ok(resolved)
 }
 
 /// Reads the target: `Ok(None)` if it does not exist.
 pub(crate) fn read_target(path: &Path) -> Result<Option<String>, CliError> {
-    match std::fs::read(path) {
+    // A regular file only (the link, if any, is resolved by `target_path`), read without
+    // blocking on a FIFO and with a bounded size.
+    match fsio::read_bounded(path, fsio::MAX_READ_BYTES) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             CliError::invalid(format!(
                 "{} is not valid UTF-8 text; SMALL will not edit it",

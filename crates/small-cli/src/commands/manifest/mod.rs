@@ -8,7 +8,6 @@ mod validate;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use std::io::Read;
 
 /// Validate API manifests and compute replay IDs (the logic `small serve` uses)
 #[derive(clap::Args, Debug)]
@@ -32,18 +31,17 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
 /// Read a file, or standard input for `-` or no file.
 fn read_input(file: Option<&str>) -> Result<(String, Vec<u8>), CliError> {
-    match file {
-        None | Some("-") => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| CliError::usage(format!("cannot read standard input: {e}")))?;
-            Ok(("<stdin>".into(), buf))
-        }
-        Some(path) => {
-            let buf = std::fs::read(path)
-                .map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
-            Ok((path.to_owned(), buf))
-        }
-    }
+    let (name, path) = match file {
+        None | Some("-") => ("<stdin>".to_owned(), "-"),
+        Some(p) => (p.to_owned(), p),
+    };
+    let buf = small_core::workspace::fsio::read_user_input(
+        std::path::Path::new(path),
+        small_core::workspace::fsio::MAX_READ_BYTES,
+    )
+    .map_err(|e| {
+        let what = if path == "-" { "standard input" } else { path };
+        CliError::usage(format!("cannot read {what}: {e}"))
+    })?;
+    Ok((name, buf))
 }

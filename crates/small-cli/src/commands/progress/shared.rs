@@ -68,3 +68,214 @@ pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
     g.info(line);
 }
+
+/// Print a writing command's `--json` result: `value` (an object) with the files the commit
+/// wrote and appended to (`written`, `appended`; see docs/json-output.md).
+pub fn print_json(
+    report: Option<&CommitReport>,
+    mut value: serde_json::Value,
+) -> crate::error::CmdResult {
+    if let Some(obj) = value.as_object_mut() {
+        let (w, a) = match report {
+            Some(r) => (r.written.clone(), r.appended.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        obj.insert("written".into(), serde_json::json!(w));
+        obj.insert("appended".into(), serde_json::json!(a));
+    }
+    crate::output::json(&value)
+}
+
+/// A library error of a handoff-writing operation.
+pub fn handoff_err(e: small_core::authoring::session::HandoffError) -> CliError {
+    use small_core::authoring::session::HandoffError;
+    match e {
+        HandoffError::Txn(t) => txn_err(t),
+        HandoffError::Unfinished { ref open } => {
+            let mut msg = e.to_string();
+            for t in open.iter().take(10) {
+                msg.push_str(&format!(
+                    "\n  - {}: {} (status: {})",
+                    t.id, t.title, t.status
+                ));
+            }
+            if open.len() > 10 {
+                msg.push_str(&format!("\n  ... and {} more", open.len() - 10));
+            }
+            msg.push_str("\n  help: close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final");
+            CliError::invalid(msg)
+        }
+    }
+}
+
+/// The `--json` shape of a handoff outcome (shared by handoff and start).
+pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "handoff": small_core::authoring::handoff::handoff_rel(),
+        "summary": out.summary,
+        "summary_source": out.summary_source,
+        "replaced_summary": out.replaced_summary,
+        "replayId": out.replay_id,
+        "status": out.run.status,
+        "current_task_id": out.run.current_task_id,
+        "next_steps": out.run.next_steps,
+        "in_progress": out.run.in_progress,
+        "blocked": out.run.blocked,
+        "last_evidence": out.run.last_evidence,
+        "open": out.open,
+        "strict_ok": out.run.strict_ok,
+        "strict_problem": out.run.strict_problem,
+    })
+}
+
+/// The human lines of a handoff outcome.
+pub fn print_handoff(
+    g: &GlobalArgs,
+    out: &small_core::authoring::session::HandoffOutcome,
+    verb: &str,
+) {
+    say(
+        g,
+        format!(
+            "{verb}: {} (current task: {}; {} next step(s))",
+            out.summary,
+            out.run.current_task_id.as_deref().unwrap_or("none"),
+            out.run.next_steps.len()
+        ),
+    );
+    let source = match (&out.summary_source, &out.replaced_summary) {
+        (small_core::authoring::session::SummarySource::Given, _) => {
+            "summary: as given".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Kept, _) => {
+            "summary: kept (written with --summary; the run's state is unchanged)".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Computed, Some(old)) => {
+            format!("summary: computed; replaced {old:?} because the run's state changed")
+        }
+        (small_core::authoring::session::SummarySource::Computed, None) => {
+            "summary: computed from the run's state".to_string()
+        }
+    };
+    say(g, source);
+    say(
+        g,
+        format!(
+            "replayId: {} (source: {})",
+            out.replay_id.value, out.replay_id.source
+        ),
+    );
+}
+
+/// The flags `checkpoint` and `progress add` share: the evidence, the timestamp, `--force`
+/// and where the workspace is.
+#[derive(clap::Args, Debug)]
+pub struct RecordFlags {
+    /// What shows the work was done (or, for a blocked task, why it is blocked)
+    #[arg(long, value_name = "TEXT")]
+    pub evidence: Option<String>,
+    /// Evidence: the command that was run
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Evidence: the test that was run
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<String>,
+    /// Evidence: a URI of external evidence
+    #[arg(long, value_name = "URI")]
+    pub link: Option<String>,
+    /// Evidence: a git commit hash (7 to 40 lower-case hex digits)
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// Evidence: how the work was verified
+    #[arg(long, value_name = "TEXT")]
+    pub verification: Option<String>,
+    /// Free-form notes
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+    /// Complete a task whose dependencies are not completed (recorded in the entry's notes)
+    #[arg(long)]
+    pub force: bool,
+    /// Use exactly this RFC 3339 timestamp (with fractional seconds); it must be after the last entry
+    #[arg(long, value_name = "TIME", conflicts_with = "after")]
+    pub at: Option<String>,
+    /// Use a timestamp just after this RFC 3339 time (and after the last entry)
+    #[arg(long, value_name = "TIME")]
+    pub after: Option<String>,
+    /// Directory containing .small/ (default: search upward from the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace scope: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RecordFlags {
+    /// The library request for `task` and `status`.
+    pub fn request(
+        &self,
+        task: &str,
+        status: &str,
+    ) -> Result<small_core::authoring::record::RecordRequest, CliError> {
+        use small_core::authoring::progress::TimestampRule;
+        let rule = match (
+            self.at.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+            self.after
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()),
+        ) {
+            (Some(_), Some(_)) => return Err(CliError::usage("use only one of --at and --after")),
+            (Some(a), None) => TimestampRule::At(a.to_string()),
+            (None, Some(a)) => TimestampRule::After(a.to_string()),
+            (None, None) => TimestampRule::Now,
+        };
+        if task.trim().is_empty() {
+            return Err(CliError::usage("--task must not be empty"));
+        }
+        let evidence = [
+            ("evidence", &self.evidence),
+            ("command", &self.command),
+            ("test", &self.test),
+            ("link", &self.link),
+            ("commit", &self.commit),
+            ("verification", &self.verification),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v)))
+        .collect();
+        Ok(small_core::authoring::record::RecordRequest {
+            task: task.trim().to_string(),
+            status: status.to_string(),
+            evidence,
+            notes: self.notes.clone(),
+            timestamp: rule,
+            force: self.force,
+        })
+    }
+}
+
+/// A library error of a recording operation (`checkpoint`, `progress add`).
+pub fn record_err(e: small_core::authoring::record::RecordError) -> CliError {
+    use small_core::authoring::record::RecordError;
+    let help = e.help();
+    let mut msg = e.to_string();
+    if let RecordError::OpenDependencies { open, .. } = &e {
+        for t in open {
+            msg.push_str(&format!(
+                "\n  - {}: {} (status: {})",
+                t.id, t.title, t.status
+            ));
+        }
+    }
+    if let Some(h) = help {
+        msg.push_str(&format!("\n  help: {h}"));
+    }
+    match e {
+        RecordError::Txn(t) => txn_err(t),
+        RecordError::Status { .. } | RecordError::NoEvidence { .. } => CliError::usage(msg),
+        _ => CliError::invalid(msg),
+    }
+}

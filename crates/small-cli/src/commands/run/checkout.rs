@@ -36,7 +36,7 @@ fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult
     if args.json {
         return print_json(&r);
     }
-    let short = runs::short_id(&r.replay_id, 16);
+    let short = runs::short_name(&r.snapshot, 16);
     if r.restored.is_empty() {
         outln!(
             o,

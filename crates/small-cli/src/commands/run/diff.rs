@@ -56,7 +56,7 @@ fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult
         if s == "live" {
             "live workspace".to_string()
         } else {
-            runs::short_id(s, 16)
+            runs::short_name(s, 16)
         }
     };
     outln!(o, "Run diff: {} -> {}", label(&d.from), label(&d.to));

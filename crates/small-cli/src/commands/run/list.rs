@@ -22,6 +22,9 @@ struct Item<'a> {
     created_at: &'a str,
     #[serde(rename = "replayId")]
     replay_id: &'a str,
+    /// The snapshot's address: `<replayId>` or `<replayId>~N`.
+    snapshot: &'a str,
+    generation: u32,
     #[serde(skip_serializing_if = "str::is_empty")]
     summary: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -49,6 +52,14 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     let (mut snaps, warnings) = runs::list(&ctx.store).map_err(to_cli)?;
     let current = runs::live_replay_id(&ctx.root).unwrap_or_default();
     warn_all(g, &warnings);
+    // The live run is the newest generation of the replay ID the live handoff names.
+    let current_name = snaps
+        .iter()
+        .filter(|s| s.replay_id.eq_ignore_ascii_case(&current))
+        .max_by_key(|s| s.generation)
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let is_current = |s: &runs::Snapshot| !current_name.is_empty() && s.name == current_name;
     if args.limit > 0 {
         snaps.truncate(args.limit);
     }
@@ -58,11 +69,13 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             .map(|s| Item {
                 created_at: &s.meta.created_at,
                 replay_id: &s.replay_id,
+                snapshot: &s.name,
+                generation: s.generation,
                 summary: &s.summary,
                 git_sha: &s.meta.git_sha,
                 git_dirty: s.meta.git_dirty,
                 branch: &s.meta.branch,
-                current: s.replay_id.eq_ignore_ascii_case(&current),
+                current: is_current(s),
             })
             .collect();
         return print_json(&Out { runs });
@@ -89,12 +102,8 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
                 dash(&s.meta.created_at),
                 format!(
                     "{}{}",
-                    if s.replay_id.eq_ignore_ascii_case(&current) {
-                        "*"
-                    } else {
-                        " "
-                    },
-                    runs::short_id(&s.replay_id, 12)
+                    if is_current(s) { "*" } else { " " },
+                    runs::short_name(&s.name, 12)
                 ),
                 dash(&runs::short_id(&s.meta.git_sha, 8)),
                 if s.meta.git_sha.is_empty() {

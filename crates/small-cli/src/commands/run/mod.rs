@@ -31,9 +31,9 @@ pub struct Args {
 /// Flags every `small run` subcommand accepts.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ContextArgs {
-    /// Directory containing .small/ (or the .small directory itself)
-    #[arg(long, global = true, default_value = ".", value_name = "DIR")]
-    pub dir: PathBuf,
+    /// Directory containing .small/ (or the .small directory itself) [default: search upward from the current directory]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// Run store directory, relative to the workspace directory unless absolute [default: .small-runs]
     #[arg(long, global = true, value_name = "PATH")]
     pub store: Option<PathBuf>,
@@ -76,7 +76,7 @@ impl Context {
         if a.store.as_ref().is_some_and(|s| s.as_os_str().is_empty()) {
             return Err(CliError::usage("--store needs a directory path"));
         }
-        let root = runs::workspace_root(&a.dir);
+        let root = runs::discover_root(a.dir.as_deref());
         if scope != Scope::Any {
             runs::require_small_dir(&root).map_err(to_cli)?;
             runs::check_scope(&root, scope).map_err(to_cli)?;
@@ -105,9 +105,10 @@ pub fn warn_all(g: &GlobalArgs, warnings: &[String]) {
     g.warnings(warnings);
 }
 
-/// Write text to stdout (through the output helper).
+/// Write human text to stdout (through the output helper), control characters escaped
+/// (see [`crate::render::escape_controls`]).
 pub fn emit(text: &str) -> CmdResult {
-    crate::output::data(text)
+    crate::output::data(&crate::render::escape_controls(text))
 }
 
 /// Append one formatted line to a `String` buffer.

@@ -24,6 +24,8 @@ pub struct Args {
 struct Out<'a> {
     #[serde(rename = "replayId")]
     replay_id: &'a str,
+    snapshot: &'a str,
+    generation: u32,
     meta: &'a runs::Meta,
     artifacts: Vec<String>,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -48,7 +50,7 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     let damaged = || {
         CliError::invalid(format!(
             "snapshot {} is damaged: {}",
-            runs::short_id(&s.replay_id, 16),
+            runs::short_name(&s.name, 16),
             s.problems.join("; ")
         ))
     };
@@ -61,6 +63,8 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
         );
         print_json(&Out {
             replay_id: &s.replay_id,
+            snapshot: &s.name,
+            generation: s.generation,
             meta: &s.meta,
             artifacts,
             summary: &s.summary,
@@ -85,6 +89,9 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             }
         };
         outln!(o, "replayId:       {}", s.replay_id);
+        if s.generation > 1 {
+            outln!(o, "generation:     {} (address {})", s.generation, s.name);
+        }
         outln!(o, "created at:     {}", or_dash(&m.created_at));
         outln!(o, "snapshot dir:   {}", s.dir.display());
         outln!(o, "tool version:   {}", or_dash(&m.cli_version));

@@ -9,11 +9,13 @@ use small_core::history::runs;
 /// Save the current run (intent, plan, progress, handoff, constraints) into the run store.
 ///
 /// The snapshot is filed under the replay ID recorded in handoff.small.yml; run
-/// `small handoff` first if there is none. An existing snapshot of the same run is kept
-/// unless --force is given, in which case it is replaced as a whole.
+/// `small handoff` first if there is none. Runs may share a replay ID (it fingerprints
+/// intent, plan and constraints): a snapshot that differs from every stored one of the same
+/// replay ID becomes its next generation, addressed as `<ID>~N`; one identical to a stored
+/// snapshot writes nothing. --force replaces the newest generation instead.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Replace an existing snapshot of the same replay ID
+    /// Replace the newest snapshot of the same replay ID instead of adding a generation
     #[arg(long)]
     pub force: bool,
     /// Print the result as JSON
@@ -25,8 +27,11 @@ pub struct Args {
 struct Out<'a> {
     #[serde(rename = "replayId")]
     replay_id: &'a str,
+    snapshot: &'a str,
+    generation: u32,
     dir: String,
     replaced: bool,
+    unchanged: bool,
     artifacts: &'a [String],
     meta: &'a runs::Meta,
 }
@@ -45,11 +50,23 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     if args.json {
         return print_json(&Out {
             replay_id: &s.replay_id,
+            snapshot: &s.name,
+            generation: s.generation,
             dir: s.dir.display().to_string(),
             replaced: res.replaced,
+            unchanged: res.unchanged,
             artifacts: &s.artifacts,
             meta: &s.meta,
         });
+    }
+    if res.unchanged {
+        outln!(
+            o,
+            "Snapshot {} already holds this state of the run; nothing written",
+            runs::short_name(&s.name, 16)
+        );
+        outln!(o, "snapshot: {}", s.name);
+        return Ok(());
     }
     let verb = if res.replaced {
         "Replaced snapshot"
@@ -59,10 +76,19 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     outln!(
         o,
         "{verb} of run {} in {}",
-        runs::short_id(&s.replay_id, 16),
+        runs::short_name(&s.name, 16),
         shown(&ctx.root, &s.dir)
     );
+    if s.generation > 1 {
+        outln!(
+            o,
+            "generation {} of this replay ID (runs with the same intent, plan and constraints share it); address it as {}",
+            s.generation,
+            runs::short_name(&s.name, 16)
+        );
+    }
     outln!(o, "replayId: {}", s.replay_id);
+    outln!(o, "snapshot: {}", s.name);
     outln!(o, "files:    {}", s.artifacts.join(", "));
     if !s.meta.git_sha.is_empty() {
         let dirty = if s.meta.git_dirty {

@@ -53,13 +53,32 @@ fn classify(v: &Value) -> Option<Kind> {
     }
 }
 
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// The `.json` files under `dir`. Links are never followed (neither to directories, which
+/// could loop, nor to files); a link or special file named `*.json` is reported, not read.
+fn collect(
+    dir: &Path,
+    files: &mut Vec<PathBuf>,
+    refused: &mut Vec<(PathBuf, &'static str)>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect(&path, files)?;
-        } else if path.extension().is_some_and(|e| e == "json") {
+        let entry = entry?;
+        let path = entry.path();
+        let t = entry.file_type()?;
+        let json = path.extension().is_some_and(|e| e == "json");
+        if t.is_dir() {
+            collect(&path, files, refused)?;
+        } else if t.is_symlink() {
+            if json {
+                refused.push((
+                    path,
+                    "it is a symbolic link; store import does not follow links",
+                ));
+            }
+        } else if !json {
+        } else if t.is_file() {
             files.push(path);
+        } else {
+            refused.push((path, "it is not a regular file"));
         }
     }
     Ok(())
@@ -92,15 +111,32 @@ pub fn run(args: Args, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
         )));
     }
     let mut files = Vec::new();
-    collect(&args.dir, &mut files)
+    let mut refused = Vec::new();
+    collect(&args.dir, &mut files, &mut refused)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.dir.display())))?;
     files.sort();
+    refused.sort();
     let mut items = Vec::new();
-    let mut failures: Vec<Value> = Vec::new();
+    let mut failures: Vec<Value> = refused
+        .iter()
+        .map(|(p, why)| {
+            json!({"file": p.display().to_string(), "error": "unreadable",
+                   "message": format!("cannot read {}: {why}", p.display())})
+        })
+        .collect();
     for f in &files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| CliError::usage(format!("cannot read {name}: {e}")))?;
+        // Opened without following a link or blocking on a FIFO put there since the walk,
+        // and never read past the input limit.
+        let text = match small_core::workspace::fsio::read_string_bounded(f, super::MAX_INPUT_BYTES)
+        {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(json!({"file": name, "error": "unreadable",
+                                     "message": format!("cannot read {name}: {e}")}));
+                continue;
+            }
+        };
         let v = match parse_json(&text, &name) {
             Ok(v) => v,
             Err(e) => {

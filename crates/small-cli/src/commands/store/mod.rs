@@ -12,7 +12,7 @@ use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use serde_json::{json, Value};
 use small_store::{Listing, Page, PrimitiveStore, Put, Record, StoreError};
-use std::io::Read;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Store and query SMALL primitives: schemas, artifacts, manifests, lineage and lifecycle
@@ -195,18 +195,19 @@ impl PageArgs {
     }
 }
 
+/// Largest JSON input `store` commands read (a file, standard input, or each file of
+/// `store import`): 64 MiB.
+pub(crate) const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads a JSON document from a file, or from standard input for `-`.
 pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
-    let text = if path == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| CliError::usage(format!("cannot read standard input: {e}")))?;
-        s
-    } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?
-    };
+    let bytes = small_core::workspace::fsio::read_user_input(Path::new(path), MAX_INPUT_BYTES)
+        .map_err(|e| {
+            let name = if path == "-" { "standard input" } else { path };
+            CliError::usage(format!("cannot read {name}: {e}"))
+        })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::usage(format!("cannot read {path}: it is not valid UTF-8")))?;
     parse_json(&text, path)
 }
 

@@ -6,17 +6,23 @@ use std::collections::HashSet;
 use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
+use crate::spec::model::TaskStatus;
 use crate::spec::plan::{trimmed_text, PlanIndex};
 use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
 
 /// What the cross-file rules need to know about the progress log.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct ProgressFacts {
     /// Task ids (trimmed) that have at least one entry.
     pub with_entries: HashSet<String>,
     /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
     pub with_strict_evidence: HashSet<String>,
+    /// Task ids with a completion record of their own: an entry that is not the tool's
+    /// bookkeeping (`crate::spec::bookkeeping`) whose status is `completed` (or absent).
+    pub with_completion: HashSet<String>,
+    /// Like `with_completion`, with non-empty `evidence` or `notes` (S1 for completed tasks).
+    pub with_completion_evidence: HashSet<String>,
     /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
     pub s2_offenders: Vec<(usize, String, Span)>,
     /// Number of entries seen.
@@ -29,6 +35,9 @@ pub struct ProgressLinter<'p> {
     plan: &'p PlanIndex,
     scope: String,
     prev: Option<(Instant, usize)>,
+    /// When set, timestamps are recorded here instead of being compared with the previous
+    /// entry's (a part of the log checked apart from the rest; see [`check_order`]).
+    deferred: Option<Vec<Stamp>>,
     /// Only gather facts; report nothing (the entries were linted elsewhere).
     facts_only: bool,
     pub facts: ProgressFacts,
@@ -42,10 +51,38 @@ impl<'p> ProgressLinter<'p> {
             plan,
             scope: scope.to_string(),
             prev: None,
+            deferred: None,
             facts_only: false,
             facts: ProgressFacts::default(),
             diags: Vec::new(),
         }
+    }
+
+    /// Check entry `i` of `entries`.
+    /// Record each entry's timestamp (see [`ProgressLinter::take_stamps`]) rather than
+    /// checking the order, for a part of the log checked apart from the entries before it.
+    /// `expected`: about how many entries will be checked (the room reserved).
+    pub fn defer_order(mut self, expected: usize) -> Self {
+        self.deferred = Some(Vec::with_capacity(expected));
+        self
+    }
+
+    /// The recorded timestamps (with [`ProgressLinter::defer_order`]).
+    pub fn take_stamps(&mut self) -> Vec<Stamp> {
+        self.deferred
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The latest timestamp so far and its entry (what the next entry must be later than).
+    pub fn order_state(&self) -> Option<(Instant, usize)> {
+        self.prev
+    }
+
+    /// Continue after entries checked elsewhere whose latest timestamp was `prev`.
+    pub fn set_order_state(&mut self, prev: Option<(Instant, usize)>) {
+        self.prev = prev;
     }
 
     /// Check entry `i` of `entries`.
@@ -101,24 +138,33 @@ impl<'p> ProgressLinter<'p> {
         let ts_text = ts_node.and_then(Node::as_str).unwrap_or("");
         let ts_span = Some(ts_node.map_or(e.span, |n| n.span));
         let ts_err = |why: String| {
-            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(
-                "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"",
-            )
+            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(TS_HELP)
         };
         match ts_node.map(|n| &n.value) {
-            None => self.diags.push(ts_err(format!("entries[{i}].timestamp is missing"))),
+            None => self
+                .diags
+                .push(ts_err(format!("entries[{i}].timestamp is missing"))),
             Some(Value::Str(_)) => match timestamp::parse(ts_text) {
-                Err(TimestampError::Missing) => {
-                    self.diags.push(ts_err(format!("entries[{i}].timestamp is empty")))
-                }
+                Err(TimestampError::Missing) => self
+                    .diags
+                    .push(ts_err(format!("entries[{i}].timestamp is empty"))),
                 Err(err) => self.diags.push(ts_err(format!(
                     "entries[{i}].timestamp {ts_text:?} is {err}"
                 ))),
-                Ok(t) => match self.prev {
-                    Some((p, j)) if t <= p => self.diags.push(ts_err(format!(
-                        "entries[{i}].timestamp {ts_text:?} is not later than entries[{j}]'s; timestamps must strictly increase"
-                    ))),
-                    _ => self.prev = Some((t, i)),
+                Ok(t) => match self.deferred.as_mut() {
+                    Some(stamps) => stamps.push(Stamp {
+                        index: i,
+                        at: t,
+                        span: ts_node.map_or(e.span, |n| n.span),
+                    }),
+                    None => order_step(
+                        &mut self.prev,
+                        i,
+                        t,
+                        ts_text,
+                        ts_node.map_or(e.span, |n| n.span),
+                        &mut self.diags,
+                    ),
                 },
             },
             Some(_) => self.diags.push(ts_err(format!(
@@ -161,16 +207,42 @@ impl<'p> ProgressLinter<'p> {
         if task_id.is_empty() {
             return;
         }
-        let strict_evidence =
-            [e.get("evidence"), e.get("notes")]
-                .into_iter()
-                .any(|n| match n.map(|n| &n.value) {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Str(s)) => !s.trim().is_empty(),
-                    Some(_) => true,
-                });
-        if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
-            self.facts.with_strict_evidence.insert(task_id.to_string());
+        // Evidence for S1: `notes` or any seed-000 evidence field (evidence, verification,
+        // command, test, link, commit).
+        let strict_evidence = EVIDENCE_FIELDS
+            .iter()
+            .chain(["notes"].iter())
+            .map(|f| e.get(f))
+            .any(|n| match n.map(|n| &n.value) {
+                None | Some(Value::Null) => false,
+                Some(Value::Str(s)) => !s.trim().is_empty(),
+                Some(_) => true,
+            });
+        let text = |k: &str| match e.get(k).map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.trim()),
+            _ => None,
+        };
+        let bookkeeping = crate::spec::bookkeeping::is_bookkeeping(text("evidence"), text("notes"));
+        if bookkeeping {
+            // The tool's own records (a task added, set back to pending, canned text) are
+            // history, not evidence: they count for nothing below but `with_entries`.
+        } else {
+            if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
+                self.facts.with_strict_evidence.insert(task_id.to_string());
+            }
+            let completes = match e.get("status").map(|n| &n.value) {
+                None | Some(Value::Null) => true,
+                Some(Value::Str(s)) => TaskStatus::Completed.is(s),
+                Some(_) => false,
+            };
+            if completes {
+                self.facts.with_completion.insert(task_id.to_string());
+                if strict_evidence {
+                    self.facts
+                        .with_completion_evidence
+                        .insert(task_id.to_string());
+                }
+            }
         }
         let in_scope = if self.scope.is_empty() {
             true
@@ -191,6 +263,61 @@ impl<'p> ProgressLinter<'p> {
         }
         if !self.facts.with_entries.contains(task_id) {
             self.facts.with_entries.insert(task_id.to_string());
+        }
+    }
+}
+
+/// A valid timestamp of one entry, recorded for a later order check (its text is read back
+/// from the source at `span` when it is reported).
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub index: usize,
+    pub at: Instant,
+    pub span: Span,
+}
+
+const TS_HELP: &str = "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"";
+
+/// TS ordering of one entry: it must be later than `prev` (the latest timestamp so far),
+/// which it then becomes.
+fn order_step(
+    prev: &mut Option<(Instant, usize)>,
+    i: usize,
+    t: Instant,
+    ts_text: &str,
+    span: Span,
+    out: &mut Vec<Diagnostic>,
+) {
+    match *prev {
+        Some((p, j)) if t <= p => out.push(
+            diag(
+                "TS",
+                ArtifactKind::Progress,
+                Some(span),
+                &format!("/entries/{i}/timestamp"),
+                format!(
+                    "entries[{i}].timestamp {ts_text:?} is not later than entries[{j}]'s; timestamps must strictly increase"
+                ),
+            )
+            .with_help(TS_HELP),
+        ),
+        _ => *prev = Some((t, i)),
+    }
+}
+
+/// The TS ordering rule over timestamps recorded apart (see [`ProgressLinter::defer_order`]),
+/// in log order, continuing from `prev`: exactly what checking them in one pass reports.
+/// `text_of`: the timestamp's text (only asked for those reported).
+pub fn check_order(
+    stamps: impl IntoIterator<Item = Stamp>,
+    prev: &mut Option<(Instant, usize)>,
+    out: &mut Vec<Diagnostic>,
+    text_of: &dyn Fn(&Stamp) -> String,
+) {
+    for s in stamps {
+        match *prev {
+            Some((p, _)) if s.at <= p => order_step(prev, s.index, s.at, &text_of(&s), s.span, out),
+            _ => *prev = Some((s.at, s.index)),
         }
     }
 }

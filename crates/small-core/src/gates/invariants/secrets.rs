@@ -27,7 +27,8 @@ pub fn check_secrets_at(
             &hit.path,
             format!("possible secret at {}: {}", display(&hit.path), hit.what),
         )
-        .with_help("remove it and rotate the credential; keep secrets outside .small/");
+        .with_help("remove it and rotate the credential; keep secrets outside .small/")
+        .with_secret(hit.kind, hit.masked);
         d.severity = severity(strict);
         out.push(d);
     }

@@ -7,7 +7,9 @@ use crate::spec::model::TaskStatus;
 use crate::spec::plan::PlanIndex;
 use crate::yaml::Node;
 
-/// S1: every completed or blocked plan task has a progress entry with `evidence` or `notes`.
+/// S1: every completed plan task has a completion entry of its own (status `completed`) with
+/// `evidence` or `notes`, and every blocked task an entry with `evidence` or `notes`. The
+/// tool's bookkeeping entries do not count.
 pub fn check_s1(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Vec<Diagnostic>) {
     for t in &plan.tasks {
         let st = t.status_norm();
@@ -16,11 +18,19 @@ pub fn check_s1(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Vec<Diagnosti
         {
             continue;
         }
-        if facts.with_strict_evidence.contains(&t.id) {
+        let completed = st == TaskStatus::Completed.as_str();
+        let ok = if completed {
+            facts.with_completion_evidence.contains(&t.id)
+        } else {
+            facts.with_strict_evidence.contains(&t.id)
+        };
+        if ok {
             continue;
         }
-        let why = if facts.with_entries.contains(&t.id) {
-            "its progress entries have no `evidence` or `notes`"
+        let why = if completed && facts.with_strict_evidence.contains(&t.id) {
+            "none of its progress entries records the completion (status completed) with `evidence` or `notes`"
+        } else if facts.with_entries.contains(&t.id) {
+            "its progress entries have no `evidence` or `notes` of their own (entries the tool writes when a task is added or changed do not count)"
         } else {
             "it has no progress entry"
         };
@@ -91,13 +101,14 @@ pub fn check_s3(plan: &PlanIndex, handoff: Option<&Node>, out: &mut Vec<Diagnost
     );
 }
 
-/// The evidence gate (`verify`): every completed plan task has at least one progress entry.
+/// The evidence gate (`verify`): every completed plan task has a progress entry recording the
+/// completion (status `completed`, or none) that is not the tool's bookkeeping.
 /// In strict mode S1 already covers it with a stronger requirement.
 pub fn check_evidence_gate(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Vec<Diagnostic>) {
     for t in &plan.tasks {
         if t.id.is_empty()
             || t.status_norm() != TaskStatus::Completed.as_str()
-            || facts.with_entries.contains(&t.id)
+            || facts.with_completion.contains(&t.id)
         {
             continue;
         }
@@ -107,7 +118,7 @@ pub fn check_evidence_gate(plan: &PlanIndex, facts: &ProgressFacts, out: &mut Ve
                 ArtifactKind::Plan,
                 Some(t.span),
                 &format!("/tasks/{}/id", t.index),
-                format!("task \"{}\" is completed but no progress entry records it", t.id),
+                format!("task \"{}\" is completed but no progress entry of its own records the completion", t.id),
             )
             .with_help(format!(
                 "record the work: small progress add --task {} --status completed --evidence \"...\"",

@@ -24,10 +24,11 @@ pub enum DiffSide {
 }
 
 impl DiffSide {
-    /// The label used in output: the replay ID, or `live`.
+    /// The label used in output: the snapshot's address (`<replayId>` or `<replayId>~N`), or
+    /// `live`.
     pub fn label(&self) -> String {
         match self {
-            DiffSide::Snapshot(s) => s.replay_id.clone(),
+            DiffSide::Snapshot(s) => s.name.clone(),
             DiffSide::Live(_) => "live".to_string(),
         }
     }
@@ -42,7 +43,7 @@ impl DiffSide {
     fn describe(&self, name: &str) -> String {
         match self {
             DiffSide::Snapshot(s) => {
-                format!("{name} in snapshot {}", super::short_id(&s.replay_id, 16))
+                format!("{name} in snapshot {}", super::short_name(&s.name, 16))
             }
             DiffSide::Live(_) => crate::spec::consts::small_rel(name),
         }

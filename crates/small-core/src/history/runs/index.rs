@@ -127,11 +127,7 @@ pub fn read_index(store: &Path) -> Result<Vec<IndexEntry>, RunError> {
 pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     fs::create_dir_all(store).map_err(|e| RunError::io("cannot create", store, &e))?;
     let lock_path = store.join(LOCK_FILE);
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
+    let lock = crate::workspace::fsio::open_or_create(&lock_path)
         .map_err(|e| RunError::io("cannot open the index lock", &lock_path, &e))?;
     fs4::FileExt::lock(&lock).map_err(|e| RunError::io("cannot lock", &lock_path, &e))?;
 

@@ -6,12 +6,13 @@
 //! nothing or the complete directory, never half of it.
 
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::RunError;
+use crate::workspace::fsio;
 
 /// Largest file the run store or an archive reads into memory (64 MiB).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -113,33 +114,33 @@ pub fn read_stored_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
     }
 }
 
-/// Read a file (following links: used for the live workspace), refusing huge files.
+/// Read a regular file through [`fsio`]: a link or special file is refused at open (without
+/// blocking), and at most [`MAX_FILE_BYTES`] + 1 bytes are read.
 pub fn read_limited(path: &Path) -> Result<Vec<u8>, RunError> {
-    let file = File::open(path).map_err(|e| RunError::io("cannot open", path, &e))?;
-    let mut buf = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| RunError::io("cannot read", path, &e))?;
-    if buf.len() as u64 > MAX_FILE_BYTES {
-        return Err(RunError::invalid(format!(
+    fsio::read_bounded(path, MAX_FILE_BYTES).map_err(|e| read_error(path, &e))
+}
+
+fn read_error(path: &Path, e: &std::io::Error) -> RunError {
+    match e.kind() {
+        std::io::ErrorKind::FileTooLarge => RunError::invalid(format!(
             "{} is larger than {} MiB; refusing to load it",
             path.display(),
             MAX_FILE_BYTES / (1024 * 1024)
-        )));
+        )),
+        std::io::ErrorKind::InvalidInput => {
+            RunError::invalid(format!("cannot read {}: {e}", path.display()))
+        }
+        _ => RunError::io("cannot read", path, e),
     }
-    Ok(buf)
 }
 
-/// Read a file of the live workspace: `Ok(None)` when it does not exist.
+/// Read a file of the live workspace: `Ok(None)` when it does not exist. Canonical files
+/// must be regular files: a symbolic link (whose target may lie outside the workspace), a
+/// FIFO or a device is refused, so a snapshot or archive never copies outside content.
 pub fn read_live_file(path: &Path) -> Result<Option<Vec<u8>>, RunError> {
-    match fs::metadata(path) {
-        Ok(m) if m.is_file() => read_limited(path).map(Some),
-        Ok(_) => Err(RunError::invalid(format!(
-            "{} is not a regular file",
-            path.display()
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(RunError::io("cannot inspect", path, &e)),
+    match fsio::read_bounded_opt(path, MAX_FILE_BYTES) {
+        Ok(b) => Ok(b),
+        Err(e) => Err(read_error(path, &e)),
     }
 }
 
@@ -150,11 +151,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Write a new file (it must not exist yet) and sync it to disk.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| RunError::io("cannot create", path, &e))?;
+    let mut f =
+        fsio::create_new(path, None).map_err(|e| RunError::io("cannot create", path, &e))?;
     f.write_all(bytes)
         .map_err(|e| RunError::io("cannot write", path, &e))?;
     f.sync_all()
@@ -190,8 +188,11 @@ impl StagedDir {
     /// Start a staged directory inside `parent` (created if needed).
     pub fn new(parent: &Path, prefix: &str) -> Result<Self, RunError> {
         fs::create_dir_all(parent).map_err(|e| RunError::io("cannot create", parent, &e))?;
+        clean_stale(parent);
+        // The process id in the name tells a later process whether the writer is gone.
+        let prefix = format!("{prefix}{}-", std::process::id());
         let dir = tempfile::Builder::new()
-            .prefix(prefix)
+            .prefix(&prefix)
             .tempdir_in(parent)
             .map_err(|e| RunError::io("cannot create a temporary directory in", parent, &e))?;
         Ok(StagedDir {
@@ -263,6 +264,82 @@ impl StagedDir {
             remove_tree(&trash);
         }
         Ok(())
+    }
+}
+
+/// Temporary entries older than this are removed even when their writer cannot be told
+/// (names without a process id, from older versions).
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The process id in the name of one of our temporary entries in a run store or archive
+/// directory: `Some(Some(pid))` when the name has one, `Some(None)` when it is ours but has
+/// none, `None` when it is not one of ours.
+fn temp_owner(name: &str) -> Option<Option<u32>> {
+    let leading_pid = |rest: &str| rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+    for prefix in [".tmp-snapshot-", ".tmp-archive-"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return Some(leading_pid(rest));
+        }
+    }
+    if name.starts_with(".replaced-") {
+        // `.replaced-{name}-{pid}-{nanos}-{n}`
+        let parts: Vec<&str> = name.rsplitn(4, '-').collect();
+        return Some(parts.get(2).and_then(|p| p.parse().ok()));
+    }
+    if let Some((_, rest)) = name.split_once(".small-tmp-") {
+        return Some(leading_pid(rest));
+    }
+    None
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks for existence; EPERM means it exists under another user.
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    true
+}
+
+/// Remove what a killed `small` left in a run store or archive directory: staged snapshot
+/// and archive directories, directories moved aside during a replace, and temporary index
+/// files, once their writer is gone (or, without a recorded writer, after an hour). Links
+/// are removed, never followed. Best effort.
+pub fn clean_stale(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(owner) = temp_owner(&name) else {
+            continue;
+        };
+        let Ok(meta) = fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        let stale = match owner {
+            Some(pid) => pid != std::process::id() && !process_alive(pid),
+            None => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > STALE_AFTER),
+        };
+        if !stale {
+            continue;
+        }
+        if meta.is_dir() {
+            remove_tree(&e.path());
+        } else {
+            let _ = fs::remove_file(e.path());
+        }
     }
 }
 

@@ -1,0 +1,427 @@
+//! Recording work: `checkpoint` (set a task's plan status and append the matching entry in one
+//! step) and `progress add` (append one entry).
+//!
+//! The rules that keep progress verifiable (invariant 2), applied before anything is appended:
+//! * a completion carries evidence the caller supplied (`evidence`, or one of the seed-000
+//!   evidence fields: command, test, link, commit, verification); no canned text;
+//! * a checkpoint always records the caller's evidence (for a blocked task: why);
+//! * a task completes only when its dependencies are completed, unless the caller forces it,
+//!   which the entry records;
+//! * a task id must name a plan task (or `meta/…`); an unknown one is refused with the
+//!   closest ids.
+
+use serde::Serialize;
+
+use crate::authoring::handoff;
+use crate::authoring::plan::{self, Task};
+use crate::authoring::progress::{Appended, FieldValue, NewEntry, TimestampRule, STATUSES};
+use crate::authoring::session::TaskRef;
+use crate::authoring::txn::{Transaction, TxnError};
+use crate::spec::bookkeeping;
+use crate::spec::consts::EVIDENCE_FIELDS;
+
+/// What the caller records about a task.
+#[derive(Debug, Clone, Default)]
+pub struct RecordRequest {
+    pub task: String,
+    pub status: String,
+    /// Evidence fields (`evidence`, `command`, `test`, `link`, `commit`, `verification`).
+    pub evidence: Vec<(String, String)>,
+    pub notes: Option<String>,
+    pub timestamp: TimestampRule,
+    /// Complete even though dependencies are not completed (recorded in the entry's notes).
+    pub force: bool,
+}
+
+/// What was recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordOutcome {
+    pub task_id: String,
+    pub status: String,
+    pub timestamp: String,
+    pub entry: serde_json::Map<String, serde_json::Value>,
+    /// The plan status set (checkpoint only).
+    pub plan_status: Option<String>,
+    /// Dependencies that were not completed when `force` completed the task.
+    pub forced_past: Vec<TaskRef>,
+    pub task_exists_in_plan: bool,
+}
+
+/// Why nothing was recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Txn(#[from] TxnError),
+    #[error("invalid status {status:?}: {allowed}")]
+    Status { status: String, allowed: String },
+    #[error("task {id} is not in plan.small.yml")]
+    UnknownTask { id: String, closest: Vec<String> },
+    #[error("{what} of {task} needs evidence supplied by the caller")]
+    NoEvidence { task: String, what: String },
+    #[error("task {task} depends on tasks that are not completed")]
+    OpenDependencies { task: String, open: Vec<TaskRef> },
+    #[error("{0} does not exist; create a plan with `small plan --add`")]
+    NoPlan(String),
+}
+
+impl RecordError {
+    /// The fix, in one line.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            RecordError::UnknownTask { closest, .. } if closest.is_empty() => Some(
+                "add it with `small plan --add \"<title>\"`, or use a meta/<name> id for bookkeeping".into(),
+            ),
+            RecordError::UnknownTask { closest, .. } => Some(format!(
+                "did you mean {}? (or add it with `small plan --add \"<title>\"`; meta/<name> ids are for bookkeeping)",
+                closest.join(", ")
+            )),
+            RecordError::NoEvidence { .. } => Some(
+                "pass --evidence \"...\" (or --command, --test, --link, --commit, --verification) saying what shows it".into(),
+            ),
+            RecordError::OpenDependencies { task, .. } => Some(format!(
+                "complete the dependencies first, or pass --force to complete {task} anyway (the entry records it)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Edit distance between two short strings (for "did you mean").
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Up to three plan ids closest to `id`, closest first.
+pub fn closest_ids(tasks: &[Task], id: &str) -> Vec<String> {
+    let mut scored: Vec<(usize, &str)> = tasks
+        .iter()
+        .filter(|t| !t.id.is_empty())
+        .map(|t| (distance(id, &t.id), t.id.as_str()))
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, s)| s.to_string())
+        .collect()
+}
+
+fn plan_tasks(txn: &Transaction) -> Result<Option<Vec<Task>>, TxnError> {
+    Ok(handoff::parse_file(txn, &plan::plan_rel())?.map(|d| plan::tasks(&d.root)))
+}
+
+/// Refuse an id that names no plan task (`meta/…` ids are always accepted).
+pub fn require_task(tasks: &[Task], id: &str) -> Result<(), RecordError> {
+    if bookkeeping::is_meta(id) || tasks.iter().any(|t| t.id == id) {
+        return Ok(());
+    }
+    Err(RecordError::UnknownTask {
+        id: id.to_string(),
+        closest: closest_ids(tasks, id),
+    })
+}
+
+/// Dependencies of `id` that are not completed.
+pub fn open_dependencies(tasks: &[Task], id: &str) -> Vec<TaskRef> {
+    let Some(t) = tasks.iter().find(|t| t.id == id) else {
+        return Vec::new();
+    };
+    t.dependencies
+        .iter()
+        .map(|d| match tasks.iter().find(|x| &x.id == d) {
+            Some(x) => TaskRef {
+                id: x.id.clone(),
+                title: x.title.clone(),
+                status: x.effective_status().to_string(),
+            },
+            None => TaskRef {
+                id: d.clone(),
+                title: String::new(),
+                status: "missing".into(),
+            },
+        })
+        .filter(|r| r.status != "completed" && r.status != "cancelled")
+        .collect()
+}
+
+fn has_caller_evidence(req: &RecordRequest) -> bool {
+    req.evidence.iter().any(|(k, v)| {
+        EVIDENCE_FIELDS.contains(&k.as_str())
+            && !v.trim().is_empty()
+            && !(k == "evidence" && bookkeeping::is_bookkeeping(Some(v), req.notes.as_deref()))
+    })
+}
+
+fn build_entry(req: &RecordRequest, status: &str, default_evidence: Option<&str>) -> NewEntry {
+    let mut e = NewEntry::new(req.task.trim(), Some(status));
+    for (k, v) in &req.evidence {
+        if !v.trim().is_empty() {
+            e.set(k, FieldValue::Str(v.clone()));
+        }
+    }
+    if !EVIDENCE_FIELDS.iter().any(|f| e.has(f)) {
+        if let Some(d) = default_evidence {
+            e.set("evidence", d);
+        }
+    }
+    if let Some(n) = req.notes.as_deref().filter(|s| !s.trim().is_empty()) {
+        e.set("notes", n);
+    }
+    e
+}
+
+fn note_forced(e: &mut NewEntry, req: &RecordRequest, open: &[TaskRef]) {
+    let list: Vec<String> = open
+        .iter()
+        .map(|t| format!("{} ({})", t.id, t.status))
+        .collect();
+    let mark = format!(
+        "completed with --force; dependencies not completed: {}",
+        list.join(", ")
+    );
+    let notes = match req.notes.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(n) => format!("{n} [{mark}]"),
+        None => mark,
+    };
+    e.set("notes", notes);
+}
+
+/// The completion rules shared by checkpoint and progress add.
+fn check_completion(
+    tasks: &[Task],
+    req: &RecordRequest,
+    what: &str,
+) -> Result<Vec<TaskRef>, RecordError> {
+    let task = req.task.trim();
+    if !has_caller_evidence(req) {
+        return Err(RecordError::NoEvidence {
+            task: task.to_string(),
+            what: what.to_string(),
+        });
+    }
+    let open = open_dependencies(tasks, task);
+    if !open.is_empty() && !req.force {
+        return Err(RecordError::OpenDependencies {
+            task: task.to_string(),
+            open,
+        });
+    }
+    Ok(open)
+}
+
+fn outcome(
+    req: &RecordRequest,
+    status: &str,
+    appended: Appended,
+    plan_status: Option<String>,
+    forced_past: Vec<TaskRef>,
+    in_plan: bool,
+) -> RecordOutcome {
+    RecordOutcome {
+        task_id: req.task.trim().to_string(),
+        status: status.to_string(),
+        timestamp: appended.timestamp,
+        entry: appended.entry,
+        plan_status,
+        forced_past,
+        task_exists_in_plan: in_plan,
+    }
+}
+
+/// `small checkpoint`: set a plan task's status (completed or blocked) and append the matching
+/// entry with the caller's evidence, together.
+pub fn checkpoint(
+    txn: &mut Transaction,
+    req: &RecordRequest,
+) -> Result<RecordOutcome, RecordError> {
+    let status = req.status.trim().to_ascii_lowercase();
+    if status != "completed" && status != "blocked" {
+        return Err(RecordError::Status {
+            status: req.status.clone(),
+            allowed: "a checkpoint is completed or blocked".into(),
+        });
+    }
+    let task = req.task.trim().to_string();
+    let rel = plan::plan_rel();
+    let Some(tasks) = plan_tasks(txn)? else {
+        return Err(RecordError::NoPlan(rel));
+    };
+    if !tasks.iter().any(|t| t.id == task) {
+        return Err(RecordError::UnknownTask {
+            closest: closest_ids(&tasks, &task),
+            id: task,
+        });
+    }
+    let forced_past = if status == "completed" {
+        check_completion(&tasks, req, "a completion")?
+    } else {
+        if !has_caller_evidence(req) {
+            return Err(RecordError::NoEvidence {
+                task: task.clone(),
+                what: "blocking".into(),
+            });
+        }
+        Vec::new()
+    };
+    let text = txn.read_string(&rel)?;
+    // The replay id is computed (if the workspace has none yet) from the plan before the change.
+    handoff::ensure_run_replay_id(txn)?;
+    let new_text = plan::set_status(&text, &task, &status).map_err(TxnError::Invalid)?;
+    let mut entry = build_entry(req, &status, None);
+    if !forced_past.is_empty() {
+        note_forced(&mut entry, req, &forced_past);
+    }
+    handoff::attach_replay_id(txn, &mut entry)?;
+    let appended = txn.append_progress(&entry, &req.timestamp)?;
+    txn.write(rel, new_text.into_bytes());
+    handoff::touch_workspace(txn, None)?;
+    Ok(outcome(
+        req,
+        &status,
+        appended,
+        Some(status.clone()),
+        forced_past,
+        true,
+    ))
+}
+
+/// Evidence written when a non-completion entry is added without any.
+pub const PROGRESS_DEFAULT_EVIDENCE: &str = "Recorded progress via small progress add";
+
+/// `small progress add`: append one entry (the plan is not changed).
+pub fn add_progress(
+    txn: &mut Transaction,
+    req: &RecordRequest,
+) -> Result<RecordOutcome, RecordError> {
+    let status = req.status.trim().to_ascii_lowercase();
+    if !STATUSES.contains(&status.as_str()) {
+        return Err(RecordError::Status {
+            status: req.status.clone(),
+            allowed: format!("use {}", STATUSES.join(", ")),
+        });
+    }
+    let task = req.task.trim().to_string();
+    let tasks = plan_tasks(txn)?.unwrap_or_default();
+    require_task(&tasks, &task)?;
+    let forced_past = if status == "completed" && !bookkeeping::is_meta(&task) {
+        check_completion(&tasks, req, "a completion")?
+    } else {
+        Vec::new()
+    };
+    let mut entry = build_entry(req, &status, Some(PROGRESS_DEFAULT_EVIDENCE));
+    if !forced_past.is_empty() {
+        note_forced(&mut entry, req, &forced_past);
+    }
+    handoff::attach_replay_id(txn, &mut entry)?;
+    let appended = txn.append_progress(&entry, &req.timestamp)?;
+    let in_plan = tasks.iter().any(|t| t.id == task);
+    Ok(outcome(req, &status, appended, None, forced_past, in_plan))
+}
+
+/// What [`migrate_progress`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrateOutcome {
+    pub entries: usize,
+    /// Timestamps rewritten.
+    pub rewritten: usize,
+    /// Whether the log changed (timestamps rewritten, or a flow list put in block form);
+    /// false: nothing was staged.
+    pub changed: bool,
+}
+
+/// `small progress migrate`: stage the progress log with canonical, strictly increasing
+/// timestamps (only the timestamp values change). A missing log is an error.
+pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, TxnError> {
+    let rel = crate::authoring::progress::progress_rel();
+    let Some(bytes) = txn.read(&rel)? else {
+        return Err(TxnError::Invalid(format!(
+            "{rel} does not exist; create the workspace with `small init`"
+        )));
+    };
+    let (report, new_text) =
+        crate::authoring::progress::migrate_text(&bytes).map_err(TxnError::Invalid)?;
+    let Some(text) = new_text else {
+        return Ok(MigrateOutcome {
+            entries: report.entries,
+            rewritten: 0,
+            changed: false,
+        });
+    };
+    txn.write(rel, text.into_bytes());
+    handoff::touch_workspace(txn, None)?;
+    Ok(MigrateOutcome {
+        entries: report.entries,
+        rewritten: report.rewritten,
+        changed: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(id: &str, status: &str, deps: &[&str]) -> Task {
+        Task {
+            id: id.into(),
+            title: id.into(),
+            status: status.into(),
+            dependencies: deps.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn closest_ids_first() {
+        let tasks = [
+            t("task-1", "", &[]),
+            t("task-9", "", &[]),
+            t("docs", "", &[]),
+        ];
+        assert_eq!(closest_ids(&tasks, "task-99")[0], "task-9");
+        assert!(require_task(&tasks, "meta/x").is_ok());
+        assert!(matches!(
+            require_task(&tasks, "task-99"),
+            Err(RecordError::UnknownTask { .. })
+        ));
+    }
+
+    #[test]
+    fn open_dependencies_listed() {
+        let tasks = [
+            t("a", "completed", &[]),
+            t("b", "pending", &[]),
+            t("c", "", &["a", "b", "zz"]),
+        ];
+        let open: Vec<String> = open_dependencies(&tasks, "c")
+            .into_iter()
+            .map(|r| format!("{}:{}", r.id, r.status))
+            .collect();
+        assert_eq!(open, vec!["b:pending", "zz:missing"]);
+    }
+
+    #[test]
+    fn canned_text_is_not_evidence() {
+        let mut req = RecordRequest {
+            task: "a".into(),
+            status: "completed".into(),
+            ..Default::default()
+        };
+        assert!(!has_caller_evidence(&req));
+        req.evidence = vec![(
+            "evidence".into(),
+            "Recorded checkpoint via small checkpoint".into(),
+        )];
+        assert!(!has_caller_evidence(&req));
+        req.evidence = vec![("test".into(), "cargo test".into())];
+        assert!(has_caller_evidence(&req));
+    }
+}

@@ -1,0 +1,1135 @@
+//! Checking the progress log entry by entry, fast at any size.
+//!
+//! The entries of a progress log are independent apart from one ordering rule (timestamps
+//! strictly increase), so the gates check them one at a time as they are parsed, and never
+//! hold the log as a tree. Three ways to get the same answer, fastest first:
+//!
+//! - **resume from the cache**: `.small-cache/progress-*.v1` (beside `.small/`) holds the
+//!   results for the entries before the log's last entry, keyed by a BLAKE3 hash of the bytes
+//!   they came from and of everything else they depend on (the rules, the plan's task ids, the
+//!   run scope, the binary). When those bytes are unchanged, only what follows them is parsed
+//!   and checked: a gate after `progress add` costs what the append added. A missing, stale,
+//!   damaged or unreadable cache just means a full check; `--no-cache` skips it;
+//! - **parallel**: a large log of the common shape is split at entry boundaries and each part
+//!   is parsed and checked on its own thread; the timestamp order is checked afterwards over
+//!   the recorded timestamps, in log order;
+//! - **sequential**: the line-level fast path ([`crate::yaml::stream_fast_part`]), else the
+//!   general YAML parser, streaming one entry at a time.
+//!
+//! All three produce the same diagnostics and facts (see the differential tests).
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
+use crate::gates::invariants::{check_order, PlanIndex, ProgressFacts, ProgressLinter, Stamp};
+use crate::gates::schemas::{SchemaSet, SchemaSource};
+use crate::gates::validate;
+use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
+use crate::spec::timestamp::Instant;
+use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
+
+/// Directory of the gates' cache, beside `.small/`.
+pub const CACHE_DIR: &str = ".small-cache";
+/// The cache file of the progress check with these rules, in [`CACHE_DIR`] (one per set of
+/// rules, so that the gates do not evict each other's results).
+pub fn cache_file(rules: &EntryRules) -> String {
+    format!(
+        "progress-{}-{}.v1",
+        if rules.schemas.is_some() {
+            "schema"
+        } else {
+            "noschema"
+        },
+        match rules.lint {
+            None => "nolint",
+            Some(true) => "strict",
+            Some(false) => "lint",
+        }
+    )
+}
+
+/// Logs smaller than this are checked on one thread (threads cost more than they save).
+const PARALLEL_MIN_BYTES: usize = 4 << 20;
+
+/// Which rules run on each entry.
+#[derive(Clone, Copy)]
+pub struct EntryRules<'a> {
+    /// Check each entry against the progress schema.
+    pub schemas: Option<&'a SchemaSet>,
+    /// Lint each entry (TS, INV2, SHAPE, INV1, LINK) and gather the facts; `Some(strict)`.
+    pub lint: Option<bool>,
+    pub plan: &'a PlanIndex,
+    /// The run scope (the handoff's replayId value, empty when none).
+    pub scope: &'a str,
+}
+
+/// How to run the check.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Threads to use (0: as many as the machine has, at most 4; 1: sequential).
+    pub threads: usize,
+    /// The cache directory to read (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// Also update the cache in `cache_dir` (false: only read it).
+    pub cache_write: bool,
+}
+
+/// What checking the entries found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct EntryResults {
+    /// Schema violations of the entries.
+    pub schema: Vec<Diagnostic>,
+    /// Lint diagnostics of the entries.
+    pub lint: Vec<Diagnostic>,
+    pub facts: ProgressFacts,
+}
+
+/// How the entries were checked (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// The general YAML parser (the log is not of the fast path's shape).
+    General,
+    /// The line-level fast path on one thread.
+    Sequential,
+    /// The fast path on this many threads.
+    Parallel(usize),
+    /// From the cache, parsing only from this entry on.
+    Resumed(usize),
+}
+
+/// The checked log: its document with `entries` empty (see
+/// [`crate::yaml::parse_streaming`]), the results, and how they were obtained.
+pub struct Checked {
+    /// The document, or the YAML error that stopped parsing (the results then cover the
+    /// entries before it).
+    pub root: Result<Node, YamlError>,
+    pub results: EntryResults,
+    pub method: Method,
+}
+
+/// Check every entry of the log `src` (the text of `.small/progress.small.yml`). A YAML
+/// error is reported as the general parser reports it.
+pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOptions) -> Checked {
+    // Only the embedded schemas are known by version; a schema directory may change.
+    let cacheable = rules
+        .schemas
+        .is_none_or(|s| *s.source() == SchemaSource::Embedded);
+    let key = opts
+        .cache_dir
+        .as_ref()
+        .filter(|_| cacheable)
+        .map(|_| context_key(rules));
+    let file = cache_file(rules);
+    if let (Some(dir), Some(key)) = (&opts.cache_dir, &key) {
+        if let Some(c) = resume(dir, &file, key, src, limits, rules) {
+            if let Some(snap) = &c.1 {
+                if snap.resume.offset != c.2 && opts.cache_write {
+                    write_cache(dir, &file, key, src, snap);
+                }
+            }
+            return c.0;
+        }
+    }
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4),
+        n => n,
+    };
+    let fast = if threads > 1 && src.len() >= PARALLEL_MIN_BYTES {
+        parallel(src, limits, rules, threads).or_else(|| sequential(src, limits, rules))
+    } else {
+        sequential(src, limits, rules)
+    };
+    if let Some((checked, snap)) = fast {
+        if let (Some(dir), Some(key), Some(snap)) = (&opts.cache_dir, &key, &snap) {
+            if opts.cache_write {
+                write_cache(dir, &file, key, src, snap);
+            }
+        }
+        return checked;
+    }
+    general(src, limits, rules)
+}
+
+// ---------------------------------------------------------------------------------------
+// One part of the log on one thread
+
+/// The results of entries, entry by entry, holding back the last one seen so that the state
+/// before it can be kept (the cache vouches for the entries before the log's last entry: the
+/// last one's span changes when another is appended after it).
+struct Runner<'a> {
+    rules: EntryRules<'a>,
+    rel: String,
+    linter: ProgressLinter<'a>,
+    schema: Vec<Diagnostic>,
+    held: Option<(usize, Node)>,
+}
+
+/// The state of a [`Runner`] before the held-back entry.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    schema: Vec<Diagnostic>,
+    lint: Vec<Diagnostic>,
+    facts: ProgressFacts,
+    prev: Option<(Instant, usize)>,
+}
+
+impl<'a> Runner<'a> {
+    /// `deferred`: record timestamps for a later order check, for about this many entries.
+    fn new(rules: &EntryRules<'a>, deferred: Option<usize>) -> Runner<'a> {
+        let linter = ProgressLinter::new(rules.plan, rules.scope);
+        Runner {
+            rules: *rules,
+            rel: ArtifactKind::Progress.rel_path(),
+            linter: match deferred {
+                Some(n) => linter.defer_order(n),
+                None => linter,
+            },
+            schema: Vec::new(),
+            held: None,
+        }
+    }
+
+    fn run(&mut self, i: usize, node: &Node) {
+        if let Some(s) = self.rules.schemas {
+            self.schema.extend(validate::validate_progress_entry_node(
+                s, &self.rel, i, node,
+            ));
+        }
+        match self.rules.lint {
+            Some(strict) => self.linter.entry_all(i, node, strict),
+            None => self.linter.facts.count += 1,
+        }
+    }
+
+    fn push(&mut self, i: usize, node: Node) {
+        if let Some((j, held)) = self.held.take() {
+            self.run(j, &held);
+        }
+        self.held = Some((i, node));
+    }
+
+    /// Check the held-back entry; returns the state before it (if there was one).
+    fn finish(&mut self) -> Option<Snapshot> {
+        let (j, held) = self.held.take()?;
+        let snap = Snapshot {
+            schema: self.schema.clone(),
+            lint: self.linter.diags.clone(),
+            facts: self.linter.facts.clone(),
+            prev: self.linter.order_state(),
+        };
+        self.run(j, &held);
+        Some(snap)
+    }
+
+    fn results(self) -> EntryResults {
+        EntryResults {
+            schema: self.schema,
+            lint: self.linter.diags,
+            facts: self.linter.facts,
+        }
+    }
+}
+
+/// A snapshot to cache: the results of the entries before `resume` (the start of the log's
+/// last entry).
+#[derive(Debug, Clone)]
+struct CacheSnap {
+    resume: Resume,
+    results: EntryResults,
+    prev: Option<(Instant, usize)>,
+}
+
+fn sequential(
+    src: &str,
+    limits: &Limits,
+    rules: &EntryRules,
+) -> Option<(Checked, Option<CacheSnap>)> {
+    let mut r = Runner::new(rules, None);
+    let walked = yaml::stream_fast_part(src, limits, "entries", Part::default(), &mut |i, n| {
+        r.push(i, n)
+    })?;
+    let snap = r.finish();
+    let snap = match (snap, walked.last_item) {
+        (Some(s), Some(resume)) => Some(CacheSnap {
+            resume,
+            results: EntryResults {
+                schema: s.schema,
+                lint: s.lint,
+                facts: s.facts,
+            },
+            prev: s.prev,
+        }),
+        _ => None,
+    };
+    Some((
+        Checked {
+            root: Ok(walked.root?),
+            results: r.results(),
+            method: Method::Sequential,
+        },
+        snap,
+    ))
+}
+
+fn general(src: &str, limits: &Limits, rules: &EntryRules) -> Checked {
+    let mut r = Runner::new(rules, None);
+    let root = yaml::parse_streaming_general(src, limits, "entries", &mut |i, n| r.run(i, &n));
+    Checked {
+        root,
+        results: r.results(),
+        method: Method::General,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Parallel
+
+/// Start offsets of the lines that open an item of the sequence (`indent` spaces, `- `),
+/// from `from` on: the first at or after each of `targets`.
+fn item_line_at_or_after(bytes: &[u8], at: usize, indent: usize) -> Option<usize> {
+    let mut pos = at;
+    loop {
+        // `pos` must start a line.
+        if pos == 0 || bytes.get(pos - 1) == Some(&b'\n') {
+            let line = &bytes[pos..];
+            if line.len() > indent + 1
+                && line[..indent].iter().all(|&b| b == b' ')
+                && line[indent] == b'-'
+                && line[indent + 1] == b' '
+            {
+                return Some(pos);
+            }
+        }
+        pos += memchr::memchr(b'\n', bytes.get(pos..)?)? + 1;
+        if pos >= bytes.len() {
+            return None;
+        }
+    }
+}
+
+/// Lines and item lines in `bytes[from..to]` (`from` starts a line).
+fn count_lines(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
+    let part = &bytes[from..to];
+    let is_item = |at: usize| {
+        let l = &part[at..];
+        l.len() > indent + 1
+            && l[..indent].iter().all(|&b| b == b' ')
+            && l[indent] == b'-'
+            && l[indent + 1] == b' '
+    };
+    let mut lines = 0;
+    let mut items = usize::from(is_item(0));
+    for nl in memchr::memchr_iter(b'\n', part) {
+        lines += 1;
+        if nl + 1 < part.len() && is_item(nl + 1) {
+            items += 1;
+        }
+    }
+    (lines, items)
+}
+
+struct PartResult {
+    runner_results: EntryResults,
+    stamps: Vec<Stamp>,
+    snap: Option<Snapshot>,
+    walked: yaml::Walked,
+}
+
+fn parallel(
+    src: &str,
+    limits: &Limits,
+    rules: &EntryRules,
+    threads: usize,
+) -> Option<(Checked, Option<CacheSnap>)> {
+    let first = yaml::stream_fast_part(
+        src,
+        limits,
+        "entries",
+        Part {
+            first_item_only: true,
+            ..Part::default()
+        },
+        &mut |_, _| {},
+    )?
+    .last_item?;
+    let bytes = src.as_bytes();
+    let span = bytes.len() - first.offset;
+    let mut starts = vec![first.offset];
+    for k in 1..threads {
+        let target = first.offset + span * k / threads;
+        if let Some(at) = item_line_at_or_after(bytes, target, first.seq_indent) {
+            if at > *starts.last()? {
+                starts.push(at);
+            }
+        }
+    }
+    if starts.len() < 2 {
+        return None;
+    }
+    let ends: Vec<usize> = starts[1..].iter().copied().chain([bytes.len()]).collect();
+    // Line and item counts of each part, to number the parts' lines and entries.
+    let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = starts
+            .iter()
+            .zip(&ends)
+            .map(|(&a, &b)| s.spawn(move || count_lines(bytes, a, b, first.seq_indent)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join())
+            .collect::<Result<_, _>>()
+    })
+    .ok()?;
+    let mut resumes = Vec::with_capacity(starts.len());
+    let (mut line, mut index) = (first.line, 0);
+    for (k, &at) in starts.iter().enumerate() {
+        resumes.push(Resume {
+            offset: at,
+            line,
+            index,
+            ..first
+        });
+        line += counts[k].0;
+        index += counts[k].1;
+    }
+    let last = starts.len() - 1;
+    let parts: Vec<Option<PartResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = resumes
+            .iter()
+            .enumerate()
+            .map(|(k, &resume)| {
+                let stop = (k < last).then(|| ends[k]);
+                let expected = counts[k].1;
+                s.spawn(move || {
+                    let mut r = Runner::new(rules, Some(expected));
+                    let walked = yaml::stream_fast_part(
+                        src,
+                        limits,
+                        "entries",
+                        Part {
+                            resume: Some(resume),
+                            stop,
+                            first_item_only: false,
+                        },
+                        &mut |i, n| r.push(i, n),
+                    )?;
+                    // Only the last part's state before its last entry is cached.
+                    let snap = if stop.is_none() {
+                        r.finish()
+                    } else {
+                        r.finish();
+                        None
+                    };
+                    let stamps = r.linter.take_stamps();
+                    Some(PartResult {
+                        runner_results: r.results(),
+                        stamps,
+                        snap,
+                        walked,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let parts: Vec<PartResult> = parts.into_iter().collect::<Option<_>>()?;
+    // Each part must have ended where the next one starts, with the entries counted.
+    for (k, p) in parts.iter().enumerate() {
+        let expected_end = resumes.get(k + 1).map(|r| r.index);
+        if let Some(e) = expected_end {
+            if p.walked.count != e {
+                return None;
+            }
+        }
+    }
+    let text_of = |s: &Stamp| yaml::scalar_text_at(src, s.span).unwrap_or_default();
+    let mut results = EntryResults::default();
+    let mut prev = None;
+    let mut snap_out = None;
+    let n = parts.len();
+    for (k, p) in parts.into_iter().enumerate() {
+        if k + 1 == n {
+            // The cache snapshot: everything before the last part, then the last part's
+            // state before its held-back entry.
+            if let (Some(s), Some(resume)) = (p.snap, p.walked.last_item) {
+                let mut snap_results = results.clone();
+                let mut snap_prev = prev;
+                snap_results.schema.extend(s.schema);
+                snap_results.lint.extend(s.lint);
+                merge_facts(&mut snap_results.facts, s.facts);
+                // Every timestamp but the held-back (last) entry's.
+                let before = p
+                    .stamps
+                    .iter()
+                    .filter(|st| st.index != resume.index)
+                    .cloned();
+                check_order(before, &mut snap_prev, &mut snap_results.lint, &text_of);
+                snap_out = Some(CacheSnap {
+                    resume,
+                    results: snap_results,
+                    prev: snap_prev,
+                });
+            }
+        }
+        results.schema.extend(p.runner_results.schema);
+        results.lint.extend(p.runner_results.lint);
+        merge_facts(&mut results.facts, p.runner_results.facts);
+        check_order(p.stamps, &mut prev, &mut results.lint, &text_of);
+        if k + 1 == n {
+            return Some((
+                Checked {
+                    root: Ok(p.walked.root?),
+                    results,
+                    method: Method::Parallel(n),
+                },
+                snap_out,
+            ));
+        }
+    }
+    None
+}
+
+fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
+    // Destructured so that a new fact cannot be forgotten here.
+    let ProgressFacts {
+        with_entries,
+        with_strict_evidence,
+        with_completion,
+        with_completion_evidence,
+        s2_offenders,
+        count,
+    } = from;
+    into.with_entries.extend(with_entries);
+    into.with_strict_evidence.extend(with_strict_evidence);
+    into.with_completion.extend(with_completion);
+    into.with_completion_evidence
+        .extend(with_completion_evidence);
+    into.s2_offenders.extend(s2_offenders);
+    into.count += count;
+}
+
+// ---------------------------------------------------------------------------------------
+// The cache
+
+/// Everything the cached results depend on besides the log's bytes.
+fn context_key(rules: &EntryRules) -> String {
+    let mut h = blake3::Hasher::new();
+    let mut put = |s: &str| {
+        h.update(&(s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    put("small progress-check cache v2");
+    put(TOOL_VERSION);
+    // The binary itself: another build may check differently.
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::metadata(&p).ok().map(|m| (p, m)));
+    match exe {
+        Some((p, m)) => {
+            put(&p.display().to_string());
+            put(&m.len().to_string());
+            put(&format!("{:?}", m.modified().ok()));
+        }
+        None => put("unknown binary"),
+    }
+    put(match rules.schemas {
+        None => "no schemas",
+        Some(_) => "embedded schemas",
+    });
+    put(match rules.lint {
+        None => "no lint",
+        Some(true) => "strict lint",
+        Some(false) => "lint",
+    });
+    put(rules.scope);
+    put(if rules.plan.tasks.is_empty() {
+        "empty plan"
+    } else {
+        "plan"
+    });
+    let mut ids: Vec<&str> = rules.plan.ids.iter().map(String::as_str).collect();
+    ids.sort_unstable();
+    for id in ids {
+        put(id);
+    }
+    h.finalize().to_hex().to_string()
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedPos(u32, u32, u32);
+
+#[derive(Serialize, Deserialize)]
+struct CachedSpan(CachedPos, CachedPos);
+
+#[derive(Serialize, Deserialize)]
+struct CachedDiag {
+    code: String,
+    error: bool,
+    file: Option<String>,
+    span: Option<CachedSpan>,
+    path: Option<String>,
+    message: String,
+    help: Option<String>,
+    /// Secret format and masked text (never the secret itself).
+    secret: Option<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheBody {
+    context: String,
+    prefix_len: usize,
+    prefix_hash: String,
+    resume: (usize, usize, usize, usize, CachedPos),
+    schema: Vec<CachedDiag>,
+    lint: Vec<CachedDiag>,
+    with_entries: Vec<String>,
+    with_strict_evidence: Vec<String>,
+    with_completion: Vec<String>,
+    with_completion_evidence: Vec<String>,
+    s2_offenders: Vec<(usize, String, CachedSpan)>,
+    count: usize,
+    prev: Option<(String, usize)>,
+}
+
+fn pos_out(p: Pos) -> CachedPos {
+    CachedPos(p.line, p.column, p.offset)
+}
+fn pos_in(p: &CachedPos) -> Pos {
+    Pos {
+        line: p.0,
+        column: p.1,
+        offset: p.2,
+    }
+}
+fn span_out(s: Span) -> CachedSpan {
+    CachedSpan(pos_out(s.start), pos_out(s.end))
+}
+fn span_in(s: &CachedSpan) -> Span {
+    Span {
+        start: pos_in(&s.0),
+        end: pos_in(&s.1),
+    }
+}
+fn diag_out(d: &Diagnostic) -> CachedDiag {
+    CachedDiag {
+        code: d.code.clone(),
+        error: d.severity == Severity::Error,
+        file: d.file.clone(),
+        span: d.span.map(span_out),
+        path: d.path.clone(),
+        message: d.message.clone(),
+        help: d.help.clone(),
+        secret: d
+            .secret
+            .as_ref()
+            .map(|n| (n.kind.clone(), n.masked.clone())),
+    }
+}
+fn diag_in(d: CachedDiag) -> Diagnostic {
+    Diagnostic {
+        code: d.code,
+        severity: if d.error {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        file: d.file,
+        span: d.span.as_ref().map(span_in),
+        path: d.path,
+        message: d.message,
+        help: d.help,
+        secret: d.secret.map(|(kind, masked)| SecretNote { kind, masked }),
+    }
+}
+
+fn prefix_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// The cache file's text: the BLAKE3 hash of the body on the first line, then the body (so a
+/// damaged file is recognised and ignored).
+fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
+    let r = snap.resume;
+    // Destructured so that a new fact cannot be left out of the cache.
+    let ProgressFacts {
+        with_entries,
+        with_strict_evidence,
+        with_completion,
+        with_completion_evidence,
+        s2_offenders,
+        count,
+    } = &snap.results.facts;
+    let body = CacheBody {
+        context: key.to_string(),
+        prefix_len: r.offset,
+        prefix_hash: prefix_hash(&src.as_bytes()[..r.offset]),
+        resume: (
+            r.offset,
+            r.line,
+            r.index,
+            r.seq_indent,
+            pos_out(r.seq_start),
+        ),
+        schema: snap.results.schema.iter().map(diag_out).collect(),
+        lint: snap.results.lint.iter().map(diag_out).collect(),
+        with_entries: with_entries.iter().cloned().collect(),
+        with_strict_evidence: with_strict_evidence.iter().cloned().collect(),
+        with_completion: with_completion.iter().cloned().collect(),
+        with_completion_evidence: with_completion_evidence.iter().cloned().collect(),
+        s2_offenders: s2_offenders
+            .iter()
+            .map(|(i, id, s)| (*i, id.clone(), span_out(*s)))
+            .collect(),
+        count: *count,
+        prev: snap.prev.map(|(t, i)| (t.unix_nanos().to_string(), i)),
+    };
+    let Ok(json) = serde_json::to_string(&body) else {
+        return;
+    };
+    let text = format!("{}\n{json}", blake3::hash(json.as_bytes()).to_hex());
+    // Best effort: a cache that cannot be written only costs speed. Never follow a symlink
+    // out of the workspace.
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return,
+        Err(_) => {
+            if std::fs::create_dir(dir).is_err() {
+                return;
+            }
+            let _ = std::fs::write(
+                dir.join(".gitignore"),
+                "# the gates' cache; safe to delete\n*\n",
+            );
+        }
+    }
+    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
+        return;
+    };
+    if tmp.write_all(text.as_bytes()).is_ok() {
+        let _ = tmp.persist(dir.join(file));
+    }
+}
+
+/// The largest cache file read (a bigger one is ignored).
+const CACHE_MAX_BYTES: u64 = 256 << 20;
+
+fn read_cache(dir: &Path, file: &str, key: &str) -> Option<CacheBody> {
+    let path = dir.join(file);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > CACHE_MAX_BYTES {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let (hash, json) = text.split_once('\n')?;
+    if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
+        return None;
+    }
+    let body: CacheBody = serde_json::from_str(json).ok()?;
+    (body.context == key).then_some(body)
+}
+
+/// Check from the cache: `None` when it cannot be used (then nothing was checked). Returns
+/// the result, a new snapshot to cache, and where the old one resumed.
+fn resume(
+    dir: &Path,
+    file: &str,
+    key: &str,
+    src: &str,
+    limits: &Limits,
+    rules: &EntryRules,
+) -> Option<(Checked, Option<CacheSnap>, usize)> {
+    let body = read_cache(dir, file, key)?;
+    let n = body.prefix_len;
+    if n > src.len() || !src.is_char_boundary(n) || body.resume.0 != n {
+        return None;
+    }
+    if prefix_hash(&src.as_bytes()[..n]) != body.prefix_hash {
+        return None;
+    }
+    let resume = Resume {
+        offset: body.resume.0,
+        line: body.resume.1,
+        index: body.resume.2,
+        seq_indent: body.resume.3,
+        seq_start: pos_in(&body.resume.4),
+    };
+    let prev = match body.prev {
+        Some((nanos, i)) => Some((Instant::from_unix_nanos(nanos.parse().ok()?), i)),
+        None => None,
+    };
+    let mut r = Runner::new(rules, None);
+    r.schema = body.schema.into_iter().map(diag_in).collect();
+    r.linter.diags = body.lint.into_iter().map(diag_in).collect();
+    r.linter.facts = ProgressFacts {
+        with_entries: body.with_entries.into_iter().collect::<HashSet<_>>(),
+        with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
+        with_completion: body.with_completion.into_iter().collect(),
+        with_completion_evidence: body.with_completion_evidence.into_iter().collect(),
+        s2_offenders: body
+            .s2_offenders
+            .into_iter()
+            .map(|(i, id, s)| (i, id, span_in(&s)))
+            .collect(),
+        count: body.count,
+    };
+    r.linter.set_order_state(prev);
+    let walked = yaml::stream_fast_part(
+        src,
+        limits,
+        "entries",
+        Part {
+            resume: Some(resume),
+            ..Part::default()
+        },
+        &mut |i, node| r.push(i, node),
+    )?;
+    if walked.last_item.is_none_or(|l| l.index < resume.index) {
+        // The entry at the resume point is gone: the one before it now ends the log, and
+        // its span with it.
+        return None;
+    }
+    let snap = r.finish();
+    let snap = match (snap, walked.last_item) {
+        (Some(s), Some(resume)) => Some(CacheSnap {
+            resume,
+            results: EntryResults {
+                schema: s.schema,
+                lint: s.lint,
+                facts: s.facts,
+            },
+            prev: s.prev,
+        }),
+        _ => None,
+    };
+    Some((
+        Checked {
+            root: Ok(walked.root?),
+            results: r.results(),
+            method: Method::Resumed(resume.index),
+        },
+        snap,
+        n,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag;
+    use proptest::prelude::*;
+
+    const SCOPE: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+    fn plan() -> PlanIndex {
+        let text = "tasks:\n  - id: task-1\n  - id: task-2\n  - id: task-3\n";
+        let doc = yaml::parse_str(text, &Limits::default()).unwrap();
+        PlanIndex::from_plan(Some(&doc.root))
+    }
+
+    /// One entry of a generated log; `kind` picks a variant, several of them invalid.
+    fn entry(i: usize, kind: u8) -> String {
+        let ts = match kind % 11 {
+            0 => "    timestamp: \"2026-01-01T00:00:00.000000Z\"\n".to_string(), // out of order
+            1 => "    timestamp: \"2026-01-02\"\n".to_string(),                  // malformed
+            2 => String::new(),                                                  // missing
+            _ => format!(
+                "    timestamp: \"2026-02-01T00:{:02}:{:02}.{i:06}Z\"\n",
+                i / 60 % 60,
+                i % 60
+            ),
+        };
+        let task = match kind % 7 {
+            0 => "ghost-task",
+            1 => "meta/setup",
+            2 => "task-2",
+            _ => "task-1",
+        };
+        let mut e = format!("  - task_id: \"{task}\"\n{ts}");
+        if kind % 5 != 0 {
+            e.push_str(&format!("    evidence: \"ran the tests: ok (step {i})\"\n"));
+        }
+        if kind % 13 == 3 {
+            e.push_str("    notes: \"see http://example.com/log for details\"\n");
+        }
+        if kind % 17 == 4 {
+            e.push_str("    verification: \"key AKIAIOSFODNN7EXAMPLE leaked\"\n");
+        }
+        if kind % 3 == 0 {
+            e.push_str(&format!("    replayId: \"{SCOPE}\"\n"));
+        }
+        if kind % 19 == 5 {
+            e.push_str("    status: \"sideways\"\n");
+        }
+        if kind % 23 == 6 {
+            e.push_str("    surprise: 1\n");
+        }
+        e
+    }
+
+    fn log(kinds: &[u8]) -> String {
+        let mut s = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n");
+        for (i, k) in kinds.iter().enumerate() {
+            s.push_str(&entry(i, *k));
+        }
+        s
+    }
+
+    fn rules<'a>(plan: &'a PlanIndex, schemas: &'a SchemaSet, strict: bool) -> EntryRules<'a> {
+        EntryRules {
+            schemas: Some(schemas),
+            lint: Some(strict),
+            plan,
+            scope: SCOPE,
+        }
+    }
+
+    fn normalized(mut r: EntryResults) -> EntryResults {
+        diag::sort(&mut r.schema);
+        diag::sort(&mut r.lint);
+        r
+    }
+
+    fn no_cache() -> ScanOptions {
+        ScanOptions {
+            threads: 1,
+            cache_dir: None,
+            cache_write: false,
+        }
+    }
+
+    /// The one-thread fast path (the reference every other path must equal).
+    fn reference(src: &str, rules: &EntryRules) -> (Node, EntryResults) {
+        let (c, _) = sequential(src, &Limits::default(), rules).expect("fast path applies");
+        (c.root.unwrap(), normalized(c.results))
+    }
+
+    fn with_cache(dir: &Path) -> ScanOptions {
+        ScanOptions {
+            threads: 1,
+            cache_dir: Some(dir.to_path_buf()),
+            cache_write: true,
+        }
+    }
+
+    fn assert_same(c: Checked, src: &str, rules: &EntryRules) {
+        let (root, results) = reference(src, rules);
+        assert_eq!(c.root.unwrap(), root);
+        assert_eq!(normalized(c.results), results);
+    }
+
+    #[test]
+    fn fast_path_results_equal_the_general_parser() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let kinds: Vec<u8> = (0..120u8).collect();
+        let src = log(&kinds);
+        let rules = rules(&plan, &schemas, true);
+        let general = general(&src, &Limits::default(), &rules);
+        let (_, fast) = reference(&src, &rules);
+        let strip_ends = |v: &[Diagnostic]| -> Vec<(String, Option<Pos>, String)> {
+            v.iter()
+                .map(|d| (d.code.clone(), d.span.map(|s| s.start), d.message.clone()))
+                .collect()
+        };
+        let g = normalized(general.results);
+        assert_eq!(strip_ends(&g.lint), strip_ends(&fast.lint));
+        assert_eq!(strip_ends(&g.schema), strip_ends(&fast.schema));
+        assert_eq!(g.facts, fast.facts);
+        assert!(!fast.lint.is_empty() && !fast.schema.is_empty());
+        assert_eq!(general.method, Method::General);
+    }
+
+    #[test]
+    fn parallel_parse_equals_one_thread() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let kinds: Vec<u8> = (0..200u8).chain(0..100).collect();
+        let src = log(&kinds);
+        for strict in [true, false] {
+            let rules = rules(&plan, &schemas, strict);
+            for threads in 2..=5 {
+                let (c, snap) = parallel(&src, &Limits::default(), &rules, threads).unwrap();
+                assert_eq!(c.method, Method::Parallel(threads));
+                assert_same(c, &src, &rules);
+                // The snapshot for the cache equals one thread's.
+                let (_, seq_snap) = sequential(&src, &Limits::default(), &rules).unwrap();
+                let (p, s) = (snap.unwrap(), seq_snap.unwrap());
+                assert_eq!(p.resume, s.resume);
+                assert_eq!(p.prev, s.prev);
+                assert_eq!(normalized(p.results), normalized(s.results));
+            }
+        }
+    }
+
+    #[test]
+    fn cache_miss_hit_and_append() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let kinds: Vec<u8> = (0..80u8).collect();
+        let src = log(&kinds);
+        // Miss: a full check, which writes the cache.
+        let c = check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::Sequential);
+        assert_same(c, &src, &rules);
+        assert!(dir.join(cache_file(&rules)).is_file());
+        assert!(dir.join(".gitignore").is_file());
+        // Hit, nothing appended: only the last entry is checked again.
+        let c = check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::Resumed(79));
+        assert_same(c, &src, &rules);
+        // Hit after appending entries (some invalid).
+        let mut longer = src.clone();
+        for i in 80..95 {
+            longer.push_str(&entry(i, (i * 7 % 29) as u8));
+        }
+        let c = check_log(&longer, &Limits::default(), &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::Resumed(79));
+        assert_same(c, &longer, &rules);
+        let c = check_log(&longer, &Limits::default(), &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::Resumed(94));
+        assert_same(c, &longer, &rules);
+        // --no-cache: a full check.
+        let c = check_log(&longer, &Limits::default(), &rules, &no_cache());
+        assert_eq!(c.method, Method::Sequential);
+    }
+
+    #[test]
+    fn any_changed_byte_in_the_checked_part_is_noticed() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let kinds: Vec<u8> = (20..60u8).collect();
+        let src = log(&kinds);
+        check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        let cache = std::fs::read(dir.join(cache_file(&rules))).unwrap();
+        // Change one byte at a time (same length): never resumed, always the full answer.
+        for at in (0..src.len() - 200).step_by(97) {
+            let mut bytes = src.clone().into_bytes();
+            bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+            let Ok(changed) = String::from_utf8(bytes) else {
+                continue;
+            };
+            std::fs::write(dir.join(cache_file(&rules)), &cache).unwrap();
+            let c = check_log(&changed, &Limits::default(), &rules, &with_cache(&dir));
+            assert!(!matches!(c.method, Method::Resumed(_)), "byte {at}");
+            if let Some((root, results)) =
+                sequential(&changed, &Limits::default(), &rules).map(|(c, _)| (c.root, c.results))
+            {
+                assert_eq!(c.root.unwrap(), root.unwrap());
+                assert_eq!(normalized(c.results), normalized(results));
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_stale_or_foreign_cache_means_a_full_check() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let src = log(&(0..50u8).collect::<Vec<_>>());
+        check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        let path = dir.join(cache_file(&rules));
+        let good = std::fs::read_to_string(&path).unwrap();
+        // A changed result in the body (the body hash no longer matches).
+        let damaged = good.replacen("has no evidence", "has no evidencf", 1);
+        assert_ne!(damaged, good);
+        for bad in [
+            damaged,
+            good[..good.len() / 2].to_string(),
+            String::new(),
+            "x\n{}".into(),
+        ] {
+            std::fs::write(&path, &bad).unwrap();
+            let c = check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+            assert_eq!(c.method, Method::Sequential);
+            assert_same(c, &src, &rules);
+        }
+        // Written again by the full check, and usable.
+        let c = check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        assert!(matches!(c.method, Method::Resumed(_)));
+        // Other rules (non-strict) or another plan: not this cache.
+        let lax = EntryRules {
+            lint: Some(false),
+            ..rules
+        };
+        assert_ne!(cache_file(&lax), cache_file(&rules));
+        let other_plan = PlanIndex::default();
+        let other = EntryRules {
+            plan: &other_plan,
+            ..rules
+        };
+        let c = check_log(&src, &Limits::default(), &other, &with_cache(&dir));
+        assert_eq!(c.method, Method::Sequential);
+        assert_same(c, &src, &other);
+        // The log cut back to before the cached point: a full check.
+        let mut lines: Vec<&str> = src.lines().collect();
+        lines.truncate(lines.len() - 12);
+        let short = lines.join("\n") + "\n";
+        check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        let c = check_log(&short, &Limits::default(), &rules, &with_cache(&dir));
+        assert!(!matches!(c.method, Method::Resumed(_)));
+        assert_same(c, &short, &rules);
+    }
+
+    #[test]
+    fn unusual_shapes_after_the_cached_part_fall_back_to_the_parser() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let src = log(&(3..30u8).collect::<Vec<_>>());
+        check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+        let flow = format!(
+            "{src}  - {{task_id: task-1, evidence: x, timestamp: \"2027-01-01T00:00:00.1Z\"}}\n"
+        );
+        let c = check_log(&flow, &Limits::default(), &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::General);
+        let mut r = Runner::new(&rules, None);
+        let root =
+            yaml::parse_streaming_general(&flow, &Limits::default(), "entries", &mut |i, n| {
+                r.run(i, &n)
+            });
+        assert_eq!(c.root, root);
+        assert_eq!(normalized(c.results), normalized(r.results()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        #[test]
+        fn every_path_agrees(
+            kinds in proptest::collection::vec(any::<u8>(), 1..60),
+            more in proptest::collection::vec(any::<u8>(), 0..20),
+            threads in 2usize..5,
+            strict in any::<bool>(),
+        ) {
+            let (plan, schemas) = (plan(), SchemaSet::embedded());
+            let rules = rules(&plan, &schemas, strict);
+            let src = log(&kinds);
+            if let Some((c, _)) = parallel(&src, &Limits::default(), &rules, threads) {
+                assert_same(c, &src, &rules);
+            }
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join(CACHE_DIR);
+            let c = check_log(&src, &Limits::default(), &rules, &with_cache(&dir));
+            assert_same(c, &src, &rules);
+            let mut longer = src.clone();
+            for (j, k) in more.iter().enumerate() {
+                longer.push_str(&entry(kinds.len() + j, *k));
+            }
+            let c = check_log(&longer, &Limits::default(), &rules, &with_cache(&dir));
+            prop_assert!(matches!(c.method, Method::Resumed(_)));
+            assert_same(c, &longer, &rules);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+use super::*;
+
+/// Tokens are assembled from parts so that the source holds no scanner-shaped credential.
+fn tok(parts: &[&str]) -> String {
+    parts.concat()
+}
+
+fn flagged(key: Option<&str>, v: &str) -> bool {
+    scan_str(key, v).is_some()
+}
+
+fn kind(v: &str) -> &'static str {
+    scan_str(None, v).map(|f| f.kind).unwrap_or("none")
+}
+
+#[test]
+fn finds_what_the_reference_misses() {
+    let stripe = tok(&["sk_", "live_", "51HqLyjWDarjtT1zdp7dc9xQ4"]);
+    assert!(flagged(
+        Some("evidence"),
+        &format!("Smoke test used key {stripe} against the sandbox")
+    ));
+    let aws = tok(&["AKIA", "Z7Q2LMNOPQRS4TUV"]);
+    assert!(flagged(Some("notes"), &format!("creds {aws} in env")));
+    let pem = tok(&[
+        "-----BEGIN RSA ",
+        "PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    ]);
+    assert!(flagged(Some("notes"), &pem));
+    let gh = tok(&["ghp", "_0123456789abcdefghijABCDEFGHIJ012345"]);
+    assert_eq!(kind(&gh), "GitHub token");
+    assert!(flagged(
+        None,
+        &tok(&["token xox", "b-123456789012-abcdefghijkl"])
+    ));
+    assert_eq!(
+        kind("postgres://app:s3cr3t@db.internal:5432/app"),
+        "password in a URL"
+    );
+}
+
+#[test]
+fn assignments_anywhere_in_text() {
+    assert_eq!(
+        kind("ran DB_PASSWORD=Xk9#mQ2vLp7z ./migrate"),
+        "secret assignment"
+    );
+    assert_eq!(
+        kind("export GITHUB_PAT=Zq81Lm0PpXr7Tt2"),
+        "secret assignment"
+    );
+    assert_eq!(
+        kind(r#"{"client_secret": "a8Kq2Lm9Zp0Xc7Vb"}"#),
+        "secret assignment"
+    );
+    assert_eq!(
+        kind("curl --password=Tr0ub4dor&3x host"),
+        "secret assignment"
+    );
+    assert_eq!(kind("login --token Zq81Lm0PpXr7Tt2wq"), "secret assignment");
+    // References, placeholders, words, names.
+    for ok in [
+        "DB_PASSWORD=$DB_PASSWORD ./migrate",
+        "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }}",
+        "POSTGRES_PASSWORD=postgres docker compose up",
+        "API_TOKEN=test-token pytest",
+        "token=os.environ['API_TOKEN']",
+        "SECRET_NAME=prod-db",
+        "PASSWORD_MIN_LENGTH=12",
+        "max_tokens=4096",
+        "password: <redacted>",
+        "docker login --password-stdin",
+        "TOKEN=GITHUB_TOKEN_FALLBACK",
+        "password=config.db.password",
+    ] {
+        assert!(!flagged(Some("command"), ok), "{ok}");
+    }
+}
+
+#[test]
+fn headers_and_connection_strings() {
+    assert_eq!(
+        kind("curl -H 'Authorization: Bearer 9f8Aq7Lm2ZxPq0Rt5Vb3Nc'"),
+        "bearer token"
+    );
+    assert_eq!(
+        kind("Authorization: Basic YWRtaW46czNjcjN0UGFzcw=="),
+        "basic auth credentials"
+    );
+    assert!(!flagged(None, "uses Basic authentication over TLS"));
+    assert!(!flagged(None, "Authorization: Bearer $TOKEN"));
+    assert!(!flagged(None, "Authorization: Bearer <token>"));
+    let az = tok(&[
+        "DefaultEndpointsProtocol=https;AccountName=acct;Account",
+        "Key=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDREVGR0g=;",
+    ]);
+    assert_eq!(kind(&az), "Azure storage account key");
+    assert_eq!(
+        kind("mongodb+srv://svc:Pq7Lm2Zx@cluster0.mongodb.net/app"),
+        "password in a URL"
+    );
+    assert!(!flagged(None, "postgres://app:${PGPASSWORD}@db/app"));
+    assert!(!flagged(None, "docker://alpine:3.19@sha256:4bcff63911fcb4448bd4fdacec207030997caf25e9bea4045fa6c8c44de311d1"));
+}
+
+#[test]
+fn keeps_what_the_reference_finds() {
+    assert!(flagged(
+        Some("aws"),
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq9Lk2Wm"
+    ));
+    assert!(flagged(Some("password"), "hunter2"));
+    assert!(flagged(Some("api_key"), "abc"));
+    assert!(flagged(Some("clientSecret"), "abc"));
+}
+
+#[test]
+fn no_false_positives() {
+    for (key, v) in [
+        ("commit", "3f9c2ab8e0d1c4b7a9e6f5d4c3b2a1908f7e6d5c"),
+        (
+            "value",
+            "bf8b010e70920f9ad9ff55a4cc73249c34eb408d9cdb613e9e6345a02720d701",
+        ),
+        ("private_key_path", "~/.ssh/loadtest_ed25519"),
+        ("max_tokens", "4096"),
+        ("token_count", "12"),
+        ("password", ""),
+        ("password", "${DB_PASSWORD}"),
+        ("test", "TestTokenBucketRefillWithInjectableClock2"),
+        ("evidence", "src/Components/UserProfile2Widget/index.tsx"),
+        ("id", "123e4567-e89b-12d3-a456-426614174000"),
+        ("link", "https://ci.example.com/gateway/builds/4412"),
+        ("evidence", "Rotated the password policy; tokens expire in 1h"),
+        (
+            "command",
+            "cd /var/folders/93/_vxgpzjd6ks13t426qyxd03r0000gn/T/tmp.1Oa7R96HKH && ls",
+        ),
+        ("command", "tmpdir=$(mktemp -d) && cp x $tmpdir/tmp.ZjmVLaNsKN"),
+        ("evidence", "GET /v1/transcripts/by-source/dQw4w9WgXcQ returned 200"),
+        (
+            "command",
+            "YT_TRANSCRIPT_DATABASE_ENABLED=false YT_TRANSCRIPT_CACHE_DIRECTORY_OVERRIDE=1 cargo run",
+        ),
+        ("notes", "AKIAIOSFODNN7EXAMPLE is the AWS documentation key"),
+    ] {
+        assert!(!flagged(Some(key), v), "{key}: {v}");
+    }
+}
+
+#[test]
+fn base64_of_source_is_not_a_secret_but_an_encoded_credential_is() {
+    use base64::Engine as _;
+    let src =
+        "package commands\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc Run() error { return nil }\n";
+    let b64 = base64::engine::general_purpose::STANDARD.encode(src);
+    let cmd = format!("python3 -c 'import base64; open(\"a.go\",\"w\").write(base64.b64decode(\"{b64}\").decode())'");
+    assert!(!flagged(Some("command"), &cmd), "{cmd}");
+    let inner = tok(&[
+        "export GITHUB_TOKEN=gh",
+        "p_0123456789abcdefghijABCDEFGHIJ012345\n",
+    ]);
+    let enc = base64::engine::general_purpose::STANDARD.encode(inner);
+    assert_eq!(
+        kind(&format!("echo {enc} | base64 -d")),
+        "base64-encoded credential"
+    );
+}
+
+#[test]
+fn key_words_split() {
+    assert_eq!(key_words("clientSecret"), vec!["client", "secret"]);
+    assert_eq!(key_words("API_KEY"), vec!["api", "key"]);
+    assert!(is_secret_key_name("db-password"));
+    assert!(is_secret_key_name("privateKey"));
+    assert!(is_secret_key_name("GITHUB_PAT"));
+    assert!(!is_secret_key_name("pat"));
+    assert!(!is_secret_key_name("private_key_path"));
+    assert!(!is_secret_key_name("max_tokens"));
+    assert!(!is_secret_key_name("tokenizer"));
+}
+
+#[test]
+fn masks_keep_only_the_public_prefix() {
+    let v = tok(&["key gh", "p_0123456789abcdefghijABCDEFGHIJ012345 end"]);
+    let f = scan_str(None, &v).unwrap();
+    assert_eq!(f.masked(&v), "ghp_…[36 chars redacted]");
+    assert_eq!(f.describe(&v), "GitHub token `ghp_…[36 chars redacted]`");
+    let f = scan_str(Some("password"), "hunter2").unwrap();
+    assert_eq!(f.masked("hunter2"), "[7 chars redacted]");
+    let r = redact(&v);
+    assert_eq!(r, "key ghp_…[36 chars redacted] end");
+}
+
+#[test]
+fn redact_line_masks_and_maps_columns() {
+    let line = "    password: hunter2 # old";
+    let r = redact_line(line, &[]);
+    assert_eq!(r.text, "    password: [7 chars redacted] # old");
+    let gh = tok(&["gh", "p_0123456789abcdefghijABCDEFGHIJ012345"]);
+    let line = format!("  - evidence: \"token {gh} used\"");
+    let r = redact_line(&line, &[]);
+    assert!(!r.text.contains("0123456789abcdef"), "{}", r.text);
+    // Columns before the mask stay, inside map to its start, after shift.
+    let start = line.find("ghp").unwrap();
+    assert_eq!(r.map_column(2, false), 2);
+    assert_eq!(r.map_column(start + 5, false), start);
+    assert_eq!(r.map_column(line.len(), true), r.text.chars().count());
+}
+
+#[test]
+fn log_paths_with_a_replay_id_are_not_secrets() {
+    let path = ".small-cache/logs/5a4775972ef32d43e98e5dff04cb229dfa9d0de5138ae337ab6bfcb3e0755469/commands/20261122T131333.837229773Z.txt";
+    assert_eq!(scan_str(Some("command_ref"), path), None);
+    let notes = format!("apply: exit code 0; output in {path}");
+    assert_eq!(scan_str(Some("notes"), &notes), None);
+    // A base64 secret with `/` inside is still found.
+    let aws = "aws_secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq9LkWmq9Zt";
+    assert!(scan_str(Some("notes"), aws).is_some());
+}
+
+#[test]
+fn deep_documents_do_not_overflow() {
+    let mut node = Node {
+        value: Value::Str("x".into()),
+        span: Span::default(),
+        style: Style::Plain,
+    };
+    for _ in 0..100_000 {
+        node = Node {
+            value: Value::Seq(vec![node]),
+            span: Span::default(),
+            style: Style::Flow,
+        };
+    }
+    assert!(scan_node(&node, "").is_empty());
+    // Dropping a deep tree recursively is the tree's concern; forget it here.
+    std::mem::forget(node);
+}

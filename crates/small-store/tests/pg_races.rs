@@ -1,0 +1,258 @@
+//! Two stores (as two servers would have) on one PostgreSQL database, racing on every rule the
+//! store checks across rows: lineage acyclicity, manifest appendOnly, lifecycle order and
+//! version continuity must hold under any interleaving.
+//!
+//! Needs `SMALL_TEST_POSTGRES_URL` (a visible skip when unset; a failure when
+//! `SMALL_TEST_REQUIRE` lists `postgres`, as CI does).
+
+mod common;
+
+use serde_json::{json, Value};
+use small_store::pg::PgBackend;
+use small_store::{Page, PrimitiveStore, Store, StoreError};
+use std::sync::{Arc, Barrier};
+
+/// Two independent stores (separate connection pools) on one fresh schema.
+struct Pair {
+    a: Arc<dyn PrimitiveStore>,
+    b: Arc<dyn PrimitiveStore>,
+    url: String,
+    schema: String,
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+fn pair(test: &str) -> Option<Pair> {
+    let url = common::pg_url()?;
+    let schema = common::fresh_pg_schema(&url, test);
+    let open = || -> Arc<dyn PrimitiveStore> {
+        Arc::new(Store::new(PgBackend::connect(&url, Some(&schema)).unwrap()))
+    };
+    let a = open();
+    let b = open();
+    Some(Pair { a, b, url, schema })
+}
+
+/// Run `fa` on store A and `fb` on store B at the same moment, `rounds` times.
+fn race<RA: Send + 'static, RB: Send + 'static>(
+    p: &Pair,
+    rounds: usize,
+    fa: impl Fn(&dyn PrimitiveStore, usize) -> RA + Send + Sync + 'static,
+    fb: impl Fn(&dyn PrimitiveStore, usize) -> RB + Send + Sync + 'static,
+) -> Vec<(RA, RB)> {
+    let barrier = Arc::new(Barrier::new(2));
+    let (a, b) = (p.a.clone(), p.b.clone());
+    let (ba, bb) = (barrier.clone(), barrier);
+    let ta = std::thread::spawn(move || {
+        (0..rounds)
+            .map(|i| {
+                ba.wait();
+                fa(a.as_ref(), i)
+            })
+            .collect::<Vec<_>>()
+    });
+    let tb = std::thread::spawn(move || {
+        (0..rounds)
+            .map(|i| {
+                bb.wait();
+                fb(b.as_ref(), i)
+            })
+            .collect::<Vec<_>>()
+    });
+    ta.join()
+        .unwrap()
+        .into_iter()
+        .zip(tb.join().unwrap())
+        .collect()
+}
+
+fn lineage(id: &str, from: &str) -> Value {
+    json!({"artifactId": id, "derivedFrom": [from], "producedBy": {"actor": "agent", "name": "racer"},
+           "at": "2025-01-15T10:00:00Z"})
+}
+
+fn refused(r: &Result<impl Sized, StoreError>) -> bool {
+    match r {
+        Ok(_) => false,
+        Err(StoreError::Backend(m)) => panic!("backend error: {m}"),
+        Err(_) => true,
+    }
+}
+
+#[test]
+fn lineage_stays_acyclic_when_two_servers_race() {
+    let Some(p) = pair("lineage_race") else {
+        return;
+    };
+    let rounds = 150;
+    let results = race(
+        &p,
+        rounds,
+        |s, i| s.append_lineage(&lineage(&format!("x{i}"), &format!("y{i}"))),
+        |s, i| s.append_lineage(&lineage(&format!("y{i}"), &format!("x{i}"))),
+    );
+    let mut both = 0;
+    for (i, (ra, rb)) in results.iter().enumerate() {
+        match (refused(ra), refused(rb)) {
+            (false, false) => both += 1,
+            (true, true) => panic!(
+                "pair {i}: both refused: {:?} / {:?}",
+                ra.as_ref().err(),
+                rb.as_ref().err()
+            ),
+            _ => {}
+        }
+    }
+    assert_eq!(both, 0, "{both} of {rounds} pairs stored a cycle");
+    // And the stored graph has no cycle: from each x_i, y_i is reachable only one way.
+    for i in 0..rounds {
+        let x = p.a.get_lineage(&format!("x{i}")).unwrap().len();
+        let y = p.a.get_lineage(&format!("y{i}")).unwrap().len();
+        assert_eq!(x + y, 1, "pair {i}");
+    }
+}
+
+fn schema() -> Value {
+    json!({"$id": "schema:note:v1", "type": "object"})
+}
+
+fn note(id: &str) -> Value {
+    json!({"id": id, "kind": "note", "data": {}, "schemaId": "schema:note:v1"})
+}
+
+fn manifest(id: &str, artifacts: &[String]) -> Value {
+    json!({"id": id, "schemas": ["schema:note:v1"], "artifacts": artifacts,
+           "policies": {"appendOnly": true, "deterministic": false, "validationRequired": false}})
+}
+
+#[test]
+fn manifest_append_only_holds_when_two_servers_race() {
+    let Some(p) = pair("manifest_race") else {
+        return;
+    };
+    p.a.register_schema(&schema()).unwrap();
+    let rounds = 40;
+    for i in 0..rounds {
+        for n in ["base", "b", "c"] {
+            p.a.put_artifact(&note(&format!("{n}{i}"))).unwrap();
+        }
+        p.a.put_manifest(&manifest(&format!("m{i}"), &[format!("base{i}")]))
+            .unwrap();
+    }
+    // Each side adds its own artifact to version 1; whichever is stored second drops the
+    // other's addition, which appendOnly forbids: it must be refused.
+    let results = race(
+        &p,
+        rounds,
+        |s, i| {
+            s.put_manifest(&manifest(
+                &format!("m{i}"),
+                &[format!("base{i}"), format!("b{i}")],
+            ))
+        },
+        |s, i| {
+            s.put_manifest(&manifest(
+                &format!("m{i}"),
+                &[format!("base{i}"), format!("c{i}")],
+            ))
+        },
+    );
+    for (i, (ra, rb)) in results.iter().enumerate() {
+        assert!(
+            refused(ra) != refused(rb),
+            "manifest m{i}: exactly one of two conflicting versions may be stored ({:?} / {:?})",
+            ra.as_ref().map(|p| p.record.version),
+            rb.as_ref().map(|p| p.record.version)
+        );
+        let versions =
+            p.a.list_manifest_versions(&format!("m{i}"), &Page::default())
+                .unwrap();
+        assert_eq!(versions.items.len(), 2, "m{i}");
+    }
+}
+
+fn ev(kind: &str, at: &str) -> Value {
+    json!({"type": kind, "at": at})
+}
+
+#[test]
+fn lifecycle_order_holds_when_two_servers_race() {
+    let Some(p) = pair("lifecycle_race") else {
+        return;
+    };
+    let rounds = 60;
+    for i in 0..rounds {
+        let id = format!("a{i}");
+        p.a.append_lifecycle(&id, &ev("created", "2025-01-15T09:00:00Z"))
+            .unwrap();
+        p.a.append_lifecycle(&id, &ev("validated", "2025-01-15T09:10:00Z"))
+            .unwrap();
+    }
+    // `archived` ends a stream: `published` may come before it, never after.
+    let results = race(
+        &p,
+        rounds,
+        |s, i| s.append_lifecycle(&format!("a{i}"), &ev("archived", "2025-01-15T10:00:00Z")),
+        |s, i| s.append_lifecycle(&format!("a{i}"), &ev("published", "2025-01-15T10:00:00Z")),
+    );
+    for (i, (ra, _)) in results.iter().enumerate() {
+        assert!(!refused(ra), "a{i}: archiving is always allowed here");
+        let kinds: Vec<String> =
+            p.b.get_lifecycle(&format!("a{i}"))
+                .unwrap()
+                .iter()
+                .map(|r| r.value()["type"].as_str().unwrap().to_owned())
+                .collect();
+        assert_eq!(
+            kinds.last().map(String::as_str),
+            Some("archived"),
+            "a{i}: {kinds:?}"
+        );
+        let positions: Vec<u64> =
+            p.b.get_lifecycle(&format!("a{i}"))
+                .unwrap()
+                .iter()
+                .map(|r| r.version)
+                .collect();
+        assert_eq!(positions, (1..=kinds.len() as u64).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn versions_stay_contiguous_when_two_servers_race() {
+    let Some(p) = pair("version_race") else {
+        return;
+    };
+    p.a.register_schema(&schema()).unwrap();
+    let rounds = 60;
+    let put = |s: &dyn PrimitiveStore, i: usize, who: &str| {
+        let mut n = note("hot");
+        n["data"] = json!({"by": who, "i": i});
+        s.put_artifact(&n).unwrap().record.version
+    };
+    let results = race(
+        &p,
+        rounds,
+        move |s, i| put(s, i, "a"),
+        move |s, i| put(s, i, "b"),
+    );
+    let mut got: Vec<u64> = results.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    got.sort();
+    assert_eq!(got, (1..=2 * rounds as u64).collect::<Vec<_>>());
+    let listed =
+        p.b.list_artifact_versions(
+            "hot",
+            &Page {
+                after: None,
+                limit: Some(1000),
+            },
+        )
+        .unwrap();
+    assert_eq!(listed.items.len(), 2 * rounds);
+}
