@@ -190,3 +190,40 @@ async fn a_whole_workflow_over_mcp() {
     // Every write went through the same files the CLI reads.
     ws.strict_ok();
 }
+
+/// The Python MCP SDK's client (PyPI `mcp`) drives init, plan, progress, checkpoint, handoff
+/// and check through `small mcp` (`ci/mcp_client.py`). The interpreter is
+/// `SMALL_TEST_MCP_PYTHON` (CI points it at a venv with `mcp` installed), else `python3`;
+/// without Python or the package the suite is skipped visibly (and fails where CI requires it).
+#[test]
+fn python_sdk_client_drives_a_workflow() {
+    let python = std::env::var("SMALL_TEST_MCP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/mcp_client.py");
+    let out = match std::process::Command::new(&python)
+        .arg(&script)
+        .arg(bin())
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            small_testkit::skip(small_testkit::MCP, &format!("cannot run {python}: {e}"));
+            return;
+        }
+    };
+    if out.status.code() == Some(3) {
+        small_testkit::skip(
+            small_testkit::MCP,
+            &format!(
+                "{python} has no `mcp` package (pip install mcp, or set SMALL_TEST_MCP_PYTHON)"
+            ),
+        );
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
