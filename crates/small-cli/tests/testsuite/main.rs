@@ -21,6 +21,7 @@ mod author_scope;
 mod cli_conventions;
 mod conformance;
 mod docs;
+mod gate_cache;
 mod gate_check;
 mod gate_compat;
 mod gate_golden;

@@ -307,8 +307,8 @@ pub struct Strict {
 /// workspace as the transaction sees it (staged files included). The handoff may be missing;
 /// any other missing artifact is an error.
 pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
-    use crate::gates::check::{run_check, GateOptions, Loaded};
-    use crate::workspace::{LoadOptions, Location, Workspace};
+    use crate::gates::check::{load_overlay, run_check, GateOptions};
+    use crate::workspace::Location;
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
         if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
@@ -328,18 +328,20 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
             None
         }
     };
-    let mut opts = LoadOptions::all();
+    let mut kinds = ArtifactKind::ALL.to_vec();
     if !txn.exists(&handoff_rel()) {
-        opts.artifacts.retain(|k| *k != ArtifactKind::Handoff);
+        kinds.retain(|k| *k != ArtifactKind::Handoff);
     }
-    let ws = Workspace::load_overlay(loc, &opts, &overlay);
-    let loaded = Loaded { ws, streamed: None };
     let gate = GateOptions {
         strict: true,
         scope: Scope::Any,
+        // The progress log is streamed, and resumed from the gates' cache when unchanged.
+        cache: true,
         ..GateOptions::default()
     };
-    let report = run_check(&loaded, &SchemaSet::embedded(), &gate);
+    let schemas = SchemaSet::embedded();
+    let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
+    let report = run_check(&loaded, &schemas, &gate);
     match report
         .diagnostics
         .iter()

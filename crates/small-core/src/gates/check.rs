@@ -73,18 +73,33 @@ pub struct Streamed {
 /// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
 /// schemas while streaming (lint passes `None`).
 pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
+    load_overlay(loc, schemas, opts, &|_| None, &ArtifactKind::ALL)
+}
+
+/// [`load`] of the workspace as a writer will leave it: a file's bytes come from `overlay`
+/// (by workspace-relative path) when it returns `Some`. Only the artifacts in `kinds` are
+/// loaded (and reported missing).
+pub fn load_overlay(
+    loc: Location,
+    schemas: Option<&SchemaSet>,
+    opts: &GateOptions,
+    overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    kinds: &[ArtifactKind],
+) -> Loaded {
     if schemas.is_some_and(|s| !s.progress_splits()) {
         return Loaded {
-            ws: Workspace::load(loc, &LoadOptions::all()),
+            ws: Workspace::load_overlay(loc, &LoadOptions::only(kinds), overlay),
             streamed: None,
         };
     }
-    let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
-        .into_iter()
+    let with_progress = kinds.contains(&ArtifactKind::Progress);
+    let others: Vec<ArtifactKind> = kinds
+        .iter()
+        .copied()
         .filter(|k| *k != ArtifactKind::Progress)
         .collect();
-    let lo = LoadOptions::only(&kinds);
-    let mut ws = Workspace::load(loc, &lo);
+    let lo = LoadOptions::only(&others);
+    let mut ws = Workspace::load_overlay(loc, &lo, overlay);
     let plan = PlanIndex::from_plan(ws.plan.as_ref().map(|a| &a.document.root));
     let scope = invariants::handoff_replay_scope(ws.handoff.as_ref().map(|a| &a.document.root));
     let mut append = match &opts.since {
@@ -99,7 +114,8 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
     let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut linter = ProgressLinter::new(&plan, &scope);
-    if append.is_none() {
+    if !with_progress {
+    } else if append.is_none() {
         let rules = EntryRules {
             schemas,
             lint: Some(opts.strict),
@@ -111,7 +127,8 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
             cache_dir: opts.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
-        if let Some(text) = ws.read_progress(&lo.limits) {
+        let given = overlay(&rel);
+        if let Some(text) = ws.read_progress_from(&lo.limits, given) {
             let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
             ws.set_progress(text, checked.root);
             schema_diags = checked.results.schema;
