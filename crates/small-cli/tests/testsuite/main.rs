@@ -1,7 +1,10 @@
 //! The CLI integration tests: one test binary (cargo's `tests/testsuite` pattern) that runs
 //! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
 
+mod agents_hooks;
+mod agents_mcp;
 mod agents_merge;
+mod agents_resume;
 mod author_support;
 mod runs_common;
 #[path = "../../../small-server/tests/common/mod.rs"]

@@ -273,14 +273,20 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
     };
     let limits = crate::yaml::Limits::default();
     let invalid = |e: crate::yaml::YamlError| {
-        TxnError::invalid("uneditable", format!("{rel} cannot be read: {e}"))
+        TxnError::invalid(
+            crate::authoring::error::code::PROGRESS_LOG,
+            format!("{rel} cannot be read: {e}"),
+        )
     };
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
             return Err(match crate::yaml::parse_bytes(e.as_bytes(), &limits) {
                 Err(y) => invalid(y),
-                Ok(_) => TxnError::invalid("uneditable", format!("{rel} is not valid UTF-8")),
+                Ok(_) => TxnError::invalid(
+                    crate::authoring::error::code::PROGRESS_LOG,
+                    format!("{rel} is not valid UTF-8"),
+                ),
             })
         }
     };
