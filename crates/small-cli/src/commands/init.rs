@@ -4,7 +4,7 @@ use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::agents::{compose, ComposeError, Composed, Request};
-use small_core::authoring::init::{self, FileAction, InitRequest};
+use small_core::authoring::init::{self, FileAction, InitOutcome, InitRequest};
 use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION, SMALL_DIR};
 use std::path::{Path, PathBuf};
 
@@ -122,20 +122,44 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let merge_driver = install_merge_driver(&root, args.no_merge_driver);
     if args.json {
-        let files: Vec<serde_json::Value> = out
+        return print_json(
+            g,
+            &args,
+            &root,
+            &out,
+            agents_plan.as_ref(),
+            enclosing.as_deref(),
+            merge_driver,
+        );
+    }
+    print_human(g, &args, &out, agents_plan.as_ref(), &merge_driver);
+    Ok(())
+}
+
+/// `init --json`.
+fn print_json(
+    g: &GlobalArgs,
+    args: &Args,
+    root: &Path,
+    out: &InitOutcome,
+    agents_plan: Option<&Composed>,
+    enclosing: Option<&Path>,
+    merge_driver: Vec<String>,
+) -> CmdResult {
+    let files: Vec<serde_json::Value> = out
             .files
             .iter()
             .map(|f| {
                 serde_json::json!({"path": f.path, "existed": f.action != FileAction::Created, "note": f.note})
             })
             .collect();
-        let tasks: Vec<serde_json::Value> = args
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
-            .collect();
-        return g.json(&serde_json::json!({
+    let tasks: Vec<serde_json::Value> = args
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
+        .collect();
+    g.json(&serde_json::json!({
             "workspace": root.display().to_string(),
             "reinitialized": out.existed,
             "kind": out.kind.as_str(),
@@ -143,13 +167,22 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "files": files,
             "tasks": tasks,
             "gitignore_added": out.gitignore.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
-            "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
-            "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "agents": agents_plan.map(|c| agents::describe(c, AGENTS_FILE, false)),
+            "enclosing_workspace": enclosing.map(|p| p.display().to_string()),
             "merge_driver": merge_driver,
-        }));
-    }
+    }))
+}
+
+/// What init did, for people.
+fn print_human(
+    g: &GlobalArgs,
+    args: &Args,
+    out: &InitOutcome,
+    agents_plan: Option<&Composed>,
+    merge_driver: &[String],
+) {
     if g.quiet() {
-        return Ok(());
+        return;
     }
     let verb = if out.existed {
         "Re-initialized the"
@@ -173,7 +206,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         let verb = if *had { "updated  " } else { "created  " };
         g.info(format!("  {verb} .gitignore: added {}", added.join(", ")));
     }
-    match &agents_plan {
+    match agents_plan {
         None => g.info("  skipped   AGENTS.md (--no-agents)"),
         Some(c) => g.info(format!("  {}", agents::describe(c, AGENTS_FILE, false))),
     }
@@ -192,7 +225,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     g.info(format!(
         "\nNext:\n  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and\n     .small/constraints.small.yml (agents must not edit these two files).\n  2. {step2}\n  3. small check --strict"
     ));
-    Ok(())
 }
 
 /// Decide about AGENTS.md before anything is written, so that a refusal leaves no half
