@@ -59,6 +59,10 @@ pub struct Args {
     /// Workspace kinds to accept: root or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what the run did as JSON: {task_id, dry_run, command, exit_code, entries,
+    /// written, appended}; the command's standard output goes only to its output log
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
@@ -267,7 +271,55 @@ fn run_self(args: &[&str]) -> Result<(), CliError> {
     }
 }
 
+/// The progress entries of the log (empty when it cannot be read).
+fn progress_entries(root: &Path) -> Vec<serde_json::Value> {
+    let path = root.join(ArtifactKind::Progress.rel_path());
+    std::fs::read(&path)
+        .ok()
+        .and_then(|b| small_core::yaml::parse_bytes(&b, &small_core::yaml::Limits::default()).ok())
+        .and_then(|d| d.root.get("entries").map(|e| e.to_json()))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if !args.json {
+        return run_apply(args, g);
+    }
+    // --json: the human lines and the command's standard output are silenced (the output
+    // log keeps it); the report is what the run recorded.
+    let quiet = GlobalArgs {
+        quiet: true,
+        ..g.clone()
+    };
+    let root = open_workspace(&args)?;
+    let before = progress_entries(&root).len();
+    let (task, dry_run, command) = (
+        args.task.clone().unwrap_or_else(|| "apply".into()),
+        args.dry_run || args.cmd.as_deref().map(str::trim).unwrap_or("").is_empty(),
+        args.cmd.clone(),
+    );
+    let result = run_apply(args, &quiet);
+    let code = match &result {
+        Ok(()) => 0,
+        Err(e) if e.message.is_empty() => i32::from(e.exit),
+        Err(_) => return result,
+    };
+    let entries: Vec<serde_json::Value> =
+        progress_entries(&root).into_iter().skip(before).collect();
+    g.json(&serde_json::json!({
+        "task_id": task,
+        "dry_run": dry_run,
+        "command": command,
+        "exit_code": code,
+        "entries": entries,
+        "written": [],
+        "appended": if entries.is_empty() { vec![] } else { vec![ArtifactKind::Progress.rel_path()] },
+    }))?;
+    result
+}
+
+fn run_apply(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = open_workspace(&args)?;
     let command = args
         .cmd

@@ -44,6 +44,9 @@ pub struct Args {
     /// Workspace scope: root, examples or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what was repaired as JSON: {repairs: [{repair, lines}], written, appended}
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -71,16 +74,47 @@ pub struct WorkspaceArgs {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(Sub::Workspace(w)) = args.command {
+    if args.json {
+        // The human lines become the JSON report; nothing else goes to stdout.
+        let quiet = GlobalArgs {
+            quiet: true,
+            ..g.clone()
+        };
+        let mut repairs = Vec::new();
+        let report = run_repairs(&args, &quiet, &mut repairs)?;
+        let repairs: Vec<serde_json::Value> = repairs
+            .into_iter()
+            .map(|(repair, lines)| serde_json::json!({"repair": repair, "lines": lines}))
+            .collect();
+        return shared::print_json(Some(&report), serde_json::json!({ "repairs": repairs }));
+    }
+    let mut repairs = Vec::new();
+    let report = run_repairs(&args, g, &mut repairs)?;
+    for (_, lines) in &repairs {
+        for l in lines {
+            shared::say(g, l);
+        }
+    }
+    shared::print_changes(g, &report);
+    shared::say(g, "Next: small check --strict");
+    Ok(())
+}
+
+type Repairs = Vec<(&'static str, Vec<String>)>;
+
+fn run_repairs(
+    args: &Args,
+    _g: &GlobalArgs,
+    out: &mut Repairs,
+) -> Result<small_core::authoring::txn::CommitReport, CliError> {
+    if let Some(Sub::Workspace(w)) = &args.command {
         let root = shared::root(w.dir.as_deref())?;
         let mut txn = shared::begin(&root)?;
         let kind = WorkspaceKind::from_str(&w.kind).unwrap_or(WorkspaceKind::RepoRoot);
         let done = repair::fix_workspace(&mut txn, kind, w.force)?;
         let report = txn.commit()?;
-        print_workspace(g, &done);
-        shared::print_changes(g, &report);
-        shared::say(g, "Next: small check --strict");
-        return Ok(());
+        out.push(("workspace", vec![describe_workspace(&done)]));
+        return Ok(report);
     }
     if !(args.versions || args.runtime_layout || args.orphan_progress || args.all) {
         return Err(CliError::usage(
@@ -92,57 +126,39 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     shared::check_scope(&txn, args.workspace, "fix", true)?;
     if args.versions || args.all {
         let r = repair::fix_versions(&mut txn)?;
-        shared::say(
-            g,
-            format!(
-                "small_version: {} file(s) rewritten, {} already canonical",
-                r.changed.len(),
-                r.canonical.len()
-            ),
-        );
+        let mut lines = vec![format!(
+            "small_version: {} file(s) rewritten, {} already canonical",
+            r.changed.len(),
+            r.canonical.len()
+        )];
         for f in r.changed {
-            shared::say(g, format!("  quoted small_version in {f}"));
+            lines.push(format!("  quoted small_version in {f}"));
         }
+        out.push(("versions", lines));
     }
     if args.runtime_layout || args.all {
-        print_layout(g, &repair::fix_runtime_layout(&mut txn)?);
+        let r: LayoutReport = repair::fix_runtime_layout(&mut txn)?;
+        out.push(("runtime-layout", r.describe()));
     }
     if args.orphan_progress {
-        print_orphans(g, &repair::fix_orphan_progress(&mut txn)?);
+        let r: OrphanReport = repair::fix_orphan_progress(&mut txn)?;
+        out.push(("orphan-progress", r.describe()));
     }
     if args.all {
-        print_workspace(
-            g,
-            &repair::fix_workspace(&mut txn, WorkspaceKind::RepoRoot, false)?,
-        );
+        let r = repair::fix_workspace(&mut txn, WorkspaceKind::RepoRoot, false)?;
+        out.push(("workspace", vec![describe_workspace(&r)]));
     }
-    let report = txn.commit()?;
-    shared::print_changes(g, &report);
-    shared::say(g, "Next: small check --strict");
-    Ok(())
+    Ok(txn.commit()?)
 }
 
-fn print_layout(g: &GlobalArgs, r: &LayoutReport) {
-    for line in r.describe() {
-        shared::say(g, line);
-    }
-}
-
-fn print_orphans(g: &GlobalArgs, r: &OrphanReport) {
-    for line in r.describe() {
-        shared::say(g, line);
-    }
-}
-
-fn print_workspace(g: &GlobalArgs, r: &WorkspaceRepair) {
-    shared::say(
-        g,
+fn describe_workspace(r: &WorkspaceRepair) -> String {
+    {
         match r {
             WorkspaceRepair::Created { rel, kind } => format!("Created {rel} (kind {kind})"),
             WorkspaceRepair::Repaired { rel, fields } => {
                 format!("Repaired {rel}: {}", fields.join(", "))
             }
             WorkspaceRepair::Unchanged { rel } => format!("{rel} needs no repair"),
-        },
-    );
+        }
+    }
 }
