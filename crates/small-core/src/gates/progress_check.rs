@@ -854,7 +854,7 @@ mod tests {
             _ => "task-1",
         };
         let mut e = format!("  - task_id: \"{task}\"\n{ts}");
-        if kind % 5 != 0 {
+        if !kind.is_multiple_of(5) {
             e.push_str(&format!("    evidence: \"ran the tests: ok (step {i})\"\n"));
         }
         if kind % 13 == 3 {
@@ -863,7 +863,7 @@ mod tests {
         if kind % 17 == 4 {
             e.push_str("    verification: \"key AKIAIOSFODNN7EXAMPLE leaked\"\n");
         }
-        if kind % 3 == 0 {
+        if kind.is_multiple_of(3) {
             e.push_str(&format!("    replayId: \"{SCOPE}\"\n"));
         }
         if kind % 19 == 5 {
