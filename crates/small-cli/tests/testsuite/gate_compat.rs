@@ -140,3 +140,10 @@ fn a_deep_flow_list_passes_and_a_hundred_thousand_levels_are_a_clear_error() {
         );
     }
 }
+
+#[test]
+fn handoff_final_refuses_open_tasks_as_the_reference_handoff_does() {
+    let dir = copy("unfinished-task");
+    let (code, out) = small(dir.path(), &["handoff", "--final"]);
+    assert_eq!(code, 1, "{out}");
+}

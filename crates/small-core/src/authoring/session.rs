@@ -243,9 +243,10 @@ pub enum HandoffError {
 pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
-        TxnError::Invalid(format!(
-            "{rel} does not exist; create a plan with `small plan --add`"
-        ))
+        TxnError::invalid(
+            "missing",
+            format!("{rel} does not exist; create a plan with `small plan --add`"),
+        )
     })?;
     Ok(plan::tasks(&doc.root))
 }
@@ -271,14 +272,21 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
         return Ok(Activity::default());
     };
     let limits = crate::yaml::Limits::default();
-    let invalid =
-        |e: crate::yaml::YamlError| TxnError::Invalid(format!("{rel} cannot be read: {e}"));
+    let invalid = |e: crate::yaml::YamlError| {
+        TxnError::invalid(
+            crate::authoring::error::code::PROGRESS_LOG,
+            format!("{rel} cannot be read: {e}"),
+        )
+    };
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
             return Err(match crate::yaml::parse_bytes(e.as_bytes(), &limits) {
                 Err(y) => invalid(y),
-                Ok(_) => TxnError::Invalid(format!("{rel} is not valid UTF-8")),
+                Ok(_) => TxnError::invalid(
+                    crate::authoring::error::code::PROGRESS_LOG,
+                    format!("{rel} is not valid UTF-8"),
+                ),
             })
         }
     };
@@ -531,7 +539,7 @@ pub fn write_handoff(
 ) -> Result<HandoffOutcome, HandoffError> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::Invalid(format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),

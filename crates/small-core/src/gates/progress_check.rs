@@ -728,7 +728,8 @@ fn read_cache(dir: &Path, file: &str, key: &str) -> Option<CacheBody> {
     if !meta.is_file() || meta.len() > CACHE_MAX_BYTES {
         return None;
     }
-    let text = std::fs::read_to_string(&path).ok()?;
+    // Through fsio: no link, no FIFO swapped in after the check above, bounded.
+    let text = crate::workspace::fsio::read_string_bounded(&path, CACHE_MAX_BYTES).ok()?;
     let (hash, json) = text.split_once('\n')?;
     if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
         return None;
