@@ -43,13 +43,30 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let loc = workspace::locate(args.dir.as_deref()).map_err(|e| {
-        let d = e.to_diagnostic();
-        match d.help {
-            Some(h) => CliError::usage(format!("{}\n  help: {h}", d.message)),
-            None => CliError::usage(d.message),
+    let loc = match workspace::locate(args.dir.as_deref()) {
+        Ok(l) => l,
+        // A session-start hook in a project without a workspace says so and lets the
+        // session start.
+        Err(e) if args.hook => {
+            let d = e.to_diagnostic();
+            println!(
+                "{}",
+                small_core::authoring::hooks::session_start_output(&format!(
+                    "SMALL: {} ({})",
+                    d.message,
+                    d.help.unwrap_or_default()
+                ))
+            );
+            return Ok(());
         }
-    })?;
+        Err(e) => {
+            let d = e.to_diagnostic();
+            return Err(match d.help {
+                Some(h) => CliError::usage(format!("{}\n  help: {h}", d.message)),
+                None => CliError::usage(d.message),
+            });
+        }
+    };
     let opts = ResumeOptions {
         recent: args.recent,
         gates: if args.check {

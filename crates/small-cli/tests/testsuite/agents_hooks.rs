@@ -109,6 +109,19 @@ fn hooks_merge_into_existing_settings_for_each_host() {
 }
 
 #[test]
+fn the_hook_lets_a_session_start_where_there_is_no_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(dir.path(), &["resume", "--hook"]);
+    let h: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ctx = h["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(ctx.starts_with("SMALL: "), "{ctx}");
+    // Without --hook it is the usual error.
+    assert_eq!(small(dir.path(), &["resume"]).status.code(), Some(2));
+}
+
+#[test]
 fn unreadable_settings_are_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
