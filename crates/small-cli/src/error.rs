@@ -3,6 +3,10 @@
 
 use std::fmt;
 
+use small_core::authoring::txn::TxnError;
+use small_core::authoring::{Error as AuthoringError, ErrorKind};
+use small_core::diag::Diagnostic;
+
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
@@ -11,6 +15,9 @@ pub const EXIT_USAGE: u8 = 2;
 pub struct CliError {
     pub exit: u8,
     pub message: String,
+    /// When the library refused with a diagnostic, it (printed like the gates' diagnostics,
+    /// or as JSON with `--json`) instead of `message`.
+    pub diagnostic: Option<Box<Diagnostic>>,
 }
 
 impl CliError {
@@ -19,6 +26,7 @@ impl CliError {
         CliError {
             exit: EXIT_INVALID,
             message: message.into(),
+            diagnostic: None,
         }
     }
     /// Bad command line, or a system error such as an unreadable file (exit 2).
@@ -26,6 +34,7 @@ impl CliError {
         CliError {
             exit: EXIT_USAGE,
             message: message.into(),
+            diagnostic: None,
         }
     }
     /// Exit with a code but print nothing more (the command already reported).
@@ -33,6 +42,7 @@ impl CliError {
         CliError {
             exit,
             message: String::new(),
+            diagnostic: None,
         }
     }
 }
@@ -49,4 +59,59 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// An authoring refusal exits 1, a system failure (lock, I/O, no workspace) exits 2.
+impl From<AuthoringError> for CliError {
+    fn from(e: AuthoringError) -> Self {
+        CliError {
+            exit: match e.kind {
+                ErrorKind::Invalid => EXIT_INVALID,
+                ErrorKind::System | ErrorKind::Usage => EXIT_USAGE,
+            },
+            message: e.diagnostic.message.clone(),
+            diagnostic: Some(e.diagnostic),
+        }
+    }
+}
+
+impl From<TxnError> for CliError {
+    fn from(e: TxnError) -> Self {
+        CliError::from(AuthoringError::from(e))
+    }
+}
+
 pub type CmdResult = Result<(), CliError>;
+
+/// The `--json` document of a command that failed with a diagnostic (docs/json-output.md,
+/// "Errors of the writing commands").
+#[derive(serde::Serialize)]
+struct JsonFailure<'a> {
+    status: &'static str,
+    exit_code: u8,
+    errors: [small_core::gates::check::JsonDiagnostic; 1],
+    #[serde(skip)]
+    _d: std::marker::PhantomData<&'a ()>,
+}
+
+impl CliError {
+    /// Print the error the one way every command's errors are printed: a diagnostic as the
+    /// gates print theirs (or, with `--json`, as a JSON document on stdout), else the message.
+    pub fn report(&self, g: &crate::GlobalArgs, json: bool) {
+        match &self.diagnostic {
+            Some(d) if json => {
+                let doc = JsonFailure {
+                    status: "error",
+                    exit_code: self.exit,
+                    errors: [small_core::gates::check::JsonDiagnostic::from(&**d)],
+                    _d: std::marker::PhantomData,
+                };
+                let _ = g.json(&doc);
+            }
+            Some(d) => {
+                let text = crate::render::render(d, None, g.color_stderr());
+                g.error(text.trim_end());
+            }
+            None if !self.message.is_empty() => g.error(format!("error: {}", self.message)),
+            None => {}
+        }
+    }
+}

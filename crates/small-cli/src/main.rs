@@ -56,6 +56,7 @@ pub enum Command {
     Handoff(commands::handoff::Args),
     Start(commands::start::Args),
     Reset(commands::reset::Args),
+    Resume(commands::resume::Args),
     Fix(commands::fix::Args),
     Agents(commands::agents::Args),
     Draft(commands::draft::Args),
@@ -65,6 +66,7 @@ pub enum Command {
     Selftest(commands::selftest::Args),
     Completion(commands::completion::Args),
     Manifest(commands::manifest::Args),
+    Mcp(commands::mcp::Args),
     MergeDriver(commands::merge_driver::Args),
     Serve(commands::serve::Args),
     Store(commands::store::Args),
@@ -130,6 +132,7 @@ fn main() -> ExitCode {
         Command::Handoff(a) => commands::handoff::run(a, &g),
         Command::Start(a) => commands::start::run(a, &g),
         Command::Reset(a) => commands::reset::run(a, &g),
+        Command::Resume(a) => commands::resume::run(a, &g),
         Command::Fix(a) => commands::fix::run(a, &g),
         Command::Agents(a) => commands::agents::run(a, &g),
         Command::Draft(a) => commands::draft::run(a, &g),
@@ -139,12 +142,33 @@ fn main() -> ExitCode {
         Command::Selftest(a) => commands::selftest::run(a, &g),
         Command::Completion(a) => commands::completion::run(a, &g),
         Command::Manifest(a) => commands::manifest::run(a, &g),
+        Command::Mcp(a) => commands::mcp::run(a, &g),
         Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
         Command::Serve(a) => commands::serve::run(a, &g),
         Command::Store(a) => commands::store::run(a, &g),
         Command::Man(a) => commands::man::run(a, &g),
     };
-    finish(result, &g)
+    let json = json_requested(&matches);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            e.report(&g, json);
+            ExitCode::from(e.exit)
+        }
+    }
+}
+
+/// Whether the command that ran was given `--json` (its errors are then JSON too).
+fn json_requested(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m.try_get_one::<bool>("json")
+        .ok()
+        .flatten()
+        .copied()
+        .unwrap_or(false)
 }
 
 /// Print a command's error (if any) and turn it into the process exit code.
@@ -152,9 +176,7 @@ fn finish(result: error::CmdResult, g: &GlobalArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if !e.message.is_empty() {
-                g.error(format!("error: {}", e.message));
-            }
+            e.report(g, false);
             ExitCode::from(e.exit)
         }
     }

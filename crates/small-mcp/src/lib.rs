@@ -1,1 +1,636 @@
-//! placeholder
+//! `small mcp`: the SMALL workspace as a Model Context Protocol server over stdio.
+//!
+//! A thin front end on `small-core`, like the CLI: every tool calls the same library
+//! operations the matching command calls, takes the workspace lock for writes, and returns a
+//! structured result (`structuredContent`) or, on failure, a tool error whose structured
+//! content is a diagnostic: `{"error": {"code", "message", "help"?}}` (or the gates'
+//! diagnostics for `check`).
+//!
+//! Resources: the handoff first (every session starts there), then the other artifacts, the
+//! workspace metadata and the SMALL JSON Schemas.
+
+// A failed tool call is an ordinary `CallToolResult` (a tool error), returned on a cold path.
+#![allow(clippy::result_large_err)]
+
+use std::path::{Path, PathBuf};
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ErrorData, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{schemars, tool, tool_handler, tool_router, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use small_core::authoring::plan_edit::{self, PlanError};
+use small_core::authoring::record::{self, RecordError, RecordRequest};
+use small_core::authoring::resume::{self, GateMode, ResumeOptions};
+use small_core::authoring::session::{self, HandoffError};
+use small_core::authoring::txn::{Transaction, TxnError};
+use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
+use small_core::gates::schemas::{self, SchemaSet};
+use small_core::gates::status::{self, StatusOptions};
+use small_core::history::runs;
+use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use small_core::workspace::{self, Location};
+
+/// The server: one workspace directory (`--dir`, or the current directory).
+#[derive(Clone)]
+pub struct SmallMcp {
+    dir: Option<PathBuf>,
+}
+
+type ToolResult = Result<CallToolResult, ErrorData>;
+
+/// A tool error as a diagnostic.
+fn diag(code: &str, message: impl Into<String>, help: Option<String>) -> CallToolResult {
+    let message = message.into();
+    let mut err = json!({"code": code, "message": message});
+    if let Some(h) = &help {
+        err["help"] = json!(h);
+    }
+    CallToolResult::structured_error(json!({ "error": err }))
+}
+
+fn ok(value: Value) -> ToolResult {
+    Ok(CallToolResult::structured(value))
+}
+
+/// A library diagnostic as a tool error: its own code, message and help.
+fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
+    diag(&d.code, d.message.clone(), d.help.clone())
+}
+
+fn txn_diag(e: TxnError) -> CallToolResult {
+    match e {
+        TxnError::Invalid(d) => from_diagnostic(&d),
+        other => diag("io", other.to_string(), None),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct ResumeRequest {
+    /// Keep the Markdown within this many characters, dropping the least important parts first
+    pub max_chars: Option<usize>,
+    /// How many recent progress entries (default 5)
+    pub recent: Option<usize>,
+    /// Run the strict check even on a long progress log
+    #[serde(default)]
+    pub check: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct StatusRequest {
+    /// How many recent progress entries (default 5)
+    pub recent: Option<usize>,
+    /// How many next actionable tasks (default 3)
+    pub tasks: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct CheckRequest {
+    /// Strict mode (default true): warnings of the strict rules are errors
+    pub strict: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct PlanRequest {
+    /// Add a task with this title
+    pub add: Option<String>,
+    /// With `add`: the new task's id (default: the next task-N); ids chosen per branch merge cleanly
+    pub id: Option<String>,
+    /// Mark this task completed
+    pub done: Option<String>,
+    /// Mark this task pending
+    pub pending: Option<String>,
+    /// Mark this task blocked
+    pub blocked: Option<String>,
+    /// Add a dependency, `TASK:DEP` (TASK depends on DEP)
+    pub depends: Option<String>,
+    /// Tasks to cancel (kept in the plan with status `cancelled`)
+    #[serde(default)]
+    pub cancel: Vec<String>,
+    /// With `done`: complete even though dependencies are not completed (recorded)
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ProgressAddRequest {
+    /// The task id (or a `meta/...` id for bookkeeping)
+    pub task: String,
+    /// pending, in_progress, completed, blocked or cancelled
+    pub status: String,
+    /// What proves the work
+    pub evidence: Option<String>,
+    pub notes: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CheckpointRequest {
+    /// The task to close
+    pub task: String,
+    /// completed or blocked
+    pub status: String,
+    /// What proves it (or why it is blocked)
+    pub evidence: Option<String>,
+    /// The command that proves it
+    pub command: Option<String>,
+    /// The test that proves it
+    pub test: Option<String>,
+    /// A commit that holds the work
+    pub commit: Option<String>,
+    pub notes: Option<String>,
+    /// Complete even though dependencies are not completed (recorded in the entry)
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct HandoffRequest {
+    /// The summary to write (default: keep a caller's summary while the state is unchanged,
+    /// else generate one)
+    pub summary: Option<String>,
+    /// The end-of-run check: refuse while a task of this run is left open
+    #[serde(default, rename = "final")]
+    pub final_check: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ManifestRequest {
+    /// The manifest request body (`{"manifest": {...}}`), as JSON
+    pub request: Value,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct RunSnapshotRequest {
+    /// Replace an existing snapshot of the same replay ID
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct RunListRequest {
+    /// At most this many runs, newest first (0 or absent: all)
+    pub limit: Option<usize>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Tools
+
+impl SmallMcp {
+    pub fn new(dir: Option<PathBuf>) -> SmallMcp {
+        SmallMcp { dir }
+    }
+
+    fn locate(&self) -> Result<Location, CallToolResult> {
+        workspace::locate(self.dir.as_deref()).map_err(|e| {
+            let d = e.to_diagnostic();
+            diag(&d.code, d.message, d.help)
+        })
+    }
+
+    fn begin(&self) -> Result<(Location, Transaction), CallToolResult> {
+        let loc = self.locate()?;
+        let txn = Transaction::begin(&loc.root).map_err(txn_diag)?;
+        Ok((loc, txn))
+    }
+}
+
+fn txn_diag_ref(e: &TxnError) -> CallToolResult {
+    match e {
+        TxnError::Invalid(d) => from_diagnostic(d),
+        other => diag("io", other.to_string(), None),
+    }
+}
+
+fn record_diag(e: RecordError) -> CallToolResult {
+    let code = match &e {
+        RecordError::Txn(t) => return txn_diag_ref(t),
+        RecordError::Status { .. } => "usage",
+        RecordError::UnknownTask { .. } => "unknown-task",
+        RecordError::NoEvidence { .. } => "no-evidence",
+        RecordError::OpenDependencies { .. } => "open-dependencies",
+        RecordError::NoPlan(_) => "no-plan",
+    };
+    diag(code, e.to_string(), e.help())
+}
+
+fn plan_diag(e: PlanError) -> CallToolResult {
+    let help = e.help();
+    match e {
+        PlanError::Record(r) => record_diag(r),
+        PlanError::Txn(t) => txn_diag(t),
+        PlanError::Usage(m) => diag("usage", m, help),
+        PlanError::Invalid(m) => diag("plan", m, help),
+        PlanError::Authoring(a) => from_diagnostic(&a.diagnostic),
+        e @ PlanError::DoneWithoutEvidence(_) => diag("no-evidence", e.to_string(), help),
+    }
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(r) => return Ok(r),
+        }
+    };
+}
+
+#[tool_router]
+impl SmallMcp {
+    #[tool(
+        description = "What an agent resuming work must read: handoff summary and replayId, the next task with steps and dependencies, tasks in progress or blocked, constraints, recent progress, and whether the gates pass. Read this first."
+    )]
+    async fn resume(&self, Parameters(req): Parameters<ResumeRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let opts = ResumeOptions {
+            recent: req.recent.unwrap_or(5),
+            gates: if req.check {
+                GateMode::Always
+            } else {
+                GateMode::Auto
+            },
+        };
+        let r = resume::resume(&loc, &opts);
+        let (r, markdown) = match req.max_chars {
+            Some(max) => resume::fit(r, max, true, &resume::to_markdown),
+            None => {
+                let m = resume::to_markdown(&r);
+                (r, m)
+            }
+        };
+        let mut v = serde_json::to_value(&r).unwrap_or_default();
+        v["markdown"] = json!(markdown);
+        ok(v)
+    }
+
+    #[tool(
+        description = "Project status: artifacts present, plan by status, next actionable tasks, current run, recent progress (same as `small status --json`)."
+    )]
+    async fn status(&self, Parameters(req): Parameters<StatusRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let st = status::status(
+            &loc.small_dir,
+            StatusOptions {
+                recent: req.recent.unwrap_or(5),
+                tasks: req.tasks.unwrap_or(3),
+                audit: false,
+            },
+        );
+        ok(serde_json::to_value(&st).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Run the gates (validate, lint, verify; strict by default) and return every diagnostic with code, file, line, column and help (same as `small check --strict --json`)."
+    )]
+    async fn check(&self, Parameters(req): Parameters<CheckRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let opts = GateOptions {
+            strict: req.strict.unwrap_or(true),
+            ..GateOptions::default()
+        };
+        let schemas = SchemaSet::embedded();
+        let loaded = check::load(loc, Some(&schemas), &opts);
+        let report = check::run_check(&loaded, &schemas, &opts);
+        let diagnostics: Vec<JsonDiagnostic> =
+            report.diagnostics.iter().map(|(_, d)| d.into()).collect();
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        v["passed"] = json!(report.exit_code == 0);
+        v["diagnostics"] = serde_json::to_value(&diagnostics).unwrap_or_default();
+        if report.exit_code == 0 {
+            ok(v)
+        } else {
+            Ok(CallToolResult::structured_error(v))
+        }
+    }
+
+    #[tool(
+        description = "Change the plan: add a task (optionally with its id), mark one done (it needs a completed progress entry with evidence: use checkpoint), pending or blocked, cancel tasks, or add a dependency TASK:DEP. Each change is recorded in the progress log, in one write under the workspace lock (same as `small plan`)."
+    )]
+    async fn plan(&self, Parameters(req): Parameters<PlanRequest>) -> ToolResult {
+        let depends = match req.depends.as_deref() {
+            None => None,
+            Some(spec) => match spec.split_once(':') {
+                Some((t, d)) => Some((t.trim().to_string(), d.trim().to_string())),
+                None => {
+                    return Ok(diag(
+                        "usage",
+                        format!("depends {spec:?} must be TASK:DEP"),
+                        None,
+                    ))
+                }
+            },
+        };
+        let core_req = plan_edit::PlanRequest {
+            add: req.add.into_iter().collect(),
+            id: req.id,
+            done: req.done,
+            pending: req.pending,
+            blocked: req.blocked,
+            cancel: req.cancel,
+            depends,
+            force: req.force,
+            ..Default::default()
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = tri!(plan_edit::edit_plan(&mut txn, &core_req).map_err(plan_diag));
+        tri!(txn.commit().map_err(txn_diag));
+        ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Append one entry to the append-only progress log; the task must be in the plan (or meta/...), and a completion needs evidence (same as `small progress add`)."
+    )]
+    async fn progress_add(&self, Parameters(req): Parameters<ProgressAddRequest>) -> ToolResult {
+        let core_req = RecordRequest {
+            task: req.task,
+            status: req.status,
+            evidence: req
+                .evidence
+                .into_iter()
+                .map(|e| ("evidence".to_string(), e))
+                .collect(),
+            notes: req.notes,
+            ..Default::default()
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = tri!(record::add_progress(&mut txn, &core_req).map_err(record_diag));
+        tri!(txn.commit().map_err(txn_diag));
+        ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`)."
+    )]
+    async fn checkpoint(&self, Parameters(req): Parameters<CheckpointRequest>) -> ToolResult {
+        let evidence = [
+            ("evidence", req.evidence),
+            ("command", req.command),
+            ("test", req.test),
+            ("commit", req.commit),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect();
+        let core_req = RecordRequest {
+            task: req.task,
+            status: req.status,
+            evidence,
+            notes: req.notes,
+            force: req.force,
+            ..Default::default()
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = tri!(record::checkpoint(&mut txn, &core_req).map_err(record_diag));
+        tri!(txn.commit().map_err(txn_diag));
+        ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Write .small/handoff.small.yml, the resume point for the next session, recording the run as it is (mid-run handoffs are normal; `final` refuses while a task of this run is open) (same as `small handoff`)."
+    )]
+    async fn handoff(&self, Parameters(req): Parameters<HandoffRequest>) -> ToolResult {
+        let core_req = session::HandoffRequest {
+            summary: req.summary,
+            replay_id: None,
+            final_check: req.final_check,
+        };
+        let (_, mut txn) = tri!(self.begin());
+        let out = match session::write_handoff(&mut txn, &core_req) {
+            Ok(o) => o,
+            Err(HandoffError::Txn(t)) => return Ok(txn_diag(t)),
+            Err(e @ HandoffError::Unfinished { .. }) => {
+                return Ok(diag(
+                    "unfinished",
+                    e.to_string(),
+                    Some("close each open task with checkpoint (completed or blocked), or hand off without `final`".into()),
+                ))
+            }
+        };
+        tri!(txn.commit().map_err(txn_diag));
+        ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "Validate an API manifest request ({\"manifest\": ...}) and compute its replay ID (same as `small manifest validate`)."
+    )]
+    async fn manifest_validate(&self, Parameters(req): Parameters<ManifestRequest>) -> ToolResult {
+        let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
+        match small_core::api::manifest::validate_request(&bytes) {
+            Ok(outcome) => {
+                let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
+                if outcome.valid() {
+                    ok(v)
+                } else {
+                    Ok(CallToolResult::structured_error(v))
+                }
+            }
+            Err(e) => Ok(diag("json", format!("invalid JSON: {}", e.message), None)),
+        }
+    }
+
+    #[tool(
+        description = "The replay ID of a valid manifest request ({\"manifest\": ...}) (same as `small manifest replay-id`)."
+    )]
+    async fn manifest_replay_id(&self, Parameters(req): Parameters<ManifestRequest>) -> ToolResult {
+        let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
+        match small_core::api::manifest::validate_request(&bytes) {
+            Ok(outcome) => match &outcome.replay_id {
+                Some(id) => ok(json!({"replayId": id.as_str()})),
+                None => {
+                    let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
+                    Ok(CallToolResult::structured_error(v))
+                }
+            },
+            Err(e) => Ok(diag("json", format!("invalid JSON: {}", e.message), None)),
+        }
+    }
+
+    #[tool(
+        description = "Save a snapshot of the current run in the run history (same as `small run snapshot`)."
+    )]
+    async fn run_snapshot(&self, Parameters(req): Parameters<RunSnapshotRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let store = runs::store_dir(&loc.root, None);
+        match runs::snapshot(&loc.root, &store, req.force) {
+            Ok(res) => ok(json!({
+                "replay_id": res.snapshot.replay_id,
+                "replaced": res.replaced,
+                "artifacts": res.snapshot.artifacts,
+                "warnings": res.warnings,
+            })),
+            Err(e) => Ok(diag("run", e.message, e.help)),
+        }
+    }
+
+    #[tool(description = "List the run history, newest first (same as `small run list --json`).")]
+    async fn run_list(&self, Parameters(req): Parameters<RunListRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let store = runs::store_dir(&loc.root, None);
+        match runs::list(&store) {
+            Ok((mut snaps, warnings)) => {
+                if let Some(n) = req.limit.filter(|&n| n > 0) {
+                    snaps.truncate(n);
+                }
+                let current = runs::live_replay_id(&loc.root).unwrap_or_default();
+                let items: Vec<Value> = snaps
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "replay_id": s.replay_id,
+                            "created_at": s.meta.created_at,
+                            "summary": s.summary,
+                            "current": s.replay_id.eq_ignore_ascii_case(&current),
+                        })
+                    })
+                    .collect();
+                ok(json!({"runs": items, "warnings": warnings}))
+            }
+            Err(e) => Ok(diag("run", e.message, e.help)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Resources
+
+const SCHEME: &str = "small://";
+
+/// The resources, handoff first: `(uri, name, path relative to the root or schema name)`.
+fn resource_list() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let order = [
+        ArtifactKind::Handoff,
+        ArtifactKind::Intent,
+        ArtifactKind::Constraints,
+        ArtifactKind::Plan,
+        ArtifactKind::Progress,
+    ];
+    for k in order {
+        let f = k.file_name();
+        out.push((
+            format!("{SCHEME}workspace/{f}"),
+            f.to_string(),
+            format!(".small/{f}"),
+        ));
+    }
+    out.push((
+        format!("{SCHEME}workspace/{WORKSPACE_FILE}"),
+        WORKSPACE_FILE.to_string(),
+        format!(".small/{WORKSPACE_FILE}"),
+    ));
+    for name in [
+        "intent",
+        "constraints",
+        "plan",
+        "progress",
+        "handoff",
+        "workspace",
+    ]
+    .map(|n| format!("{n}.schema.json"))
+    {
+        out.push((
+            format!("{SCHEME}schemas/{name}"),
+            name.to_string(),
+            String::new(),
+        ));
+    }
+    out
+}
+
+fn read_small_file(root: &Path, rel: &str) -> Result<String, ErrorData> {
+    let path = root.join(rel);
+    // Never follow a link out of the workspace.
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => std::fs::read_to_string(&path)
+            .map_err(|e| ErrorData::internal_error(format!("cannot read {rel}: {e}"), None)),
+        Ok(_) => Err(ErrorData::invalid_params(
+            format!("{rel} is not a regular file"),
+            None,
+        )),
+        Err(_) => Err(ErrorData::resource_not_found(
+            format!("{rel} does not exist"),
+            None,
+        )),
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for SmallMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_instructions(
+            "SMALL keeps durable project state in .small/. Start with the resume tool (or read small://workspace/handoff.small.yml), record work with progress_add or checkpoint, and hand off with handoff before you stop.",
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = resource_list()
+            .into_iter()
+            .map(|(uri, name, _)| {
+                let mime = if uri.ends_with(".json") {
+                    "application/json"
+                } else {
+                    "application/yaml"
+                };
+                Resource::new(uri, name).with_mime_type(mime)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        let Some((_, name, rel)) = resource_list().into_iter().find(|(u, _, _)| *u == uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {uri}"),
+                None,
+            ));
+        };
+        let text = if rel.is_empty() {
+            schemas::embedded_text(&name)
+                .map(str::to_string)
+                .ok_or_else(|| ErrorData::resource_not_found(format!("no schema {name}"), None))?
+        } else {
+            let loc = workspace::locate(self.dir.as_deref())
+                .map_err(|e| ErrorData::invalid_params(e.to_diagnostic().message, None))?;
+            read_small_file(&loc.root, &rel)?
+        };
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
+    }
+}
+
+/// Serve MCP on stdin/stdout until the client closes the connection.
+pub async fn serve_stdio(dir: Option<PathBuf>) -> Result<(), String> {
+    let server = match SmallMcp::new(dir).serve(rmcp::transport::stdio()).await {
+        Ok(s) => s,
+        // The host went away before it said hello: nothing to serve, nothing wrong.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(format!("cannot start the MCP server: {e}")),
+    };
+    server
+        .waiting()
+        .await
+        .map_err(|e| format!("MCP server stopped: {e}"))?;
+    Ok(())
+}

@@ -7,12 +7,10 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use small_core::api::manifest::{self, ManifestError, ManifestRequest, RequestError};
-use small_core::json::canonical::{self, JsString, Value};
+use small_core::api::manifest::{self, ManifestRequest, RequestError};
+use small_core::api::replay;
+use small_core::spec::consts::ArtifactKind;
 use small_store::replay::ReplayRecord;
-
-/// The protocol contract, exactly as seed 001 shows it.
-pub const PROTOCOL_DOCUMENT: &str = r#"{"protocol":"SMALL","version":"1.0.0","primitives":["Schema","Manifest","Artifact","Lineage","Lifecycle"],"rules":{"materializationRequiresValidation":true,"artifactsAreImmutable":true,"lineageIsAppendOnly":true,"lifecycleIsEventBased":true,"explicitContractsOnly":true},"schemas":{"schema":"/schemas/small/v1/schema.schema.json","manifest":"/schemas/small/v1/manifest.schema.json","artifact":"/schemas/small/v1/artifact.schema.json","lineage":"/schemas/small/v1/lineage.schema.json","lifecycle":"/schemas/small/v1/lifecycle.schema.json"}}"#;
 
 /// Primitive schemas served under `/schemas/small/v1/`.
 const PRIMITIVE_SCHEMAS: [(&str, &str); 5] = [
@@ -27,21 +25,19 @@ const PRIMITIVE_SCHEMAS: [(&str, &str); 5] = [
 ];
 
 /// The `.small/` artifact schemas the CLI validates with, from the same embedded set.
-const ARTIFACT_SCHEMAS: [&str; 6] = [
-    "intent",
-    "constraints",
-    "plan",
-    "progress",
-    "handoff",
-    "workspace",
-];
+fn artifact_schemas() -> impl Iterator<Item = &'static str> {
+    ArtifactKind::ALL
+        .into_iter()
+        .map(ArtifactKind::name)
+        .chain(["workspace"])
+}
 
 /// Every schema name served, in listing order.
 pub fn schema_names() -> Vec<&'static str> {
     PRIMITIVE_SCHEMAS
         .iter()
         .map(|(n, _)| *n)
-        .chain(ARTIFACT_SCHEMAS)
+        .chain(artifact_schemas())
         .collect()
 }
 
@@ -51,7 +47,7 @@ pub fn schema_text(name: &str) -> Option<&'static str> {
     if let Some((_, text)) = PRIMITIVE_SCHEMAS.iter().find(|(n, _)| *n == short) {
         return Some(text);
     }
-    if ARTIFACT_SCHEMAS.contains(&short) {
+    if artifact_schemas().any(|n| n == short) {
         return small_core::gates::schemas::embedded_text(short);
     }
     None
@@ -67,7 +63,7 @@ fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
 }
 
 pub async fn protocol() -> Response {
-    json_response(StatusCode::OK, PROTOCOL_DOCUMENT)
+    json_response(StatusCode::OK, replay::protocol_document())
 }
 
 pub async fn healthz() -> Response {
@@ -147,25 +143,25 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let mut outcome = req.validate();
-    if outcome.valid() && req.protocol_version_raw().is_none() {
-        outcome.replay_id = None;
-        outcome.errors.push(ManifestError {
-            instance_path: String::new(),
-            message: JsString::from("must have required property 'protocolVersion'"),
-        });
-    }
-    let (Some(replay_id), Some(m)) = (outcome.replay_id.clone(), req.manifest()) else {
-        let mut out = Vec::with_capacity(128);
-        out.extend_from_slice(b"{\"valid\":false,\"errors\":");
-        manifest::write_errors(&mut out, &outcome.errors);
-        out.push(b'}');
-        return json_response(StatusCode::UNPROCESSABLE_ENTITY, out);
+    let replayable = match replay::check(&req) {
+        Ok(r) => r,
+        Err(errors) => {
+            let mut out = Vec::with_capacity(128);
+            out.extend_from_slice(b"{\"valid\":false,\"errors\":");
+            manifest::write_errors(&mut out, &errors);
+            out.push(b'}');
+            return json_response(StatusCode::UNPROCESSABLE_ENTITY, out);
+        }
     };
-    let pv = req
-        .protocol_version()
-        .unwrap_or(manifest::SUPPORTED_PROTOCOL_VERSION);
-    let candidate = materialise(replay_id.as_str(), pv, m);
+    let Some(m) = req.manifest() else {
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "valid manifest without a body",
+        )
+        .into_response();
+    };
+    let candidate = record(&replayable, replay::materialise(&replayable.replay_id, m));
     let store = state.replay.clone();
     let stored = match tokio::task::spawn_blocking(move || store.get_or_insert(candidate)).await {
         Ok(Ok((record, _created))) => record,
@@ -198,45 +194,13 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
     json_response(StatusCode::OK, out)
 }
 
-/// The records a first replay materialises, stamped with the current time.
-pub fn materialise(replay_id: &str, protocol_version: &str, m: &Value) -> ReplayRecord {
-    let at = now_rfc3339();
-    let text = |key: &str| -> Vec<u8> {
-        let mut out = Vec::new();
-        match m.get(key) {
-            Some(Value::String(s)) => canonical::write_json_string_bytes(&mut out, s),
-            _ => out.extend_from_slice(b"null"),
-        }
-        out
-    };
-    let artifact = String::from_utf8(text("artifact")).unwrap_or_default();
-    let schema = String::from_utf8(text("schema")).unwrap_or_default();
-    let lineage_json = format!(
-        r#"{{"artifact":{artifact},"derivedFrom":{schema},"generatedAt":"{at}","replayId":"{replay_id}"}}"#
-    );
-    let lifecycle_json = format!(
-        r#"[{{"type":"validated","at":"{at}","replayId":"{replay_id}"}},{{"type":"materialized","at":"{at}","replayId":"{replay_id}"}}]"#
-    );
+/// The store's record of a first replay.
+pub fn record(r: &replay::Replayable, m: replay::Materialised) -> ReplayRecord {
     ReplayRecord {
-        replay_id: replay_id.to_owned(),
-        protocol_version: protocol_version.to_owned(),
-        lineage_json,
-        lifecycle_json,
-        created_at: at,
+        replay_id: r.replay_id.to_string(),
+        protocol_version: r.protocol_version.to_owned(),
+        lineage_json: m.lineage.to_json(),
+        lifecycle_json: replay::lifecycle_json(&m.lifecycle),
+        created_at: m.at,
     }
-}
-
-/// The current UTC time as RFC 3339 with milliseconds (`2026-01-01T00:00:00.000Z`).
-fn now_rfc3339() -> String {
-    let t = time::OffsetDateTime::now_utc();
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
 }

@@ -42,7 +42,7 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 /// Default time a request may take, body included.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default store file (shared with the primitives store).
-pub const DEFAULT_STORE_PATH: &str = ".small-cache/store.db";
+pub use small_store::DEFAULT_STORE_PATH;
 
 /// Where replay records and primitives are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]

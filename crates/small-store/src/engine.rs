@@ -71,7 +71,7 @@ pub fn compile_schema(
 }
 
 fn make_record(id: &str, version: u64, value: &Value) -> Record {
-    let json = canonical_json(value);
+    let json = exact_canonical_json(value);
     Record {
         id: id.to_string(),
         version,
@@ -480,7 +480,7 @@ impl<B: Backend> PrimitiveStore for Store<B> {
             }
             // deterministic: the references are frozen as resolved now.
             let resolved = if m.deterministic {
-                Some(canonical_json(&json!({"schemas": schemas_resolved, "artifacts": artifacts_resolved})))
+                Some(exact_canonical_json(&json!({"schemas": schemas_resolved, "artifacts": artifacts_resolved})))
             } else {
                 None
             };
@@ -666,7 +666,7 @@ impl<B: Backend> PrimitiveStore for Store<B> {
             let mut puts = Vec::new();
             for (i, ev) in events.iter().enumerate() {
                 if i < stored {
-                    let json = canonical_json(&Value::Object(ev.value.clone()));
+                    let json = exact_canonical_json(&Value::Object(ev.value.clone()));
                     if existing[i].json != json {
                         return Err(StoreError::Conflict(format!(
                             "lifecycle of `{artifact_id}`: event {} differs from the stored event {}; lifecycle is append-only",

@@ -7,6 +7,7 @@
 //! written once over the narrow transaction interface of [`tx`], so both backends behave the same.
 //! Every record is stored as canonical JSON text and read back byte for byte.
 
+pub mod canonical;
 pub mod engine;
 pub mod error;
 pub mod model;

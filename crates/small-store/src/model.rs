@@ -113,43 +113,7 @@ pub struct Graph {
 // ---------------------------------------------------------------------------------------------
 // Canonical JSON and hashes
 
-/// Canonical JSON: object keys sorted by code unit, no insignificant whitespace, strings and
-/// numbers as serde_json writes them.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::to_string(k).unwrap_or_default());
-                out.push(':');
-                write_canonical(&map[k.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
-    }
-}
+pub use crate::canonical::exact_canonical_json;
 
 /// Lowercase hex SHA-256 of a text.
 pub fn sha256_hex(text: &str) -> String {
@@ -158,10 +122,8 @@ pub fn sha256_hex(text: &str) -> String {
 
 /// The current time, RFC 3339 UTC with second precision (`2025-01-15T10:00:00Z`).
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let now = now.replace_nanosecond(0).unwrap_or(now);
-    now.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+    use small_core::spec::timestamp;
+    timestamp::format_utc_digits(timestamp::now(), 0)
 }
 
 /// Parses an RFC 3339 timestamp.
@@ -319,9 +281,7 @@ pub fn valid_id(s: &str) -> bool {
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-pub fn escape_pointer(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
-}
+pub use small_core::json::pointer::escape as escape_pointer;
 
 /// A checked artifact: its fields, with `version` possibly still unassigned.
 pub(crate) struct ArtifactIn {
@@ -765,7 +725,7 @@ mod tests {
     fn canonical_json_sorts_keys_by_utf16_and_keeps_numbers() {
         let v: Value = serde_json::from_str(r#"{"b":1,"a":{"y":[1.5,-0.0,12345678901234567890],"x":"\u00e9\ud83d\ude00"},"\ue000":0,"\ud83d\ude00":0}"#).unwrap();
         assert_eq!(
-            canonical_json(&v),
+            exact_canonical_json(&v),
             "{\"a\":{\"x\":\"é😀\",\"y\":[1.5,-0.0,12345678901234567890]},\"b\":1,\"😀\":0,\"\u{e000}\":0}"
         );
     }

@@ -116,4 +116,24 @@ mod tests {
         assert!(!listed("postgres", "conformance"));
         assert!(!listed("", "postgres"));
     }
+
+    // The only test of this crate that touches the environment.
+    #[test]
+    fn a_required_suite_fails_and_other_skips_are_logged() {
+        let log = std::env::temp_dir().join(format!("small-testkit-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        std::env::set_var(REQUIRE_ENV, "postgres");
+        std::env::set_var(SKIP_LOG_ENV, &log);
+        let required = std::panic::catch_unwind(|| skip(POSTGRES, "no server"));
+        assert!(required.is_err(), "a required suite must fail");
+        let other = std::panic::catch_unwind(|| skip(CONFORMANCE, "no corpus"));
+        assert!(other.is_ok(), "a suite not required only skips");
+        std::env::remove_var(REQUIRE_ENV);
+        std::env::remove_var(SKIP_LOG_ENV);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let _ = std::fs::remove_file(&log);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.starts_with("SKIPPED (conformance): "), "{text}");
+        assert!(text.trim_end().ends_with(": no corpus"), "{text}");
+    }
 }

@@ -4,7 +4,7 @@ use super::draft::{check_artifact, draft_rel, open_scoped, render_plain};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::progress::{NewEntry, TimestampRule};
-use small_core::authoring::txn::{Transaction, TxnError};
+use small_core::authoring::txn::Transaction;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::spec::model::TaskStatus;
 use small_core::workspace::Scope;
@@ -45,13 +45,6 @@ pub struct AcceptArgs {
     pub json: bool,
 }
 
-fn txn_err(e: TxnError) -> CliError {
-    match e {
-        TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (kind, a) = match args.kind {
         AcceptKind::Intent(a) => (ArtifactKind::Intent, a),
@@ -90,8 +83,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         )));
     }
 
-    let mut txn = Transaction::begin(&root).map_err(txn_err)?;
-    let old = txn.read(&target).map_err(txn_err)?;
+    let mut txn = Transaction::begin(&root).map_err(CliError::from)?;
+    let old = txn.read(&target).map_err(CliError::from)?;
     if old.as_deref() == Some(bytes.as_slice()) {
         if a.json {
             return g.json(&serde_json::json!({
@@ -174,8 +167,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     .field("notes", format!("small accept {}", kind.name()));
     let appended = txn
         .append_progress(&entry, &TimestampRule::Now)
-        .map_err(txn_err)?;
-    let report = txn.commit().map_err(txn_err)?;
+        .map_err(CliError::from)?;
+    let report = txn.commit().map_err(CliError::from)?;
     if a.json {
         return g.json(&serde_json::json!({
             "draft": draft, "target": target, "changed": true, "dry_run": false,

@@ -3,22 +3,16 @@
 use super::draft::open_scoped;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use sha2::{Digest, Sha256};
-use small_core::authoring::progress::{NewEntry, TimestampRule};
-use small_core::authoring::txn::{Transaction, TxnError};
-use small_core::spec::consts::{ArtifactKind, CACHE_DIR, SMALL_DIR, WORKSPACE_FILE};
+use small_core::authoring::apply::{
+    self, output_evidence, should_record, summarize, Context, Event, ProgressMode, SUMMARY_CAP,
+};
+use small_core::spec::consts::{ArtifactKind, SMALL_DIR};
 use small_core::spec::model::TaskStatus;
-use small_core::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use small_core::workspace::Scope;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-
-/// Longest command summary stored in `command_summary`.
-pub const SUMMARY_CAP: usize = 200;
-/// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
-pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 
 /// Run a shell command in the workspace root and record its result as progress
 ///
@@ -65,205 +59,19 @@ pub struct Args {
     /// Workspace kinds to accept: root or any
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
+    /// Print what the run did as JSON: {task_id, dry_run, command, exit_code, entries,
+    /// written, appended}; the command's standard output goes only to its output log
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Progress mode (seed 000, invariant 7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgressMode {
-    Signal,
-    Audit,
-}
-
-impl ProgressMode {
-    /// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
-    pub fn from_env() -> Result<ProgressMode, CliError> {
-        Ok(if crate::settings::progress_mode_is_audit()? {
-            ProgressMode::Audit
-        } else {
-            ProgressMode::Signal
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Event {
-    DryRun,
-    Start,
-    End,
-}
-
-/// Whether an event is recorded: audit records everything; signal records only the end of a
-/// run (and dry runs) of a plan task.
-fn should_record(event: Event, task_id: &str, mode: ProgressMode) -> bool {
-    match mode {
-        ProgressMode::Audit => true,
-        ProgressMode::Signal => match event {
-            Event::Start => false,
-            Event::DryRun | Event::End => is_plan_task_id(task_id),
-        },
-    }
-}
-
-fn is_plan_task_id(id: &str) -> bool {
-    let id = id.trim();
-    id.strip_prefix("task-")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The command with runs of whitespace collapsed, cut to `cap` characters (ending in `...`).
-pub fn summarize(command: &str, cap: usize) -> String {
-    let normalized = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    if normalized.chars().count() <= cap {
-        return normalized;
-    }
-    if cap <= 3 {
-        return normalized.chars().take(cap).collect();
-    }
-    let mut s: String = normalized.chars().take(cap - 3).collect();
-    s.push_str("...");
-    s
-}
-
-fn txn_err(e: TxnError) -> CliError {
-    match e {
-        TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
-}
-
-/// The replay id the run's logs are filed under: workspace `run.replay_id`, else the
-/// handoff's `replayId.value`; lower case.
-fn current_replay_id(root: &Path) -> Option<String> {
-    let limits = small_core::yaml::Limits::default();
-    let read = |rel: &str, pointer: &str| -> Option<String> {
-        let bytes = small_core::workspace::fsio::read_bounded(
-            &root.join(SMALL_DIR).join(rel),
-            small_core::workspace::fsio::MAX_READ_BYTES,
-        )
-        .ok()?;
-        let doc = small_core::yaml::parse_bytes(&bytes, &limits).ok()?;
-        let v = doc
-            .root
-            .pointer(pointer)?
-            .as_str()?
-            .trim()
-            .to_ascii_lowercase();
-        small_core::spec::replayid::is_well_formed(&v).then_some(v)
-    };
-    read(WORKSPACE_FILE, RUN_REPLAY_ID_POINTER)
-        .or_else(|| read(ArtifactKind::Handoff.file_name(), HANDOFF_REPLAY_ID_POINTER))
-}
-
-/// The workspace's run replay id only (what run-bound entries carry in `replayId`).
-fn workspace_run_replay_id(root: &Path) -> Option<String> {
-    let bytes = small_core::workspace::fsio::read_bounded(
-        &root.join(SMALL_DIR).join(WORKSPACE_FILE),
-        small_core::workspace::fsio::MAX_READ_BYTES,
-    )
-    .ok()?;
-    let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
-    let v = doc
-        .root
-        .pointer(RUN_REPLAY_ID_POINTER)?
-        .as_str()?
-        .trim()
-        .to_string();
-    small_core::spec::replayid::is_well_formed(&v).then_some(v)
-}
-
-/// The ids of the plan's tasks, or `None` when the plan cannot be read.
-fn plan_task_ids(root: &Path) -> Option<Vec<String>> {
-    let bytes = small_core::workspace::fsio::read_bounded(
-        &root.join(SMALL_DIR).join(ArtifactKind::Plan.file_name()),
-        small_core::workspace::fsio::MAX_READ_BYTES,
-    )
-    .ok()?;
-    let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default()).ok()?;
-    let tasks = doc.root.get("tasks")?.as_seq()?;
-    Some(
-        tasks
-            .iter()
-            .filter_map(|t| t.get("id")?.as_str().map(str::to_string))
-            .collect(),
-    )
-}
-
-/// Files of one run of a command.
-struct CommandLog {
-    /// Workspace-relative path of the file holding the command (`command_ref`).
-    command_ref: String,
-    /// Workspace-relative path of the output log.
-    output_ref: String,
-    sha256: String,
-    summary: String,
-}
-
-/// Writes the command file (atomically) and returns the log's names. The file name is the
-/// run's start time, so a run's command and output sit side by side.
-fn write_command_log(
-    root: &Path,
-    replay: &str,
-    stamp: &str,
-    command: &str,
-) -> Result<CommandLog, CliError> {
-    let dir = format!("{CACHE_DIR}/logs/{replay}/commands");
-    // 2026-01-02T03:04:05.123456789Z -> 20260102T030405.123456789Z
-    let name: String = stamp.chars().filter(|c| *c != '-' && *c != ':').collect();
-    let command_ref = format!("{dir}/{name}.txt");
-    let output_ref = format!("{dir}/{name}.output.log");
-    small_core::authoring::txn::atomic_write(root.join(&command_ref), command.as_bytes())
-        .map_err(|e| CliError::usage(format!("cannot write the command log {command_ref}: {e}")))?;
-    Ok(CommandLog {
-        command_ref,
-        output_ref,
-        sha256: hex::encode(Sha256::digest(command.as_bytes())),
-        summary: summarize(command, SUMMARY_CAP),
+/// From `SMALL_PROGRESS_MODE`: `signal` (the default) or `audit`; other values are refused.
+fn progress_mode() -> Result<ProgressMode, CliError> {
+    Ok(if crate::settings::progress_mode_is_audit()? {
+        ProgressMode::Audit
+    } else {
+        ProgressMode::Signal
     })
-}
-
-fn with_command(mut entry: NewEntry, log: &CommandLog) -> NewEntry {
-    entry.set("command", log.summary.clone());
-    entry.set("command_summary", log.summary.clone());
-    entry.set("command_sha256", log.sha256.clone());
-    entry.set("command_ref", log.command_ref.clone());
-    entry
-}
-
-/// Appends entries in one transaction; returns their timestamps.
-fn record(root: &Path, entries: &[NewEntry]) -> Result<Vec<String>, CliError> {
-    let mut txn = Transaction::begin(root).map_err(txn_err)?;
-    let mut stamps = Vec::new();
-    for e in entries {
-        stamps.push(
-            txn.append_progress(e, &TimestampRule::Now)
-                .map_err(txn_err)?
-                .timestamp,
-        );
-    }
-    txn.commit().map_err(txn_err)?;
-    Ok(stamps)
-}
-
-/// `exit code N; output …` with the last `EVIDENCE_OUTPUT_CAP` bytes of the output.
-fn output_evidence(output: &[u8], exit_code: i32) -> String {
-    let text = String::from_utf8_lossy(output);
-    let trimmed = text.trim_end_matches(['\n', '\r']);
-    if trimmed.trim().is_empty() {
-        return format!("exit code {exit_code}; no output");
-    }
-    if trimmed.len() <= EVIDENCE_OUTPUT_CAP {
-        return format!("exit code {exit_code}; output: {trimmed}");
-    }
-    let mut start = trimmed.len() - EVIDENCE_OUTPUT_CAP;
-    while !trimmed.is_char_boundary(start) {
-        start += 1;
-    }
-    format!(
-        "exit code {exit_code}; output (last {} of {} bytes): {}",
-        trimmed.len() - start,
-        trimmed.len(),
-        &trimmed[start..]
-    )
 }
 
 /// Runs `sh -lc command` in `root`, copying its output to ours and into a buffer (and the
@@ -342,7 +150,7 @@ fn run_shell(
                 if let Ok(mut c) = captured.lock() {
                     // Keep memory bounded: the evidence only needs the tail.
                     c.extend_from_slice(chunk);
-                    let cap = EVIDENCE_OUTPUT_CAP * 4;
+                    let cap = apply::EVIDENCE_OUTPUT_CAP * 4;
                     if c.len() > cap * 2 {
                         let cut = c.len() - cap;
                         c.drain(..cut);
@@ -463,35 +271,56 @@ fn run_self(args: &[&str]) -> Result<(), CliError> {
     }
 }
 
+/// The progress entries of the log (empty when it cannot be read).
+fn progress_entries(root: &Path) -> Vec<serde_json::Value> {
+    let path = root.join(ArtifactKind::Progress.rel_path());
+    std::fs::read(&path)
+        .ok()
+        .and_then(|b| small_core::yaml::parse_bytes(&b, &small_core::yaml::Limits::default()).ok())
+        .and_then(|d| d.root.get("entries").map(|e| e.to_json()))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let scope = args.workspace;
-    if scope == Scope::Examples {
-        return Err(CliError::usage(
-            "apply does not run in example workspaces (--workspace examples); use --workspace any to override",
-        ));
+    if !args.json {
+        return run_apply(args, g);
     }
-    let root = open_scoped(args.dir.as_deref(), scope)?;
-    if !root
-        .join(SMALL_DIR)
-        .join(ArtifactKind::Progress.file_name())
-        .is_file()
-    {
-        return Err(CliError::invalid(format!(
-            "{SMALL_DIR}/{} is missing; run `small init` (or restore the file) first",
-            ArtifactKind::Progress.file_name()
-        )));
-    }
-    if args.auto_checkpoint
-        && !root
-            .join(SMALL_DIR)
-            .join(ArtifactKind::Plan.file_name())
-            .is_file()
-    {
-        return Err(CliError::invalid(format!(
-            "--auto-checkpoint needs {SMALL_DIR}/{}, which is missing",
-            ArtifactKind::Plan.file_name()
-        )));
-    }
+    // --json: the human lines and the command's standard output are silenced (the output
+    // log keeps it); the report is what the run recorded.
+    let quiet = GlobalArgs {
+        quiet: true,
+        ..g.clone()
+    };
+    let root = open_workspace(&args)?;
+    let before = progress_entries(&root).len();
+    let (task, dry_run, command) = (
+        args.task.clone().unwrap_or_else(|| "apply".into()),
+        args.dry_run || args.cmd.as_deref().map(str::trim).unwrap_or("").is_empty(),
+        args.cmd.clone(),
+    );
+    let result = run_apply(args, &quiet);
+    let code = match &result {
+        Ok(()) => 0,
+        Err(e) if e.message.is_empty() => i32::from(e.exit),
+        Err(_) => return result,
+    };
+    let entries: Vec<serde_json::Value> =
+        progress_entries(&root).into_iter().skip(before).collect();
+    g.json(&serde_json::json!({
+        "task_id": task,
+        "dry_run": dry_run,
+        "command": command,
+        "exit_code": code,
+        "entries": entries,
+        "written": [],
+        "appended": if entries.is_empty() { vec![] } else { vec![ArtifactKind::Progress.rel_path()] },
+    }))?;
+    result
+}
+
+fn run_apply(args: Args, g: &GlobalArgs) -> CmdResult {
+    let root = open_workspace(&args)?;
     let command = args
         .cmd
         .as_deref()
@@ -504,132 +333,59 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "--auto-progress and --auto-checkpoint need a command (--cmd)",
         ));
     }
-    let mode = ProgressMode::from_env()?;
-    let task_id = args
+    let mode = progress_mode()?;
+    let named = args
         .task
         .as_deref()
         .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| "apply".to_string());
-    // A task named on the command line must exist when something will be recorded for it
-    // (an entry for an unknown task would break strict check S2), checked before anything runs.
-    if let Some(t) = args
-        .task
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
+        .filter(|t| !t.is_empty());
+    let task_id = named.unwrap_or("apply").to_string();
+    let ctx = apply::context(&root)?;
+    if let Some(t) = named {
         let event = if dry_run { Event::DryRun } else { Event::End };
-        let records = should_record(event, t, mode) || args.auto_checkpoint;
-        if records && !t.starts_with(small_core::spec::consts::META_TASK_PREFIX) {
-            if let Some(ids) = plan_task_ids(&root) {
-                if !ids.iter().any(|id| id == t) {
-                    return Err(CliError::invalid(format!(
-                        "task {t} is not in {SMALL_DIR}/{}; nothing was run\n  help: add it with `small plan --add \"<title>\"`, or use one of: {}",
-                        ArtifactKind::Plan.file_name(),
-                        if ids.is_empty() { "(no tasks)".to_string() } else { ids.join(", ") }
-                    )));
-                }
-            }
-        }
+        ctx.check_task(t, should_record(event, t, mode) || args.auto_checkpoint)?;
     }
-    let run_replay = workspace_run_replay_id(&root);
-    let log_replay = current_replay_id(&root).unwrap_or_else(|| "unbound".to_string());
-    let bind = |mut e: NewEntry| {
-        if let Some(r) = &run_replay {
-            e.set("replayId", r.clone());
-        }
-        e
+    let Some(command) = command.filter(|_| !dry_run) else {
+        return dry_run_report(&args, g, &root, &ctx, mode, &task_id);
     };
-    let say = |s: String| g.info(s);
-
-    if dry_run {
-        say(match &command {
-            Some(c) => format!(
-                "Dry run: would run `{}` in {}",
-                summarize(c, SUMMARY_CAP),
-                root.display()
-            ),
-            None => "Dry run: no command given (--cmd), nothing runs".to_string(),
-        });
-        if args.task.is_some() {
-            say(format!("  task: {task_id}"));
-        }
-        if args.handoff {
-            say("  would regenerate the handoff after a successful run".to_string());
-        }
-        if !should_record(Event::DryRun, &task_id, mode) {
-            say(format!(
-                "  nothing recorded ({} mode records dry runs only for plan tasks; SMALL_PROGRESS_MODE=audit records all)",
-                if mode == ProgressMode::Signal { "signal" } else { "audit" }
-            ));
-            return Ok(());
-        }
-        let mut entry = bind(
-            NewEntry::new(task_id.clone(), Some(TaskStatus::Pending.as_str()))
-                .field("evidence", "Dry run: no command was executed")
-                .field("notes", "apply --dry-run"),
-        );
-        if let Some(c) = &command {
-            let stamp =
-                small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
-            let log = write_command_log(&root, &log_replay, &stamp, c)?;
-            entry = with_command(entry, &log);
-            entry.set("notes", format!("apply --dry-run of `{}`", log.summary));
-        }
-        let stamps = record(&root, &[entry])?;
-        say(format!(
-            "Recorded a pending progress entry for {task_id} at {}",
-            stamps[0]
-        ));
-        return Ok(());
-    }
-
-    let command = command.unwrap_or_default();
-    let start_stamp =
-        small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
-    let log = write_command_log(&root, &log_replay, &start_stamp, &command)?;
-
+    let stamp = small_core::spec::timestamp::format_utc(small_core::spec::timestamp::now());
+    let log = apply::write_command_log(&root, &ctx.log_replay, &stamp, &command)?;
     if should_record(Event::Start, &task_id, mode) {
-        let entry = with_command(
-            bind(
-                NewEntry::new(task_id.clone(), Some(TaskStatus::InProgress.as_str()))
-                    .field("evidence", "Apply started")
-                    .field("notes", "apply: execution started"),
-            ),
-            &log,
+        let entry = ctx.entry(
+            &task_id,
+            TaskStatus::InProgress,
+            "Apply started",
+            "apply: execution started",
+            Some(&log),
         );
-        let stamps = record(&root, &[entry])?;
-        say(format!(
+        let stamps = apply::record(&root, &[entry])?;
+        g.info(format!(
             "Recorded the start of the run for {task_id} at {}",
             stamps[0]
         ));
     }
-
-    say(format!("Running: {}", log.summary));
+    g.info(format!("Running: {}", log.summary));
     let started = std::time::Instant::now();
     // --quiet hides the command's standard output, not its errors; --auto-progress hides both
     // (they go into the evidence). Everything is in the output log either way.
     let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
     let (code, output) = run_shell(g, &root, &command, echo, Some(&root.join(&log.output_ref)))?;
-    let secs = started.elapsed().as_secs_f64();
     let ok = code == 0;
     let status = if ok {
-        TaskStatus::Completed.as_str()
+        TaskStatus::Completed
     } else {
-        TaskStatus::Blocked.as_str()
+        TaskStatus::Blocked
     };
-    say(format!(
-        "{} (exit code {code}, {secs:.2} s); full output in {}",
+    g.info(format!(
+        "{} (exit code {code}, {:.2} s); full output in {}",
         if ok {
             "Command succeeded"
         } else {
             "Command failed"
         },
+        started.elapsed().as_secs_f64(),
         log.output_ref
     ));
-
     if should_record(Event::End, &task_id, mode) {
         let evidence = if args.auto_progress {
             output_evidence(&output, code)
@@ -638,45 +394,129 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         } else {
             format!("Command failed with exit code {code}")
         };
-        let entry = with_command(
-            bind(
-                NewEntry::new(task_id.clone(), Some(status))
-                    .field("evidence", evidence)
-                    .field(
-                        "notes",
-                        format!("apply: exit code {code}; output in {}", log.output_ref),
-                    ),
-            ),
-            &log,
-        );
-        match record(&root, &[entry]) {
-            Ok(stamps) => say(format!(
+        let notes = format!("apply: exit code {code}; output in {}", log.output_ref);
+        let entry = ctx.entry(&task_id, status, evidence, notes, Some(&log));
+        match apply::record(&root, &[entry]) {
+            Ok(stamps) => g.info(format!(
                 "Recorded a {status} progress entry for {task_id} at {}",
                 stamps[0]
             )),
             Err(e) => g.warn(format!(
                 "warning: the run's result was not recorded: {}",
-                e.message
+                e.message()
             )),
         }
     } else {
-        say(
-            "Nothing recorded in progress (signal mode records runs of plan tasks only; pass --task task-N, or set SMALL_PROGRESS_MODE=audit)"
-                .to_string(),
-        );
+        g.info("Nothing recorded in progress (signal mode records runs of plan tasks only; pass --task task-N, or set SMALL_PROGRESS_MODE=audit)");
     }
+    follow_up(&args, g, &root, &task_id, status, &output, code)?;
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1)))
+    }
+}
 
+/// The workspace of `--dir`, checked for what apply needs.
+fn open_workspace(args: &Args) -> Result<PathBuf, CliError> {
+    if args.workspace == Scope::Examples {
+        return Err(CliError::usage(
+            "apply does not run in example workspaces (--workspace examples); use --workspace any to override",
+        ));
+    }
+    let root = open_scoped(args.dir.as_deref(), args.workspace)?;
+    let has = |k: ArtifactKind| root.join(SMALL_DIR).join(k.file_name()).is_file();
+    if !has(ArtifactKind::Progress) {
+        return Err(CliError::invalid(format!(
+            "{} is missing; run `small init` (or restore the file) first",
+            ArtifactKind::Progress.rel_path()
+        )));
+    }
+    if args.auto_checkpoint && !has(ArtifactKind::Plan) {
+        return Err(CliError::invalid(format!(
+            "--auto-checkpoint needs {}, which is missing",
+            ArtifactKind::Plan.rel_path()
+        )));
+    }
+    Ok(root)
+}
+
+/// `--dry-run` (or no --cmd): say what would run, and record it when the mode says so.
+fn dry_run_report(
+    args: &Args,
+    g: &GlobalArgs,
+    root: &Path,
+    ctx: &Context,
+    mode: ProgressMode,
+    task_id: &str,
+) -> CmdResult {
+    let command = args.cmd.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    g.info(match command {
+        Some(c) => format!(
+            "Dry run: would run `{}` in {}",
+            summarize(c, SUMMARY_CAP),
+            root.display()
+        ),
+        None => "Dry run: no command given (--cmd), nothing runs".to_string(),
+    });
+    if args.task.is_some() {
+        g.info(format!("  task: {task_id}"));
+    }
+    if args.handoff {
+        g.info("  would regenerate the handoff after a successful run");
+    }
+    if !should_record(Event::DryRun, task_id, mode) {
+        g.info(format!(
+            "  nothing recorded ({} mode records dry runs only for plan tasks; SMALL_PROGRESS_MODE=audit records all)",
+            mode.as_str()
+        ));
+        return Ok(());
+    }
+    let (log, notes) = match command {
+        Some(c) => {
+            let stamp = small_core::spec::timestamp::format_utc(small_core::spec::timestamp::now());
+            let log = apply::write_command_log(root, &ctx.log_replay, &stamp, c)?;
+            let notes = format!("apply --dry-run of `{}`", log.summary);
+            (Some(log), notes)
+        }
+        None => (None, "apply --dry-run".to_string()),
+    };
+    let entry = ctx.entry(
+        task_id,
+        TaskStatus::Pending,
+        "Dry run: no command was executed",
+        notes,
+        log.as_ref(),
+    );
+    let stamps = apply::record(root, &[entry])?;
+    g.info(format!(
+        "Recorded a pending progress entry for {task_id} at {}",
+        stamps[0]
+    ));
+    Ok(())
+}
+
+/// `--auto-checkpoint` and `--handoff` after the run.
+fn follow_up(
+    args: &Args,
+    g: &GlobalArgs,
+    root: &Path,
+    task_id: &str,
+    status: TaskStatus,
+    output: &[u8],
+    code: i32,
+) -> CmdResult {
+    let root_s = root.display().to_string();
     if args.auto_checkpoint {
-        let root_s = root.display().to_string();
-        let evidence = output_evidence(&output, code);
+        let evidence = output_evidence(output, code);
         let mut cp = vec![
             "checkpoint",
             "--dir",
             root_s.as_str(),
             "--task",
-            task_id.as_str(),
+            task_id,
             "--status",
-            status,
+            status.as_str(),
         ];
         cp.extend(["--evidence", evidence.as_str()]);
         if g.quiet() {
@@ -684,9 +524,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
         run_self(&cp)?;
     }
-
-    if args.handoff && ok {
-        let root_s = root.display().to_string();
+    if args.handoff && code == 0 {
         let mut h = vec!["handoff", "--dir", root_s.as_str()];
         if g.quiet() {
             h.insert(0, "--quiet");
@@ -698,47 +536,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             ));
         }
     } else if args.handoff {
-        say("Handoff not regenerated: the command failed".to_string());
+        g.info("Handoff not regenerated: the command failed");
     }
-
-    if ok {
-        Ok(())
-    } else {
-        Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summary_collapses_and_caps() {
-        assert_eq!(
-            summarize("  cargo   test\n --all ", 200),
-            "cargo test --all"
-        );
-        let long = "x".repeat(300);
-        let s = summarize(&long, 200);
-        assert_eq!(s.chars().count(), 200);
-        assert!(s.ends_with("..."));
-    }
-
-    #[test]
-    fn signal_mode_records_plan_task_ends_only() {
-        use ProgressMode::*;
-        assert!(!should_record(Event::Start, "task-1", Signal));
-        assert!(should_record(Event::End, "task-12", Signal));
-        assert!(!should_record(Event::End, "apply", Signal));
-        assert!(!should_record(Event::DryRun, "task-x", Signal));
-        assert!(should_record(Event::Start, "apply", Audit));
-    }
-
-    #[test]
-    fn evidence_keeps_the_tail_on_char_boundaries() {
-        let out = "é".repeat(3000);
-        let e = output_evidence(out.as_bytes(), 0);
-        assert!(e.starts_with("exit code 0; output (last"));
-        assert_eq!(output_evidence(b"\n", 3), "exit code 3; no output");
-    }
+    Ok(())
 }

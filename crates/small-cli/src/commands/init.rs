@@ -4,14 +4,8 @@ use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::agents::{compose, ComposeError, Composed, Request};
-use small_core::authoring::progress::{NewEntry, TimestampRule};
-use small_core::authoring::templates;
-use small_core::authoring::txn::Transaction;
-use small_core::spec::consts::{
-    ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, KIND_EXAMPLES, KIND_REPO_ROOT,
-    PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR, WORKSPACE_FILE,
-};
-use small_core::spec::model::TaskStatus;
+use small_core::authoring::init::{self, FileAction, InitOutcome, InitRequest};
+use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION, SMALL_DIR};
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -97,95 +91,14 @@ fn normalize_lexically(p: &Path) -> PathBuf {
     out
 }
 
-/// `examples` when `root` lies below an `examples/` directory whose parent is a repository
-/// (holds `.git` or `.small`); `repo-root` otherwise. Returns the repository found.
-pub(crate) fn detect_kind(root: &Path) -> (&'static str, Option<PathBuf>) {
-    let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let mut cur = real.parent();
-    while let Some(dir) = cur {
-        if dir.file_name().is_some_and(|n| n == "examples") {
-            if let Some(repo) = dir.parent() {
-                if repo.join(".git").exists() || repo.join(SMALL_DIR).is_dir() {
-                    return (KIND_EXAMPLES, Some(repo.to_path_buf()));
-                }
-            }
-        }
-        cur = dir.parent();
-    }
-    (KIND_REPO_ROOT, None)
-}
-
-/// Lines `init` adds to .gitignore.
-const GITIGNORE_LINES: [&str; 3] = [CACHE_DIR, RUNS_DIR, ARCHIVE_DIR];
-
-/// The new .gitignore content and the lines added, or `None` when nothing is missing.
-fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)> {
-    let text = existing.unwrap_or("");
-    let present: Vec<&str> = text
-        .lines()
-        .map(|l| l.trim().trim_end_matches('/'))
-        .collect();
-    let missing: Vec<String> = GITIGNORE_LINES
-        .iter()
-        .filter(|l| {
-            !present
-                .iter()
-                .any(|p| p == *l || p.trim_start_matches('/') == **l)
-        })
-        .map(|l| format!("{l}/"))
-        .collect();
-    if missing.is_empty() {
-        return None;
-    }
-    let mut out = text.to_string();
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    for l in &missing {
-        out.push_str(l);
-        out.push('\n');
-    }
-    Some((out, missing))
-}
-
-fn txn_err(e: small_core::authoring::txn::TxnError) -> CliError {
-    match e {
-        small_core::authoring::txn::TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = workspace_root(args.dir.as_deref())?;
-    let small_dir = root.join(SMALL_DIR);
-    if small_dir.exists() && !small_dir.is_dir() {
-        return Err(CliError::usage(format!(
-            "{} exists and is not a directory",
-            small_dir.display()
-        )));
-    }
-    let existed = small_dir.is_dir();
-    if existed && !args.force {
-        return Err(CliError::invalid(format!(
-            "a SMALL workspace already exists in {} ; nothing was changed.\n\
-             help: `small init --force` rewrites its files from the templates (the progress log is kept)",
-            root.display()
-        )));
-    }
-    if root.exists() && !root.is_dir() {
-        return Err(CliError::usage(format!(
-            "{} is not a directory",
-            root.display()
-        )));
-    }
     if args.tasks.iter().any(|t| t.trim().is_empty()) {
         return Err(CliError::usage("--task needs a task title"));
     }
-    let enclosing = if existed {
-        None
-    } else {
-        small_core::workspace::enclosing_workspace(&root)
-    };
+    let enclosing = (!root.join(SMALL_DIR).is_dir())
+        .then(|| small_core::workspace::enclosing_workspace(&root))
+        .flatten();
     if let Some(outer) = &enclosing {
         g.warn(format!(
             "warning: {} is inside the SMALL workspace at {}; this creates a nested workspace that commands run below {} will use instead (run `small` commands from anywhere inside a project: they find its .small/ upward)",
@@ -194,293 +107,157 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             root.display()
         ));
     }
-
-    // Decide about AGENTS.md before writing anything, so a refusal leaves no half workspace.
-    let agents_plan: Option<Composed> = if args.no_agents {
-        None
-    } else {
-        // The directory may not exist yet: then neither does AGENTS.md.
-        let existing = if root.is_dir() {
-            agents::read_target(&agents::target_path(Some(&root), None)?)?
-        } else {
-            None
-        };
-        let request = if args.overwrite_agents {
-            Request::Overwrite
-        } else if let Some(m) = args.agents_mode {
-            Request::Mode(m.into())
-        } else {
-            Request::Default
-        };
-        match compose(existing.as_deref(), request) {
-            Ok(c) => Some(c),
-            Err(ComposeError::NeedsMode) => {
-                return Err(CliError::invalid(format!(
-                    "{}\n(no workspace was created)",
-                    agents::needs_mode_message(AGENTS_FILE, true)
-                )))
-            }
-            Err(ComposeError::Malformed(e)) => {
-                return Err(CliError::invalid(agents::malformed_message(
-                    AGENTS_FILE,
-                    &e,
-                    true,
-                )))
-            }
-        }
-    };
-
-    std::fs::create_dir_all(&small_dir)
-        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", small_dir.display())))?;
-    let mut txn = Transaction::begin(&root).map_err(txn_err)?;
-    // Another `small init` may have won the race between the check above and the lock.
-    if !args.force {
-        let taken = ArtifactKind::ALL
-            .iter()
-            .map(|k| k.file_name())
-            .chain([WORKSPACE_FILE])
-            .any(|f| txn.exists(&small_core::spec::consts::small_rel(f)));
-        if taken {
-            return Err(CliError::invalid(format!(
-                "a SMALL workspace was just created in {} by another process; nothing was changed",
-                root.display()
-            )));
-        }
+    let agents_plan = compose_agents(&args, &root)?;
+    let out = init::init(&InitRequest {
+        root: &root,
+        intent: args.intent.as_deref(),
+        force: args.force,
+        agents: agents_plan.as_ref(),
+        tasks: &args.tasks,
+    })?;
+    if let Some((why, backup)) = &out.progress_backup {
+        g.warn(format!(
+            "warning: the existing progress log could not be extended ({why}); it was moved to {backup} and a new log started"
+        ));
     }
-
-    let rel = |name: &str| small_core::spec::consts::small_rel(name);
-    let mut report: Vec<(String, bool, String)> = Vec::new(); // (path, existed, note)
-    let note = |k: ArtifactKind| match k {
-        ArtifactKind::Intent => "human-owned: what the project is for",
-        ArtifactKind::Constraints => "human-owned: rules every change must respect",
-        ArtifactKind::Plan if !args.tasks.is_empty() => "agent-owned: tasks (from --task)",
-        ArtifactKind::Plan => "agent-owned: tasks (one placeholder task-1)",
-        ArtifactKind::Progress => "agent-owned, append-only: starts with the meta/init entry",
-        ArtifactKind::Handoff => "the resume point",
-    };
-
-    // Progress is append-only (seed 000, invariant 3): a re-initialised workspace keeps its
-    // log and gets the meta/init entry appended. A log that cannot take an append is moved
-    // to .small-cache/ (nothing is deleted) and a new one started.
-    let progress_rel = rel(ArtifactKind::Progress.file_name());
-    let mut progress_note: Option<String> = None;
-    if txn.exists(&progress_rel) {
-        match txn.last_progress_timestamp() {
-            Ok(_) => progress_note = Some("kept its history; meta/init appended".to_string()),
-            Err(e) => {
-                let old = txn
-                    .read(&progress_rel)
-                    .map_err(txn_err)?
-                    .unwrap_or_default();
-                let stamp: String =
-                    small_core::spec::timestamp::format_utc(small_core::authoring::progress::now())
-                        .chars()
-                        .filter(|c| *c != '-' && *c != ':')
-                        .collect();
-                let backup = format!("{CACHE_DIR}/backup/progress.small.{stamp}.yml");
-                small_core::authoring::txn::atomic_write(root.join(&backup), &old).map_err(
-                    |e| CliError::usage(format!("cannot back up the progress log: {e}")),
-                )?;
-                g.warn(format!(
-                    "warning: the existing progress log could not be extended ({e}); it was moved to {backup} and a new log started"
-                ));
-                progress_note = Some(format!("new log; the old one is in {backup}"));
-            }
-        }
-    }
-    let keep_progress = progress_note
-        .as_deref()
-        .is_some_and(|n| n.starts_with("kept"));
-
-    let mut base = templates::base_artifacts(args.intent.as_deref());
-    if !args.tasks.is_empty() {
-        for f in base.iter_mut() {
-            if f.name == ArtifactKind::Plan.file_name() {
-                f.content = templates::plan_with_tasks(&args.tasks);
-            }
-        }
-    }
-    for f in &base {
-        let r = rel(f.name);
-        let was = txn.exists(&r);
-        if r == progress_rel {
-            if !keep_progress {
-                txn.write(r.clone(), f.content.clone().into_bytes());
-            }
-            let n = progress_note
-                .clone()
-                .unwrap_or_else(|| note(ArtifactKind::Progress).to_string());
-            report.push((r, was, n));
-            continue;
-        }
-        txn.write(r.clone(), f.content.clone().into_bytes());
-        let kind = ArtifactKind::ALL
-            .into_iter()
-            .find(|k| k.file_name() == f.name);
-        report.push((r, was, kind.map(note).unwrap_or_default().to_string()));
-    }
-    let content_of = |name: &str| {
-        base.iter()
-            .find(|f| f.name == name)
-            .map(|f| f.content.as_bytes())
-            .unwrap_or_default()
-    };
-    let replay_id = small_core::spec::replayid::auto_replay_id(
-        content_of(ArtifactKind::Intent.file_name()),
-        content_of(ArtifactKind::Plan.file_name()),
-        Some(content_of(ArtifactKind::Constraints.file_name())),
-    );
-    let handoff_rel = rel(ArtifactKind::Handoff.file_name());
-    let was = txn.exists(&handoff_rel);
-    txn.write(
-        handoff_rel.clone(),
-        templates::bootstrap_handoff(&replay_id).into_bytes(),
-    );
-    report.push((
-        handoff_rel,
-        was,
-        format!("the resume point (replayId {}…)", &replay_id[..12]),
-    ));
-
-    let (kind, repo) = detect_kind(&root);
-    let now = small_core::spec::timestamp::format_utc(small_core::authoring::progress::now());
-    let ws_rel = rel(WORKSPACE_FILE);
-    let was = txn.exists(&ws_rel);
-    txn.write(
-        ws_rel.clone(),
-        templates::workspace(kind, &now).into_bytes(),
-    );
-    let kind_note = match &repo {
-        Some(r) => format!("kind: {kind} (under {}/examples/)", r.display()),
-        None => format!("kind: {kind}"),
-    };
-    report.push((ws_rel, was, kind_note));
-
-    let gitignore = txn.read(".gitignore").map_err(txn_err)?;
-    let gitignore_text = gitignore.map(|b| String::from_utf8_lossy(&b).into_owned());
-    let gitignore_added = match gitignore_update(gitignore_text.as_deref()) {
-        Some((text, added)) => {
-            txn.write(".gitignore", text.into_bytes());
-            Some((gitignore_text.is_some(), added))
-        }
-        None => None,
-    };
-
-    // AGENTS.md joins the transaction, unless it is a symbolic link: then the file it points
-    // to is replaced after the commit.
-    let agents_is_link =
-        std::fs::symlink_metadata(root.join(AGENTS_FILE)).is_ok_and(|m| m.file_type().is_symlink());
-    if let Some(c) = &agents_plan {
-        if c.action.writes() && !agents_is_link {
-            txn.write(AGENTS_FILE, c.text.clone().into_bytes());
-        }
-    }
-
-    let entry = NewEntry::new(
-        templates::INIT_TASK_ID,
-        Some(TaskStatus::Completed.as_str()),
-    )
-    .field("evidence", templates::INIT_EVIDENCE)
-    .field("notes", templates::init_notes(&root.display().to_string()))
-    .field("command", "small init");
-    txn.append_progress(&entry, &TimestampRule::Now)
-        .map_err(txn_err)?;
-    txn.commit().map_err(txn_err)?;
-
-    if let Some(c) = &agents_plan {
-        if c.action.writes() && agents_is_link {
-            let path = agents::target_path(Some(&root), None)?;
-            small_core::authoring::txn::atomic_write(&path, c.text.as_bytes())
-                .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
-        }
-    }
-
     let merge_driver = install_merge_driver(&root, args.no_merge_driver);
-
     if args.json {
-        let files: Vec<serde_json::Value> = report
+        return print_json(
+            g,
+            &args,
+            &root,
+            &out,
+            agents_plan.as_ref(),
+            enclosing.as_deref(),
+            merge_driver,
+        );
+    }
+    print_human(g, &args, &out, agents_plan.as_ref(), &merge_driver);
+    Ok(())
+}
+
+/// `init --json`.
+fn print_json(
+    g: &GlobalArgs,
+    args: &Args,
+    root: &Path,
+    out: &InitOutcome,
+    agents_plan: Option<&Composed>,
+    enclosing: Option<&Path>,
+    merge_driver: Vec<String>,
+) -> CmdResult {
+    let files: Vec<serde_json::Value> = out
+            .files
             .iter()
-            .map(
-                |(path, was, note)| serde_json::json!({"path": path, "existed": was, "note": note}),
-            )
+            .map(|f| {
+                serde_json::json!({"path": f.path, "existed": f.action != FileAction::Created, "note": f.note})
+            })
             .collect();
-        let tasks: Vec<serde_json::Value> = args
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
-            .collect();
-        return g.json(&serde_json::json!({
+    let tasks: Vec<serde_json::Value> = args
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
+        .collect();
+    g.json(&serde_json::json!({
             "workspace": root.display().to_string(),
-            "reinitialized": existed,
-            "kind": kind,
-            "replay_id": replay_id,
+            "reinitialized": out.existed,
+            "kind": out.kind.as_str(),
+            "replay_id": out.replay_id,
             "files": files,
             "tasks": tasks,
-            "gitignore_added": gitignore_added.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
-            "agents": agents_plan.as_ref().map(|c| agents::describe(c, AGENTS_FILE, false)),
-            "enclosing_workspace": enclosing.as_ref().map(|p| p.display().to_string()),
+            "gitignore_added": out.gitignore.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
+            "agents": agents_plan.map(|c| agents::describe(c, AGENTS_FILE, false)),
+            "enclosing_workspace": enclosing.map(|p| p.display().to_string()),
             "merge_driver": merge_driver,
-        }));
+    }))
+}
+
+/// What init did, for people.
+fn print_human(
+    g: &GlobalArgs,
+    args: &Args,
+    out: &InitOutcome,
+    agents_plan: Option<&Composed>,
+    merge_driver: &[String],
+) {
+    if g.quiet() {
+        return;
     }
-    let mut o = String::new();
-    crate::outln!(
-        o,
-        "{} SMALL v{PROTOCOL_VERSION} workspace in {}",
-        if existed {
-            "Re-initialized the"
-        } else {
-            "Initialized a"
-        },
-        small_dir.display()
-    );
-    o.push('\n');
-    let width = report.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    for (path, was, note) in &report {
-        let verb = match (*was, path.ends_with(ArtifactKind::Progress.file_name())) {
-            (false, _) => "created  ",
-            (true, true) if note.starts_with("kept") => "extended ",
-            (true, _) => "overwrote",
+    let verb = if out.existed {
+        "Re-initialized the"
+    } else {
+        "Initialized a"
+    };
+    g.info(format!(
+        "{verb} SMALL v{PROTOCOL_VERSION} workspace in {}\n",
+        out.small_dir.display()
+    ));
+    let width = out.files.iter().map(|f| f.path.len()).max().unwrap_or(0);
+    for f in &out.files {
+        let verb = match f.action {
+            FileAction::Created => "created  ",
+            FileAction::Extended => "extended ",
+            FileAction::Overwrote => "overwrote",
         };
-        crate::outln!(o, "  {verb} {path:<width$}  {note}");
+        g.info(format!("  {verb} {:<width$}  {}", f.path, f.note));
     }
-    if let Some((had, added)) = &gitignore_added {
-        crate::outln!(
-            o,
-            "  {} .gitignore: added {}",
-            if *had { "updated  " } else { "created  " },
-            added.join(", ")
-        );
+    if let Some((had, added)) = &out.gitignore {
+        let verb = if *had { "updated  " } else { "created  " };
+        g.info(format!("  {verb} .gitignore: added {}", added.join(", ")));
     }
-    match &agents_plan {
-        None => crate::outln!(o, "  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => crate::outln!(o, "  {}", agents::describe(c, AGENTS_FILE, false)),
+    match agents_plan {
+        None => g.info("  skipped   AGENTS.md (--no-agents)"),
+        Some(c) => g.info(format!("  {}", agents::describe(c, AGENTS_FILE, false))),
     }
     for line in merge_driver {
-        crate::outln!(o, "  {line}");
+        g.info(format!("  {line}"));
     }
-    o.push('\n');
-    crate::outln!(o, "Next:");
-    crate::outln!(
-        o,
-        "  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and"
-    );
-    crate::outln!(
-        o,
-        "     .small/constraints.small.yml (agents must not edit these two files)."
-    );
-    if args.tasks.is_empty() {
-        crate::outln!(o, "  2. small plan --add \"<first task>\" (and `small plan --cancel task-1` for the placeholder)");
+    let step2 = if args.tasks.is_empty() {
+        "small plan --add \"<first task>\" (and `small plan --cancel task-1` for the placeholder)"
+            .to_string()
     } else {
-        crate::outln!(
-            o,
-            "  2. small status (the plan has your {} task(s))",
+        format!(
+            "small status (the plan has your {} task(s))",
             args.tasks.len()
-        );
+        )
+    };
+    g.info(format!(
+        "\nNext:\n  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and\n     .small/constraints.small.yml (agents must not edit these two files).\n  2. {step2}\n  3. small check --strict"
+    ));
+}
+
+/// Decide about AGENTS.md before anything is written, so that a refusal leaves no half
+/// workspace. `None` with --no-agents.
+fn compose_agents(args: &Args, root: &Path) -> Result<Option<Composed>, CliError> {
+    if args.no_agents {
+        return Ok(None);
     }
-    crate::outln!(o, "  3. small check --strict");
-    g.info_raw(o);
-    Ok(())
+    // The directory may not exist yet: then neither does AGENTS.md.
+    let existing = if root.is_dir() {
+        agents::read_target(&agents::target_path(Some(root), None)?)?
+    } else {
+        None
+    };
+    let request = if args.overwrite_agents {
+        Request::Overwrite
+    } else if let Some(m) = args.agents_mode {
+        Request::Mode(m.into())
+    } else {
+        Request::Default
+    };
+    match compose(existing.as_deref(), request) {
+        Ok(c) => Ok(Some(c)),
+        Err(ComposeError::NeedsMode) => Err(CliError::invalid(format!(
+            "{}\n(no workspace was created)",
+            agents::needs_mode_message(AGENTS_FILE, true)
+        ))),
+        Err(ComposeError::Malformed(e)) => Err(CliError::invalid(agents::malformed_message(
+            AGENTS_FILE,
+            &e,
+            true,
+        ))),
+    }
 }
 
 /// Inside a git repository, install the merge driver for the agent-owned artifacts; the
@@ -511,19 +288,6 @@ fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gitignore_adds_only_missing_lines() {
-        let (text, added) = gitignore_update(Some("target\n.small-cache/\n")).unwrap();
-        assert_eq!(added, vec![".small-runs/", ".small-archive/"]);
-        assert_eq!(
-            text,
-            "target\n.small-cache/\n.small-runs/\n.small-archive/\n"
-        );
-        assert!(gitignore_update(Some(".small-cache\n/.small-runs/\n.small-archive/")).is_none());
-        let (text, _) = gitignore_update(Some("x")).unwrap();
-        assert!(text.starts_with("x\n"));
-    }
 
     #[test]
     fn dot_small_dir_means_its_parent() {

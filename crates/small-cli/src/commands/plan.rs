@@ -112,6 +112,8 @@ fn plan_err(e: PlanError) -> CliError {
     }
     match e {
         PlanError::Txn(t) => shared::txn_err(t),
+        PlanError::Authoring(a) => CliError::from(a),
+        PlanError::Record(r) => CliError::from(small_core::authoring::Error::from(r)),
         PlanError::Usage(_) => CliError::usage(msg),
         _ => CliError::invalid(msg),
     }

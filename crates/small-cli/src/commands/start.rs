@@ -56,10 +56,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     // The strict check of the result, with the recoverable repairs when asked.
     let mut txn = shared::begin(&root)?;
     let mut strict = handoff::strict_check(&txn).map_err(shared::txn_err)?;
-    let repaired: Vec<String> = Vec::new();
+    let mut repaired: Vec<String> = Vec::new();
     if !strict.ok && args.fix {
-        // TODO(issue 10): call the core repair operation once `fix` moves out of the CLI.
-        crate::commands::fix::repair_recoverable(&mut txn, g)?;
+        let (layout, orphans) = small_core::authoring::repair::repair_recoverable(&mut txn)?;
+        repaired.extend(layout.describe());
+        repaired.extend(orphans.describe());
         let fixed = txn.commit().map_err(shared::txn_err)?;
         if !args.json {
             shared::print_changes(g, &fixed);

@@ -392,6 +392,24 @@ fn writing_commands_and_gates_speak_json() {
     assert_eq!(v["strict_ok"], true);
     let v = d.json(&["reset", "--yes", "--json"]);
     assert!(v["replay_id"].as_str().is_some());
+    let v = d.json(&[
+        "apply",
+        "--cmd",
+        "echo hidden",
+        "--task",
+        "task-1",
+        "--json",
+    ]);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["entries"][0]["task_id"], "task-1");
+    let v = d.json(&["fix", "--versions", "--json"]);
+    assert_eq!(v["repairs"][0]["repair"], "versions");
+    let intent = std::fs::read_to_string(d.root().join(".small/intent.small.yml")).unwrap();
+    std::fs::write(d.root().join("intent.yml"), format!("{intent}# reviewed\n")).unwrap();
+    let v = d.json(&["draft", "intent", "--from", "intent.yml", "--json"]);
+    assert_eq!(v["valid"], true, "{v}");
+    let v = d.json(&["accept", "intent", "--json"]);
+    assert_eq!(v["changed"], true, "{v}");
     for gate in [
         ["lint", "--json"],
         ["verify", "--json"],

@@ -207,6 +207,16 @@ fn deliberate(case: &str, key: &str, reference: i32) -> Option<(i32, &'static st
         "dev-mode-schema-partial" if key == "validate" || is(VERIFY_CHECK) => {
             Some((0, "9: workspace spec/ schemas ignored"))
         }
+        // 10. The agent loop (docs/decisions.md, "The agent loop in ordinary use"): every
+        //     seed-000 evidence field counts for S1, and a completed task needs a completion
+        //     entry of its own (an entry with status `done` is none).
+        "s1-blocked-commit-only" if is(STRICT) => {
+            Some((0, "10: a commit is evidence (seed-000 evidence fields)"))
+        }
+        "progress-status-invalid" if key == "lint_strict" => Some((
+            1,
+            "10: a completed task needs a completion entry of its own",
+        )),
         _ => None,
     }
 }

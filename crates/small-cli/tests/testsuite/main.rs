@@ -1,7 +1,10 @@
 //! The CLI integration tests: one test binary (cargo's `tests/testsuite` pattern) that runs
 //! the real `small` binary in temporary workspaces. Each module is one area of behaviour.
 
+mod agents_hooks;
+mod agents_mcp;
 mod agents_merge;
+mod agents_resume;
 mod author_support;
 mod runs_common;
 #[path = "../../../small-server/tests/common/mod.rs"]
@@ -12,6 +15,7 @@ mod agent_loop;
 mod author_concurrency;
 mod author_conformance;
 mod author_crash;
+mod author_errors;
 mod author_fix;
 mod author_handoff;
 mod author_plan;
@@ -20,6 +24,7 @@ mod author_scope;
 mod cli_conventions;
 mod conformance;
 mod docs;
+mod gate_cache;
 mod gate_check;
 mod gate_compat;
 mod gate_golden;

@@ -1,3 +1,4 @@
 //! What the HTTP API serves: manifest validation and replay.
 
 pub mod manifest;
+pub mod replay;

@@ -62,6 +62,15 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
    `small handoff --final` refuses while a task you worked on is left open.
 5. `small check --strict` must pass before the work is called done.
 
+## Sessions, Hosts and Branches
+
+- `small resume` prints what a new session must read: handoff, next task, constraints,
+  recent progress and whether the gates pass. `small agents hooks --tool claude` (or
+  `gemini`, `codex`) makes the host inject it at session start.
+- `small mcp` serves the same operations over MCP (stdio) for hosts without a shell.
+- On parallel branches, name new tasks: `small plan --add "<task>" --id <name>`; run
+  `small merge-driver --install` once per clone so `.small/` files merge entry by entry.
+
 ## Strict Mode Rules
 
 `small check --strict` also enforces:

@@ -14,6 +14,7 @@
 //! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
 //!   both updated in place by [`touch_workspace`].
 
+use crate::authoring::error::code;
 use crate::spec::model::TaskStatus;
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::str::FromStr;
@@ -51,7 +52,7 @@ pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnE
     };
     yaml::parse_bytes(&bytes, &Limits::default())
         .map(Some)
-        .map_err(|e| TxnError::Invalid(format!("{rel} cannot be read: {e}")))
+        .map_err(|e| TxnError::invalid(code::UNEDITABLE, format!("{rel} cannot be read: {e}")))
 }
 
 /// Why `--workspace` refuses.
@@ -133,8 +134,9 @@ pub fn touch_workspace(txn: &mut Transaction, replay_id: Option<&str>) -> Result
         }
     }
     for (path, value) in changes {
-        src = set_path(&src, &path, &value)
-            .map_err(|e| TxnError::Invalid(format!("cannot update {rel}: {e}")))?;
+        src = set_path(&src, &path, &value).map_err(|e| {
+            TxnError::invalid(code::UNEDITABLE, format!("cannot update {rel}: {e}"))
+        })?;
     }
     txn.write(rel, src.into_bytes());
     Ok(true)
@@ -183,7 +185,10 @@ pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
     let need = |k: ArtifactKind| -> Result<Vec<u8>, TxnError> {
         let rel = artifact_rel(k);
         txn.read(&rel)?.ok_or_else(|| {
-            TxnError::Invalid(format!("cannot compute the replayId: {rel} is missing"))
+            TxnError::invalid(
+                "missing",
+                format!("cannot compute the replayId: {rel} is missing"),
+            )
         })
     };
     let intent = need(ArtifactKind::Intent)?;
@@ -302,12 +307,12 @@ pub struct Strict {
 /// workspace as the transaction sees it (staged files included). The handoff may be missing;
 /// any other missing artifact is an error.
 pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
-    use crate::gates::check::{run_check, GateOptions, Loaded};
-    use crate::workspace::{LoadOptions, Location, Workspace};
+    use crate::gates::check::{load_overlay, run_check, GateOptions};
+    use crate::workspace::Location;
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
         if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
-            return Err(TxnError::Invalid(format!(
+            return Err(TxnError::invalid("missing", format!(
                 "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
             )));
         }
@@ -323,18 +328,20 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
             None
         }
     };
-    let mut opts = LoadOptions::all();
+    let mut kinds = ArtifactKind::ALL.to_vec();
     if !txn.exists(&handoff_rel()) {
-        opts.artifacts.retain(|k| *k != ArtifactKind::Handoff);
+        kinds.retain(|k| *k != ArtifactKind::Handoff);
     }
-    let ws = Workspace::load_overlay(loc, &opts, &overlay);
-    let loaded = Loaded { ws, streamed: None };
     let gate = GateOptions {
         strict: true,
         scope: Scope::Any,
+        // The progress log is streamed, and resumed from the gates' cache when unchanged.
+        cache: true,
         ..GateOptions::default()
     };
-    let report = run_check(&loaded, &SchemaSet::embedded(), &gate);
+    let schemas = SchemaSet::embedded();
+    let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
+    let report = run_check(&loaded, &schemas, &gate);
     match report
         .diagnostics
         .iter()

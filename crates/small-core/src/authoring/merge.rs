@@ -1023,9 +1023,7 @@ mod tests {
     fn progress_reindents_the_other_side() {
         let b = format!("{HEAD}{}", entry("t", "2026-01-01T00:00:00Z", "base"));
         let o = format!("{b}{}", entry("t", "2026-01-01T00:00:02Z", "o1"));
-        let t = format!(
-            "small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n- task_id: \"t\"\n  timestamp: \"2026-01-01T00:00:00Z\"\n  evidence: \"base\"\n- task_id: \"t\"\n  timestamp: \"2026-01-01T00:00:03Z\"\n  evidence: \"t1\"\n"
-        );
+        let t = "small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n- task_id: \"t\"\n  timestamp: \"2026-01-01T00:00:00Z\"\n  evidence: \"base\"\n- task_id: \"t\"\n  timestamp: \"2026-01-01T00:00:03Z\"\n  evidence: \"t1\"\n".to_string();
         // theirs re-indented the base entries: that is a rewrite? No: same values.
         let m = merge(MergeKind::Progress, &b, &o, &t).unwrap();
         assert_eq!(ids(&m.text), ["base", "o1", "t1"]);

@@ -2,13 +2,21 @@
 //! handoff and the AGENTS.md harness block.
 
 pub mod agents;
+pub mod apply;
 pub mod edit;
+pub mod error;
 pub mod handoff;
+pub mod hooks;
+pub mod init;
 pub mod merge;
 pub mod plan;
 pub mod plan_edit;
 pub mod progress;
 pub mod record;
+pub mod repair;
+pub mod resume;
 pub mod session;
 pub mod templates;
 pub mod txn;
+
+pub use error::{Error, ErrorKind};

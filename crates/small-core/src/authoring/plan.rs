@@ -6,6 +6,7 @@
 //! must name existing tasks and may not form a cycle.
 
 use crate::authoring::edit::{self, NewValue};
+use crate::authoring::error::{code, Error};
 use crate::gates::invariants::scalar_text;
 use crate::spec::consts::ArtifactKind;
 use crate::spec::model::TaskStatus;
@@ -38,9 +39,20 @@ impl Task {
 }
 
 /// Parse plan text.
-pub fn parse(src: &str) -> Result<Document, String> {
-    yaml::parse_str(src, &Limits::default())
-        .map_err(|e| format!("plan.small.yml is not valid YAML: {e}"))
+pub fn parse(src: &str) -> Result<Document, Error> {
+    yaml::parse_str(src, &Limits::default()).map_err(|e| {
+        Error::invalid(
+            code::UNEDITABLE,
+            format!("plan.small.yml is not valid YAML: {e}"),
+        )
+        .in_file(plan_rel())
+        .with_help("fix the YAML (`small lint` shows where), then run the command again")
+    })
+}
+
+/// An edit of the plan that cannot be made as the file is written.
+fn uneditable(e: impl std::fmt::Display) -> Error {
+    Error::invalid(code::UNEDITABLE, format!("cannot edit plan.small.yml: {e}")).in_file(plan_rel())
 }
 
 /// The tasks of a parsed plan (items that are not mappings are skipped).
@@ -104,7 +116,7 @@ fn tasks_key_col(src: &str, root: &Node) -> usize {
 }
 
 /// Add a task with `title` and `status: pending`; returns the new text and the new id.
-pub fn add_task(src: &str, title: &str) -> Result<(String, String), String> {
+pub fn add_task(src: &str, title: &str) -> Result<(String, String), Error> {
     add_task_as(src, title, None)
 }
 
@@ -121,21 +133,22 @@ pub fn valid_task_id(id: &str) -> bool {
 
 /// [`add_task`] with an id chosen by the caller (`None`: the next free `task-N`). Branches
 /// that add tasks in parallel give them distinct ids up front, so their plans merge.
-pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, String), String> {
+pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, String), Error> {
     let doc = parse(src)?;
     let existing = tasks(&doc.root);
     let id = match id.map(str::trim) {
         None => next_task_id(&existing),
         Some(id) if !valid_task_id(id) => {
-            return Err(format!(
-            "task id {id:?} is not valid: use letters, digits, '.', '_' and '-' (e.g. auth-login)"
-        ))
+            return Err(Error::invalid(
+                code::REFUSED,
+                format!("task id {id:?} is not valid: use letters, digits, '.', '_' and '-' (e.g. auth-login)"),
+            ))
         }
         Some(id) => {
             if let Some(t) = existing.iter().find(|t| t.id == id) {
-                return Err(format!(
-                    "task id {id} is already in the plan ({:?})",
-                    t.title
+                return Err(Error::invalid(
+                    code::REFUSED,
+                    format!("task id {id} is already in the plan ({:?})", t.title),
                 ));
             }
             id.to_string()
@@ -153,8 +166,8 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
                 format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
-        .map_err(|e| e.to_string())?;
-        return Ok((edit::apply(src, vec![e]).map_err(|e| e.to_string())?, id));
+        .map_err(uneditable)?;
+        return Ok((edit::apply(src, vec![e]).map_err(uneditable)?, id));
     };
     if seq.is_null() {
         let e = edit::set_key(
@@ -167,8 +180,8 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
                 format!("  status: {}", edit::quote(TaskStatus::Pending.as_str())),
             ]),
         )
-        .map_err(|e| e.to_string())?;
-        return Ok((edit::apply(src, vec![e]).map_err(|e| e.to_string())?, id));
+        .map_err(uneditable)?;
+        return Ok((edit::apply(src, vec![e]).map_err(uneditable)?, id));
     }
     let fields = vec![
         ("id".to_string(), edit::quote(&id)),
@@ -179,29 +192,27 @@ pub fn add_task_as(src: &str, title: &str, id: Option<&str>) -> Result<(String, 
         ),
     ];
     let e = edit::append_map_item(src, seq, tasks_key_col(src, &doc.root), &fields)
-        .map_err(|e| format!("cannot add a task to plan.small.yml: {e}"))?;
-    Ok((edit::apply(src, vec![e]).map_err(|e| e.to_string())?, id))
+        .map_err(uneditable)?;
+    Ok((edit::apply(src, vec![e]).map_err(uneditable)?, id))
 }
 
 /// Set a task's status; an error names the unknown task.
-pub fn set_status(src: &str, id: &str, status: &str) -> Result<String, String> {
+pub fn set_status(src: &str, id: &str, status: TaskStatus) -> Result<String, Error> {
     let doc = parse(src)?;
     let task = task_node(&doc.root, id).ok_or_else(|| unknown_task(&doc.root, id))?;
-    let e = edit::set_key(src, task, "status", &NewValue::Scalar(edit::quote(status)))
-        .map_err(|e| e.to_string())?;
-    edit::apply(src, vec![e]).map_err(|e| e.to_string())
+    let e = edit::set_key(
+        src,
+        task,
+        "status",
+        &NewValue::Scalar(edit::quote(status.as_str())),
+    )
+    .map_err(uneditable)?;
+    edit::apply(src, vec![e]).map_err(uneditable)
 }
 
-fn unknown_task(root: &Node, id: &str) -> String {
+fn unknown_task(root: &Node, id: &str) -> Error {
     let ids: Vec<String> = tasks(root).into_iter().map(|t| t.id).collect();
-    if ids.is_empty() {
-        format!("task {id} is not in plan.small.yml (the plan has no tasks)")
-    } else {
-        format!(
-            "task {id} is not in plan.small.yml (tasks: {})",
-            ids.join(", ")
-        )
-    }
+    Error::unknown_task(id, &ids)
 }
 
 /// Whether adding `task -> dep` closes a cycle (dep already reaches task).
@@ -229,24 +240,35 @@ pub fn would_cycle(tasks: &[Task], task: &str, dep: &str) -> Option<Vec<String>>
 
 /// Add the dependency `task` depends on `dep`, after checking both exist, that it is not a
 /// self-dependency, a duplicate, or a cycle.
-pub fn add_dependency(src: &str, task: &str, dep: &str) -> Result<String, String> {
+pub fn add_dependency(src: &str, task: &str, dep: &str) -> Result<String, Error> {
     let doc = parse(src)?;
     let all = tasks(&doc.root);
     let node = task_node(&doc.root, task).ok_or_else(|| unknown_task(&doc.root, task))?;
     if task_node(&doc.root, dep).is_none() {
-        return Err(format!("dependency {}", unknown_task(&doc.root, dep)));
+        let mut e = unknown_task(&doc.root, dep);
+        e.diagnostic.message = format!("dependency {}", e.diagnostic.message);
+        return Err(e);
     }
     if task == dep {
-        return Err(format!("task {task} cannot depend on itself"));
+        return Err(Error::invalid(
+            code::REFUSED,
+            format!("task {task} cannot depend on itself"),
+        ));
     }
     let t = all.iter().find(|t| t.id == task).cloned();
     if t.is_some_and(|t| t.dependencies.iter().any(|d| d == dep)) {
-        return Err(format!("task {task} already depends on {dep}"));
+        return Err(Error::invalid(
+            code::REFUSED,
+            format!("task {task} already depends on {dep}"),
+        ));
     }
     if let Some(path) = would_cycle(&all, task, dep) {
-        return Err(format!(
-            "{task} cannot depend on {dep}: that would make a cycle ({task} -> {})",
-            path.join(" -> ")
+        return Err(Error::invalid(
+            code::REFUSED,
+            format!(
+                "{task} cannot depend on {dep}: that would make a cycle ({task} -> {})",
+                path.join(" -> ")
+            ),
         ));
     }
     let key_col = node.as_map().and_then(|m| m.first()).map_or(0, |e| {
@@ -254,7 +276,7 @@ pub fn add_dependency(src: &str, task: &str, dep: &str) -> Result<String, String
     });
     let e = match node.get("dependencies") {
         Some(deps) if deps.as_seq().is_some() => {
-            edit::append_item(src, deps, key_col, &edit::quote(dep)).map_err(|e| e.to_string())?
+            edit::append_item(src, deps, key_col, &edit::quote(dep)).map_err(uneditable)?
         }
         _ => edit::set_key(
             src,
@@ -262,9 +284,9 @@ pub fn add_dependency(src: &str, task: &str, dep: &str) -> Result<String, String
             "dependencies",
             &NewValue::List(vec![edit::quote(dep)]),
         )
-        .map_err(|e| e.to_string())?,
+        .map_err(uneditable)?,
     };
-    edit::apply(src, vec![e]).map_err(|e| e.to_string())
+    edit::apply(src, vec![e]).map_err(uneditable)
 }
 
 /// The plan's dependency graph problems: unknown ids and cycles (for `plan` to report).
@@ -312,16 +334,17 @@ mod tests {
 
     #[test]
     fn status_keeps_comments() {
-        let out = set_status(PLAN, "task-1", "completed").unwrap();
+        let out = set_status(PLAN, "task-1", TaskStatus::Completed).unwrap();
         assert!(
             out.contains("title: \"One\" # keep me\n    status: \"completed\"\n"),
             "{out}"
         );
-        let out = set_status(&out, "task-7", "blocked").unwrap();
+        let out = set_status(&out, "task-7", TaskStatus::Blocked).unwrap();
         assert!(out.contains("status: \"blocked\""));
         assert!(out.contains("# first"));
-        assert!(set_status(PLAN, "task-9", "completed")
+        assert!(set_status(PLAN, "task-9", TaskStatus::Completed)
             .unwrap_err()
+            .message()
             .contains("task-9"));
     }
 
@@ -332,20 +355,25 @@ mod tests {
         assert_eq!(t[1].dependencies, vec!["task-1"]);
         assert!(add_dependency(&out, "task-1", "task-7")
             .unwrap_err()
+            .message()
             .contains("cycle"));
         assert!(add_dependency(&out, "task-7", "task-1")
             .unwrap_err()
+            .message()
             .contains("already"));
         assert!(add_dependency(&out, "task-7", "task-7")
             .unwrap_err()
+            .message()
             .contains("itself"));
         assert!(add_dependency(&out, "task-7", "nope")
             .unwrap_err()
+            .message()
             .contains("nope"));
         let (out, _) = add_task(&out, "Eight").unwrap();
         let out = add_dependency(&out, "task-8", "task-7").unwrap();
         assert!(add_dependency(&out, "task-1", "task-8")
             .unwrap_err()
+            .message()
             .contains("cycle"));
         let out = add_dependency(&out, "task-8", "task-1").unwrap();
         let t = tasks(&parse(&out).unwrap().root);

@@ -77,6 +77,9 @@ pub enum PlanError {
     Record(#[from] RecordError),
     #[error("{0}")]
     Invalid(String),
+    /// A plan edit refused with a diagnostic (see [`crate::authoring::error`]).
+    #[error(transparent)]
+    Authoring(#[from] crate::authoring::Error),
     #[error("{0}")]
     Usage(String),
     /// `done` without a completed entry with evidence.
@@ -115,7 +118,7 @@ fn task_node<'a>(root: &'a Node, id: &str) -> Option<&'a Node> {
 
 /// Set a task's title in place.
 pub fn set_title(src: &str, id: &str, title: &str) -> Result<String, PlanError> {
-    let doc = plan::parse(src).map_err(PlanError::Invalid)?;
+    let doc = plan::parse(src)?;
     let Some(node) = task_node(&doc.root, id) else {
         return Err(unknown(&plan::tasks(&doc.root), id));
     };
@@ -161,12 +164,14 @@ fn append(txn: &mut Transaction, r: &Record) -> Result<(), TxnError> {
 }
 
 fn status_change(text: &mut String, id: &str, status: &str) -> Result<PlanChange, PlanError> {
-    let doc = plan::parse(text).map_err(PlanError::Invalid)?;
+    let doc = plan::parse(text)?;
     let tasks = plan::tasks(&doc.root);
     if !tasks.iter().any(|t| t.id == id) {
         return Err(unknown(&tasks, id));
     }
-    *text = plan::set_status(text, id, status).map_err(PlanError::Invalid)?;
+    let status = crate::spec::model::TaskStatus::parse(status)
+        .ok_or_else(|| PlanError::Invalid(format!("{status:?} is not a task status")))?;
+    *text = plan::set_status(text, id, status)?;
     Ok(PlanChange {
         kind: "status".into(),
         task_id: id.to_string(),
@@ -214,7 +219,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     } else {
         templates::plan()
     };
-    plan::parse(&text).map_err(PlanError::Invalid)?;
+    plan::parse(&text)?;
     let mut records = Vec::new();
     let mut changes = Vec::new();
     let mut added = Vec::new();
@@ -227,7 +232,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
         } else {
             None
         };
-        let (t, id) = plan::add_task_as(&text, title.trim(), chosen).map_err(PlanError::Invalid)?;
+        let (t, id) = plan::add_task_as(&text, title.trim(), chosen)?;
         text = t;
         added.push(TaskRef {
             id: id.clone(),
@@ -270,7 +275,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     }
     if let Some(id) = &req.done {
         let id = id.trim();
-        let tasks = plan::tasks(&plan::parse(&text).map_err(PlanError::Invalid)?.root);
+        let tasks = plan::tasks(&plan::parse(&text)?.root);
         if !tasks.iter().any(|t| t.id == id) {
             return Err(unknown(&tasks, id));
         }
@@ -318,7 +323,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     }
     if let Some((task, dep)) = &req.depends {
         let (task, dep) = (task.trim(), dep.trim());
-        text = plan::add_dependency(&text, task, dep).map_err(PlanError::Invalid)?;
+        text = plan::add_dependency(&text, task, dep)?;
         let status = plan::parse(&text)
             .ok()
             .and_then(|d| plan::tasks(&d.root).into_iter().find(|t| t.id == task))

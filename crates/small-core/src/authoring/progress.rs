@@ -25,6 +25,7 @@
 //! Timestamps are generated here: RFC 3339 UTC with nine fraction digits, strictly after the
 //! previous entry (if the clock is behind or equal, one nanosecond after it).
 
+use crate::authoring::error::code;
 use crate::spec::model::TaskStatus;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -288,7 +289,9 @@ impl Transaction {
         entry: &NewEntry,
         rule: &TimestampRule,
     ) -> Result<Appended, TxnError> {
-        entry.validate().map_err(TxnError::Invalid)?;
+        entry
+            .validate()
+            .map_err(|m| TxnError::invalid(code::ENTRY, m))?;
         let rel = progress_rel();
         let plan = plan_append(self, &rel)?;
         let last_text = match &plan {
@@ -297,13 +300,14 @@ impl Transaction {
         };
         let last = match &last_text {
             Some(t) => Some(timestamp::parse(t).map_err(|e| {
-                TxnError::Invalid(format!(
+                TxnError::invalid(code::PROGRESS_LOG, format!(
                     "the last progress entry's timestamp {t:?} is {e}; run `small progress migrate` to repair the log"
                 ))
             })?),
             None => None,
         };
-        let ts = resolve_timestamp(last, rule, now()).map_err(TxnError::Invalid)?;
+        let ts =
+            resolve_timestamp(last, rule, now()).map_err(|m| TxnError::invalid(code::ENTRY, m))?;
         let ts = timestamp::format_utc(ts);
         match plan {
             Plan::Append {
@@ -576,7 +580,8 @@ fn fast_tail(
         match found {
             Some((_, off)) => {
                 let item = &text[off..];
-                let last = last_timestamp_of_item(item, indent).map_err(TxnError::Invalid)?;
+                let last = last_timestamp_of_item(item, indent)
+                    .map_err(|m| TxnError::invalid(code::PROGRESS_LOG, m))?;
                 let needs_newline = !text.ends_with('\n') && !text.is_empty();
                 return Ok(Plan::Append {
                     indent,
@@ -616,19 +621,22 @@ fn last_timestamp_of_item(item: &str, indent: usize) -> Result<Option<String>, S
 fn slow_plan(txn: &Transaction, rel: &str, eol: &'static str) -> Result<Plan, TxnError> {
     let bytes = txn.read(rel)?.unwrap_or_default();
     let doc = yaml::parse_bytes(&bytes, &Limits::default()).map_err(|e| {
-        TxnError::Invalid(format!(
-            "progress.small.yml is not valid YAML ({e}); fix it before appending"
-        ))
+        TxnError::invalid(
+            code::UNEDITABLE,
+            format!("progress.small.yml is not valid YAML ({e}); fix it before appending"),
+        )
     })?;
     let src = &doc.source;
     let Some(entries) = doc.root.get("entries") else {
-        return Err(TxnError::Invalid(
-            "progress.small.yml has no `entries` list; fix it before appending".into(),
+        return Err(TxnError::invalid(
+            code::PROGRESS_LOG,
+            "progress.small.yml has no `entries` list; fix it before appending",
         ));
     };
     let Some(items) = entries.as_seq() else {
-        return Err(TxnError::Invalid(
-            "progress.small.yml `entries` is not a list".into(),
+        return Err(TxnError::invalid(
+            code::PROGRESS_LOG,
+            "progress.small.yml `entries` is not a list",
         ));
     };
     if entries.style == Style::Flow {
@@ -644,13 +652,14 @@ fn slow_plan(txn: &Transaction, rel: &str, eol: &'static str) -> Result<Plan, Tx
                 eol,
             });
         }
-        return Err(TxnError::Invalid(
-            "progress.small.yml writes `entries` as a flow list ([...]); run `small progress migrate` to rewrite it in block form, then append".into(),
+        return Err(TxnError::invalid(code::PROGRESS_LOG,
+            "progress.small.yml writes `entries` as a flow list ([...]); run `small progress migrate` to rewrite it in block form, then append",
         ));
     }
     let Some(last) = items.last() else {
-        return Err(TxnError::Invalid(
-            "progress.small.yml `entries` is empty but not `[]`".into(),
+        return Err(TxnError::invalid(
+            code::PROGRESS_LOG,
+            "progress.small.yml `entries` is empty but not `[]`",
         ));
     };
     let last_ts = last

@@ -10,6 +10,7 @@
 //! * a task id must name a plan task (or `meta/…`); an unknown one is refused with the
 //!   closest ids.
 
+use crate::authoring::error::code;
 use serde::Serialize;
 
 use crate::authoring::handoff;
@@ -62,6 +63,39 @@ pub enum RecordError {
     OpenDependencies { task: String, open: Vec<TaskRef> },
     #[error("{0} does not exist; create a plan with `small plan --add`")]
     NoPlan(String),
+}
+
+/// A recording refusal as the one authoring error: `unknown-task`, `entry` (bad status,
+/// no evidence), `open-dependencies`, `missing` (no plan), with the help line.
+impl From<RecordError> for crate::authoring::Error {
+    fn from(e: RecordError) -> Self {
+        use crate::authoring::Error;
+        let help = e.help();
+        let mut message = e.to_string();
+        if let RecordError::OpenDependencies { open, .. } = &e {
+            for t in open {
+                message.push_str(&format!(
+                    "\n  - {}: {} (status: {})",
+                    t.id, t.title, t.status
+                ));
+            }
+        }
+        let err = match e {
+            RecordError::Txn(t) => return t.into(),
+            RecordError::Status { .. } | RecordError::NoEvidence { .. } => {
+                Error::usage(code::ENTRY, message)
+            }
+            RecordError::UnknownTask { .. } => Error::invalid(code::UNKNOWN_TASK, message)
+                .in_file(crate::spec::consts::ArtifactKind::Plan.rel_path()),
+            RecordError::OpenDependencies { .. } => Error::invalid("open-dependencies", message)
+                .in_file(crate::spec::consts::ArtifactKind::Plan.rel_path()),
+            RecordError::NoPlan(_) => Error::invalid("missing", message),
+        };
+        match help {
+            Some(h) => err.with_help(h),
+            None => err,
+        }
+    }
 }
 
 impl RecordError {
@@ -276,7 +310,11 @@ pub fn checkpoint(
     let text = txn.read_string(&rel)?;
     // The replay id is computed (if the workspace has none yet) from the plan before the change.
     handoff::ensure_run_replay_id(txn)?;
-    let new_text = plan::set_status(&text, &task, &status).map_err(TxnError::Invalid)?;
+    let task_status = crate::spec::model::TaskStatus::parse(&status).ok_or_else(|| {
+        TxnError::invalid(code::ENTRY, format!("{status:?} is not a task status"))
+    })?;
+    let new_text =
+        plan::set_status(&text, &task, task_status).map_err(|e| TxnError::Invalid(e.diagnostic))?;
     let mut entry = build_entry(req, &status, None);
     if !forced_past.is_empty() {
         note_forced(&mut entry, req, &forced_past);
@@ -344,12 +382,13 @@ pub struct MigrateOutcome {
 pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, TxnError> {
     let rel = crate::authoring::progress::progress_rel();
     let Some(bytes) = txn.read(&rel)? else {
-        return Err(TxnError::Invalid(format!(
-            "{rel} does not exist; create the workspace with `small init`"
-        )));
+        return Err(TxnError::invalid(
+            "missing",
+            format!("{rel} does not exist; create the workspace with `small init`"),
+        ));
     };
-    let (report, new_text) =
-        crate::authoring::progress::migrate_text(&bytes).map_err(TxnError::Invalid)?;
+    let (report, new_text) = crate::authoring::progress::migrate_text(&bytes)
+        .map_err(|m| TxnError::invalid(code::PROGRESS_LOG, m))?;
     let Some(text) = new_text else {
         return Ok(MigrateOutcome {
             entries: report.entries,

@@ -94,35 +94,57 @@ fn evidence_text(e: &Node) -> Option<String> {
 /// The current run's activity in a progress log: entries after the last `meta/reset`, and,
 /// when `run_id` is given, only entries bound to it (or not bound to any run).
 pub fn run_activity(progress: &Node, run_id: Option<&str>) -> Activity {
-    let mut out = Activity::default();
-    let Some(entries) = progress.get("entries").and_then(Node::as_seq) else {
-        return out;
-    };
-    for e in entries {
+    let mut scan = ActivityScan::new(run_id);
+    if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {
+        for e in entries {
+            scan.feed(e);
+        }
+    }
+    scan.finish()
+}
+
+/// [`run_activity`] one entry at a time, in log order (for a streamed log).
+pub struct ActivityScan {
+    run_id: Option<String>,
+    out: Activity,
+    worked: std::collections::HashSet<String>,
+}
+
+impl ActivityScan {
+    pub fn new(run_id: Option<&str>) -> ActivityScan {
+        ActivityScan {
+            run_id: run_id.map(str::to_string),
+            out: Activity::default(),
+            worked: Default::default(),
+        }
+    }
+
+    pub fn feed(&mut self, e: &Node) {
         let Some(task) = entry_text(e, "task_id") else {
-            continue;
+            return;
         };
         if task == RESET_TASK {
-            out = Activity::default();
-            continue;
+            self.out = Activity::default();
+            self.worked.clear();
+            return;
         }
-        if let (Some(run), Some(rid)) = (run_id, entry_text(e, "replayId")) {
+        if let (Some(run), Some(rid)) = (self.run_id.as_deref(), entry_text(e, "replayId")) {
             if !rid.eq_ignore_ascii_case(run) {
-                continue;
+                return;
             }
         }
         if bookkeeping::is_meta(&task) {
-            continue;
+            return;
         }
         let evidence = entry_text(e, "evidence");
         if bookkeeping::is_bookkeeping(evidence.as_deref(), entry_text(e, "notes").as_deref()) {
-            continue;
+            return;
         }
-        if !out.worked.contains(&task) {
-            out.worked.push(task.clone());
+        if self.worked.insert(task.clone()) {
+            self.out.worked.push(task.clone());
         }
         if let Some(ev) = evidence_text(e) {
-            out.last_evidence = Some(LastEvidence {
+            self.out.last_evidence = Some(LastEvidence {
                 task_id: task,
                 status: entry_text(e, "status").unwrap_or_default(),
                 evidence: ev,
@@ -130,7 +152,10 @@ pub fn run_activity(progress: &Node, run_id: Option<&str>) -> Activity {
             });
         }
     }
-    out
+
+    pub fn finish(self) -> Activity {
+        self.out
+    }
 }
 
 fn is_closed(status: &str) -> bool {
@@ -218,9 +243,10 @@ pub enum HandoffError {
 pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
-        TxnError::Invalid(format!(
-            "{rel} does not exist; create a plan with `small plan --add`"
-        ))
+        TxnError::invalid(
+            "missing",
+            format!("{rel} does not exist; create a plan with `small plan --add`"),
+        )
     })?;
     Ok(plan::tasks(&doc.root))
 }
@@ -240,10 +266,34 @@ pub fn default_replay_id(txn: &Transaction) -> Result<ReplayId, TxnError> {
 /// The current run's activity as the transaction sees the progress log.
 pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
     let run = handoff::run_replay_id(txn)?;
-    Ok(match handoff::parse_file(txn, &progress::progress_rel())? {
-        Some(doc) => run_activity(&doc.root, run.as_deref()),
-        None => Activity::default(),
-    })
+    // Streamed: the log is never held as a tree.
+    let rel = progress::progress_rel();
+    let Some(bytes) = txn.read(&rel)? else {
+        return Ok(Activity::default());
+    };
+    let limits = crate::yaml::Limits::default();
+    let invalid = |e: crate::yaml::YamlError| {
+        TxnError::invalid(
+            crate::authoring::error::code::PROGRESS_LOG,
+            format!("{rel} cannot be read: {e}"),
+        )
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(match crate::yaml::parse_bytes(e.as_bytes(), &limits) {
+                Err(y) => invalid(y),
+                Ok(_) => TxnError::invalid(
+                    crate::authoring::error::code::PROGRESS_LOG,
+                    format!("{rel} is not valid UTF-8"),
+                ),
+            })
+        }
+    };
+    let mut scan = ActivityScan::new(run.as_deref());
+    crate::yaml::parse_streaming(&text, &limits, "entries", &mut |_, e| scan.feed(&e))
+        .map_err(invalid)?;
+    Ok(scan.finish())
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -489,7 +539,7 @@ pub fn write_handoff(
 ) -> Result<HandoffOutcome, HandoffError> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::Invalid(format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),

@@ -49,6 +49,7 @@
 //! after the last complete entry. A reader that must not see an append in flight can hold
 //! [`read_lock`]; one that wants an interrupted commit finished first calls [`recover`].
 
+use crate::authoring::error::code;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -103,11 +104,26 @@ pub enum TxnError {
         path: PathBuf,
         source: io::Error,
     },
-    #[error("{0}")]
-    Invalid(String),
+    /// The workspace's state refuses the operation (a code from
+    /// [`crate::authoring::error::code`], a message, a help line).
+    #[error("{}", .0.message)]
+    Invalid(Box<crate::diag::Diagnostic>),
 }
 
 impl TxnError {
+    /// A refusal with a code and a message (add help with [`TxnError::with_help`]).
+    pub fn invalid(code: &str, message: impl Into<String>) -> Self {
+        TxnError::Invalid(Box::new(crate::diag::Diagnostic::error(code, message)))
+    }
+
+    /// Add a help line to a refusal (other errors are returned as they are).
+    pub fn with_help(self, help: impl Into<String>) -> Self {
+        match self {
+            TxnError::Invalid(d) => TxnError::Invalid(Box::new(d.with_help(help))),
+            other => other,
+        }
+    }
+
     fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
         TxnError::Io {
             op,
@@ -163,11 +179,14 @@ impl Transaction {
         let small = root.join(SMALL_DIR);
         match fs::symlink_metadata(&small) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(TxnError::Invalid(format!(
-                    "{} is a symbolic link; small works only on a real .small/ directory \
+                return Err(TxnError::invalid(
+                    code::REFUSED,
+                    format!(
+                        "{} is a symbolic link; small works only on a real .small/ directory \
                      (replace the link with the directory it points to)",
-                    small.display()
-                )))
+                        small.display()
+                    ),
+                ))
             }
             Ok(m) if m.is_dir() => {}
             _ => return Err(TxnError::NoWorkspace(root)),
@@ -220,7 +239,8 @@ impl Transaction {
         let bytes = self.read(rel)?.ok_or_else(|| {
             TxnError::io("read", &self.root.join(rel), io::ErrorKind::NotFound.into())
         })?;
-        String::from_utf8(bytes).map_err(|_| TxnError::Invalid(format!("{rel} is not valid UTF-8")))
+        String::from_utf8(bytes)
+            .map_err(|_| TxnError::invalid(code::UNEDITABLE, format!("{rel} is not valid UTF-8")))
     }
 
     /// Total length of `rel` as this transaction sees it (None if absent).
@@ -568,12 +588,15 @@ fn apply_append(root: &Path, rel: &str, app: &StagedAppend) -> Result<()> {
         .map_err(|e| TxnError::io("stat", &path, e))?
         .len();
     if len < app.pre_len {
-        return Err(TxnError::Invalid(format!(
-            "{} is shorter ({len} bytes) than when an interrupted commit started ({} bytes); \
+        return Err(TxnError::invalid(
+            code::JOURNAL,
+            format!(
+                "{} is shorter ({len} bytes) than when an interrupted commit started ({} bytes); \
              it was changed outside small. Inspect it, then delete {JOURNAL_FILE} to continue.",
-            path.display(),
-            app.pre_len
-        )));
+                path.display(),
+                app.pre_len
+            ),
+        ));
     }
     if len > app.pre_len {
         f.set_len(app.pre_len)
@@ -620,9 +643,10 @@ fn check_rel(rel: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(TxnError::Invalid(format!(
-            "not a workspace-relative path: {rel}"
-        )))
+        Err(TxnError::invalid(
+            code::REFUSED,
+            format!("not a workspace-relative path: {rel}"),
+        ))
     }
 }
 

@@ -73,18 +73,33 @@ pub struct Streamed {
 /// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
 /// schemas while streaming (lint passes `None`).
 pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
+    load_overlay(loc, schemas, opts, &|_| None, &ArtifactKind::ALL)
+}
+
+/// [`load`] of the workspace as a writer will leave it: a file's bytes come from `overlay`
+/// (by workspace-relative path) when it returns `Some`. Only the artifacts in `kinds` are
+/// loaded (and reported missing).
+pub fn load_overlay(
+    loc: Location,
+    schemas: Option<&SchemaSet>,
+    opts: &GateOptions,
+    overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    kinds: &[ArtifactKind],
+) -> Loaded {
     if schemas.is_some_and(|s| !s.progress_splits()) {
         return Loaded {
-            ws: Workspace::load(loc, &LoadOptions::all()),
+            ws: Workspace::load_overlay(loc, &LoadOptions::only(kinds), overlay),
             streamed: None,
         };
     }
-    let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
-        .into_iter()
+    let with_progress = kinds.contains(&ArtifactKind::Progress);
+    let others: Vec<ArtifactKind> = kinds
+        .iter()
+        .copied()
         .filter(|k| *k != ArtifactKind::Progress)
         .collect();
-    let lo = LoadOptions::only(&kinds);
-    let mut ws = Workspace::load(loc, &lo);
+    let lo = LoadOptions::only(&others);
+    let mut ws = Workspace::load_overlay(loc, &lo, overlay);
     let plan = PlanIndex::from_plan(ws.plan.as_ref().map(|a| &a.document.root));
     let scope = invariants::handoff_replay_scope(ws.handoff.as_ref().map(|a| &a.document.root));
     let mut append = match &opts.since {
@@ -99,7 +114,8 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
     let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut linter = ProgressLinter::new(&plan, &scope);
-    if append.is_none() {
+    if !with_progress {
+    } else if append.is_none() {
         let rules = EntryRules {
             schemas,
             lint: Some(opts.strict),
@@ -111,7 +127,8 @@ pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> L
             cache_dir: opts.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
-        if let Some(text) = ws.read_progress(&lo.limits) {
+        let given = overlay(&rel);
+        if let Some(text) = ws.read_progress_from(&lo.limits, given) {
             let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
             ws.set_progress(text, checked.root);
             schema_diags = checked.results.schema;
@@ -554,5 +571,80 @@ pub fn no_workspace_report(d: Diagnostic) -> CheckReport {
         verify: StageReport::skipped("no workspace to check"),
         exit_code: 2,
         diagnostics: vec![(Stage::Validate, d)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authoring::init::{init, InitRequest};
+
+    fn fresh() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        init(&InitRequest {
+            root: tmp.path(),
+            intent: Some("Check the gates"),
+            force: false,
+            agents: None,
+            tasks: &[],
+        })
+        .unwrap();
+        tmp
+    }
+
+    fn check(root: &std::path::Path, strict: bool) -> CheckReport {
+        let loc = crate::workspace::locate(Some(root)).unwrap();
+        let schemas = SchemaSet::embedded();
+        let opts = GateOptions {
+            strict,
+            threads: 1,
+            ..GateOptions::default()
+        };
+        let loaded = load(loc, Some(&schemas), &opts);
+        run_check(&loaded, &schemas, &opts)
+    }
+
+    #[test]
+    fn a_new_workspace_passes_every_stage() {
+        let tmp = fresh();
+        let r = check(tmp.path(), true);
+        assert_eq!(r.exit_code, 0, "{:?}", r.diagnostics);
+        for s in [&r.validate, &r.lint, &r.verify] {
+            assert_eq!(s.status, StageStatus::Ok);
+        }
+    }
+
+    #[test]
+    fn a_schema_error_fails_validate_and_skips_the_rest() {
+        let tmp = fresh();
+        let plan = tmp.path().join(".small/plan.small.yml");
+        std::fs::write(
+            &plan,
+            "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks: 3\n",
+        )
+        .unwrap();
+        let r = check(tmp.path(), false);
+        assert_eq!(r.exit_code, 1);
+        assert_eq!(r.validate.status, StageStatus::Failed);
+        assert_eq!(r.lint.status, StageStatus::Skipped);
+        assert_eq!(r.verify.status, StageStatus::Skipped);
+        assert!(r
+            .diagnostics
+            .iter()
+            .any(|(s, d)| *s == Stage::Validate && d.code == "schema"));
+    }
+
+    #[test]
+    fn strict_mode_adds_the_strict_rules() {
+        let tmp = fresh();
+        let handoff = tmp.path().join(".small/handoff.small.yml");
+        let text = std::fs::read_to_string(&handoff).unwrap();
+        // S4: a stray file under .small/ fails only in strict mode.
+        std::fs::write(tmp.path().join(".small/notes.md"), "x").unwrap();
+        assert_eq!(check(tmp.path(), false).exit_code, 0);
+        let r = check(tmp.path(), true);
+        assert_eq!(r.exit_code, 1);
+        assert!(r.diagnostics.iter().any(|(_, d)| d.code == "S4"));
+        assert_eq!(std::fs::read_to_string(&handoff).unwrap(), text);
     }
 }

@@ -728,7 +728,8 @@ fn read_cache(dir: &Path, file: &str, key: &str) -> Option<CacheBody> {
     if !meta.is_file() || meta.len() > CACHE_MAX_BYTES {
         return None;
     }
-    let text = std::fs::read_to_string(&path).ok()?;
+    // Through fsio: no link, no FIFO swapped in after the check above, bounded.
+    let text = crate::workspace::fsio::read_string_bounded(&path, CACHE_MAX_BYTES).ok()?;
     let (hash, json) = text.split_once('\n')?;
     if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
         return None;
@@ -854,7 +855,7 @@ mod tests {
             _ => "task-1",
         };
         let mut e = format!("  - task_id: \"{task}\"\n{ts}");
-        if kind % 5 != 0 {
+        if !kind.is_multiple_of(5) {
             e.push_str(&format!("    evidence: \"ran the tests: ok (step {i})\"\n"));
         }
         if kind % 13 == 3 {
@@ -863,7 +864,7 @@ mod tests {
         if kind % 17 == 4 {
             e.push_str("    verification: \"key AKIAIOSFODNN7EXAMPLE leaked\"\n");
         }
-        if kind % 3 == 0 {
+        if kind.is_multiple_of(3) {
             e.push_str(&format!("    replayId: \"{SCOPE}\"\n"));
         }
         if kind % 19 == 5 {

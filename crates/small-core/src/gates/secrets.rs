@@ -994,13 +994,27 @@ fn is_random_token(token: &str) -> bool {
         return false;
     }
     // Base64 of text (a file written through `base64 -d`, a JSON cursor) is content, not a
-    // credential; a credential inside it is still found by the caller.
+    // credential; a credential inside it is still found by the caller. Base64 of one bare
+    // word (`forget-me-not-key-041`, `user:pass`) is how passwords are encoded, so it stays
+    // a token.
     if let Some(bytes) = b64_decode(t) {
-        if text_of(&bytes).is_some() {
+        if text_of(&bytes).is_some_and(is_content) {
             return false;
         }
     }
     true
+}
+
+/// Decoded text that reads as content (prose, source code, JSON) rather than one bare word:
+/// it has white space or structural punctuation.
+fn is_content(text: &str) -> bool {
+    text.chars().any(|c| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '{' | '}' | '[' | ']' | '(' | ')' | ';' | '"' | '<' | '>' | ','
+            )
+    })
 }
 
 /// The whitespace-delimited word of `value` around `range`.

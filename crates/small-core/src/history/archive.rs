@@ -430,3 +430,57 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         files: checks,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authoring::init::{init, InitRequest};
+
+    fn fresh() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        init(&InitRequest {
+            root: tmp.path(),
+            intent: Some("Archive it"),
+            force: false,
+            agents: None,
+            tasks: &[],
+        })
+        .unwrap();
+        tmp
+    }
+
+    #[test]
+    fn an_archive_holds_the_canonical_files_and_verifies() {
+        let tmp = fresh();
+        let r = create(tmp.path(), &ArchiveOptions::default()).unwrap();
+        assert!(!r.unchanged);
+        assert!(r.dir.starts_with(tmp.path().join(ARCHIVE_DIR)));
+        let names: Vec<&str> = r.files.iter().map(|f| f.name.as_str()).collect();
+        for n in default_include() {
+            assert!(names.contains(&n.as_str()), "{n} missing from {names:?}");
+        }
+        let m = read_manifest(&r.dir).unwrap();
+        assert_eq!(m.replay_id, r.replay_id);
+        assert!(verify(&r.dir).unwrap().ok);
+
+        // Archiving the same state again changes nothing.
+        assert!(
+            create(tmp.path(), &ArchiveOptions::default())
+                .unwrap()
+                .unchanged
+        );
+    }
+
+    #[test]
+    fn a_changed_file_fails_verification() {
+        let tmp = fresh();
+        let r = create(tmp.path(), &ArchiveOptions::default()).unwrap();
+        std::fs::write(r.dir.join("plan.small.yml"), "changed\n").unwrap();
+        let v = verify(&r.dir).unwrap();
+        assert!(!v.ok);
+        assert!(v
+            .files
+            .iter()
+            .any(|f| f.name == "plan.small.yml" && f.state == FileState::Changed));
+    }
+}

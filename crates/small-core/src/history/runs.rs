@@ -178,7 +178,7 @@ pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
 /// A transaction error as a run-store error (all are system problems except `Invalid`).
 pub fn txn_error(e: crate::authoring::txn::TxnError) -> RunError {
     match e {
-        crate::authoring::txn::TxnError::Invalid(m) => RunError::invalid(m),
+        crate::authoring::txn::TxnError::Invalid(d) => RunError::invalid(d.message),
         other => RunError::usage(other.to_string()),
     }
 }

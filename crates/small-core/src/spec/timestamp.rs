@@ -191,6 +191,29 @@ pub fn compare(a: &str, b: &str) -> Option<Ordering> {
     Some(parse(a).ok()?.cmp(&parse(b).ok()?))
 }
 
+/// Now, from the system clock.
+pub fn now() -> Instant {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0);
+    Instant::from_unix_nanos(nanos)
+}
+
+/// Format an instant in UTC with `digits` fraction digits (0 to 9, truncated; 0 writes no
+/// fraction): `2026-01-01T00:00:00Z`, `2026-01-01T00:00:00.123Z`.
+pub fn format_utc_digits(t: Instant, digits: u32) -> String {
+    let digits = digits.min(9);
+    let full = format_utc(t);
+    let dot = full.rfind('.').unwrap_or(full.len() - 1);
+    let keep = if digits == 0 {
+        dot
+    } else {
+        dot + 1 + digits as usize
+    };
+    format!("{}Z", &full[..keep])
+}
+
 /// Format an instant in UTC as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` (always nine fraction digits,
 /// so the result is itself a valid progress timestamp).
 pub fn format_utc(t: Instant) -> String {
@@ -282,6 +305,14 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn format_with_fewer_digits_truncates() {
+        let t = parse("2026-03-01T10:30:00.123456789Z").unwrap();
+        assert_eq!(format_utc_digits(t, 0), "2026-03-01T10:30:00Z");
+        assert_eq!(format_utc_digits(t, 3), "2026-03-01T10:30:00.123Z");
+        assert_eq!(format_utc_digits(t, 9), "2026-03-01T10:30:00.123456789Z");
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -419,6 +419,17 @@ impl Workspace {
     /// its text. `None` when it cannot be read (missing, unreadable, too large, not UTF-8);
     /// the problem is in [`Workspace::diagnostics`] then.
     pub fn read_progress(&mut self, limits: &Limits) -> Option<String> {
+        self.read_progress_from(limits, None)
+    }
+
+    /// [`Workspace::read_progress`], with the file's bytes `given` instead of read from disk
+    /// (a writer's staged version; its size is checked by the parser, as in
+    /// [`Workspace::load_overlay`]).
+    pub fn read_progress_from(
+        &mut self,
+        limits: &Limits,
+        given: Option<Vec<u8>>,
+    ) -> Option<String> {
         let kind = ArtifactKind::Progress;
         let path = self.small_dir.join(kind.file_name());
         let rel = rel_path(kind.file_name());
@@ -426,7 +437,11 @@ impl Workspace {
         self.diagnostics
             .retain(|d| d.file.as_deref() != Some(rel.as_str()));
         self.failed_sources.retain(|(r, _)| *r != rel);
-        let text = match read_file(&path, &rel, limits) {
+        let read = match given {
+            Some(bytes) => Ok(bytes),
+            None => read_file(&path, &rel, limits),
+        };
+        let text = match read {
             Err(LoadError::Missing) => {
                 self.diagnostics.push(missing_diag(kind, &rel));
                 None

@@ -307,13 +307,25 @@ pub fn parse_streaming(
     stream_key: &str,
     sink: &mut dyn FnMut(usize, Node),
 ) -> Result<Node, YamlError> {
+    streaming(src, limits, stream_key, sink, true)
+}
+
+fn streaming(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    sink: &mut dyn FnMut(usize, Node),
+    try_fast: bool,
+) -> Result<Node, YamlError> {
     check_size(src.len(), limits)?;
     let (bom_len, text) = match src.strip_prefix('\u{feff}') {
         Some(rest) => ('\u{feff}'.len_utf8(), rest),
         None => (0, src),
     };
-    if let Some(root) = fast::stream(text, bom_len, stream_key, sink) {
-        return Ok(root);
+    if try_fast {
+        if let Some(root) = fast::stream(text, bom_len, stream_key, sink) {
+            return Ok(root);
+        }
     }
     let fed = std::cell::Cell::new(0usize);
     let mut counting = |i: usize, node: Node| {
@@ -404,25 +416,14 @@ pub fn stream_fast_part(
     Some(walked)
 }
 
-/// [`parse_streaming`] with the general parser only (no fast path).
+/// [`parse_streaming`] with the general parser only (no line-level fast path).
 pub fn parse_streaming_general(
     src: &str,
     limits: &Limits,
     stream_key: &str,
     sink: &mut dyn FnMut(usize, Node),
 ) -> Result<Node, YamlError> {
-    check_size(src.len(), limits)?;
-    let (bom_len, text) = match src.strip_prefix('\u{feff}') {
-        Some(rest) => ('\u{feff}'.len_utf8(), rest),
-        None => (0, src),
-    };
-    let mut builder = Builder::new(text, bom_len, limits);
-    builder.stream = Some(Stream {
-        key: stream_key,
-        sink,
-        count: 0,
-    });
-    builder.run()
+    streaming(src, limits, stream_key, sink, false)
 }
 
 /// The value of the one-line string scalar written at `span` of `src` (plain, single- or

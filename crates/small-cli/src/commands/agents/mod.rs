@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod check;
+pub mod hooks;
 pub mod print;
 
 use crate::error::{CliError, CmdResult};
@@ -27,6 +28,7 @@ pub struct Args {
 pub enum Sub {
     Apply(apply::Args),
     Check(check::Args),
+    Hooks(hooks::Args),
     Print(print::Args),
 }
 
@@ -34,6 +36,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     match args.command {
         Sub::Apply(a) => apply::run(a, g),
         Sub::Check(a) => check::run(a, g),
+        Sub::Hooks(a) => hooks::run(a, g),
         Sub::Print(a) => print::run(a, g),
     }
 }

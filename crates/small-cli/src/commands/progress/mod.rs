@@ -15,14 +15,15 @@ pub struct Args {
 }
 
 #[derive(clap::Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Sub {
-    Add(add::Args),
+    Add(Box<add::Args>),
     Migrate(migrate::Args),
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     match args.command {
-        Sub::Add(a) => add::run(a, g),
+        Sub::Add(a) => add::run(*a, g),
         Sub::Migrate(a) => migrate::run(a, g),
     }
 }

@@ -29,10 +29,7 @@ pub fn begin(root: &Path) -> Result<Transaction, CliError> {
 
 /// Map a library error to an exit code: state problems exit 1, system problems exit 2.
 pub fn txn_err(e: TxnError) -> CliError {
-    match e {
-        TxnError::Invalid(m) => CliError::invalid(m),
-        other => CliError::usage(other.to_string()),
-    }
+    CliError::from(e)
 }
 
 /// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
@@ -259,23 +256,5 @@ impl RecordFlags {
 
 /// A library error of a recording operation (`checkpoint`, `progress add`).
 pub fn record_err(e: small_core::authoring::record::RecordError) -> CliError {
-    use small_core::authoring::record::RecordError;
-    let help = e.help();
-    let mut msg = e.to_string();
-    if let RecordError::OpenDependencies { open, .. } = &e {
-        for t in open {
-            msg.push_str(&format!(
-                "\n  - {}: {} (status: {})",
-                t.id, t.title, t.status
-            ));
-        }
-    }
-    if let Some(h) = help {
-        msg.push_str(&format!("\n  help: {h}"));
-    }
-    match e {
-        RecordError::Txn(t) => txn_err(t),
-        RecordError::Status { .. } | RecordError::NoEvidence { .. } => CliError::usage(msg),
-        _ => CliError::invalid(msg),
-    }
+    CliError::from(small_core::authoring::Error::from(e))
 }

@@ -1,6 +1,6 @@
 //! `small store artifact put|get|list|versions`.
 
-use super::{read_json, Out, PageArgs};
+use super::{read_json, GetArgs, Out, PageArgs, PutArgs, VersionsArgs};
 use crate::error::CmdResult;
 use small_store::{PrimitiveStore, StoreError};
 
@@ -9,29 +9,18 @@ pub enum Command {
     /// Materialise artifact versions `{id, version?, kind, data, schemaId}` from JSON files;
     /// `data` is validated against the registered schema first. Without `version`, the next
     /// version is assigned
-    Put {
-        #[arg(required = true)]
-        files: Vec<String>,
-    },
+    Put(PutArgs),
     /// Print an artifact version as stored (the latest unless --version)
-    Get {
-        id: String,
-        #[arg(long)]
-        version: Option<u64>,
-    },
+    Get(GetArgs),
     /// List artifacts (latest version of each)
     List(PageArgs),
     /// List the versions of an artifact
-    Versions {
-        id: String,
-        #[command(flatten)]
-        page: PageArgs,
-    },
+    Versions(VersionsArgs),
 }
 
 pub fn run(c: Command, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
     match c {
-        Command::Put { files } => {
+        Command::Put(PutArgs { files }) => {
             for f in files {
                 let v = read_json(&f)?;
                 let put = store.put_artifact(&v).map_err(|e| out.fail(e))?;
@@ -39,7 +28,7 @@ pub fn run(c: Command, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
             }
             Ok(())
         }
-        Command::Get { id, version } => {
+        Command::Get(GetArgs { id, version }) => {
             match store.get_artifact(&id, version).map_err(|e| out.fail(e))? {
                 Some(rec) => {
                     out.record(&rec);
@@ -56,7 +45,7 @@ pub fn run(c: Command, store: &dyn PrimitiveStore, out: &Out) -> CmdResult {
             out.listing(&l);
             Ok(())
         }
-        Command::Versions { id, page } => {
+        Command::Versions(VersionsArgs { id, page }) => {
             let l = store
                 .list_artifact_versions(&id, &page.page())
                 .map_err(|e| out.fail(e))?;

@@ -186,6 +186,29 @@ pub struct PageArgs {
     pub limit: u32,
 }
 
+/// `put FILE...`: the JSON files to store (`-` for standard input).
+#[derive(clap::Args, Debug)]
+pub struct PutArgs {
+    #[arg(required = true)]
+    pub files: Vec<String>,
+}
+
+/// `get ID [--version N]`.
+#[derive(clap::Args, Debug)]
+pub struct GetArgs {
+    pub id: String,
+    #[arg(long)]
+    pub version: Option<u64>,
+}
+
+/// `versions ID [--after CURSOR] [--limit N]`.
+#[derive(clap::Args, Debug)]
+pub struct VersionsArgs {
+    pub id: String,
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
 impl PageArgs {
     pub fn page(&self) -> Page {
         Page {

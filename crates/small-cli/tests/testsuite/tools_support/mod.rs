@@ -47,8 +47,7 @@ pub fn yaml_json(p: impl AsRef<Path>) -> serde_json::Value {
         .to_json()
 }
 
-/// Runs `small check --strict` on the workspace and asserts it passes. If `check` is not
-/// implemented in this build, prints a notice and returns without asserting.
+/// Runs `small check --strict` on the workspace and asserts it passes.
 pub fn assert_check_strict(root: &Path) {
     let out = small()
         .args(["check", "--strict", "--dir"])
@@ -60,24 +59,9 @@ pub fn assert_check_strict(root: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if text.contains("not implemented yet") {
-        eprintln!("notice: `small check` is not implemented in this build; strict check skipped");
-        return;
-    }
     assert!(
         out.status.success(),
         "small check --strict failed on {}:\n{text}",
         root.display()
     );
-}
-
-/// Whether a command is implemented in this build (not the skeleton stub).
-pub fn implemented(args: &[&str]) -> bool {
-    let out = small().args(args).output().expect("runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    !text.contains("not implemented yet")
 }

@@ -115,13 +115,7 @@ pub fn show(n: &Node) -> String {
     }
 }
 
-pub fn escape_pointer(key: &str) -> std::borrow::Cow<'_, str> {
-    if key.contains(['~', '/']) {
-        std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
-    } else {
-        std::borrow::Cow::Borrowed(key)
-    }
-}
+pub use crate::json::pointer::escape as escape_pointer;
 
 pub(super) fn need(
     out: &mut Vec<Diagnostic>,
@@ -239,4 +233,204 @@ pub fn lint_with(
     }
     crate::diag::sort(&mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! One test per rule code: a minimal valid workspace passes, and one change to it
+    //! produces exactly the rule's diagnostic.
+    use super::*;
+    use crate::yaml::{parse_str, Document, Limits};
+
+    const INTENT: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"Ship it\"\nscope:\n  include: []\n  exclude: []\nsuccess_criteria: []\n";
+    const CONSTRAINTS: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nconstraints:\n  - id: \"c1\"\n    rule: \"be careful\"\n    severity: \"error\"\n";
+    const PLAN: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n  - id: \"task-1\"\n    title: \"First\"\n    status: \"completed\"\n  - id: \"task-2\"\n    title: \"Second\"\n";
+    const PROGRESS: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n  - task_id: \"task-1\"\n    status: \"completed\"\n    timestamp: \"2026-01-01T00:00:00.100Z\"\n    evidence: \"cargo test: ok\"\n";
+    const HANDOFF: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\nsummary: \"Working\"\nresume:\n  current_task_id: \"task-2\"\n  next_steps: []\nlinks: []\n";
+
+    struct Ws([Document; 5]);
+
+    impl Ws {
+        fn new(edit: impl Fn(ArtifactKind, &str) -> String) -> Ws {
+            let text = |k: ArtifactKind, base: &str| {
+                parse_str(&edit(k, base), &Limits::default()).expect("valid YAML")
+            };
+            Ws([
+                text(ArtifactKind::Intent, INTENT),
+                text(ArtifactKind::Constraints, CONSTRAINTS),
+                text(ArtifactKind::Plan, PLAN),
+                text(ArtifactKind::Progress, PROGRESS),
+                text(ArtifactKind::Handoff, HANDOFF),
+            ])
+        }
+
+        fn codes(&self, strict: bool) -> Vec<(String, Severity)> {
+            let mut docs = Docs::default();
+            for (k, d) in ArtifactKind::ALL.into_iter().zip(&self.0) {
+                docs.set(k, Some(&d.root));
+            }
+            lint(&docs, Options { strict })
+                .into_iter()
+                .map(|d| (d.code, d.severity))
+                .collect()
+        }
+    }
+
+    /// The workspace with `from` replaced by `to` in artifact `kind`.
+    fn with(kind: ArtifactKind, from: &'static str, to: &'static str) -> Ws {
+        Ws::new(move |k, base| {
+            if k == kind {
+                assert!(base.contains(from), "{from:?} not in {kind:?}");
+                base.replacen(from, to, 1)
+            } else {
+                base.to_string()
+            }
+        })
+    }
+
+    fn errors(ws: &Ws, strict: bool) -> Vec<String> {
+        ws.codes(strict)
+            .into_iter()
+            .filter(|(_, s)| *s == Severity::Error)
+            .map(|(c, _)| c)
+            .collect()
+    }
+
+    #[test]
+    fn the_base_workspace_passes_strict_lint() {
+        assert_eq!(Ws::new(|_, b| b.to_string()).codes(true), vec![]);
+    }
+
+    #[test]
+    fn inv5_version_must_be_1_0_0() {
+        let ws = with(ArtifactKind::Plan, "\"1.0.0\"", "\"2.0.0\"");
+        assert_eq!(errors(&ws, false), vec!["INV5"]);
+    }
+
+    #[test]
+    fn own_owner_is_the_specs() {
+        let ws = with(ArtifactKind::Intent, "owner: \"human\"", "owner: \"agent\"");
+        assert_eq!(errors(&ws, false), vec!["OWN"]);
+    }
+
+    #[test]
+    fn keys_only_known_top_level_keys() {
+        let ws = with(ArtifactKind::Plan, "tasks:", "extra: 1\ntasks:");
+        assert_eq!(errors(&ws, false), vec!["KEYS"]);
+    }
+
+    #[test]
+    fn shape_required_fields_have_their_shape() {
+        let ws = with(ArtifactKind::Intent, "intent: \"Ship it\"", "intent: \"\"");
+        assert_eq!(errors(&ws, false), vec!["SHAPE"]);
+    }
+
+    #[test]
+    fn dup_plan_ids_are_unique() {
+        let ws = with(ArtifactKind::Plan, "id: \"task-2\"", "id: \"task-1\"");
+        assert!(errors(&ws, false).contains(&"DUP".to_string()));
+    }
+
+    #[test]
+    fn ts_timestamps_need_a_fraction() {
+        let ws = with(ArtifactKind::Progress, "00:00:00.100Z", "00:00:00Z");
+        assert_eq!(errors(&ws, false), vec!["TS"]);
+    }
+
+    #[test]
+    fn inv2_every_entry_has_evidence() {
+        let ws = with(
+            ArtifactKind::Progress,
+            "evidence: \"cargo test: ok\"",
+            "notes: \"x\"",
+        );
+        assert_eq!(errors(&ws, false), vec!["INV2"]);
+    }
+
+    #[test]
+    fn inv1_secrets_warn_and_fail_strict() {
+        let ws = with(
+            ArtifactKind::Handoff,
+            "summary: \"Working\"",
+            "summary: \"token ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R\"",
+        );
+        assert_eq!(
+            ws.codes(false),
+            vec![("INV1".to_string(), Severity::Warning)]
+        );
+        assert_eq!(errors(&ws, true), vec!["INV1"]);
+    }
+
+    #[test]
+    fn link_http_warns_and_fails_strict() {
+        let ws = with(
+            ArtifactKind::Handoff,
+            "links: []",
+            "links: [\"http://example.com/x\"]",
+        );
+        assert_eq!(
+            ws.codes(false),
+            vec![("LINK".to_string(), Severity::Warning)]
+        );
+        assert_eq!(errors(&ws, true), vec!["LINK"]);
+        let local = with(
+            ArtifactKind::Progress,
+            "evidence: \"cargo test: ok\"",
+            "evidence: \"served on http://localhost:8080\"",
+        );
+        assert_eq!(local.codes(true), vec![]);
+    }
+
+    #[test]
+    fn fmt_version_written_unquoted_is_drift() {
+        let doc = parse_str("small_version: 1.0.0\n", &Limits::default()).unwrap();
+        let d = version_format_drift(".small/plan.small.yml", &doc.root).unwrap();
+        assert_eq!((d.code.as_str(), d.severity), ("FMT", Severity::Warning));
+        let quoted = parse_str("small_version: \"1.0.0\"\n", &Limits::default()).unwrap();
+        assert!(version_format_drift("x", &quoted.root).is_none());
+    }
+
+    #[test]
+    fn s1_completed_tasks_need_evidence_in_strict_mode() {
+        let ws = with(
+            ArtifactKind::Progress,
+            "task_id: \"task-1\"",
+            "task_id: \"meta/x\"",
+        );
+        assert_eq!(errors(&ws, false), Vec::<String>::new());
+        assert_eq!(errors(&ws, true), vec!["S1"]);
+    }
+
+    #[test]
+    fn s2_progress_names_plan_tasks_in_strict_mode() {
+        let ws = with(
+            ArtifactKind::Progress,
+            "entries:\n",
+            "entries:\n  - task_id: \"task-9\"\n    timestamp: \"2025-12-31T00:00:00.100Z\"\n    evidence: \"x\"\n",
+        );
+        assert_eq!(errors(&ws, false), Vec::<String>::new());
+        assert_eq!(errors(&ws, true), vec!["S2"]);
+    }
+
+    #[test]
+    fn s3_the_current_task_is_a_plan_task_in_strict_mode() {
+        let ws = with(ArtifactKind::Handoff, "\"task-2\"", "\"task-9\"");
+        assert_eq!(errors(&ws, true), vec!["S3"]);
+    }
+
+    #[test]
+    fn gate_completed_tasks_have_an_entry() {
+        let ws = with(
+            ArtifactKind::Progress,
+            "task_id: \"task-1\"",
+            "task_id: \"meta/x\"",
+        );
+        let plan = PlanIndex::from_plan(Some(&ws.0[2].root));
+        let facts = progress_facts(&plan, "", Some(&ws.0[3].root));
+        let mut out = Vec::new();
+        check_evidence_gate(&plan, &facts, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].code, "GATE");
+        assert!(out[0].help.as_deref().unwrap().contains("task-1"));
+    }
 }

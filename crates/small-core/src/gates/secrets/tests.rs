@@ -237,3 +237,13 @@ fn deep_documents_do_not_overflow() {
     // Dropping a deep tree recursively is the tree's concern; forget it here.
     std::mem::forget(node);
 }
+
+#[test]
+fn base64_of_one_bare_word_is_a_token_but_base64_of_content_is_not() {
+    // "forget-me-not-a-real-key-2026-041": how an encoded password looks.
+    let word = "Zm9yZ2V0LW1lLW5vdC1hLXJlYWwta2V5LTIwMjYtMDQx";
+    assert!(scan_str(Some("webhook"), word).is_some());
+    // "package main\n\nimport \"fmt\"\n": source code written through base64 -d.
+    let code = "cGFja2FnZSBtYWluCgppbXBvcnQgImZtdCIK";
+    assert!(scan_str(Some("command"), code).is_none());
+}

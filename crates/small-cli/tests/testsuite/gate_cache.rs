@@ -1,0 +1,148 @@
+//! The gates' cache of progress checks (`.small-cache/`): a gate after an append answers
+//! exactly as a full check does, and a damaged cache or a changed byte only means a full check.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_small");
+
+const INTENT: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"Ship it\"\nscope:\n  include: [\"src/**\"]\n  exclude: []\nsuccess_criteria: [\"works\"]\n";
+const CONSTRAINTS: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nconstraints:\n  - id: \"c1\"\n    rule: \"Be kind\"\n    severity: \"warn\"\n";
+const PLAN: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n  - id: \"a\"\n    title: \"First\"\n    status: \"completed\"\n  - id: \"b\"\n    title: \"Second\"\n    status: \"pending\"\n";
+const HANDOFF: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\nsummary: \"Next: b\"\nresume:\n  current_task_id: \"b\"\n  next_steps: [\"do b\"]\nlinks: []\nreplayId:\n  value: \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n  source: \"auto\"\n";
+const WORKSPACE: &str = "small_version: \"1.0.0\"\nowner: \"agent\"\nkind: \"repo-root\"\n";
+
+fn entry(i: usize, evidence: &str) -> String {
+    format!(
+        "  - task_id: \"a\"\n    timestamp: \"2026-01-01T10:{:02}:{:02}.000001Z\"\n    status: \"completed\"\n    evidence: \"{evidence} {i}\"\n",
+        i / 60,
+        i % 60
+    )
+}
+
+fn workspace(entries: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join(".small");
+    std::fs::create_dir(&small).unwrap();
+    let mut log = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n");
+    for i in 0..entries {
+        log.push_str(&entry(i, "tests pass"));
+    }
+    for (name, text) in [
+        ("intent.small.yml", INTENT),
+        ("constraints.small.yml", CONSTRAINTS),
+        ("plan.small.yml", PLAN),
+        ("progress.small.yml", log.as_str()),
+        ("handoff.small.yml", HANDOFF),
+        ("workspace.small.yml", WORKSPACE),
+    ] {
+        std::fs::write(small.join(name), text).unwrap();
+    }
+    dir
+}
+
+fn small(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn cache_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(".small-cache"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("progress-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Every gate, with the cache and without: the same output and exit code.
+fn assert_gates_agree(dir: &Path) {
+    for args in [
+        &["check", "--strict", "--json"][..],
+        &["check", "--json"],
+        &["lint", "--strict"],
+        &["verify", "--strict"],
+        &["validate", "--json"],
+    ] {
+        let cached = small(dir, args);
+        let mut full_args = args.to_vec();
+        full_args.push("--no-cache");
+        let full = small(dir, &full_args);
+        assert_eq!(cached, full, "{args:?}");
+    }
+}
+
+#[test]
+fn gates_after_appends_answer_as_a_full_check() {
+    let ws = workspace(40);
+    let dir = ws.path();
+    let (code, _, _) = small(dir, &["check", "--strict", "--json", "--no-cache"]);
+    assert_eq!(code, 0);
+    assert!(cache_files(dir).is_empty(), "--no-cache writes no cache");
+    assert_gates_agree(dir);
+    assert!(!cache_files(dir).is_empty());
+    assert!(dir.join(".small-cache/.gitignore").is_file());
+    // An append with a problem in it (a secret-looking value, an insecure link).
+    let (code, _, err) = small(
+        dir,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "a",
+            "--status",
+            "completed",
+            "--evidence",
+            "see http://example.com/report",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_gates_agree(dir);
+    let (code, out, _) = small(dir, &["check", "--strict", "--json"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("LINK"), "{out}");
+}
+
+#[test]
+fn a_changed_byte_or_a_damaged_cache_means_a_full_check() {
+    let ws = workspace(30);
+    let dir = ws.path();
+    assert_gates_agree(dir);
+    // Change one byte of an early entry (same length): the cache must not vouch for it.
+    let path = dir.join(".small/progress.small.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = text.replacen("2026-01-01T10:00:03", "2026-01-01T10:00:09", 1);
+    assert_ne!(changed, text);
+    std::fs::write(&path, &changed).unwrap();
+    let (code, out, _) = small(dir, &["check", "--strict", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("TS"), "{out}");
+    assert_gates_agree(dir);
+    // Damage every cache file: still the full answer.
+    for name in cache_files(dir) {
+        let p = dir.join(".small-cache").join(name);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x01;
+        std::fs::write(&p, bytes).unwrap();
+    }
+    assert_gates_agree(dir);
+    // A cache that is not a file at all.
+    std::fs::remove_dir_all(dir.join(".small-cache")).unwrap();
+    std::fs::write(dir.join(".small-cache"), "not a directory").unwrap();
+    let (code, _, err) = small(dir, &["check", "--strict", "--json"]);
+    assert_eq!(code, 1, "{err}");
+}

@@ -1,0 +1,242 @@
+//! The one error type of the write side. Every authoring operation that refuses says so with
+//! the same [`Diagnostic`] the gates report through: a stable code (docs/rules.md,
+//! "Authoring"), the file and position where one applies, and a help line with the fix.
+//! Front ends only choose how to show it (and the CLI its exit code, from [`ErrorKind`]).
+
+use std::fmt;
+
+use crate::authoring::txn::TxnError;
+use crate::diag::{Diagnostic, Span};
+use crate::spec::consts::ArtifactKind;
+
+/// Codes of the authoring errors (documented in docs/rules.md).
+pub mod code {
+    /// A task id that is not in the plan.
+    pub const UNKNOWN_TASK: &str = "unknown-task";
+    /// An artifact the operation edits is not valid YAML or lacks the part it edits.
+    pub const UNEDITABLE: &str = "uneditable";
+    /// A request the protocol refuses (an empty title, a dependency cycle, a bad value).
+    pub const REFUSED: &str = "refused";
+    /// A progress entry that cannot be appended (no evidence, a bad status or timestamp).
+    pub const ENTRY: &str = "entry";
+    /// The progress log cannot be appended to as it is written (run `small progress migrate`).
+    pub const PROGRESS_LOG: &str = "progress-log";
+    /// An interrupted commit cannot be finished safely.
+    pub const JOURNAL: &str = "journal";
+    /// The workspace is locked by another process.
+    pub const LOCK: &str = "lock";
+    /// A file cannot be read or written.
+    pub const IO: &str = "io";
+    /// There is no workspace.
+    pub const NO_WORKSPACE: &str = "no-workspace";
+    /// `--workspace` does not allow this workspace's kind.
+    pub const SCOPE: &str = "WS";
+}
+
+/// Whether the workspace's state is the problem, or the system (lock, I/O, no workspace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request or the workspace's state is refused (the CLI exits 1).
+    Invalid,
+    /// The operation could not run (the CLI exits 2).
+    System,
+    /// The request itself is malformed (a bad value; the CLI exits 2).
+    Usage,
+}
+
+/// Why an authoring operation refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub diagnostic: Box<Diagnostic>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A refusal with a code and a message.
+    pub fn invalid(code: &str, message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Invalid,
+            diagnostic: Box::new(Diagnostic::error(code, message)),
+        }
+    }
+
+    /// A malformed request with a code and a message.
+    pub fn usage(code: &str, message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Usage,
+            diagnostic: Box::new(Diagnostic::error(code, message)),
+        }
+    }
+
+    /// A failure of the system with a code and a message.
+    pub fn system(code: &str, message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::System,
+            diagnostic: Box::new(Diagnostic::error(code, message)),
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Error {
+        self.diagnostic.help = Some(help.into());
+        self
+    }
+
+    pub fn in_file(mut self, file: impl Into<String>) -> Error {
+        self.diagnostic.file = Some(file.into());
+        self
+    }
+
+    pub fn at(mut self, span: Option<Span>) -> Error {
+        self.diagnostic.span = span;
+        self
+    }
+
+    pub fn with_path(mut self, pointer: impl Into<String>) -> Error {
+        self.diagnostic.path = Some(pointer.into());
+        self
+    }
+
+    pub fn code(&self) -> &str {
+        &self.diagnostic.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.diagnostic.message
+    }
+
+    /// `id` is not a task of the plan whose ids are `known` (in plan order). The help names
+    /// the closest ids and how to add a task.
+    pub fn unknown_task<S: AsRef<str>>(id: &str, known: &[S]) -> Error {
+        let message = if known.is_empty() {
+            format!("task {id} is not in plan.small.yml (the plan has no tasks)")
+        } else {
+            let list: Vec<&str> = known.iter().map(AsRef::as_ref).collect();
+            format!(
+                "task {id} is not in plan.small.yml (tasks: {})",
+                list.join(", ")
+            )
+        };
+        let close = closest(id, known, 3);
+        let help = if close.is_empty() {
+            "add it with `small plan --add \"<title>\"`".to_string()
+        } else {
+            format!(
+                "did you mean {}? Or add it with `small plan --add \"<title>\"`",
+                close.join(", ")
+            )
+        };
+        Error::invalid(code::UNKNOWN_TASK, message)
+            .in_file(ArtifactKind::Plan.rel_path())
+            .with_help(help)
+    }
+}
+
+/// Up to `limit` of `known` closest to `id`: those containing it or contained in it first,
+/// then by edit distance (at most a third of the id's length), ties in plan order.
+pub fn closest<S: AsRef<str>>(id: &str, known: &[S], limit: usize) -> Vec<String> {
+    let id_l = id.to_ascii_lowercase();
+    let max = (id.chars().count() / 3).max(1);
+    let mut scored: Vec<(usize, usize, &str)> = known
+        .iter()
+        .map(AsRef::as_ref)
+        .enumerate()
+        .filter(|(_, k)| !k.is_empty())
+        .filter_map(|(i, k)| {
+            let k_l = k.to_ascii_lowercase();
+            if k_l == id_l || k_l.contains(&id_l) || id_l.contains(&k_l) {
+                return Some((0, i, k));
+            }
+            let d = edit_distance(&id_l, &k_l);
+            (d <= max).then_some((d, i, k))
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, _, k)| k.to_string())
+        .collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<TxnError> for Error {
+    fn from(e: TxnError) -> Error {
+        match e {
+            TxnError::Invalid(d) => Error {
+                kind: ErrorKind::Invalid,
+                diagnostic: d,
+            },
+            TxnError::NoWorkspace(_) => Error::system(code::NO_WORKSPACE, e.to_string())
+                .with_help("run `small init` to create a workspace here, or pass --dir"),
+            TxnError::LockTimeout { .. } => Error::system(code::LOCK, e.to_string()),
+            TxnError::Io { .. } => Error::system(code::IO, e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_task_names_the_closest_ids_and_how_to_add_one() {
+        let e = Error::unknown_task("task-99", &["task-1", "task-9", "docs"]);
+        assert_eq!(e.code(), code::UNKNOWN_TASK);
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert_eq!(
+            e.message(),
+            "task task-99 is not in plan.small.yml (tasks: task-1, task-9, docs)"
+        );
+        let help = e.diagnostic.help.as_deref().unwrap();
+        assert!(help.starts_with("did you mean task-9, task-1?"), "{help}");
+        assert!(help.contains("small plan --add"), "{help}");
+        assert_eq!(e.diagnostic.file.as_deref(), Some(".small/plan.small.yml"));
+
+        let none = Error::unknown_task::<&str>("x", &[]);
+        assert!(none.message().contains("the plan has no tasks"));
+        assert_eq!(
+            none.diagnostic.help.as_deref(),
+            Some("add it with `small plan --add \"<title>\"`")
+        );
+    }
+
+    #[test]
+    fn closest_prefers_containment_then_small_edits() {
+        let known = ["build", "build-docs", "test", "release"];
+        assert_eq!(closest("buld", &known, 3), vec!["build"]);
+        assert_eq!(closest("docs", &known, 3), vec!["build-docs"]);
+        assert!(closest("zzzzzz", &known, 3).is_empty());
+    }
+
+    #[test]
+    fn transaction_errors_keep_their_kind() {
+        let e: Error = TxnError::NoWorkspace("/x".into()).into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::System, code::NO_WORKSPACE));
+        let e: Error = TxnError::invalid(code::JOURNAL, "bad").into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::Invalid, code::JOURNAL));
+    }
+}

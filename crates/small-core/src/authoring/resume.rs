@@ -1,0 +1,608 @@
+//! Resume context: what an agent starting or resuming a session must read, and nothing more.
+//!
+//! The handoff is the resume point the protocol defines; an agent also needs the task to work
+//! on (with its steps and dependencies), what is in progress or blocked, the constraints it must
+//! respect, the last few progress entries, and whether the gates pass. [`resume`] gathers that
+//! from the small files and the *end* of the progress log (`gates::status::recent_entries`),
+//! so it costs what `small status` costs, whatever the log's length. Session-start hooks and
+//! the MCP server inject it into an agent's context.
+//!
+//! Whether the gates pass needs the whole log. On a log up to [`CHECK_INLINE_BYTES`] the
+//! strict check simply runs; on a longer one the verdict of the last check resume ran is
+//! reused while no artifact changed since (size and modification time of each file, kept in
+//! `.small-cache/resume-check.json`), and otherwise the gates are reported as not checked,
+//! with the command that checks them. `GateMode::Always` runs the check whatever the size.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::authoring::merge;
+use crate::gates::check::{self, GateOptions};
+use crate::gates::invariants::{scalar_text, PlanIndex};
+use crate::gates::schemas::SchemaSet;
+use crate::gates::status::{self, normalized_status, RecentEntry};
+use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::workspace::Location;
+use crate::yaml::{self, Limits, Node};
+
+/// Progress logs up to this size are checked on every resume (a few milliseconds).
+pub const CHECK_INLINE_BYTES: u64 = 1024 * 1024;
+
+/// Where the last verdict is kept, relative to the workspace root.
+pub const VERDICT_FILE: &str = ".small-cache/resume-check.json";
+
+/// When to run the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GateMode {
+    /// Small logs: run; large logs: reuse a fresh verdict, else report "not checked".
+    #[default]
+    Auto,
+    /// Always run the strict check.
+    Always,
+    /// Never run it (a fresh cached verdict is still reported).
+    Never,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResumeOptions {
+    /// How many recent progress entries (signal entries: not apply bookkeeping).
+    pub recent: usize,
+    pub gates: GateMode,
+}
+
+impl Default for ResumeOptions {
+    fn default() -> Self {
+        ResumeOptions {
+            recent: 5,
+            gates: GateMode::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HandoffView {
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_id_source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_task_id: Option<String>,
+    pub next_steps: Vec<String>,
+    /// A merge of two branches left the handoff stale: run `small handoff`.
+    pub needs_regeneration: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TaskRef {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NextTask {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub steps: Vec<String>,
+    pub acceptance: Vec<String>,
+    /// Each dependency with its status (`missing` when the plan lacks it).
+    pub dependencies: Vec<TaskRef>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ConstraintView {
+    pub id: String,
+    pub rule: String,
+    pub severity: String,
+}
+
+/// The gates' verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GateVerdict {
+    /// `pass`, `fail` or `unknown`.
+    pub status: String,
+    pub errors: usize,
+    pub warnings: usize,
+    /// The first few errors, `CODE: message`.
+    pub first_errors: Vec<String>,
+    /// `checked now`, `cached` (no artifact changed since), or why it was not checked.
+    pub source: String,
+}
+
+/// Everything `small resume` reports (docs/agents.md).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Resume {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_task: Option<NextTask>,
+    pub in_progress: Vec<TaskRef>,
+    pub blocked: Vec<TaskRef>,
+    pub constraints: Vec<ConstraintView>,
+    pub recent_progress: Vec<RecentEntry>,
+    pub gates: GateVerdict,
+    /// Entries or items dropped to fit `--max-chars`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trimmed: Vec<String>,
+    /// Files that could not be read; the rest is still reported.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+fn parse_file(path: &Path) -> Result<Option<yaml::Document>, String> {
+    match std::fs::read(path) {
+        Ok(b) => yaml::parse_bytes(&b, &Limits::default())
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn text(n: &Node, key: &str) -> String {
+    n.get(key)
+        .and_then(scalar_text)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn list(n: Option<&Node>) -> Vec<String> {
+    n.and_then(Node::as_seq)
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| scalar_text(x).or_else(|| Some(x.to_json().to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Gather the resume context of the workspace at `loc`.
+pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
+    let small = &loc.small_dir;
+    let file = |k: ArtifactKind| small.join(k.file_name());
+    let mut r = Resume {
+        intent: None,
+        handoff: None,
+        next_task: None,
+        in_progress: Vec::new(),
+        blocked: Vec::new(),
+        constraints: Vec::new(),
+        recent_progress: Vec::new(),
+        gates: GateVerdict {
+            status: "unknown".into(),
+            errors: 0,
+            warnings: 0,
+            first_errors: Vec::new(),
+            source: "not checked".into(),
+        },
+        trimmed: Vec::new(),
+        problems: Vec::new(),
+    };
+    match parse_file(&file(ArtifactKind::Intent)) {
+        Ok(Some(d)) => r.intent = Some(text(&d.root, "intent")).filter(|s| !s.is_empty()),
+        Ok(None) => {}
+        Err(e) => r.problems.push(format!("intent.small.yml: {e}")),
+    }
+    match parse_file(&file(ArtifactKind::Handoff)) {
+        Ok(Some(d)) => {
+            let h = &d.root;
+            r.handoff = Some(HandoffView {
+                summary: text(h, "summary"),
+                replay_id: h
+                    .pointer("/replayId/value")
+                    .and_then(scalar_text)
+                    .map(|s| s.trim().to_string()),
+                replay_id_source: h
+                    .pointer("/replayId/source")
+                    .and_then(scalar_text)
+                    .map(|s| s.trim().to_string()),
+                current_task_id: h
+                    .pointer("/resume/current_task_id")
+                    .and_then(scalar_text)
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty()),
+                next_steps: list(h.pointer("/resume/next_steps")),
+                needs_regeneration: merge::handoff_needs_regeneration(&d.source),
+            });
+        }
+        Ok(None) => r.problems.push("handoff.small.yml is missing".into()),
+        Err(e) => r.problems.push(format!("handoff.small.yml: {e}")),
+    }
+    match parse_file(&file(ArtifactKind::Plan)) {
+        Ok(Some(d)) => plan_view(&d.root, &mut r),
+        Ok(None) => {}
+        Err(e) => r.problems.push(format!("plan.small.yml: {e}")),
+    }
+    match parse_file(&file(ArtifactKind::Constraints)) {
+        Ok(Some(d)) => {
+            if let Some(items) = d.root.get("constraints").and_then(Node::as_seq) {
+                r.constraints = items
+                    .iter()
+                    .map(|c| ConstraintView {
+                        id: text(c, "id"),
+                        rule: text(c, "rule"),
+                        severity: text(c, "severity"),
+                    })
+                    .collect();
+            }
+        }
+        Ok(None) => {}
+        Err(e) => r.problems.push(format!("constraints.small.yml: {e}")),
+    }
+    let progress = file(ArtifactKind::Progress);
+    if progress.is_file() {
+        let keep = |e: &Node| RecentEntry::from_node(e).is_signal();
+        match status::recent_entries(&progress, opts.recent, &keep) {
+            Ok(es) => {
+                // Oldest first: the order they happened in.
+                r.recent_progress = es.iter().rev().map(RecentEntry::from_node).collect()
+            }
+            Err(e) => r.problems.push(format!("progress.small.yml: {e}")),
+        }
+    }
+    r.gates = gates(loc, opts.gates);
+    r
+}
+
+fn plan_view(root: &Node, r: &mut Resume) {
+    let idx = PlanIndex::from_plan(Some(root));
+    let status_of = |id: &str| idx.tasks.iter().find(|t| t.id == id).map(normalized_status);
+    let tref = |t: &crate::gates::invariants::TaskInfo| TaskRef {
+        id: t.id.clone(),
+        title: t.title.trim().to_string(),
+        status: normalized_status(t),
+    };
+    for t in &idx.tasks {
+        match normalized_status(t).as_str() {
+            "in_progress" => r.in_progress.push(tref(t)),
+            "blocked" => r.blocked.push(tref(t)),
+            _ => {}
+        }
+    }
+    let Some(next) = status::preferred_task(&idx) else {
+        return;
+    };
+    let Some(info) = idx.tasks.iter().find(|t| t.id == next) else {
+        return;
+    };
+    let node = root
+        .get("tasks")
+        .and_then(Node::as_seq)
+        .and_then(|s| s.get(info.index));
+    r.next_task = Some(NextTask {
+        id: info.id.clone(),
+        title: info.title.trim().to_string(),
+        status: normalized_status(info),
+        steps: list(node.and_then(|n| n.get("steps"))),
+        acceptance: list(node.and_then(|n| n.get("acceptance"))),
+        dependencies: info
+            .dependencies
+            .iter()
+            .map(|d| TaskRef {
+                id: d.clone(),
+                title: idx
+                    .tasks
+                    .iter()
+                    .find(|t| &t.id == d)
+                    .map(|t| t.title.trim().to_string())
+                    .unwrap_or_default(),
+                status: status_of(d).unwrap_or_else(|| "missing".into()),
+            })
+            .collect(),
+    });
+}
+
+/// Size and modification time of every artifact: equal fingerprints, same verdict.
+fn fingerprint(small: &Path) -> String {
+    let mut out = String::new();
+    let mut names: Vec<&str> = ArtifactKind::ALL.iter().map(|k| k.file_name()).collect();
+    names.push(WORKSPACE_FILE);
+    for name in names {
+        match std::fs::metadata(small.join(name)) {
+            Ok(m) => {
+                let mtime = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                out.push_str(&format!("{name}:{}:{mtime};", m.len()));
+            }
+            Err(_) => out.push_str(&format!("{name}:-;")),
+        }
+    }
+    out
+}
+
+#[derive(Serialize, Deserialize)]
+struct Cached {
+    fingerprint: String,
+    verdict: GateVerdict,
+}
+
+fn verdict_path(root: &Path) -> PathBuf {
+    root.join(VERDICT_FILE)
+}
+
+/// The strict check's verdict on the workspace at `loc` (running it now).
+pub fn run_gates(loc: &Location) -> GateVerdict {
+    let schemas: Arc<SchemaSet> = SchemaSet::embedded();
+    let opts = GateOptions {
+        strict: true,
+        ..GateOptions::default()
+    };
+    let loaded = check::load(loc.clone(), Some(&schemas), &opts);
+    let report = check::run_check(&loaded, &schemas, &opts);
+    let errors: Vec<String> = report
+        .diagnostics
+        .iter()
+        .filter(|(_, d)| d.is_error())
+        .map(|(_, d)| format!("{}: {}", d.code, d.message))
+        .collect();
+    GateVerdict {
+        status: if report.exit_code == 0 {
+            "pass"
+        } else {
+            "fail"
+        }
+        .into(),
+        errors: errors.len(),
+        warnings: report.diagnostics.len() - errors.len(),
+        first_errors: errors.into_iter().take(3).collect(),
+        source: "checked now".into(),
+    }
+}
+
+fn gates(loc: &Location, mode: GateMode) -> GateVerdict {
+    let fp = fingerprint(&loc.small_dir);
+    let cached = std::fs::read(verdict_path(&loc.root))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Cached>(&b).ok())
+        .filter(|c| c.fingerprint == fp)
+        .map(|c| GateVerdict {
+            source: "cached: no artifact changed since the last check".into(),
+            ..c.verdict
+        });
+    let size = std::fs::metadata(loc.small_dir.join(ArtifactKind::Progress.file_name()))
+        .map_or(0, |m| m.len());
+    let run = match mode {
+        GateMode::Always => true,
+        GateMode::Never => false,
+        GateMode::Auto => size <= CHECK_INLINE_BYTES && cached.is_none(),
+    };
+    if !run {
+        return cached.unwrap_or(GateVerdict {
+            status: "unknown".into(),
+            errors: 0,
+            warnings: 0,
+            first_errors: Vec::new(),
+            source: "not checked (long progress log): run `small check --strict` or `small resume --check`"
+                .into(),
+        });
+    }
+    let v = run_gates(loc);
+    // Best effort: a read-only workspace still gets its answer.
+    if fingerprint(&loc.small_dir) == fp {
+        let c = Cached {
+            fingerprint: fp,
+            verdict: v.clone(),
+        };
+        if let Ok(bytes) = serde_json::to_vec(&c) {
+            let p = verdict_path(&loc.root);
+            if p.parent()
+                .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
+            {
+                let _ = crate::authoring::txn::atomic_write(&p, &bytes);
+            }
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------
+// Rendering
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The compact Markdown form.
+pub fn to_markdown(r: &Resume) -> String {
+    let mut o = String::new();
+    o.push_str("# SMALL resume\n");
+    if let Some(i) = &r.intent {
+        o.push_str(&format!("Intent: {}\n", one_line(i)));
+    }
+    if let Some(h) = &r.handoff {
+        o.push_str("\n## Handoff\n");
+        if h.needs_regeneration {
+            o.push_str("STALE: merged from two branches; run `small handoff` first\n");
+        }
+        o.push_str(&format!("{}\n", one_line(&h.summary)));
+        if let Some(id) = &h.replay_id {
+            o.push_str(&format!(
+                "replayId: {id} ({})\n",
+                h.replay_id_source.as_deref().unwrap_or("?")
+            ));
+        }
+        for s in &h.next_steps {
+            o.push_str(&format!("- {}\n", one_line(s)));
+        }
+    }
+    if let Some(t) = &r.next_task {
+        o.push_str(&format!(
+            "\n## Next task: {} {} ({})\n",
+            t.id,
+            one_line(&t.title),
+            t.status
+        ));
+        if !t.dependencies.is_empty() {
+            let deps: Vec<String> = t
+                .dependencies
+                .iter()
+                .map(|d| format!("{} ({})", d.id, d.status))
+                .collect();
+            o.push_str(&format!("Depends on: {}\n", deps.join(", ")));
+        }
+        for s in &t.steps {
+            o.push_str(&format!("- step: {}\n", one_line(s)));
+        }
+        for s in &t.acceptance {
+            o.push_str(&format!("- accept: {}\n", one_line(s)));
+        }
+    }
+    let tasks = |o: &mut String, head: &str, ts: &[TaskRef]| {
+        if ts.is_empty() {
+            return;
+        }
+        o.push_str(&format!("\n## {head}\n"));
+        for t in ts {
+            o.push_str(&format!("- {} {}\n", t.id, one_line(&t.title)));
+        }
+    };
+    tasks(&mut o, "In progress", &r.in_progress);
+    tasks(&mut o, "Blocked", &r.blocked);
+    if !r.constraints.is_empty() {
+        o.push_str("\n## Constraints\n");
+        for c in &r.constraints {
+            if c.rule.is_empty() {
+                o.push_str(&format!("- {} ({})\n", c.id, c.severity));
+            } else {
+                o.push_str(&format!(
+                    "- {} ({}): {}\n",
+                    c.id,
+                    c.severity,
+                    one_line(&c.rule)
+                ));
+            }
+        }
+    }
+    if !r.recent_progress.is_empty() {
+        o.push_str("\n## Recent progress\n");
+        for e in &r.recent_progress {
+            let mut line = format!("- {} {} {}", e.timestamp, e.task_id, e.status);
+            if let Some(ev) = &e.evidence {
+                line.push_str(&format!(": {}", one_line(ev)));
+            }
+            o.push_str(&line);
+            o.push('\n');
+        }
+    }
+    o.push_str(&format!(
+        "\n## Gates: {}\n",
+        match r.gates.status.as_str() {
+            "pass" => format!("pass, {}", r.gates.source),
+            "fail" => format!(
+                "FAIL, {} error(s), {}; run `small check --strict`",
+                r.gates.errors, r.gates.source
+            ),
+            _ => format!("unknown: {}", r.gates.source),
+        }
+    ));
+    for e in &r.gates.first_errors {
+        o.push_str(&format!("- {}\n", one_line(e)));
+    }
+    if !r.trimmed.is_empty() {
+        o.push_str(&format!("\n(trimmed to fit: {})\n", r.trimmed.join(", ")));
+    }
+    for p in &r.problems {
+        o.push_str(&format!("problem: {p}\n"));
+    }
+    o
+}
+
+/// Drop the least important parts until `render(r)` fits in `max` characters: oldest progress
+/// entries first, then blocked tasks, constraints' text, acceptance criteria, tasks in progress,
+/// steps, the handoff's next steps, then the summary and intent are shortened. With `hard_cut`
+/// (text output) the last resort cuts the text; JSON stays whole and valid, so it may exceed
+/// `max` when even the skeleton is longer.
+pub fn fit(
+    mut r: Resume,
+    max: usize,
+    hard_cut: bool,
+    render: &dyn Fn(&Resume) -> String,
+) -> (Resume, String) {
+    let len = |r: &Resume| render(r).chars().count();
+    if len(&r) <= max {
+        let s = render(&r);
+        return (r, s);
+    }
+    type Drop = fn(&mut Resume) -> bool;
+    fn first<T>(v: &mut Vec<T>) -> bool {
+        if v.is_empty() {
+            false
+        } else {
+            v.remove(0);
+            true
+        }
+    }
+    fn last<T>(v: &mut Vec<T>) -> bool {
+        v.pop().is_some()
+    }
+    let steps: [(&str, Drop); 8] = [
+        ("progress entries", |r| first(&mut r.recent_progress)),
+        ("blocked tasks", |r| last(&mut r.blocked)),
+        ("constraint rules", |r| {
+            match r.constraints.iter_mut().find(|c| !c.rule.is_empty()) {
+                Some(c) => {
+                    c.rule.clear();
+                    true
+                }
+                None => false,
+            }
+        }),
+        ("constraints", |r| last(&mut r.constraints)),
+        ("acceptance criteria", |r| {
+            r.next_task
+                .as_mut()
+                .is_some_and(|t| last(&mut t.acceptance))
+        }),
+        ("tasks in progress", |r| last(&mut r.in_progress)),
+        ("steps", |r| {
+            r.next_task.as_mut().is_some_and(|t| last(&mut t.steps))
+        }),
+        ("handoff next steps", |r| {
+            r.handoff.as_mut().is_some_and(|h| last(&mut h.next_steps))
+        }),
+    ];
+    let mut dropped: Vec<String> = Vec::new();
+    for (label, drop) in steps {
+        let mut n = 0;
+        while len(&r) > max && drop(&mut r) {
+            n += 1;
+            let mut t = dropped.clone();
+            t.push(format!("{n} {label}"));
+            r.trimmed = t;
+        }
+        if n > 0 {
+            dropped.push(format!("{n} {label}"));
+        }
+    }
+    // Then shorten the free texts (summary, intent), keeping every structure valid.
+    let mut keep = 400usize;
+    while len(&r) > max && keep > 0 {
+        keep /= 2;
+        let cut = |s: &mut String| {
+            if s.chars().count() > keep {
+                *s = s.chars().take(keep).collect::<String>() + "…";
+            }
+        };
+        if let Some(h) = r.handoff.as_mut() {
+            cut(&mut h.summary);
+        }
+        if let Some(i) = r.intent.as_mut() {
+            cut(i);
+        }
+    }
+    let s = render(&r);
+    if s.chars().count() <= max || !hard_cut {
+        return (r, s);
+    }
+    let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+    (r, format!("{cut}…"))
+}
