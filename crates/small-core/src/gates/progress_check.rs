@@ -227,6 +227,21 @@ impl<'a> Runner<'a> {
         Some(snap)
     }
 
+    /// [`Runner::finish`], as what the cache keeps: the state before the last entry, which
+    /// starts at `last` (none when the log has no entry).
+    fn finish_snapshot(&mut self, last: Option<Resume>) -> Option<CacheSnap> {
+        let s = self.finish()?;
+        Some(CacheSnap {
+            resume: last?,
+            results: EntryResults {
+                schema: s.schema,
+                lint: s.lint,
+                facts: s.facts,
+            },
+            prev: s.prev,
+        })
+    }
+
     fn results(self) -> EntryResults {
         EntryResults {
             schema: self.schema,
@@ -254,19 +269,7 @@ fn sequential(
     let walked = yaml::stream_fast_part(src, limits, "entries", Part::default(), &mut |i, n| {
         r.push(i, n)
     })?;
-    let snap = r.finish();
-    let snap = match (snap, walked.last_item) {
-        (Some(s), Some(resume)) => Some(CacheSnap {
-            resume,
-            results: EntryResults {
-                schema: s.schema,
-                lint: s.lint,
-                facts: s.facts,
-            },
-            prev: s.prev,
-        }),
-        _ => None,
-    };
+    let snap = r.finish_snapshot(walked.last_item);
     Some((
         Checked {
             root: Ok(walked.root?),
@@ -798,19 +801,7 @@ fn resume(
         // its span with it.
         return None;
     }
-    let snap = r.finish();
-    let snap = match (snap, walked.last_item) {
-        (Some(s), Some(resume)) => Some(CacheSnap {
-            resume,
-            results: EntryResults {
-                schema: s.schema,
-                lint: s.lint,
-                facts: s.facts,
-            },
-            prev: s.prev,
-        }),
-        _ => None,
-    };
+    let snap = r.finish_snapshot(walked.last_item);
     Some((
         Checked {
             root: Ok(walked.root?),
