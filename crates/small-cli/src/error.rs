@@ -81,6 +81,14 @@ impl From<TxnError> for CliError {
 
 pub type CmdResult = Result<(), CliError>;
 
+/// The end of a command whose outcome carries a verdict: exit 0, 1 or 2 (already reported).
+pub fn verdict(v: small_core::gates::report::Verdict) -> CmdResult {
+    match v.code() {
+        0 => Ok(()),
+        code => Err(CliError::silent(code)),
+    }
+}
+
 /// The `--json` document of a command that failed with a diagnostic (docs/json-output.md,
 /// "Errors of the writing commands").
 #[derive(serde::Serialize)]
