@@ -3,6 +3,7 @@
 
 mod commands;
 mod error;
+mod harness;
 mod output;
 mod render;
 mod settings;
