@@ -8,6 +8,7 @@ mod output;
 mod render;
 mod settings;
 mod units;
+mod writes;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use small_core::authoring::plan;
 use small_core::authoring::plan_edit::{self, PlanError, PlanRequest};
 
-use crate::commands::progress::shared;
+use crate::writes as shared;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::workspace::Scope;

@@ -3,7 +3,7 @@
 use serde_json::json;
 use small_core::authoring::record;
 
-use super::shared::{self, RecordFlags};
+use crate::writes::{self as shared, RecordFlags};
 use crate::error::CmdResult;
 use crate::GlobalArgs;
 

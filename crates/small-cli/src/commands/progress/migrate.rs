@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use small_core::authoring::progress;
 use small_core::authoring::record;
 
-use super::shared;
+use crate::writes as shared;
 use crate::error::CmdResult;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
