@@ -679,6 +679,11 @@ mod tests {
         for f in templates::base_artifacts(Some("Apply")) {
             std::fs::write(small.join(f.name), f.content).unwrap();
         }
+        std::fs::write(
+            small.join("workspace.small.yml"),
+            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+        )
+        .unwrap();
         tmp
     }
 
@@ -727,6 +732,180 @@ mod tests {
         assert!(
             progress.contains("command_summary: \"cargo test\""),
             "{progress}"
+        );
+    }
+
+    fn steps_of(
+        root: &Path,
+        req: &ApplyRequest,
+        result: RunResult,
+    ) -> (Result<ApplyOutcome, Error>, Vec<String>, bool) {
+        let mut steps = Vec::new();
+        let mut ran = false;
+        let out = apply(
+            root,
+            req,
+            |spec| {
+                ran = true;
+                assert_eq!(spec.root, root);
+                assert!(spec.output_log.starts_with(root.join(".small-cache/logs")));
+                result
+            },
+            &mut |s| {
+                steps.push(match s {
+                    Step::DryRun { .. } => "dry-run".to_string(),
+                    Step::Recorded { status, start, .. } => format!("recorded {status} {start}"),
+                    Step::NotRecorded { .. } => "not-recorded".into(),
+                    Step::Running { summary } => format!("running {summary}"),
+                    Step::Finished { code, .. } => format!("finished {code}"),
+                    Step::EndNotRecorded { error } => format!("end-not-recorded {}", error.code()),
+                    Step::Checkpointed { outcome, .. } => format!("checkpoint {}", outcome.status),
+                    Step::HandoffWritten { .. } => "handoff".into(),
+                    Step::HandoffFailed { error } => format!("handoff-failed {}", error.code()),
+                    Step::HandoffSkipped => "handoff-skipped".into(),
+                })
+            },
+        );
+        (out, steps, ran)
+    }
+
+    fn request(cmd: Option<&str>, task: Option<&str>) -> ApplyRequest {
+        ApplyRequest {
+            command: cmd.map(str::to_string),
+            task: task.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_of_a_plan_task_is_recorded_checkpointed_and_handed_off() {
+        let tmp = workspace();
+        let req = ApplyRequest {
+            auto_checkpoint: true,
+            handoff: true,
+            ..request(Some("cargo   test"), Some("task-1"))
+        };
+        let (out, steps, ran) = steps_of(tmp.path(), &req, Ok((0, b"ok\n".to_vec())));
+        let out = out.unwrap();
+        assert!(ran);
+        assert_eq!(
+            steps,
+            [
+                "running cargo test",
+                "finished 0",
+                "recorded completed false",
+                "checkpoint completed",
+                "handoff"
+            ]
+        );
+        assert_eq!(out.exit_code, 0);
+        assert_eq!(out.entries.len(), 2, "the run's end and the checkpoint");
+        assert_eq!(out.entries[0]["command_summary"], "cargo test");
+        assert_eq!(out.entries[1]["evidence"], "exit code 0; output: ok");
+        assert!(out.written.contains(&".small/plan.small.yml".to_string()));
+        assert!(out
+            .written
+            .contains(&".small/handoff.small.yml".to_string()));
+        assert_eq!(out.appended, [".small/progress.small.yml"]);
+        let plan = std::fs::read_to_string(tmp.path().join(".small/plan.small.yml")).unwrap();
+        assert!(plan.contains("completed"), "{plan}");
+    }
+
+    #[test]
+    fn a_failed_run_is_blocked_and_skips_the_handoff() {
+        let tmp = workspace();
+        let req = ApplyRequest {
+            handoff: true,
+            ..request(Some("false"), Some("task-1"))
+        };
+        let (out, steps, _) = steps_of(tmp.path(), &req, Ok((3, Vec::new())));
+        assert_eq!(out.unwrap().exit_code, 3);
+        assert_eq!(
+            steps,
+            [
+                "running false",
+                "finished 3",
+                "recorded blocked false",
+                "handoff-skipped"
+            ]
+        );
+    }
+
+    #[test]
+    fn signal_mode_records_nothing_for_runs_outside_the_plan_and_audit_records_all() {
+        let tmp = workspace();
+        let (out, steps, _) = steps_of(tmp.path(), &request(Some("true"), None), Ok((0, vec![])));
+        assert!(out.unwrap().entries.is_empty());
+        assert_eq!(steps, ["running true", "finished 0", "not-recorded"]);
+        let req = ApplyRequest {
+            mode: ProgressMode::Audit,
+            ..request(Some("true"), None)
+        };
+        let (out, steps, _) = steps_of(tmp.path(), &req, Ok((0, vec![])));
+        let out = out.unwrap();
+        assert_eq!(out.task_id, "apply");
+        assert_eq!(out.entries.len(), 2);
+        assert_eq!(steps[0], "recorded in_progress true");
+    }
+
+    #[test]
+    fn a_dry_run_runs_nothing_and_records_the_intent() {
+        let tmp = workspace();
+        let (out, steps, ran) =
+            steps_of(tmp.path(), &request(None, Some("task-1")), Ok((9, vec![])));
+        let out = out.unwrap();
+        assert!(!ran && out.dry_run);
+        assert_eq!(steps, ["dry-run", "recorded pending false"]);
+        assert_eq!(out.entries[0]["status"], "pending");
+    }
+
+    #[test]
+    fn refusals_come_before_anything_runs() {
+        let tmp = workspace();
+        let refuse = |req: ApplyRequest| {
+            let (out, steps, ran) = steps_of(tmp.path(), &req, Ok((0, vec![])));
+            assert!(!ran && steps.is_empty());
+            out.unwrap_err()
+        };
+        let e = refuse(ApplyRequest {
+            auto_progress: true,
+            ..request(None, Some("task-1"))
+        });
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::USAGE, crate::authoring::ErrorKind::Usage)
+        );
+        let e = refuse(ApplyRequest {
+            scope: crate::spec::model::Scope::Examples,
+            ..request(Some("true"), None)
+        });
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("--workspace any"));
+        let e = refuse(request(Some("true"), Some("task-7")));
+        assert_eq!(e.code(), code::UNKNOWN_TASK);
+        assert!(e.message().ends_with("; nothing was run"));
+        std::fs::remove_file(tmp.path().join(".small/progress.small.yml")).unwrap();
+        let e = refuse(request(Some("true"), Some("task-1")));
+        assert_eq!(e.code(), code::MISSING);
+        assert!(e.diagnostic.help.as_deref().unwrap().contains("small init"));
+    }
+
+    #[test]
+    fn a_runner_that_cannot_start_is_an_io_error() {
+        let tmp = workspace();
+        let (out, _, _) = steps_of(
+            tmp.path(),
+            &request(Some("true"), None),
+            Err(std::io::Error::other("cannot start `sh -lc`: no sh")),
+        );
+        let e = out.unwrap_err();
+        assert_eq!(
+            (e.code(), e.message()),
+            (code::IO, "cannot start `sh -lc`: no sh")
         );
     }
 }

@@ -190,11 +190,57 @@ mod tests {
         );
     }
 
+    /// Every code an authoring operation reports is a row of docs/rules.md ("Authoring").
+    #[test]
+    fn every_code_is_documented_in_the_rules() {
+        let rules = include_str!("../../../../docs/rules.md");
+        let section = &rules[rules.find("## Authoring").expect("the Authoring section")..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+        for c in [
+            code::UNKNOWN_TASK,
+            code::UNEDITABLE,
+            code::REFUSED,
+            code::ENTRY,
+            code::PROGRESS_LOG,
+            code::JOURNAL,
+            code::LOCK,
+            code::IO,
+            code::NO_WORKSPACE,
+            code::SCOPE,
+            code::MISSING,
+            code::OPEN_DEPENDENCIES,
+            code::NO_EVIDENCE,
+            code::UNFINISHED,
+            code::USAGE,
+            code::AGENTS_BLOCK,
+            code::EXISTS,
+        ] {
+            assert!(
+                section.contains(&format!("| `{c}` |")),
+                "authoring code {c} is not documented in docs/rules.md"
+            );
+        }
+    }
+
     #[test]
     fn transaction_errors_keep_their_kind() {
         let e: Error = TxnError::NoWorkspace("/x".into()).into();
         assert_eq!((e.kind, e.code()), (ErrorKind::System, code::NO_WORKSPACE));
         let e: Error = TxnError::invalid(code::JOURNAL, "bad").into();
         assert_eq!((e.kind, e.code()), (ErrorKind::Invalid, code::JOURNAL));
+        let e: Error = TxnError::LockTimeout {
+            lock: "/x/.small-cache/lock".into(),
+            waited: std::time::Duration::from_secs(1),
+            env: "SMALL_LOCK_TIMEOUT",
+        }
+        .into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::System, code::LOCK));
+        let e: Error = TxnError::Io {
+            op: "read",
+            path: "/x".into(),
+            source: std::io::ErrorKind::NotFound.into(),
+        }
+        .into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::System, code::IO));
     }
 }

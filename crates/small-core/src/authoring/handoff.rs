@@ -188,7 +188,7 @@ pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
         let rel = artifact_rel(k);
         txn.read(&rel)?.ok_or_else(|| {
             TxnError::invalid(
-                "missing",
+                code::MISSING,
                 format!("cannot compute the replayId: {rel} is missing"),
             )
         })
@@ -314,7 +314,7 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
         if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
-            return Err(TxnError::invalid("missing", format!(
+            return Err(TxnError::invalid(code::MISSING, format!(
                 "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
             )));
         }
@@ -633,6 +633,42 @@ mod tests {
         ok: true,
         summary: String::new(),
     };
+
+    #[test]
+    fn a_scope_refusal_is_ws_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".small")).unwrap();
+        let txn = Transaction::begin(dir.path()).unwrap();
+        let e = check_scope(&txn, Scope::Root).unwrap_err();
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::SCOPE, crate::authoring::ErrorKind::Invalid)
+        );
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("small fix workspace"));
+        check_scope(&txn, Scope::Any).unwrap();
+        drop(txn);
+        std::fs::write(
+            dir.path().join(".small/workspace.small.yml"),
+            "small_version: \"1.0.0\"\nkind: examples\n",
+        )
+        .unwrap();
+        let txn = Transaction::begin(dir.path()).unwrap();
+        let e = check_scope(&txn, Scope::Root).unwrap_err();
+        assert_eq!(e.code(), code::SCOPE);
+        assert_eq!(e.diagnostic.span.map(|s| s.start.line), Some(2));
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("--workspace any"));
+        check_scope(&txn, Scope::Examples).unwrap();
+    }
 
     #[test]
     fn states() {

@@ -298,16 +298,17 @@ pub struct MigrateOutcome {
 
 /// `small progress migrate`: stage the progress log with canonical, strictly increasing
 /// timestamps (only the timestamp values change). A missing log is an error.
-pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, TxnError> {
+pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, Error> {
     let rel = crate::authoring::progress::progress_rel();
     let Some(bytes) = txn.read(&rel)? else {
-        return Err(TxnError::invalid(
-            "missing",
-            format!("{rel} does not exist; create the workspace with `small init`"),
-        ));
+        return Err(
+            Error::invalid(code::MISSING, format!("{rel} does not exist"))
+                .in_file(rel.clone())
+                .with_help("create the workspace with `small init`"),
+        );
     };
     let (report, new_text) = crate::authoring::progress::migrate_text(&bytes)
-        .map_err(|m| TxnError::invalid(code::PROGRESS_LOG, m))?;
+        .map_err(|m| Error::invalid(code::PROGRESS_LOG, m).in_file(rel.clone()))?;
     let Some(text) = new_text else {
         return Ok(MigrateOutcome {
             entries: report.entries,

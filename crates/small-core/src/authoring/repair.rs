@@ -370,8 +370,10 @@ pub fn fix_orphan_progress(txn: &mut Transaction) -> Result<OrphanReport, Error>
     let plan_ids: Vec<String> = match handoff::parse_file(txn, &plan::plan_rel())? {
         Some(d) => plan::tasks(&d.root).into_iter().map(|t| t.id).collect(),
         None => {
-            return Err(Error::invalid("missing", "plan.small.yml does not exist")
-                .in_file(plan::plan_rel()))
+            return Err(
+                Error::invalid(code::MISSING, "plan.small.yml does not exist")
+                    .in_file(plan::plan_rel()),
+            )
         }
     };
     let scope = handoff::parse_file(txn, &handoff::handoff_rel())?
@@ -383,7 +385,7 @@ pub fn fix_orphan_progress(txn: &mut Transaction) -> Result<OrphanReport, Error>
         })
         .unwrap_or_default();
     let Some(bytes) = txn.read(&prel)? else {
-        return Err(Error::invalid("missing", format!("{prel} does not exist")).in_file(prel));
+        return Err(Error::invalid(code::MISSING, format!("{prel} does not exist")).in_file(prel));
     };
     let doc = yaml::parse_bytes(&bytes, &Limits::default())
         .map_err(|e| Error::invalid(code::UNEDITABLE, format!("{prel}: {e}")).in_file(&prel))?;

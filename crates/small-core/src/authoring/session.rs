@@ -255,7 +255,7 @@ pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
         TxnError::invalid(
-            "missing",
+            code::MISSING,
             format!("{rel} does not exist; create a plan with `small plan --add`"),
         )
     })?;
@@ -547,7 +547,7 @@ pub fn stage(txn: &mut Transaction, h: &Handoff) -> Result<(), TxnError> {
 pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<HandoffOutcome, Error> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
