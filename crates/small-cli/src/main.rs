@@ -5,6 +5,7 @@ mod commands;
 mod error;
 mod harness;
 mod output;
+mod process;
 mod render;
 mod settings;
 mod units;

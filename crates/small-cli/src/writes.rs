@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use small_core::authoring::handoff::ScopeError;
-use small_core::authoring::txn::{CommitReport, Transaction, TxnError};
+use small_core::authoring::txn::{CommitReport, Transaction};
 use small_core::workspace::{self, Scope};
 
 use crate::error::CliError;
@@ -25,12 +24,7 @@ pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
 
 /// Lock the workspace for writing.
 pub fn begin(root: &Path) -> Result<Transaction, CliError> {
-    Transaction::begin(root).map_err(txn_err)
-}
-
-/// Map a library error to an exit code: state problems exit 1, system problems exit 2.
-pub fn txn_err(e: TxnError) -> CliError {
-    CliError::from(e)
+    Ok(Transaction::begin(root)?)
 }
 
 /// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
@@ -46,10 +40,7 @@ pub fn check_scope(
             "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
         )));
     }
-    small_core::authoring::handoff::check_scope(txn, scope).map_err(|e| match e {
-        ScopeError::Txn(t) => txn_err(t),
-        ScopeError::Scope(m) => CliError::invalid(m),
-    })
+    Ok(small_core::authoring::handoff::check_scope(txn, scope)?)
 }
 
 /// Print which files a commit changed (unless --quiet).
@@ -82,28 +73,6 @@ pub fn print_json(
         obj.insert("appended".into(), serde_json::json!(a));
     }
     crate::output::json(&value)
-}
-
-/// A library error of a handoff-writing operation.
-pub fn handoff_err(e: small_core::authoring::session::HandoffError) -> CliError {
-    use small_core::authoring::session::HandoffError;
-    match e {
-        HandoffError::Txn(t) => txn_err(t),
-        HandoffError::Unfinished { ref open } => {
-            let mut msg = e.to_string();
-            for t in open.iter().take(10) {
-                msg.push_str(&format!(
-                    "\n  - {}: {} (status: {})",
-                    t.id, t.title, t.status
-                ));
-            }
-            if open.len() > 10 {
-                msg.push_str(&format!("\n  ... and {} more", open.len() - 10));
-            }
-            msg.push_str("\n  help: close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final");
-            CliError::invalid(msg)
-        }
-    }
 }
 
 /// The `--json` shape of a handoff outcome (shared by handoff and start).
@@ -253,9 +222,4 @@ impl RecordFlags {
             force: self.force,
         })
     }
-}
-
-/// A library error of a recording operation (`checkpoint`, `progress add`).
-pub fn record_err(e: small_core::authoring::record::RecordError) -> CliError {
-    CliError::from(small_core::authoring::Error::from(e))
 }

@@ -111,10 +111,12 @@ pub struct ImportOutcome {
 impl ImportOutcome {
     /// Records stored and records unchanged, all kinds together.
     pub fn totals(&self) -> Counts {
-        self.records.values().fold(Counts::default(), |a, c| Counts {
-            stored: a.stored + c.stored,
-            unchanged: a.unchanged + c.unchanged,
-        })
+        self.records
+            .values()
+            .fold(Counts::default(), |a, c| Counts {
+                stored: a.stored + c.stored,
+                unchanged: a.unchanged + c.unchanged,
+            })
     }
 }
 
@@ -185,7 +187,9 @@ fn unreadable(file: String, message: String) -> Failure {
 }
 
 /// Read every record under `dir` (classified and in store order), with the failures met.
-fn read_records(dir: &Path) -> Result<(usize, Vec<(RecordKind, String, Value)>, Vec<Failure>), ImportError> {
+fn read_records(
+    dir: &Path,
+) -> Result<(usize, Vec<(RecordKind, String, Value)>, Vec<Failure>), ImportError> {
     if !dir.is_dir() {
         return Err(ImportError::NotADirectory(dir.to_path_buf()));
     }
@@ -244,8 +248,7 @@ fn read_records(dir: &Path) -> Result<(usize, Vec<(RecordKind, String, Value)>, 
                     file: origin,
                     kind: None,
                     error: "unknown_record".into(),
-                    message: "not a schema, artifact, manifest, lineage or lifecycle record"
-                        .into(),
+                    message: "not a schema, artifact, manifest, lineage or lifecycle record".into(),
                     errors: None,
                 }),
             }
@@ -361,14 +364,32 @@ mod tests {
         let out = import_dir(&*s, &data).unwrap();
         assert_eq!(out.files, 4);
         assert!(!out.ok);
-        assert_eq!(out.records["schema"], Counts { stored: 1, unchanged: 0 });
-        assert_eq!(out.records["artifact"], Counts { stored: 1, unchanged: 0 });
+        assert_eq!(
+            out.records["schema"],
+            Counts {
+                stored: 1,
+                unchanged: 0
+            }
+        );
+        assert_eq!(
+            out.records["artifact"],
+            Counts {
+                stored: 1,
+                unchanged: 0
+            }
+        );
         assert_eq!(out.imported[0].kind, RecordKind::Schema);
         let codes: Vec<&str> = out.failures.iter().map(|f| f.error.as_str()).collect();
         assert_eq!(codes, vec!["invalid_json", "unknown_record"]);
         assert!(out.failures[1].file.ends_with("odd.json[0]"));
         let again = import_dir(&*s, &data).unwrap();
-        assert_eq!(again.totals(), Counts { stored: 0, unchanged: 2 });
+        assert_eq!(
+            again.totals(),
+            Counts {
+                stored: 0,
+                unchanged: 2
+            }
+        );
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! `small init`: create a SMALL workspace.
 
 use crate::error::{CliError, CmdResult};
-use crate::harness::{compose_refusal, describe, ModeArg};
+use crate::harness::{describe, ModeArg};
 use crate::GlobalArgs;
 use small_core::authoring::agents::Request;
 use small_core::authoring::init::{
-    self, FileAction, InitError, InitWorkspaceOutcome, InitWorkspaceRequest, MergeDriverOutcome,
+    self, FileAction, InitWorkspaceOutcome, InitWorkspaceRequest, MergeDriverOutcome,
 };
 use small_core::authoring::merge;
 use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION};
@@ -69,7 +69,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     } else if args.overwrite_agents {
         Some(Request::Overwrite)
     } else {
-        Some(args.agents_mode.map_or(Request::Default, |m| Request::Mode(m.into())))
+        Some(
+            args.agents_mode
+                .map_or(Request::Default, |m| Request::Mode(m.into())),
+        )
     };
     let command = std::env::current_exe()
         .map(|e| merge::driver_command_for(&e))
@@ -81,16 +84,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         tasks: &args.tasks,
         agents,
         merge_driver: (!args.no_merge_driver).then_some(command.as_str()),
-    })
-    .map_err(|e| match e {
-        InitError::Agents(c) => CliError::invalid(match c {
-            small_core::authoring::agents::ComposeError::NeedsMode => format!(
-                "{}\n(no workspace was created)",
-                compose_refusal(&c, AGENTS_FILE, true)
-            ),
-            _ => compose_refusal(&c, AGENTS_FILE, true),
-        }),
-        InitError::Authoring(e) => CliError::from(e),
     })?;
     if let Some(outer) = &out.enclosing {
         g.warn(format!(

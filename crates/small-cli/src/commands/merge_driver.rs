@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use small_core::authoring::merge::{self, MergeFilesError, MergeFilesRequest, MergeKind};
 
-use crate::writes;
 use crate::error::{CliError, CmdResult};
+use crate::writes;
 use crate::GlobalArgs;
 
 /// Merge SMALL artifacts entry by entry (git calls this), or install it in a repository.

@@ -68,7 +68,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         (_, true) => GateMode::Never,
         _ => GateMode::Auto,
     };
-    let r = resume::resume(&loc, &ResumeOptions { recent: args.recent, gates });
+    let r = resume::resume(
+        &loc,
+        &ResumeOptions {
+            recent: args.recent,
+            gates,
+        },
+    );
     let json = |r: &resume::Resume| serde_json::to_string_pretty(r).unwrap_or_default();
     let text = match (args.json, args.max_chars) {
         (true, Some(max)) => resume::fit(r, max, false, &json).1,

@@ -82,7 +82,7 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
     let existed = small_dir.is_dir();
     if existed && !req.force {
         return Err(Error::invalid(
-            "exists",
+            code::EXISTS,
             format!(
                 "a SMALL workspace already exists in {} ; nothing was changed.",
                 root.display()
@@ -114,7 +114,7 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
             .any(|f| txn.exists(&small_rel(f)));
         if taken {
             return Err(Error::invalid(
-                "exists",
+                code::EXISTS,
                 format!(
                     "a SMALL workspace was just created in {} by another process; nothing was changed",
                     root.display()
@@ -427,24 +427,11 @@ pub struct InitWorkspaceOutcome {
     pub merge_driver: MergeDriverOutcome,
 }
 
-/// Why `small init` wrote nothing.
-#[derive(Debug)]
-pub enum InitError {
-    /// AGENTS.md cannot take the block as asked (decided before anything is written).
-    Agents(crate::authoring::agents::ComposeError),
-    Authoring(Error),
-}
-
-impl From<Error> for InitError {
-    fn from(e: Error) -> Self {
-        InitError::Authoring(e)
-    }
-}
-
 /// Create the workspace, AGENTS.md and (in a git repository) the merge driver. AGENTS.md is
-/// decided before anything is written, so a refusal leaves no half workspace.
-pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome, InitError> {
-    use crate::authoring::agents::{compose, read_target, target_path};
+/// decided before anything is written, so a refusal (`agents-block`) leaves no half
+/// workspace.
+pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome, Error> {
+    use crate::authoring::agents::{compose_file, read_target, target_path};
     let root = req.root;
     let enclosing = (!root.join(SMALL_DIR).is_dir())
         .then(|| crate::workspace::enclosing_workspace(root))
@@ -458,7 +445,7 @@ pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome
             } else {
                 None
             };
-            Some(compose(existing.as_deref(), request).map_err(InitError::Agents)?)
+            Some(compose_file(AGENTS_FILE, existing.as_deref(), request)?)
         }
     };
     let init = init(&InitRequest {
@@ -485,7 +472,6 @@ pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome
         merge_driver,
     })
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -611,7 +597,7 @@ mod tests {
             merge_driver: Some("small merge-driver %O %A %B %P"),
         };
         let refused = init_workspace(&req(Some(crate::authoring::agents::Request::Default)));
-        assert!(matches!(refused, Err(InitError::Agents(_))));
+        assert!(matches!(refused, Err(e) if e.diagnostic.code == code::AGENTS_BLOCK));
         assert!(!tmp.path().join(SMALL_DIR).exists(), "nothing written");
         let out = init_workspace(&req(Some(crate::authoring::agents::Request::Mode(
             crate::authoring::agents::ComposeMode::Append,

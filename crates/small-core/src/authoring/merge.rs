@@ -992,7 +992,10 @@ pub enum MergeFilesError {
     /// A file cannot be read or written.
     Io(String),
     /// Both sides changed the same thing: git's conflict markers were left in ours.
-    Conflict { name: String, conflicts: Vec<String> },
+    Conflict {
+        name: String,
+        conflicts: Vec<String>,
+    },
 }
 
 /// Merge git's three files into ours, as git's merge driver for the SMALL artifacts. On a

@@ -407,4 +407,3 @@ pub fn canonical_or_planned(path: &Path) -> std::path::PathBuf {
         }
     }
 }
-

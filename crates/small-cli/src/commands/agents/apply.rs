@@ -1,7 +1,7 @@
 //! `small agents apply`: create or update the SMALL harness block.
 
 use crate::error::{CliError, CmdResult};
-use crate::harness::{compose_refusal, describe, display_name, ModeArg};
+use crate::harness::{describe, display_name, ModeArg};
 use crate::GlobalArgs;
 use small_core::authoring::agents::{self, Action, ApplyError, ApplyRequest, Request};
 use std::path::PathBuf;
@@ -62,7 +62,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         dry_run: args.dry_run || args.print,
     })
     .map_err(|e| match e {
-        ApplyError::Compose(c) => CliError::invalid(compose_refusal(&c, &name, false)),
+        ApplyError::Compose(e) => CliError::from(e),
         ApplyError::File(e) => CliError::bare(e),
     })?;
     let composed = &out.composed;
@@ -93,7 +93,10 @@ fn unified_diff(old: &str, new: &str, name: &str) -> String {
     let mut out = diff
         .unified_diff()
         .context_radius(3)
-        .header(&format!("{name} (current)"), &format!("{name} (after apply)"))
+        .header(
+            &format!("{name} (current)"),
+            &format!("{name} (after apply)"),
+        )
         .to_string();
     if !out.ends_with('\n') && !out.is_empty() {
         out.push('\n');

@@ -68,7 +68,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     } else {
         g.info(format!(
             "{} {rel}: SessionStart hook runs `{}`",
-            if out.old.is_some() { "Updated" } else { "Created" },
+            if out.old.is_some() {
+                "Updated"
+            } else {
+                "Created"
+            },
             out.command
         ));
     }

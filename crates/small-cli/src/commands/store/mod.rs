@@ -232,8 +232,8 @@ impl PageArgs {
 /// Reads a JSON document from a file, or from standard input for `-`.
 pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
     let limit = small_store::import::MAX_INPUT_BYTES;
-    let bytes = small_core::workspace::fsio::read_user_input(Path::new(path), limit)
-        .map_err(|e| {
+    let bytes =
+        small_core::workspace::fsio::read_user_input(Path::new(path), limit).map_err(|e| {
             let name = if path == "-" { "standard input" } else { path };
             CliError::usage(format!("cannot read {name}: {e}"))
         })?;
