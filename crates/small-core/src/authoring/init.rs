@@ -364,24 +364,12 @@ pub fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)>
 /// `cwd`), or its parent when it names the `.small` directory. Absolute, `.` and `..`
 /// resolved without touching the file system.
 pub fn workspace_root(dir: Option<&Path>, cwd: &Path) -> PathBuf {
-    use std::path::Component;
     let base = match dir {
         Some(d) if d.is_absolute() => d.to_path_buf(),
         Some(d) => cwd.join(d),
         None => cwd.to_path_buf(),
     };
-    let mut out = PathBuf::new();
-    for c in base.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
+    let out = crate::workspace::normalize(&base);
     if out.file_name().is_some_and(|n| n == SMALL_DIR) {
         if let Some(parent) = out.parent() {
             return parent.to_path_buf();
@@ -471,6 +459,22 @@ pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome
         enclosing,
         merge_driver,
     })
+}
+
+/// A new workspace in a temporary directory, for tests: `intent`, and `tasks` seeded.
+#[cfg(test)]
+pub(crate) fn fresh_workspace(intent: &str, tasks: &[&str]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+    init(&InitRequest {
+        root: tmp.path(),
+        intent: Some(intent),
+        force: false,
+        agents: None,
+        tasks: &tasks,
+    })
+    .unwrap();
+    tmp
 }
 
 #[cfg(test)]

@@ -203,7 +203,7 @@ fn at(base: PathBuf) -> Result<Location, LocateError> {
 }
 
 /// Remove `.` components and resolve `..` lexically (no symlink resolution).
-fn normalize(p: &Path) -> PathBuf {
+pub fn normalize(p: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in p.components() {
