@@ -34,12 +34,12 @@ pub fn check_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    if scope == Scope::Examples && !examples_allowed {
-        return Err(CliError::usage(format!(
-            "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
-        )));
-    }
-    Ok(small_core::authoring::handoff::check_scope(txn, scope)?)
+    Ok(small_core::authoring::handoff::check_command_scope(
+        txn,
+        scope,
+        command,
+        examples_allowed,
+    )?)
 }
 
 /// Print which files a commit changed (unless --quiet).
@@ -92,6 +92,26 @@ pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> ser
         "strict_ok": out.run.strict_ok,
         "strict_problem": out.run.strict_problem,
     })
+}
+
+/// The line naming the tasks open in this run (none when there are none), as `small
+/// handoff` prints it.
+pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffOutcome) {
+    if out.open.is_empty() {
+        return;
+    }
+    let list: Vec<String> = out
+        .open
+        .iter()
+        .map(|t| format!("{} ({})", t.id, t.status))
+        .collect();
+    say(
+        g,
+        format!(
+            "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
+            list.join(", ")
+        ),
+    );
 }
 
 /// The human lines of a handoff outcome.
