@@ -170,7 +170,11 @@ impl GlobalArgs {
     /// workspace), then the problem that stopped it, if any.
     pub fn gate(&self, out: &GateOutcome, compact: bool) {
         let ws = out.workspace.as_ref();
-        self.diagnostics(&out.diagnostics, |f| ws.and_then(|w| w.source_of(f)), compact);
+        self.diagnostics(
+            &out.diagnostics,
+            |f| ws.and_then(|w| w.source_of(f)),
+            compact,
+        );
         if let Some(d) = &out.fatal {
             self.diagnostics(std::slice::from_ref(d), |_| None, compact);
         }

@@ -96,7 +96,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let (file, name) = (kind.file_name(), kind.name());
     g.info(format!(
         "{} draft {} ({} bytes) for .small/{file}",
-        if out.replaced { "Replaced the" } else { "Saved the" },
+        if out.replaced {
+            "Replaced the"
+        } else {
+            "Saved the"
+        },
         out.draft,
         out.bytes,
     ));

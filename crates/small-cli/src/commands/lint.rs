@@ -62,7 +62,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     match out.counts() {
         (0, 0) => g.info("All invariants satisfied"),
-        (0, w) => g.info(format!("All invariants satisfied ({})", count(w, "warning"))),
+        (0, w) => g.info(format!(
+            "All invariants satisfied ({})",
+            count(w, "warning")
+        )),
         (e, 0) => g.error(format!("lint failed: {}", count(e, "error"))),
         (e, w) => g.error(format!(
             "lint failed: {}, {}",

@@ -278,3 +278,13 @@ fn start_and_reset() {
     let reset = transcript(&ws, &["reset", "--yes", "--keep-intent"]);
     insta::assert_snapshot!(format!("{start}\n{refused}\n{reset}"));
 }
+
+#[test]
+fn writing_outside_a_workspace() {
+    let ws = Ws::new();
+    std::fs::remove_dir_all(ws.root().join(".small")).unwrap();
+    let root = ws.root().display().to_string();
+    let apply = transcript(&ws, &["apply", "--cmd", "true", "--dir", &root]);
+    let fix = transcript(&ws, &["fix", "--all", "--dir", &root]);
+    insta::assert_snapshot!(format!("{apply}\n{fix}"));
+}

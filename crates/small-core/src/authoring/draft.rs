@@ -105,9 +105,8 @@ pub fn draft(req: &DraftRequest) -> Result<Drafted, Error> {
         .collect();
     let path = req.root.join(&rel);
     let replaced = path.exists();
-    atomic_write(&path, req.content).map_err(|e| {
-        Error::system(code::IO, format!("cannot write {}: {e}", path.display()))
-    })?;
+    atomic_write(&path, req.content)
+        .map_err(|e| Error::system(code::IO, format!("cannot write {}: {e}", path.display())))?;
     Ok(Drafted {
         target: req.kind.rel_path(),
         bytes: req.content.len(),
@@ -335,7 +334,10 @@ mod tests {
         assert!(!d.valid && !d.errors.is_empty() && !d.replaced);
         assert!(tmp.path().join(&d.draft).is_file());
         let before = std::fs::read(tmp.path().join(".small/intent.small.yml")).unwrap();
-        assert!(matches!(acc(tmp.path(), false), Err(AcceptError::Invalid { .. })));
+        assert!(matches!(
+            acc(tmp.path(), false),
+            Err(AcceptError::Invalid { .. })
+        ));
         let after = std::fs::read(tmp.path().join(".small/intent.small.yml")).unwrap();
         assert_eq!(before, after);
     }
@@ -343,7 +345,10 @@ mod tests {
     #[test]
     fn no_draft_is_refused() {
         let tmp = fresh();
-        assert!(matches!(acc(tmp.path(), false), Err(AcceptError::NoDraft { .. })));
+        assert!(matches!(
+            acc(tmp.path(), false),
+            Err(AcceptError::NoDraft { .. })
+        ));
     }
 
     #[test]
@@ -353,7 +358,11 @@ mod tests {
         assert!(d.valid, "{:?}", d.errors);
         let dry = acc(tmp.path(), true).unwrap();
         assert!(dry.changed && dry.dry_run);
-        assert!(dry.diff.as_deref().unwrap().contains("+intent: \"A new intent\""));
+        assert!(dry
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+intent: \"A new intent\""));
         assert!(dry.written.is_empty());
         let a = acc(tmp.path(), false).unwrap();
         assert!(a.changed && a.timestamp.is_some());

@@ -92,7 +92,11 @@ pub enum EmitError {
     OutOfScope(String),
 }
 
-fn load(req: &EmitRequest, loc: crate::workspace::Location, wants: &dyn Fn(Section) -> bool) -> check::Loaded {
+fn load(
+    req: &EmitRequest,
+    loc: crate::workspace::Location,
+    wants: &dyn Fn(Section) -> bool,
+) -> check::Loaded {
     let whole = |loc| check::Loaded {
         ws: Workspace::load(loc, &LoadOptions::all()),
         streamed: None,
@@ -386,7 +390,9 @@ mod tests {
         let d = &e.document;
         assert!(d.get("paths").is_none());
         assert!(d["intent"].get("artifact").is_some());
-        assert!(d["progress"]["entries"].as_array().is_some_and(|a| !a.is_empty()));
+        assert!(d["progress"]["entries"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()));
         assert_eq!(d["plan"]["tasks"][0]["id"], "task-1");
     }
 
@@ -396,7 +402,11 @@ mod tests {
         let e = emit(&req(tmp.path(), &[Section::Status], true)).unwrap();
         assert_eq!(e.check, Some(Verdict::Pass));
         assert_eq!(e.document["enforcement"]["exitCode"], 0);
-        std::fs::write(tmp.path().join(".small/intent.small.yml"), "owner: \"human\"\n").unwrap();
+        std::fs::write(
+            tmp.path().join(".small/intent.small.yml"),
+            "owner: \"human\"\n",
+        )
+        .unwrap();
         let e = emit(&req(tmp.path(), &[], true)).unwrap();
         assert_eq!(e.check, Some(Verdict::Invalid));
         assert!(e.document["enforcement"]["failures"].as_array().is_some());

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::diag::{self, Diagnostic, Severity};
 use crate::gates::check::{self, CheckReport, GateOptions, StageReport, StageStatus};
-use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::invariants::PlanIndex;
+use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::schemas::SchemaSet;
 use crate::gates::validate::validate_workspace;
 use crate::spec::consts::ArtifactKind;
@@ -382,9 +382,7 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         };
         let scan = ScanOptions {
             threads: 0,
-            cache_dir: req
-                .cache
-                .then(|| ws.root.join(progress_check::CACHE_DIR)),
+            cache_dir: req.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
         if let Some(text) = ws.read_progress(&opts.limits) {
@@ -472,7 +470,10 @@ mod tests {
     fn verdicts_and_codes() {
         assert_eq!(Verdict::of(&[]), Verdict::Pass);
         assert_eq!(Verdict::of(&[Diagnostic::warning("x", "w")]), Verdict::Pass);
-        assert_eq!(Verdict::of(&[Diagnostic::error("x", "e")]), Verdict::Invalid);
+        assert_eq!(
+            Verdict::of(&[Diagnostic::error("x", "e")]),
+            Verdict::Invalid
+        );
         assert_eq!(Verdict::of(&[Diagnostic::error("io", "e")]), Verdict::Error);
         for v in [Verdict::Pass, Verdict::Invalid, Verdict::Error] {
             assert_eq!(Verdict::from_code(v.code()), v);
@@ -482,10 +483,7 @@ mod tests {
     #[test]
     fn compact_line_names_file_position_and_code() {
         let d = Diagnostic::error("INV1", "bad").in_file(".small/plan.small.yml");
-        assert_eq!(
-            compact_line(&d),
-            ".small/plan.small.yml: error[INV1]: bad"
-        );
+        assert_eq!(compact_line(&d), ".small/plan.small.yml: error[INV1]: bad");
         assert_eq!(
             compact_line(&Diagnostic::warning("W", "w")),
             "warning[W]: w"

@@ -10,13 +10,15 @@ use small_core::workspace::{self, Scope};
 use crate::error::CliError;
 use crate::GlobalArgs;
 
-/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none.
+/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none,
+/// reported as the diagnostic (`no-workspace`, with the fix) like every other error.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     workspace::locate(dir).map(|l| l.root).map_err(|e| {
         let d = e.to_diagnostic();
-        match d.help {
-            Some(h) => CliError::usage(format!("{}\n  help: {h}", d.message)),
-            None => CliError::usage(d.message),
+        CliError {
+            exit: crate::error::EXIT_USAGE,
+            message: d.message.clone(),
+            diagnostic: Some(Box::new(d)),
         }
     })
 }
