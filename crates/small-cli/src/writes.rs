@@ -11,13 +11,15 @@ use small_core::workspace::{self, Scope};
 use crate::error::CliError;
 use crate::GlobalArgs;
 
-/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none.
+/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none,
+/// reported as the diagnostic (`no-workspace`, with the fix) like every other error.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     workspace::locate(dir).map(|l| l.root).map_err(|e| {
         let d = e.to_diagnostic();
-        match d.help {
-            Some(h) => CliError::usage(format!("{}\n  help: {h}", d.message)),
-            None => CliError::usage(d.message),
+        CliError {
+            exit: crate::error::EXIT_USAGE,
+            message: d.message.clone(),
+            diagnostic: Some(Box::new(d)),
         }
     })
 }
@@ -35,12 +37,12 @@ pub fn check_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    if scope == Scope::Examples && !examples_allowed {
-        return Err(CliError::usage(format!(
-            "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
-        )));
-    }
-    Ok(small_core::authoring::handoff::check_scope(txn, scope)?)
+    Ok(small_core::authoring::handoff::check_command_scope(
+        txn,
+        scope,
+        command,
+        examples_allowed,
+    )?)
 }
 
 /// Print which files a commit changed (unless --quiet).
@@ -93,6 +95,26 @@ pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> ser
         "strict_ok": out.run.strict_ok,
         "strict_problem": out.run.strict_problem,
     })
+}
+
+/// The line naming the tasks open in this run (none when there are none), as `small
+/// handoff` prints it.
+pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffOutcome) {
+    if out.open.is_empty() {
+        return;
+    }
+    let list: Vec<String> = out
+        .open
+        .iter()
+        .map(|t| format!("{} ({})", t.id, t.status))
+        .collect();
+    say(
+        g,
+        format!(
+            "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
+            list.join(", ")
+        ),
+    );
 }
 
 /// The human lines of a handoff outcome.

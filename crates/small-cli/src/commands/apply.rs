@@ -152,6 +152,7 @@ fn say(g: &GlobalArgs, step: Step<'_>) {
         }
         Step::HandoffWritten { outcome, report } => {
             shared::print_handoff(g, outcome, "Wrote handoff");
+            shared::print_open(g, outcome);
             shared::print_changes(g, report);
         }
         Step::HandoffFailed { error } => g.warn(format!(

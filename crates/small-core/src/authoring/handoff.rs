@@ -55,6 +55,25 @@ pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnE
         .map_err(|e| TxnError::invalid(code::UNEDITABLE, format!("{rel} cannot be read: {e}")))
 }
 
+/// Enforce `--workspace` for `small <command>`: like [`check_scope`], and `examples` is a
+/// `usage` error for the commands that only run on a repository-root workspace
+/// (`examples_allowed` false: plan, handoff, start, reset).
+pub fn check_command_scope(
+    txn: &Transaction,
+    scope: Scope,
+    command: &str,
+    examples_allowed: bool,
+) -> Result<(), Error> {
+    if scope == Scope::Examples && !examples_allowed {
+        return Err(Error::usage(
+            code::USAGE,
+            format!("--workspace examples is not supported by `small {command}`"),
+        )
+        .with_help("use --workspace any to run it on an examples workspace"));
+    }
+    check_scope(txn, scope)
+}
+
 /// Enforce `--workspace` against `workspace.small.yml`'s kind: a refusal is `WS` (the code
 /// of the gate that checks the same), with the fix as help.
 pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {

@@ -103,8 +103,8 @@ pub fn set_title(src: &str, id: &str, title: &str) -> Result<String, Error> {
         return Err(unknown(&plan::tasks(&doc.root), id));
     };
     let e = edit::set_key(src, node, "title", &NewValue::Scalar(edit::quote(title)))
-        .map_err(|e| uneditable(e))?;
-    edit::apply(src, vec![e]).map_err(|e| uneditable(e))
+        .map_err(uneditable)?;
+    edit::apply(src, vec![e]).map_err(uneditable)
 }
 
 /// Whether the log has a completed entry for `task` with evidence that is not bookkeeping.

@@ -145,6 +145,7 @@ fn stage_merge(
                         "cannot move {s} to {d}: the destination exists and is not a directory"
                     ),
                 )
+                .in_file(s.clone())
                 .with_help(format!("move or remove {d}, then run the repair again")));
             }
             Some(_) => {
@@ -162,9 +163,10 @@ fn stage_merge(
                             "cannot move {s} to {d}: the destination exists with different content"
                         ),
                     )
-                    .with_help(format!(
-                        "keep one of the two files (compare them), then run the repair again"
-                    )));
+                    .in_file(s.clone())
+                    .with_help(
+                        "keep one of the two files (compare them), then run the repair again",
+                    ));
                 }
                 // The same bytes: the rename replaces the copy, and the legacy one is gone.
                 txn.stage_move(&s, &d)?;
@@ -487,7 +489,7 @@ pub struct Repair {
 pub fn fix(txn: &mut Transaction, req: &FixRequest) -> Result<Vec<Repair>, Error> {
     if !(req.versions || req.runtime_layout || req.orphan_progress || req.all) {
         return Err(Error::usage(code::USAGE, "choose a repair").with_help(
-            "--versions, --runtime-layout, --orphan-progress, --all, or `small fix workspace`",
+            "pass --versions, --runtime-layout, --orphan-progress or --all, or run `small fix workspace`",
         ));
     }
     let mut out = Vec::new();
