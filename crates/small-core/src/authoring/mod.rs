@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod apply;
+pub mod draft;
 pub mod edit;
 pub mod error;
 pub mod handoff;
