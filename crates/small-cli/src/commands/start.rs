@@ -50,23 +50,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = StartRequest {
         summary: args.summary.clone(),
     };
-    let out = session::start(&mut txn, &req).map_err(shared::handoff_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = session::start(&mut txn, &req)?;
+    let report = txn.commit()?;
 
     // The strict check of the result, with the recoverable repairs when asked.
     let mut txn = shared::begin(&root)?;
-    let mut strict = handoff::strict_check(&txn).map_err(shared::txn_err)?;
+    let mut strict = handoff::strict_check(&txn)?;
     let mut repaired: Vec<String> = Vec::new();
     if !strict.ok && args.fix {
         let (layout, orphans) = small_core::authoring::repair::repair_recoverable(&mut txn)?;
         repaired.extend(layout.describe());
         repaired.extend(orphans.describe());
-        let fixed = txn.commit().map_err(shared::txn_err)?;
+        let fixed = txn.commit()?;
         if !args.json {
             shared::print_changes(g, &fixed);
         }
         txn = shared::begin(&root)?;
-        strict = handoff::strict_check(&txn).map_err(shared::txn_err)?;
+        strict = handoff::strict_check(&txn)?;
     }
     drop(txn);
     if args.json {

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod apply;
+pub mod draft;
 pub mod edit;
 pub mod error;
 pub mod handoff;
@@ -15,6 +16,7 @@ pub mod progress;
 pub mod record;
 pub mod repair;
 pub mod resume;
+pub mod selftest;
 pub mod session;
 pub mod templates;
 pub mod txn;

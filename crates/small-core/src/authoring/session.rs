@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 
+use crate::authoring::error::{code, Error};
 use crate::authoring::handoff::{
     self, compute_state, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
 };
@@ -229,14 +230,24 @@ pub struct HandoffOutcome {
     pub handoff: Handoff,
 }
 
-/// Why a handoff was not written.
-#[derive(Debug, thiserror::Error)]
-pub enum HandoffError {
-    #[error(transparent)]
-    Txn(#[from] TxnError),
-    /// `final_check` and tasks of this run are still open.
-    #[error("the run is not finished: {} task(s) have work in this run but are neither completed, blocked nor cancelled", open.len())]
-    Unfinished { open: Vec<TaskRef> },
+/// A `--final` handoff while tasks of this run are open: `unfinished`, listing them.
+pub fn unfinished(open: &[TaskRef]) -> Error {
+    let mut message = format!(
+        "the run is not finished: {} task(s) have work in this run but are neither completed, blocked nor cancelled",
+        open.len()
+    );
+    for t in open.iter().take(10) {
+        message.push_str(&format!(
+            "\n  - {}: {} (status: {})",
+            t.id, t.title, t.status
+        ));
+    }
+    if open.len() > 10 {
+        message.push_str(&format!("\n  ... and {} more", open.len() - 10));
+    }
+    Error::invalid(code::UNFINISHED, message).with_help(
+        "close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final",
+    )
 }
 
 /// Load the plan's tasks through the transaction (a missing plan is an error).
@@ -244,7 +255,7 @@ pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
         TxnError::invalid(
-            "missing",
+            code::MISSING,
             format!("{rel} does not exist; create a plan with `small plan --add`"),
         )
     })?;
@@ -491,10 +502,10 @@ fn build(
     run: Option<RunMeta>,
     final_check: bool,
     fresh: bool,
-) -> Result<HandoffOutcome, HandoffError> {
+) -> Result<HandoffOutcome, Error> {
     let (_tasks, _strict, report, open) = assess(txn, &replay_id, run.as_ref())?;
     if final_check && !open.is_empty() {
-        return Err(HandoffError::Unfinished { open });
+        return Err(unfinished(&open));
     }
     let old = if fresh {
         None
@@ -533,13 +544,10 @@ pub fn stage(txn: &mut Transaction, h: &Handoff) -> Result<(), TxnError> {
 }
 
 /// `small handoff`: write the resume entrypoint for the run as it is now.
-pub fn write_handoff(
-    txn: &mut Transaction,
-    req: &HandoffRequest,
-) -> Result<HandoffOutcome, HandoffError> {
+pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<HandoffOutcome, Error> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
     if let Some(summary) = req.summary.as_deref() {
         let file = crate::spec::consts::ArtifactKind::Handoff.rel_path();
@@ -625,7 +633,7 @@ fn intent_and_plan_valid(txn: &Transaction) -> bool {
 
 /// `small start`: give the run a handoff with `run` metadata (after [`create_missing`]).
 /// A handoff without a valid replayId gets one, recorded as `meta/replayid-self-heal`.
-pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, HandoffError> {
+pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, Error> {
     let existing_id = existing(txn)?.and_then(|e| e.replay_id);
     let self_heal = existing_id.is_none() && intent_and_plan_valid(txn);
     let replay_id = match existing_id {
@@ -684,7 +692,7 @@ pub struct ResetOutcome {
 /// `small reset`: reset plan and handoff (and intent unless kept) from the templates for a new
 /// run; progress and constraints stay. The new handoff records the previous replayId, and a
 /// `meta/reset` entry opens the new run in the progress log.
-pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, HandoffError> {
+pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, Error> {
     let previous = existing(txn)
         .ok()
         .flatten()
@@ -919,8 +927,17 @@ mod tests {
 
         let mut txn = Transaction::begin(dir.path()).unwrap();
         match write_handoff(&mut txn, &final_req) {
-            Err(HandoffError::Unfinished { open }) => assert_eq!(open[0].id, "task-2"),
-            other => panic!("{other:?}"),
+            Err(e) => {
+                assert_eq!(e.code(), code::UNFINISHED);
+                assert!(e.message().contains("\n  - task-2: "), "{}", e.message());
+                assert!(e
+                    .diagnostic
+                    .help
+                    .as_deref()
+                    .unwrap()
+                    .contains("without --final"));
+            }
+            Ok(other) => panic!("{other:?}"),
         }
         let out = write_handoff(&mut txn, &HandoffRequest::default()).unwrap();
         assert_eq!(out.open.len(), 1);
