@@ -198,7 +198,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
         &rel,
         titles.map(|t| ("/tasks/-/title".to_string(), Some("title"), t.as_str())),
     )
-    .map_err(|d| TxnError::Invalid(Box::new(d)))?;
+    .map_err(TxnError::Invalid)?;
     let existed = txn.exists(&rel);
     let mut text = if existed {
         txn.read_string(&rel)?

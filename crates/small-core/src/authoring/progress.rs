@@ -141,7 +141,7 @@ impl NewEntry {
 
     /// Check the entry before it is written: task id, status, and evidence (invariant 2).
     /// Refuse an entry whose text holds a secret (INV1), before anything is written.
-    pub fn refuse_secrets(&self, file: &str) -> Result<(), crate::diag::Diagnostic> {
+    pub fn refuse_secrets(&self, file: &str) -> Result<(), Box<crate::diag::Diagnostic>> {
         let strings = self.fields.iter().filter_map(|(k, v)| match v {
             FieldValue::Str(s) => Some((k.as_str(), s.as_str())),
             _ => None,
@@ -308,9 +308,7 @@ impl Transaction {
             .validate()
             .map_err(|m| TxnError::invalid(code::ENTRY, m))?;
         let rel = progress_rel();
-        entry
-            .refuse_secrets(&rel)
-            .map_err(|d| TxnError::Invalid(Box::new(d)))?;
+        entry.refuse_secrets(&rel).map_err(TxnError::Invalid)?;
         let plan = plan_append(self, &rel)?;
         let last_text = match &plan {
             Plan::Append { last, .. } | Plan::Insert { last, .. } => last.clone(),

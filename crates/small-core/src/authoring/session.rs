@@ -555,7 +555,7 @@ pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<Hand
             &file,
             [("/summary".to_string(), Some("summary"), summary)],
         )
-        .map_err(|d| TxnError::Invalid(Box::new(d)))?;
+        .map_err(TxnError::Invalid)?;
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),

@@ -1445,28 +1445,30 @@ fn scan_text_exhaustive(value: &str, out: &mut Vec<Finding>) {
 pub fn refuse_secrets<'a>(
     file: &str,
     fields: impl IntoIterator<Item = (String, Option<&'a str>, &'a str)>,
-) -> Result<(), Diagnostic> {
+) -> Result<(), Box<Diagnostic>> {
     for (path, key, text) in fields {
         let Some(f) = scan_str(key, text) else {
             continue;
         };
         let masked = f.masked(text);
         let field = key.map_or_else(|| path.clone(), |k| format!("`{k}`"));
-        return Err(Diagnostic::error(
-            "INV1",
-            format!(
-                "refusing to write {field}: it holds a secret ({} `{masked}`)",
-                f.kind
-            ),
-        )
-        .in_file(file)
-        .with_path(path)
-        .with_help(
-            "remove it, and rotate the credential if it is real; refer to a secret by name \
+        return Err(Box::new(
+            Diagnostic::error(
+                "INV1",
+                format!(
+                    "refusing to write {field}: it holds a secret ({} `{masked}`)",
+                    f.kind
+                ),
+            )
+            .in_file(file)
+            .with_path(path)
+            .with_help(
+                "remove it, and rotate the credential if it is real; refer to a secret by name \
              ($GITHUB_TOKEN, a vault path) instead. Nothing was written: a secret in the \
              append-only log could not be taken back, and `small check --strict` fails on it",
-        )
-        .with_secret(f.kind, masked));
+            )
+            .with_secret(f.kind, masked),
+        ));
     }
     Ok(())
 }
