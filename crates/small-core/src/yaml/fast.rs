@@ -192,7 +192,13 @@ fn walk<'t>(
         let ascii = line.is_ascii();
         let pos = |col: usize| Pos {
             line: to_u32(line_no),
-            column: to_u32(if ascii { col } else { line[..col].chars().count() } + 1),
+            column: to_u32(
+                if ascii {
+                    col
+                } else {
+                    line[..col].chars().count()
+                } + 1,
+            ),
             offset: to_u32(base + line_start + col),
         };
         match classify(line)? {
