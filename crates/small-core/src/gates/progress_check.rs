@@ -271,9 +271,8 @@ fn sequential(
         one_pass: true,
         ..Part::default()
     };
-    let walked = yaml::stream_fast_part(src, limits, "entries", one_pass, &mut |i, n| {
-        r.push(i, n)
-    })?;
+    let walked =
+        yaml::stream_fast_part(src, limits, "entries", one_pass, &mut |i, n| r.push(i, n))?;
     let snap = r.finish_snapshot(walked.last_item);
     Some((
         Checked {
