@@ -398,7 +398,9 @@ impl SmallMcp {
             Ok(outcome) => {
                 let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
                 if outcome.valid() {
-                    ok(v)
+                    // Our own replay ID, quoting nothing (43 base64url characters, which the
+                    // random-token rule would mask).
+                    Ok(CallToolResult::structured(v))
                 } else {
                     Ok(failed(v))
                 }
@@ -414,7 +416,9 @@ impl SmallMcp {
         let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
         match small_core::api::manifest::validate_request(&bytes) {
             Ok(outcome) => match &outcome.replay_id {
-                Some(id) => ok(json!({"replayId": id.as_str()})),
+                Some(id) => Ok(CallToolResult::structured(
+                    json!({"replayId": id.as_str()}),
+                )),
                 None => {
                     let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
                     Ok(failed(v))

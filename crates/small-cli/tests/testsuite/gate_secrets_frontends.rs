@@ -114,6 +114,20 @@ async fn mcp_never_returns_a_pasted_secret() {
     assert!(!text.contains(hidden), "{text}");
     assert_eq!(r.structured_content.unwrap()["error"]["code"], "INV1");
     assert!(!ws.read("progress.small.yml").contains("again"));
+
+    // What the server computes itself is not masked: a manifest replay ID is 43 base64url
+    // characters, which the random-token rule would take for a credential in quoted text.
+    let request = json!({"request": {"protocolVersion": "1.0.0", "manifest": {"artifact": "track.audio", "schema": "artifact.v1", "version": 1}}});
+    for tool in ["manifest_replay_id", "manifest_validate"] {
+        let p = CallToolRequestParams::new(tool)
+            .with_arguments(request.as_object().unwrap().clone());
+        let r = c.call_tool(p).await.unwrap();
+        assert_eq!(
+            r.structured_content.unwrap()["replayId"],
+            "LhKhb9nluL3hYsKIjYUQox1aLPTfL_-oefVbJLnA0XU",
+            "{tool}"
+        );
+    }
     c.cancel().await.unwrap();
 }
 
