@@ -301,6 +301,11 @@ pub struct Strict {
     pub ok: bool,
     /// The first problem, in one line, when not ok.
     pub summary: String,
+    /// The whole progress log was read by the line-level fast path (one-line scalars in
+    /// block mappings, nothing after the entries), so every line opening an item at the
+    /// sequence's indentation starts an entry: a reader may start at any such line
+    /// ([`crate::authoring::activity::scan_tail`]).
+    pub simple_log: bool,
 }
 
 /// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the
@@ -341,6 +346,14 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     };
     let schemas = SchemaSet::embedded();
     let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
+    let simple_log = loaded.ws.progress.is_some()
+        && loaded.streamed.as_ref().is_some_and(|s| {
+            use crate::gates::progress_check::Method;
+            matches!(
+                s.method,
+                Some(Method::Sequential | Method::Parallel(_) | Method::Resumed(_))
+            )
+        });
     let report = run_check(&loaded, &schemas, &gate);
     match report
         .diagnostics
@@ -351,10 +364,12 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
         Some(d) => Ok(Strict {
             ok: false,
             summary: one_line(d),
+            simple_log,
         }),
         None => Ok(Strict {
             ok: true,
             summary: String::new(),
+            simple_log,
         }),
     }
 }
@@ -630,6 +645,7 @@ mod tests {
     const OK: Strict = Strict {
         ok: true,
         summary: String::new(),
+        simple_log: false,
     };
 
     #[test]
@@ -654,6 +670,7 @@ mod tests {
         let bad = Strict {
             ok: false,
             summary: "x".into(),
+            simple_log: false,
         };
         let s = compute_state(&[t("task-1", "pending", &[])], &bad);
         assert_eq!(s.current_task_id.as_deref(), Some("meta/blocker"));
