@@ -37,6 +37,15 @@ impl CliError {
             diagnostic: None,
         }
     }
+    /// An authoring error as a plain message (its diagnostic on one or two lines), exit 1
+    /// for a refusal, 2 for a system or usage error.
+    pub fn plain(e: AuthoringError) -> Self {
+        let message = crate::render::render_plain(&e.diagnostic);
+        match e.kind {
+            ErrorKind::Invalid => CliError::invalid(message),
+            ErrorKind::System | ErrorKind::Usage => CliError::usage(message),
+        }
+    }
     /// Exit with a code but print nothing more (the command already reported).
     pub fn silent(exit: u8) -> Self {
         CliError {
@@ -80,6 +89,14 @@ impl From<TxnError> for CliError {
 }
 
 pub type CmdResult = Result<(), CliError>;
+
+/// The end of a command whose outcome carries a verdict: exit 0, 1 or 2 (already reported).
+pub fn verdict(v: small_core::gates::report::Verdict) -> CmdResult {
+    match v.code() {
+        0 => Ok(()),
+        code => Err(CliError::silent(code)),
+    }
+}
 
 /// The `--json` document of a command that failed with a diagnostic (docs/json-output.md,
 /// "Errors of the writing commands").

@@ -4,6 +4,7 @@
 mod commands;
 mod error;
 mod output;
+mod process;
 mod render;
 mod settings;
 mod units;

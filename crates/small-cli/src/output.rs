@@ -19,6 +19,7 @@
 use std::io::{IsTerminal, Write};
 
 use small_core::diag::Diagnostic;
+use small_core::gates::report::GateOutcome;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -150,7 +151,7 @@ impl GlobalArgs {
         if compact {
             let mut text = String::new();
             for d in diags {
-                text.push_str(&human(&crate::commands::check::compact_line(d)));
+                text.push_str(&human(&small_core::gates::report::compact_line(d)));
                 text.push('\n');
             }
             write_err(&text);
@@ -162,6 +163,27 @@ impl GlobalArgs {
             self.color_stderr(),
         ));
     }
+}
+
+impl GlobalArgs {
+    /// A gate's findings on stderr: its diagnostics (with source snippets from the loaded
+    /// workspace), then the problem that stopped it, if any.
+    pub fn gate(&self, out: &GateOutcome, compact: bool) {
+        let ws = out.workspace.as_ref();
+        self.diagnostics(
+            &out.diagnostics,
+            |f| ws.and_then(|w| w.source_of(f)),
+            compact,
+        );
+        if let Some(d) = &out.fatal {
+            self.diagnostics(std::slice::from_ref(d), |_| None, compact);
+        }
+    }
+}
+
+/// "3 errors", "1 warning".
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Machine output on stdout (see [`GlobalArgs::data`]). A closed pipe (`small ... | head`)

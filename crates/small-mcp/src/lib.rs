@@ -25,10 +25,10 @@ use rmcp::{schemars, tool, tool_handler, tool_router, RoleServer, ServerHandler,
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use small_core::authoring::plan_edit::{self, PlanError};
-use small_core::authoring::record::{self, RecordError, RecordRequest};
+use small_core::authoring::plan_edit;
+use small_core::authoring::record::{self, RecordRequest};
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
-use small_core::authoring::session::{self, HandoffError};
+use small_core::authoring::session;
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::schemas::{self, SchemaSet};
@@ -65,10 +65,12 @@ fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
 }
 
 fn txn_diag(e: TxnError) -> CallToolResult {
-    match e {
-        TxnError::Invalid(d) => from_diagnostic(&d),
-        other => diag("io", other.to_string(), None),
-    }
+    err_diag(e.into())
+}
+
+/// An authoring refusal as a tool error: the library's code, message and help, unchanged.
+fn err_diag(e: small_core::authoring::Error) -> CallToolResult {
+    from_diagnostic(&e.diagnostic)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -203,37 +205,6 @@ impl SmallMcp {
     }
 }
 
-fn txn_diag_ref(e: &TxnError) -> CallToolResult {
-    match e {
-        TxnError::Invalid(d) => from_diagnostic(d),
-        other => diag("io", other.to_string(), None),
-    }
-}
-
-fn record_diag(e: RecordError) -> CallToolResult {
-    let code = match &e {
-        RecordError::Txn(t) => return txn_diag_ref(t),
-        RecordError::Status { .. } => "usage",
-        RecordError::UnknownTask { .. } => "unknown-task",
-        RecordError::NoEvidence { .. } => "no-evidence",
-        RecordError::OpenDependencies { .. } => "open-dependencies",
-        RecordError::NoPlan(_) => "no-plan",
-    };
-    diag(code, e.to_string(), e.help())
-}
-
-fn plan_diag(e: PlanError) -> CallToolResult {
-    let help = e.help();
-    match e {
-        PlanError::Record(r) => record_diag(r),
-        PlanError::Txn(t) => txn_diag(t),
-        PlanError::Usage(m) => diag("usage", m, help),
-        PlanError::Invalid(m) => diag("plan", m, help),
-        PlanError::Authoring(a) => from_diagnostic(&a.diagnostic),
-        e @ PlanError::DoneWithoutEvidence(_) => diag("no-evidence", e.to_string(), help),
-    }
-}
-
 macro_rules! tri {
     ($e:expr) => {
         match $e {
@@ -340,7 +311,7 @@ impl SmallMcp {
             ..Default::default()
         };
         let (_, mut txn) = tri!(self.begin());
-        let out = tri!(plan_edit::edit_plan(&mut txn, &core_req).map_err(plan_diag));
+        let out = tri!(plan_edit::edit_plan(&mut txn, &core_req).map_err(err_diag));
         tri!(txn.commit().map_err(txn_diag));
         ok(serde_json::to_value(&out).unwrap_or_default())
     }
@@ -361,7 +332,7 @@ impl SmallMcp {
             ..Default::default()
         };
         let (_, mut txn) = tri!(self.begin());
-        let out = tri!(record::add_progress(&mut txn, &core_req).map_err(record_diag));
+        let out = tri!(record::add_progress(&mut txn, &core_req).map_err(err_diag));
         tri!(txn.commit().map_err(txn_diag));
         ok(serde_json::to_value(&out).unwrap_or_default())
     }
@@ -388,7 +359,7 @@ impl SmallMcp {
             ..Default::default()
         };
         let (_, mut txn) = tri!(self.begin());
-        let out = tri!(record::checkpoint(&mut txn, &core_req).map_err(record_diag));
+        let out = tri!(record::checkpoint(&mut txn, &core_req).map_err(err_diag));
         tri!(txn.commit().map_err(txn_diag));
         ok(serde_json::to_value(&out).unwrap_or_default())
     }
@@ -403,17 +374,7 @@ impl SmallMcp {
             final_check: req.final_check,
         };
         let (_, mut txn) = tri!(self.begin());
-        let out = match session::write_handoff(&mut txn, &core_req) {
-            Ok(o) => o,
-            Err(HandoffError::Txn(t)) => return Ok(txn_diag(t)),
-            Err(e @ HandoffError::Unfinished { .. }) => {
-                return Ok(diag(
-                    "unfinished",
-                    e.to_string(),
-                    Some("close each open task with checkpoint (completed or blocked), or hand off without `final`".into()),
-                ))
-            }
-        };
+        let out = tri!(session::write_handoff(&mut txn, &core_req).map_err(err_diag));
         tri!(txn.commit().map_err(txn_diag));
         ok(serde_json::to_value(&out).unwrap_or_default())
     }

@@ -31,8 +31,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.record.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     shared::check_scope(&txn, args.record.workspace, "checkpoint", true)?;
-    let out = record::checkpoint(&mut txn, &req).map_err(shared::record_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = record::checkpoint(&mut txn, &req)?;
+    let report = txn.commit()?;
 
     let line = format!(
         "checkpoint: {} -> {} at {}",

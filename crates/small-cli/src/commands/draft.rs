@@ -1,9 +1,10 @@
 //! `small draft intent|constraints`: propose a new human-owned artifact for review.
 
 use crate::error::{CliError, CmdResult};
+use crate::render::render_plain;
 use crate::GlobalArgs;
-use small_core::diag::Diagnostic;
-use small_core::spec::consts::{ArtifactKind, CACHE_DIR};
+use small_core::authoring::draft::{self, DraftRequest};
+use small_core::spec::consts::ArtifactKind;
 use small_core::workspace::Scope;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -44,58 +45,9 @@ pub struct DraftArgs {
     pub json: bool,
 }
 
-/// Workspace-relative path of the draft for `kind`.
-pub(crate) fn draft_rel(kind: ArtifactKind) -> String {
-    format!("{CACHE_DIR}/drafts/{}", kind.file_name())
-}
-
-/// Locate the workspace and enforce `--workspace`.
+/// Locate the workspace and enforce `--workspace` (also used by `apply`).
 pub(crate) fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
-    use small_core::workspace::{locate, LoadOptions, Workspace};
-    let loc = locate(dir).map_err(|e| CliError::usage(render_plain(&e.to_diagnostic())))?;
-    let root = loc.root.clone();
-    if scope != Scope::Any {
-        let ws = Workspace::load(loc, &LoadOptions::only(&[]));
-        let mut problems = ws.diagnostics.clone();
-        problems.extend(ws.check_scope(scope));
-        if let Some(d) = problems.iter().find(|d| d.is_error()) {
-            return Err(CliError::invalid(render_plain(d)));
-        }
-    }
-    Ok(root)
-}
-
-/// A diagnostic on one or two lines, for error messages.
-pub(crate) fn render_plain(d: &Diagnostic) -> String {
-    let mut s = String::new();
-    if let Some(f) = &d.file {
-        s.push_str(f);
-        if let Some(sp) = &d.span {
-            s.push_str(&format!(":{}:{}", sp.start.line, sp.start.column));
-        }
-        s.push_str(": ");
-    }
-    s.push_str(&format!("[{}] {}", d.code, d.message));
-    if let Some(h) = &d.help {
-        s.push_str(&format!("\n  help: {h}"));
-    }
-    s
-}
-
-/// Parses `bytes` as `kind` and validates it against the embedded schema. `rel` names the
-/// file in diagnostics.
-pub(crate) fn check_artifact(kind: ArtifactKind, bytes: &[u8], rel: &str) -> Vec<Diagnostic> {
-    use small_core::gates::schemas::{SchemaSet, Target};
-    let limits = small_core::yaml::Limits::default();
-    match small_core::workspace::parse_artifact(bytes, rel, &limits) {
-        Err(d) => vec![*d],
-        Ok(doc) => small_core::gates::validate::validate_document(
-            &SchemaSet::embedded(),
-            Target::Artifact(kind),
-            rel,
-            &doc,
-        ),
-    }
+    draft::open_scoped(dir, scope).map_err(CliError::plain)
 }
 
 fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
@@ -131,51 +83,39 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         DraftKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
     let root = open_scoped(a.dir.as_deref(), a.workspace)?;
-    let bytes = read_source(&a.from)?;
-    let rel = draft_rel(kind);
-    let problems = check_artifact(kind, &bytes, &rel);
-    let path = root.join(&rel);
-    let existed = path.exists();
-    small_core::authoring::txn::atomic_write(&path, &bytes)
-        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    let content = read_source(&a.from)?;
+    let out = draft::draft(&DraftRequest {
+        root: &root,
+        kind,
+        content: &content,
+    })
+    .map_err(CliError::plain)?;
     if a.json {
-        let errors: Vec<small_core::gates::check::JsonDiagnostic> = problems
-            .iter()
-            .filter(|d| d.is_error())
-            .map(Into::into)
-            .collect();
-        return g.json(&serde_json::json!({
-            "draft": rel,
-            "target": kind.rel_path(),
-            "bytes": bytes.len(),
-            "replaced": existed,
-            "valid": errors.is_empty(),
-            "problems": errors,
-            "written": [rel],
-        }));
+        return g.json(&out);
     }
+    let (file, name) = (kind.file_name(), kind.name());
     g.info(format!(
-        "{} draft {rel} ({} bytes) for .small/{}",
-        if existed { "Replaced the" } else { "Saved the" },
-        bytes.len(),
-        kind.file_name()
+        "{} draft {} ({} bytes) for .small/{file}",
+        if out.replaced {
+            "Replaced the"
+        } else {
+            "Saved the"
+        },
+        out.draft,
+        out.bytes,
     ));
-    let errors: Vec<&Diagnostic> = problems.iter().filter(|d| d.is_error()).collect();
-    if errors.is_empty() {
+    if out.valid {
         g.info(format!(
-            "The draft is a valid {}. A human reviews it, then runs: small accept {}",
-            kind.file_name(),
-            kind.name()
+            "The draft is a valid {file}. A human reviews it, then runs: small accept {name}"
         ));
-    } else {
-        g.warn(format!(
-            "warning: the draft has {} problem(s); `small accept {}` will refuse it until they are fixed:",
-            errors.len(),
-            kind.name()
-        ));
-        for d in errors {
-            g.warn(format!("  {}", render_plain(d).replace('\n', "\n  ")));
-        }
+        return Ok(());
+    }
+    g.warn(format!(
+        "warning: the draft has {} problem(s); `small accept {name}` will refuse it until they are fixed:",
+        out.errors.len()
+    ));
+    for d in &out.errors {
+        g.warn(format!("  {}", render_plain(d).replace('\n', "\n  ")));
     }
     Ok(())
 }

@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use small_core::authoring::repair::{self, LayoutReport, OrphanReport, WorkspaceRepair};
+use small_core::authoring::repair::{self, FixRequest, Repair};
 use small_core::spec::consts::{KIND_EXAMPLES, KIND_REPO_ROOT};
 use small_core::spec::model::WorkspaceKind;
 
 use crate::commands::progress::shared;
-use crate::error::{CliError, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
 
@@ -74,91 +74,37 @@ pub struct WorkspaceArgs {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let (repairs, report) = match &args.command {
+        Some(Sub::Workspace(w)) => {
+            let mut txn = shared::begin(&shared::root(w.dir.as_deref())?)?;
+            let kind = WorkspaceKind::from_str(&w.kind).unwrap_or(WorkspaceKind::RepoRoot);
+            let done = repair::fix_workspace(&mut txn, kind, w.force)?;
+            let repairs = vec![Repair {
+                repair: "workspace",
+                lines: vec![done.describe()],
+            }];
+            (repairs, txn.commit()?)
+        }
+        None => {
+            let req = FixRequest {
+                versions: args.versions,
+                runtime_layout: args.runtime_layout,
+                orphan_progress: args.orphan_progress,
+                all: args.all,
+            };
+            let mut txn = shared::begin(&shared::root(args.dir.as_deref())?)?;
+            shared::check_scope(&txn, args.workspace, "fix", true)?;
+            let repairs = repair::fix(&mut txn, &req)?;
+            (repairs, txn.commit()?)
+        }
+    };
     if args.json {
-        // The human lines become the JSON report; nothing else goes to stdout.
-        let quiet = GlobalArgs {
-            quiet: true,
-            ..g.clone()
-        };
-        let mut repairs = Vec::new();
-        let report = run_repairs(&args, &quiet, &mut repairs)?;
-        let repairs: Vec<serde_json::Value> = repairs
-            .into_iter()
-            .map(|(repair, lines)| serde_json::json!({"repair": repair, "lines": lines}))
-            .collect();
         return shared::print_json(Some(&report), serde_json::json!({ "repairs": repairs }));
     }
-    let mut repairs = Vec::new();
-    let report = run_repairs(&args, g, &mut repairs)?;
-    for (_, lines) in &repairs {
-        for l in lines {
-            shared::say(g, l);
-        }
+    for line in repairs.iter().flat_map(|r| &r.lines) {
+        shared::say(g, line);
     }
     shared::print_changes(g, &report);
     shared::say(g, "Next: small check --strict");
     Ok(())
-}
-
-type Repairs = Vec<(&'static str, Vec<String>)>;
-
-fn run_repairs(
-    args: &Args,
-    _g: &GlobalArgs,
-    out: &mut Repairs,
-) -> Result<small_core::authoring::txn::CommitReport, CliError> {
-    if let Some(Sub::Workspace(w)) = &args.command {
-        let root = shared::root(w.dir.as_deref())?;
-        let mut txn = shared::begin(&root)?;
-        let kind = WorkspaceKind::from_str(&w.kind).unwrap_or(WorkspaceKind::RepoRoot);
-        let done = repair::fix_workspace(&mut txn, kind, w.force)?;
-        let report = txn.commit()?;
-        out.push(("workspace", vec![describe_workspace(&done)]));
-        return Ok(report);
-    }
-    if !(args.versions || args.runtime_layout || args.orphan_progress || args.all) {
-        return Err(CliError::usage(
-            "choose a repair: --versions, --runtime-layout, --orphan-progress, --all, or `small fix workspace`",
-        ));
-    }
-    let root = shared::root(args.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.workspace, "fix", true)?;
-    if args.versions || args.all {
-        let r = repair::fix_versions(&mut txn)?;
-        let mut lines = vec![format!(
-            "small_version: {} file(s) rewritten, {} already canonical",
-            r.changed.len(),
-            r.canonical.len()
-        )];
-        for f in r.changed {
-            lines.push(format!("  quoted small_version in {f}"));
-        }
-        out.push(("versions", lines));
-    }
-    if args.runtime_layout || args.all {
-        let r: LayoutReport = repair::fix_runtime_layout(&mut txn)?;
-        out.push(("runtime-layout", r.describe()));
-    }
-    if args.orphan_progress {
-        let r: OrphanReport = repair::fix_orphan_progress(&mut txn)?;
-        out.push(("orphan-progress", r.describe()));
-    }
-    if args.all {
-        let r = repair::fix_workspace(&mut txn, WorkspaceKind::RepoRoot, false)?;
-        out.push(("workspace", vec![describe_workspace(&r)]));
-    }
-    Ok(txn.commit()?)
-}
-
-fn describe_workspace(r: &WorkspaceRepair) -> String {
-    {
-        match r {
-            WorkspaceRepair::Created { rel, kind } => format!("Created {rel} (kind {kind})"),
-            WorkspaceRepair::Repaired { rel, fields } => {
-                format!("Repaired {rel}: {}", fields.join(", "))
-            }
-            WorkspaceRepair::Unchanged { rel } => format!("{rel} needs no repair"),
-        }
-    }
 }

@@ -59,8 +59,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         replay_id,
         final_check: args.final_check,
     };
-    let out = session::write_handoff(&mut txn, &req).map_err(shared::handoff_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = session::write_handoff(&mut txn, &req)?;
+    let report = txn.commit()?;
     if args.json {
         return shared::print_json(Some(&report), shared::handoff_json(&out));
     }

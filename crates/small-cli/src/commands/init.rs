@@ -3,7 +3,7 @@
 use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::authoring::agents::{compose, ComposeError, Composed, Request};
+use small_core::authoring::agents::{compose_file, Composed, Request};
 use small_core::authoring::init::{self, FileAction, InitOutcome, InitRequest};
 use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION, SMALL_DIR};
 use std::path::{Path, PathBuf};
@@ -246,18 +246,11 @@ fn compose_agents(args: &Args, root: &Path) -> Result<Option<Composed>, CliError
     } else {
         Request::Default
     };
-    match compose(existing.as_deref(), request) {
-        Ok(c) => Ok(Some(c)),
-        Err(ComposeError::NeedsMode) => Err(CliError::invalid(format!(
-            "{}\n(no workspace was created)",
-            agents::needs_mode_message(AGENTS_FILE, true)
-        ))),
-        Err(ComposeError::Malformed(e)) => Err(CliError::invalid(agents::malformed_message(
-            AGENTS_FILE,
-            &e,
-            true,
-        ))),
-    }
+    Ok(Some(compose_file(
+        AGENTS_FILE,
+        existing.as_deref(),
+        request,
+    )?))
 }
 
 /// Inside a git repository, install the merge driver for the agent-owned artifacts; the

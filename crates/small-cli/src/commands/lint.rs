@@ -2,13 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::diag::{self, Diagnostic};
-use small_core::gates::check::{self, GateOptions};
+use small_core::gates::check::GateOptions;
+use small_core::gates::report::{self, GateRequest};
 
-use crate::commands::check::{
-    count, errors_and_warnings, exit_for, locate, print_gate_json, Printer,
-};
-use crate::error::{CliError, CmdResult, EXIT_USAGE};
+use crate::error::{self, CmdResult};
+use crate::output::count;
 use crate::GlobalArgs;
 
 /// Check the protocol invariants: versions, owners, known keys, progress evidence and
@@ -44,58 +42,36 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let printer = Printer::new(g, false);
-    let loc = match locate(args.dir.as_deref()) {
-        Ok(loc) => loc,
-        Err(d) => {
-            if args.json {
-                return print_gate_json(g, &[*d]);
-            }
-            printer.print(&[*d], None);
-            return Err(CliError::silent(EXIT_USAGE));
-        }
-    };
-    let opts = GateOptions {
-        strict: args.strict,
-        format_strict: args.format_strict,
-        cache: !args.no_cache,
-        ..Default::default()
-    };
-    let loaded = check::load(loc, None, &opts);
-    let ws = &loaded.ws;
-    let mut diags: Vec<Diagnostic> = check::artifact_load_diagnostics(ws);
-    match check::lint_stage(&loaded, &opts) {
-        Ok(d) => diags.extend(d),
-        Err(e) => {
-            diags.push(Diagnostic::error(
-                "io",
-                format!("cannot list {}: {e}", ws.small_dir.display()),
-            ));
-        }
-    }
-    diag::sort(&mut diags);
+    let out = report::lint(&GateRequest {
+        dir: args.dir,
+        spec_dir: None,
+        options: GateOptions {
+            strict: args.strict,
+            format_strict: args.format_strict,
+            cache: !args.no_cache,
+            ..Default::default()
+        },
+    });
     if args.json {
-        return print_gate_json(g, &diags);
+        g.json(&out.json())?;
+        return error::verdict(out.verdict);
     }
-    printer.print(&diags, Some(ws));
-    let (errors, warnings) = errors_and_warnings(&diags);
-    if errors > 0 {
-        g.error(format!(
-            "lint failed: {}{}",
-            count(errors, "error"),
-            if warnings > 0 {
-                format!(", {}", count(warnings, "warning"))
-            } else {
-                String::new()
-            }
-        ));
-    } else if warnings > 0 {
-        g.info(format!(
+    g.gate(&out, false);
+    if out.fatal.is_some() {
+        return error::verdict(out.verdict);
+    }
+    match out.counts() {
+        (0, 0) => g.info("All invariants satisfied"),
+        (0, w) => g.info(format!(
             "All invariants satisfied ({})",
-            count(warnings, "warning")
-        ));
-    } else {
-        g.info("All invariants satisfied");
+            count(w, "warning")
+        )),
+        (e, 0) => g.error(format!("lint failed: {}", count(e, "error"))),
+        (e, w) => g.error(format!(
+            "lint failed: {}, {}",
+            count(e, "error"),
+            count(w, "warning")
+        )),
     }
-    exit_for(&diags)
+    error::verdict(out.verdict)
 }

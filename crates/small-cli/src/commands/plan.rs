@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::authoring::plan;
-use small_core::authoring::plan_edit::{self, PlanError, PlanRequest};
+use small_core::authoring::plan_edit::{self, PlanRequest};
 
 use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
@@ -104,31 +104,16 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
     })
 }
 
-fn plan_err(e: PlanError) -> CliError {
-    let help = e.help();
-    let mut msg = e.to_string();
-    if let Some(h) = help {
-        msg.push_str(&format!("\n  help: {h}"));
-    }
-    match e {
-        PlanError::Txn(t) => shared::txn_err(t),
-        PlanError::Authoring(a) => CliError::from(a),
-        PlanError::Record(r) => CliError::from(small_core::authoring::Error::from(r)),
-        PlanError::Usage(_) => CliError::usage(msg),
-        _ => CliError::invalid(msg),
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = request(&args)?;
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     shared::check_scope(&txn, args.workspace, "plan", false)?;
-    let out = plan_edit::edit_plan(&mut txn, &req).map_err(plan_err)?;
+    let out = plan_edit::edit_plan(&mut txn, &req)?;
     let report = if out.unchanged {
         None
     } else {
-        Some(txn.commit().map_err(shared::txn_err)?)
+        Some(txn.commit()?)
     };
     if args.json {
         let v = serde_json::to_value(&out).unwrap_or_default();

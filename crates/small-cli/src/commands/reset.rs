@@ -76,8 +76,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = ResetRequest {
         keep_intent: args.keep_intent,
     };
-    let out = session::reset(&mut txn, &req).map_err(shared::handoff_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = session::reset(&mut txn, &req)?;
+    let report = txn.commit()?;
     if args.json {
         return shared::print_json(
             Some(&report),

@@ -49,8 +49,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = StartRequest {
         summary: args.summary.clone(),
     };
-    let out = session::start(&mut txn, &req).map_err(shared::handoff_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = session::start(&mut txn, &req)?;
+    let report = txn.commit()?;
 
     // The strict check of the result, with the recoverable repairs when asked.
     let checked = session::check_started(&root, args.fix)?;

@@ -3,16 +3,10 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-use small_core::diag::Diagnostic;
-use small_core::gates::invariants::PlanIndex;
-use small_core::gates::progress_check::{self, EntryRules, ScanOptions};
-use small_core::gates::schemas::{SchemaSet, SchemaSource};
-use small_core::gates::validate::validate_workspace;
-use small_core::spec::consts::ArtifactKind;
-use small_core::workspace::{locate, LoadOptions, Workspace};
+use small_core::gates::report::{self, ValidateRequest};
 
-use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+use crate::error::{self, CmdResult};
+use crate::output::count;
 use crate::GlobalArgs;
 
 /// Validate the five canonical artifacts against their JSON Schemas.
@@ -42,170 +36,38 @@ pub struct Args {
     pub json: bool,
 }
 
-/// `--json` output. Stable; documented in docs/validate.md.
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    ok: bool,
-    exit_code: u8,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    root: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    schemas: Option<String>,
-    files: Vec<&'a str>,
-    errors: usize,
-    diagnostics: &'a [Diagnostic],
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let loc = match locate(args.dir.as_deref()) {
-        Ok(loc) => loc,
-        Err(e) => {
-            let d = vec![e.to_diagnostic()];
-            return fail(&args, g, None, None, &[], d, EXIT_USAGE);
-        }
-    };
-    let root = Some(loc.root.display().to_string());
-
-    let schemas = match SchemaSet::resolve(args.spec_dir.as_deref()) {
-        Ok(s) => s,
-        Err(e) => {
-            let d = Diagnostic::error("schemas", e.to_string())
-                .with_help("point --spec-dir (or SMALL_SPEC_DIR) at a directory with all five *.schema.json files, or unset it to use the built-in schemas");
-            return fail(&args, g, root, None, &[], vec![d], EXIT_USAGE);
-        }
-    };
-    let source = describe_source(schemas.source());
-
-    // The progress log is streamed (bounded memory, each entry checked as it is parsed)
-    // whenever the schemas allow checking entries one by one.
-    let mut entry_diags = Vec::new();
-    let ws = if schemas.progress_splits() {
-        let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
-            .into_iter()
-            .filter(|k| *k != ArtifactKind::Progress)
-            .collect();
-        let opts = LoadOptions::only(&kinds);
-        let mut ws = Workspace::load(loc, &opts);
-        let plan = PlanIndex::default();
-        let rules = EntryRules {
-            schemas: Some(&schemas),
-            lint: None,
-            plan: &plan,
-            scope: "",
-        };
-        let scan = ScanOptions {
-            threads: 0,
-            cache_dir: (!args.no_cache).then(|| ws.root.join(progress_check::CACHE_DIR)),
-            cache_write: true,
-        };
-        if let Some(text) = ws.read_progress(&opts.limits) {
-            let checked = progress_check::check_log(&text, &opts.limits, &rules, &scan);
-            ws.set_progress(text, checked.root);
-            entry_diags = checked.results.schema;
-        }
-        ws
-    } else {
-        Workspace::load(loc, &LoadOptions::all())
-    };
-
-    let mut diags = ws.diagnostics.clone();
-    diags.extend(validate_workspace(&schemas, &ws));
-    diags.extend(entry_diags);
-    small_core::diag::sort(&mut diags);
-
-    let files: Vec<&str> = ws
-        .artifacts()
-        .map(|a| a.rel_path.as_str())
-        .chain(ws.metadata.iter().map(|m| m.rel_path.as_str()))
-        .collect();
-    let errors = diags.iter().filter(|d| d.is_error()).count();
-    let exit = if ws.has_io_errors() {
-        EXIT_USAGE
-    } else if errors > 0 {
-        EXIT_INVALID
-    } else {
-        EXIT_OK
-    };
-
+    let v = report::validate(&ValidateRequest {
+        dir: args.dir,
+        spec_dir: args.spec_dir,
+        cache: !args.no_cache,
+    });
     if args.json {
-        g.json(&JsonReport {
-            ok: exit == EXIT_OK,
-            exit_code: exit,
-            root,
-            schemas: Some(source),
-            files,
-            errors,
-            diagnostics: &diags,
-        })?;
-        return if exit == EXIT_OK {
-            Ok(())
-        } else {
-            Err(CliError::silent(exit))
-        };
+        g.json(&v)?;
+        return error::verdict(v.verdict);
     }
-
-    g.diagnostics(&diags, |f| ws.source_of(f), false);
-    if exit != EXIT_OK {
-        let mut failed_files: Vec<&str> = diags
-            .iter()
-            .filter(|d| d.is_error())
-            .filter_map(|d| d.file.as_deref())
-            .collect();
-        failed_files.dedup();
+    let ws = v.workspace.as_ref();
+    g.diagnostics(&v.diagnostics, |f| ws.and_then(|w| w.source_of(f)), false);
+    if v.stopped {
+        return error::verdict(v.verdict);
+    }
+    if !v.ok {
         g.error(format!(
-            "validation failed: {errors} error{} in {} file{}",
-            plural(errors),
-            failed_files.len(),
-            plural(failed_files.len())
+            "validation failed: {} in {}",
+            count(v.errors, "error"),
+            count(v.failed_files, "file")
         ));
-        return Err(CliError::silent(exit));
+        return error::verdict(v.verdict);
     }
-    let extra = if ws.metadata.is_some() {
+    let extra = if v.has_metadata {
         " and workspace metadata"
     } else {
         ""
     };
     g.info(format!(
-        "All {} artifacts{extra} are valid ({source}).",
-        files.len() - usize::from(ws.metadata.is_some())
+        "All {} artifacts{extra} are valid ({}).",
+        v.files.len() - usize::from(v.has_metadata),
+        v.schemas.as_deref().unwrap_or_default()
     ));
     Ok(())
-}
-
-fn describe_source(s: &SchemaSource) -> String {
-    s.to_string()
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-fn fail(
-    args: &Args,
-    g: &GlobalArgs,
-    root: Option<String>,
-    schemas: Option<String>,
-    files: &[&str],
-    diags: Vec<Diagnostic>,
-    exit: u8,
-) -> CmdResult {
-    if args.json {
-        let errors = diags.iter().filter(|d| d.is_error()).count();
-        g.json(&JsonReport {
-            ok: false,
-            exit_code: exit,
-            root,
-            schemas,
-            files: files.to_vec(),
-            errors,
-            diagnostics: &diags,
-        })?;
-    } else {
-        g.diagnostics(&diags, |_| None, false);
-    }
-    Err(CliError::silent(exit))
 }

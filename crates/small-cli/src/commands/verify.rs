@@ -3,14 +3,12 @@
 
 use std::path::PathBuf;
 
-use small_core::diag::{self, Diagnostic};
-use small_core::gates::check::{self, GateOptions};
+use small_core::gates::check::GateOptions;
+use small_core::gates::report::{self, GateRequest};
 use small_core::workspace::Scope;
 
-use crate::commands::check::{
-    count, errors_and_warnings, exit_for, locate, print_gate_json, schemas, Printer,
-};
-use crate::error::{CliError, CmdResult, EXIT_USAGE};
+use crate::error::{self, CmdResult};
+use crate::output::count;
 use crate::GlobalArgs;
 
 /// Verify the workspace: every file present and schema-valid, the invariants, workspace
@@ -52,79 +50,30 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let printer = Printer::new(g, args.ci);
-    let loc = match locate(args.dir.as_deref()) {
-        Ok(loc) => loc,
-        Err(d) if args.json => return print_gate_json(g, &[*d]),
-        Err(d) => {
-            printer.print(&[*d], None);
-            return Err(CliError::silent(EXIT_USAGE));
-        }
-    };
-    let schemas = match schemas(args.spec_dir.as_deref()) {
-        Ok(s) => s,
-        Err(d) if args.json => return print_gate_json(g, &[*d]),
-        Err(d) => {
-            printer.print(&[*d], None);
-            return Err(CliError::silent(EXIT_USAGE));
-        }
-    };
-    let opts = GateOptions {
-        strict: args.strict,
-        format_strict: false,
-        scope: args.workspace,
-        since: args.since.clone(),
-        cache: !args.no_cache,
-        threads: 0,
-    };
-    let loaded = check::load(loc, Some(&schemas), &opts);
-    let ws = &loaded.ws;
-    let mut diags: Vec<Diagnostic> = check::validate_stage(&loaded, &schemas);
-    match check::lint_stage(&loaded, &opts) {
-        Ok(d) => diags.extend(d),
-        Err(e) => diags.push(Diagnostic::error(
-            "io",
-            format!("cannot list {}: {e}", ws.small_dir.display()),
-        )),
-    }
-    match check::verify_stage(&loaded, &schemas, &opts) {
-        Ok(d) => diags.extend(d),
-        Err(e) => {
-            diag::sort(&mut diags);
-            if args.json {
-                diags.push(Diagnostic::error("since", e.to_string()));
-                return print_gate_json(g, &diags);
-            }
-            printer.print(&diags, Some(ws));
-            printer.print(
-                &[Diagnostic::error("since", e.to_string()).with_help(
-                    "pass a commit, tag or branch of the repository that holds the workspace",
-                )],
-                None,
-            );
-            return Err(CliError::silent(EXIT_USAGE));
-        }
-    }
-    diag::sort(&mut diags);
-    diags.dedup();
+    let out = report::verify(&GateRequest {
+        dir: args.dir,
+        spec_dir: args.spec_dir,
+        options: GateOptions {
+            strict: args.strict,
+            format_strict: false,
+            scope: args.workspace,
+            since: args.since,
+            cache: !args.no_cache,
+            threads: 0,
+        },
+    });
     if args.json {
-        return print_gate_json(g, &diags);
+        g.json(&out.json())?;
+        return error::verdict(out.verdict);
     }
-    printer.print(&diags, Some(ws));
-    let (errors, warnings) = errors_and_warnings(&diags);
-    if errors > 0 {
-        if !args.ci {
-            g.error(format!("Verification failed: {}", count(errors, "error")));
-        }
-    } else if !args.ci {
-        if warnings > 0 {
-            g.info(format!(
-                "Verification passed ({})",
-                count(warnings, "warning")
-            ));
-        } else {
-            g.info("Verification passed");
-        }
+    g.gate(&out, args.ci);
+    if out.fatal.is_some() || args.ci {
+        return error::verdict(out.verdict);
     }
-    exit_for(&diags)
+    match out.counts() {
+        (0, 0) => g.info("Verification passed"),
+        (0, w) => g.info(format!("Verification passed ({})", count(w, "warning"))),
+        (e, _) => g.error(format!("Verification failed: {}", count(e, "error"))),
+    }
+    error::verdict(out.verdict)
 }

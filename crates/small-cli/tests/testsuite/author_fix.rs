@@ -102,3 +102,85 @@ fn workspace_metadata_is_created_or_repaired() {
     assert_eq!(ws.doc("workspace.small.yml")["kind"], "examples");
     ws.ok(&["fix", "--all", "--workspace", "any"]);
 }
+
+/// The runtime-layout moves are journaled with the entry that records them: `small fix`
+/// killed between two moves leaves a journal, and the next command finishes every move and
+/// records the repair once.
+#[cfg(unix)]
+#[test]
+fn runtime_layout_killed_mid_move_is_finished_by_the_next_command() {
+    use std::time::{Duration, Instant};
+    let ws = Ws::new();
+    for name in ["a.txt", "b.txt", "c.txt", "d.txt"] {
+        std::fs::create_dir_all(ws.path("runs/r1")).unwrap();
+        std::fs::write(ws.path(&format!("runs/r1/{name}")), name).unwrap();
+        std::fs::write(ws.path(&format!("runs/{name}")), name).unwrap();
+    }
+    let entries_before = ws.entries().len();
+    let mut child = ws
+        .cmd(&["fix", "--runtime-layout"])
+        .env("SMALL_TEST_SLOW_COMMIT_MS", "400")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = ws.root().join(".small-cache/txn.journal");
+    let runs = ws.root().join(".small-runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // Wait for the commit point (the journal) and the first move, then kill before the rest.
+    while !(journal.exists() && runs.join("a.txt").exists()) {
+        assert!(Instant::now() < deadline, "the commit never started");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "fix ended before the kill"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(journal.exists(), "killed mid-commit: the journal is left");
+    assert!(
+        ws.path("runs/r1").exists(),
+        "killed before every move was made"
+    );
+    assert_eq!(
+        ws.entries().len(),
+        entries_before,
+        "the entry is not appended yet"
+    );
+
+    // The next command (any writer) finishes the commit first.
+    let out = ws.ok(&["fix", "--runtime-layout"]);
+    assert!(out.contains("no legacy"), "{out}");
+    assert!(!journal.exists());
+    assert!(!ws.path("runs").exists());
+    for name in ["a.txt", "b.txt", "c.txt", "d.txt"] {
+        assert_eq!(std::fs::read_to_string(runs.join(name)).unwrap(), name);
+        assert_eq!(
+            std::fs::read_to_string(runs.join("r1").join(name)).unwrap(),
+            name
+        );
+    }
+    let recorded: Vec<_> = ws
+        .entries()
+        .into_iter()
+        .filter(|e| e["task_id"] == "meta/reconcile-runtime-layout")
+        .collect();
+    assert_eq!(recorded.len(), 1, "the repair is recorded once");
+    ws.strict_ok();
+}
+
+/// A refused runtime-layout repair (a conflicting file) moves nothing.
+#[test]
+fn a_refused_runtime_layout_repair_moves_nothing() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path("runs")).unwrap();
+    std::fs::write(ws.path("runs/a.txt"), "a").unwrap();
+    std::fs::write(ws.path("runs/z.txt"), "legacy").unwrap();
+    std::fs::create_dir_all(ws.root().join(".small-runs")).unwrap();
+    std::fs::write(ws.root().join(".small-runs/z.txt"), "new").unwrap();
+    let err = ws.fails(1, &["fix", "--runtime-layout"]);
+    assert!(err.contains("different content"), "{err}");
+    assert!(ws.path("runs/a.txt").exists(), "a.txt was not moved");
+    assert!(!ws.root().join(".small-runs/a.txt").exists());
+}

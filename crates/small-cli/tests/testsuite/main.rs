@@ -21,6 +21,7 @@ mod author_handoff;
 mod author_plan;
 mod author_progress;
 mod author_scope;
+mod author_snapshots;
 mod cli_conventions;
 mod conformance;
 mod docs;

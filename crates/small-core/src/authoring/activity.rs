@@ -263,7 +263,7 @@ const TAIL_CHUNK: usize = 64 << 10;
 /// all with [`scan_log`] (the tail read was the only cost).
 ///
 /// The caller vouches that the whole log was read by the line-level fast path (see
-/// [`crate::authoring::handoff::Strict::simple_log`]): only then is every line that opens an
+/// [`crate::authoring::handoff::Strict::log_tasks`]): only then is every line that opens an
 /// item at the sequence's indentation the start of an entry. The `worked` of the result holds
 /// every task of `wanted` with work in this run, and maybe others (see the differential
 /// tests).

@@ -10,6 +10,7 @@
 //!
 //! This module only computes text; reading and writing files is the caller's business.
 
+use crate::authoring::error::{code, Error};
 use crate::spec::consts::{harness_begin_marker, harness_end_marker, PROTOCOL_VERSION};
 use regex::Regex;
 use std::fmt;
@@ -246,9 +247,10 @@ impl fmt::Display for BlockError {
 
 impl std::error::Error for BlockError {}
 
-/// Why a composition was refused.
+/// Why a composition was refused (a detail of [`compose_file`], which reports it as an
+/// [`Error`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ComposeError {
+enum ComposeError {
     /// The existing file's markers are malformed.
     Malformed(BlockError),
     /// The file has content but no block, and no mode said where to put one.
@@ -267,6 +269,55 @@ impl fmt::Display for ComposeError {
 }
 
 impl std::error::Error for ComposeError {}
+
+impl ComposeError {
+    /// The refusal as the one authoring error (`agents-block`), for the file `file_name`.
+    fn into_error(self, file_name: &str) -> Error {
+        let (message, help) = match &self {
+            ComposeError::NeedsMode => (
+                format!("{file_name} already exists and has no SMALL harness block; nothing was changed"),
+                "choose where the block goes: --agents-mode append or --agents-mode prepend (your content stays as it is), \
+                 or replace the whole file with the block (--overwrite-agents, or --force for `small agents apply`); \
+                 `small init --no-agents` leaves the file alone"
+                    .to_string(),
+            ),
+            ComposeError::Malformed(e) => (
+                format!("{file_name}: malformed SMALL harness markers: {e}; nothing was changed"),
+                format!(
+                    "keep exactly one `{}` line and one `{}` line (in that order), or replace the whole file with the block \
+                     (--overwrite-agents, or --force for `small agents apply`)",
+                    harness_begin_marker(),
+                    harness_end_marker()
+                ),
+            ),
+        };
+        let line = match &self {
+            ComposeError::Malformed(
+                BlockError::MultipleBegin { lines } | BlockError::MultipleEnd { lines },
+            ) => lines.get(1).copied(),
+            ComposeError::Malformed(
+                BlockError::BeginWithoutEnd { line } | BlockError::EndWithoutBegin { line },
+            ) => Some(*line),
+            ComposeError::Malformed(BlockError::EndBeforeBegin { end_line, .. })
+            | ComposeError::Malformed(BlockError::VersionMismatch { end_line, .. }) => {
+                Some(*end_line)
+            }
+            ComposeError::NeedsMode => None,
+        };
+        let at = line.map(|l| {
+            let p = crate::diag::Pos {
+                line: u32::try_from(l).unwrap_or(u32::MAX),
+                column: 1,
+                offset: 0,
+            };
+            crate::diag::Span { start: p, end: p }
+        });
+        Error::invalid(code::AGENTS_BLOCK, message)
+            .in_file(file_name.to_string())
+            .at(at)
+            .with_help(help)
+    }
+}
 
 /// The result of composing: the new text and what changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,12 +447,22 @@ pub fn block_drifts(block_text: &str) -> bool {
     normalise(block_text) != normalise(&canonical_block())
 }
 
+/// Computes the new content of the file `file_name` (`existing`: its content, `None` when
+/// it does not exist); a refusal is `agents-block` (see [`compose`] for the rules).
+pub fn compose_file(
+    file_name: &str,
+    existing: Option<&str>,
+    request: Request,
+) -> Result<Composed, Error> {
+    compose(existing, request).map_err(|e| e.into_error(file_name))
+}
+
 /// Computes the new file content.
 ///
 /// `existing` is `None` when the file does not exist. The guarantee: every byte outside the
 /// block in `existing` appears unchanged, in order, in the result (except for `Overwrite`,
 /// which replaces the file by request).
-pub fn compose(existing: Option<&str>, request: Request) -> Result<Composed, ComposeError> {
+fn compose(existing: Option<&str>, request: Request) -> Result<Composed, ComposeError> {
     let Some(existing) = existing else {
         return Ok(Composed {
             text: canonical_block(),
@@ -766,6 +827,32 @@ mod tests {
             compose(Some("x"), Request::Default),
             Err(ComposeError::NeedsMode)
         );
+        let e = compose_file("AGENTS.md", Some("x"), Request::Default).unwrap_err();
+        assert_eq!(e.code(), code::AGENTS_BLOCK);
+        assert_eq!(e.diagnostic.file.as_deref(), Some("AGENTS.md"));
+        let help = e.diagnostic.help.as_deref().unwrap();
+        assert!(
+            help.contains("--agents-mode append") && help.contains("--no-agents"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn malformed_markers_are_agents_block_errors_at_the_marker() {
+        let text = "<!-- END SMALL HARNESS v1.0.0 -->\nno begin\n";
+        let e = compose_file("CLAUDE.md", Some(text), Request::Default).unwrap_err();
+        assert_eq!(e.code(), code::AGENTS_BLOCK);
+        assert!(e
+            .message()
+            .starts_with("CLAUDE.md: malformed SMALL harness markers"));
+        assert!(e.message().contains("no BEGIN marker"), "{}", e.message());
+        assert_eq!(e.diagnostic.span.map(|s| s.start.line), Some(1));
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("--overwrite-agents"));
     }
 
     #[test]

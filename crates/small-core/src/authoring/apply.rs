@@ -4,12 +4,13 @@
 //! the command log a run leaves in `.small-cache/logs/`, the progress entries and their
 //! evidence, and the replay IDs they are filed under, read inside a transaction.
 
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 use crate::authoring::error::{code, Error};
 use crate::authoring::progress::{NewEntry, TimestampRule};
-use crate::authoring::txn::{atomic_write, Transaction};
+use crate::authoring::txn::{atomic_write, CommitReport, Transaction};
 use crate::spec::consts::{ArtifactKind, CACHE_DIR, META_TASK_PREFIX, WORKSPACE_FILE};
 use crate::spec::model::{TaskStatus, HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use crate::yaml::{self, Limits};
@@ -20,9 +21,10 @@ pub const SUMMARY_CAP: usize = 200;
 pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 
 /// Progress mode (seed 000, invariant 7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProgressMode {
     /// Record only the end of a run of a plan task (and dry runs of one).
+    #[default]
     Signal,
     /// Record everything: starts, ends, dry runs, any task id.
     Audit,
@@ -239,6 +241,402 @@ pub fn record(root: &Path, entries: &[NewEntry]) -> Result<Vec<String>, Error> {
     Ok(stamps)
 }
 
+/// What `small apply` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyRequest {
+    /// The shell command; `None` or blank makes the run a dry run.
+    pub command: Option<String>,
+    /// The plan task the run belongs to (blank: none; the entries then say `apply`).
+    pub task: Option<String>,
+    /// Record the intent only; nothing runs.
+    pub dry_run: bool,
+    /// The entry's evidence is the exit code and the tail of the output.
+    pub auto_progress: bool,
+    /// Also set the task's plan status from the result (a checkpoint); needs a task.
+    pub auto_checkpoint: bool,
+    /// Regenerate the handoff after a successful run.
+    pub handoff: bool,
+    pub mode: ProgressMode,
+    /// The workspace kinds the run accepts (`examples` is refused: apply runs in a real
+    /// workspace only, or anywhere with `any`).
+    pub scope: crate::spec::model::Scope,
+}
+
+/// The command a front end is asked to run, and where its output is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    /// The workspace root: the command's working directory.
+    pub root: std::path::PathBuf,
+    pub command: String,
+    /// Where the full output goes (absolute; the front end creates it).
+    pub output_log: std::path::PathBuf,
+}
+
+/// What a finished command reports back: its exit code (128 + signal when killed) and the
+/// tail of its output (at least [`EVIDENCE_OUTPUT_CAP`] bytes of it).
+pub type RunResult = std::io::Result<(i32, Vec<u8>)>;
+
+/// What an apply run reports as it goes, for a front end to show (in this order).
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// A dry run: what would run (the command's summary), for which task.
+    DryRun {
+        summary: Option<&'a str>,
+        root: &'a Path,
+        task: Option<&'a str>,
+        handoff: bool,
+    },
+    /// An entry was recorded: the start of the run (`start`), a dry run (pending), or its end.
+    Recorded {
+        task: &'a str,
+        status: TaskStatus,
+        timestamp: &'a str,
+        start: bool,
+    },
+    /// Nothing is recorded for this run in this mode (`dry_run`: of a dry run).
+    NotRecorded { mode: ProgressMode, dry_run: bool },
+    /// The command is about to run.
+    Running { summary: &'a str },
+    /// The command ended.
+    Finished {
+        code: i32,
+        elapsed: std::time::Duration,
+        output_ref: &'a str,
+    },
+    /// The end of the run could not be recorded (the run still counts).
+    EndNotRecorded { error: &'a Error },
+    /// `auto_checkpoint`: the plan status and its entry were committed.
+    Checkpointed {
+        outcome: &'a crate::authoring::record::RecordOutcome,
+        report: &'a CommitReport,
+    },
+    /// `handoff`: the handoff was regenerated.
+    HandoffWritten {
+        outcome: &'a crate::authoring::session::HandoffOutcome,
+        report: &'a CommitReport,
+    },
+    /// `handoff`: regenerating it failed (the run still counts).
+    HandoffFailed { error: &'a Error },
+    /// `handoff`: not regenerated because the command failed.
+    HandoffSkipped,
+}
+
+/// What an apply run did (`small apply --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplyOutcome {
+    pub task_id: String,
+    pub dry_run: bool,
+    /// The command as given.
+    pub command: Option<String>,
+    /// The command's exit code (0 for a dry run).
+    pub exit_code: i32,
+    /// The progress entries this run appended, in order.
+    pub entries: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Files the run's commits replaced (the plan after a checkpoint, the handoff).
+    pub written: Vec<String>,
+    /// Files the run's commits appended to.
+    pub appended: Vec<String>,
+}
+
+impl ApplyOutcome {
+    fn add(&mut self, report: &CommitReport) {
+        for (from, to) in [
+            (&report.written, &mut self.written),
+            (&report.appended, &mut self.appended),
+        ] {
+            for f in from {
+                if !to.contains(f) {
+                    to.push(f.clone());
+                }
+            }
+        }
+    }
+}
+
+/// `small apply`: check the request against the workspace, record what the progress mode
+/// asks for, have `run` execute the command (the front end's business: a shell, a terminal,
+/// Ctrl-C), record its result, then checkpoint the task and regenerate the handoff when
+/// asked. `report` sees each step as it happens. The workspace lock is held only while
+/// recording, never while the command runs, so the command may itself run `small`.
+pub fn apply(
+    root: &Path,
+    req: &ApplyRequest,
+    run: impl FnOnce(&RunSpec) -> RunResult,
+    report: &mut dyn FnMut(Step<'_>),
+) -> Result<ApplyOutcome, Error> {
+    let command = req
+        .command
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    let dry_run = req.dry_run || command.is_none();
+    let named = req.task.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let task_id = named.unwrap_or("apply").to_string();
+    check_request(root, req, command.is_some())?;
+    let ctx = context(root)?;
+    if let Some(t) = named {
+        let event = if dry_run { Event::DryRun } else { Event::End };
+        ctx.check_task(t, should_record(event, t, req.mode) || req.auto_checkpoint)?;
+    }
+    let mut out = ApplyOutcome {
+        task_id: task_id.clone(),
+        dry_run,
+        command: req.command.clone(),
+        exit_code: 0,
+        entries: Vec::new(),
+        written: Vec::new(),
+        appended: Vec::new(),
+    };
+    let Some(command) = command.filter(|_| !dry_run) else {
+        record_dry_run(root, req, &ctx, command, &mut out, report)?;
+        return Ok(out);
+    };
+    let stamp = crate::spec::timestamp::format_utc(crate::spec::timestamp::now());
+    let log = write_command_log(root, &ctx.log_replay, &stamp, command)?;
+    if should_record(Event::Start, &task_id, req.mode) {
+        let entry = ctx.entry(
+            &task_id,
+            TaskStatus::InProgress,
+            "Apply started",
+            "apply: execution started",
+            Some(&log),
+        );
+        let ts = record_into(root, entry, &mut out)?;
+        report(Step::Recorded {
+            task: &task_id,
+            status: TaskStatus::InProgress,
+            timestamp: &ts,
+            start: true,
+        });
+    }
+    report(Step::Running {
+        summary: &log.summary,
+    });
+    let started = std::time::Instant::now();
+    let spec = RunSpec {
+        root: root.to_path_buf(),
+        command: command.to_string(),
+        output_log: root.join(&log.output_ref),
+    };
+    let (code, output) = run(&spec).map_err(|e| Error::system(code::IO, e.to_string()))?;
+    out.exit_code = code;
+    report(Step::Finished {
+        code,
+        elapsed: started.elapsed(),
+        output_ref: &log.output_ref,
+    });
+    let status = if code == 0 {
+        TaskStatus::Completed
+    } else {
+        TaskStatus::Blocked
+    };
+    if should_record(Event::End, &task_id, req.mode) {
+        let evidence = if req.auto_progress {
+            output_evidence(&output, code)
+        } else if code == 0 {
+            "Command completed successfully (exit code 0)".to_string()
+        } else {
+            format!("Command failed with exit code {code}")
+        };
+        let notes = format!("apply: exit code {code}; output in {}", log.output_ref);
+        let entry = ctx.entry(&task_id, status, evidence, notes, Some(&log));
+        match record_into(root, entry, &mut out) {
+            Ok(ts) => report(Step::Recorded {
+                task: &task_id,
+                status,
+                timestamp: &ts,
+                start: false,
+            }),
+            Err(error) => report(Step::EndNotRecorded { error: &error }),
+        }
+    } else {
+        report(Step::NotRecorded {
+            mode: req.mode,
+            dry_run: false,
+        });
+    }
+    follow_up(root, req, &task_id, status, &output, code, &mut out, report)?;
+    Ok(out)
+}
+
+/// The request's flags against each other and the workspace's files.
+fn check_request(root: &Path, req: &ApplyRequest, has_command: bool) -> Result<(), Error> {
+    use crate::spec::model::Scope;
+    if req.scope == Scope::Examples {
+        return Err(Error::usage(
+            code::USAGE,
+            "apply does not run in example workspaces (--workspace examples)",
+        )
+        .with_help("use --workspace any to override"));
+    }
+    if !has_command && (req.auto_progress || req.auto_checkpoint) {
+        return Err(Error::usage(
+            code::USAGE,
+            "--auto-progress and --auto-checkpoint need a command (--cmd)",
+        )
+        .with_help("pass the command to run with --cmd, or drop the flag"));
+    }
+    if req.auto_checkpoint && req.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(
+            Error::usage(code::USAGE, "--auto-checkpoint needs a plan task")
+                .with_help("name the task with --task task-N"),
+        );
+    }
+    if req.scope != Scope::Any {
+        let loc = crate::workspace::Location {
+            root: root.to_path_buf(),
+            small_dir: root.join(crate::spec::consts::SMALL_DIR),
+        };
+        let ws = crate::workspace::Workspace::load(loc, &crate::workspace::LoadOptions::only(&[]));
+        let mut problems = ws.diagnostics.clone();
+        problems.extend(ws.check_scope(req.scope));
+        if let Some(d) = problems.into_iter().find(|d| d.is_error()) {
+            return Err(Error {
+                kind: crate::authoring::ErrorKind::Invalid,
+                diagnostic: Box::new(d),
+            });
+        }
+    }
+    let has = |k: ArtifactKind| root.join(k.rel_path()).is_file();
+    let missing = |k: ArtifactKind, help: &str| {
+        Error::invalid(code::MISSING, format!("{} is missing", k.rel_path()))
+            .in_file(k.rel_path())
+            .with_help(help.to_string())
+    };
+    if !has(ArtifactKind::Progress) {
+        return Err(missing(
+            ArtifactKind::Progress,
+            "run `small init` (or restore the file) first",
+        ));
+    }
+    if req.auto_checkpoint && !has(ArtifactKind::Plan) {
+        return Err(missing(
+            ArtifactKind::Plan,
+            "--auto-checkpoint sets the task's plan status: create a plan with `small plan --add`, or drop --auto-checkpoint",
+        ));
+    }
+    Ok(())
+}
+
+/// Append one entry in its own transaction; keep it (and the files) in the outcome.
+fn record_into(root: &Path, entry: NewEntry, out: &mut ApplyOutcome) -> Result<String, Error> {
+    let mut txn = Transaction::begin(root)?;
+    let appended = txn.append_progress(&entry, &TimestampRule::Now)?;
+    let report = txn.commit()?;
+    out.add(&report);
+    out.entries.push(appended.entry);
+    Ok(appended.timestamp)
+}
+
+/// A dry run: say what would run, and record it when the mode says so.
+fn record_dry_run(
+    root: &Path,
+    req: &ApplyRequest,
+    ctx: &Context,
+    command: Option<&str>,
+    out: &mut ApplyOutcome,
+    report: &mut dyn FnMut(Step<'_>),
+) -> Result<(), Error> {
+    let summary = command.map(|c| summarize(c, SUMMARY_CAP));
+    let named = req.task.as_deref().map(|_| out.task_id.as_str());
+    report(Step::DryRun {
+        summary: summary.as_deref(),
+        root,
+        task: named,
+        handoff: req.handoff,
+    });
+    let task_id = out.task_id.clone();
+    if !should_record(Event::DryRun, &task_id, req.mode) {
+        report(Step::NotRecorded {
+            mode: req.mode,
+            dry_run: true,
+        });
+        return Ok(());
+    }
+    let (log, notes) = match command {
+        Some(c) => {
+            let stamp = crate::spec::timestamp::format_utc(crate::spec::timestamp::now());
+            let log = write_command_log(root, &ctx.log_replay, &stamp, c)?;
+            let notes = format!("apply --dry-run of `{}`", log.summary);
+            (Some(log), notes)
+        }
+        None => (None, "apply --dry-run".to_string()),
+    };
+    let entry = ctx.entry(
+        &task_id,
+        TaskStatus::Pending,
+        "Dry run: no command was executed",
+        notes,
+        log.as_ref(),
+    );
+    let ts = record_into(root, entry, out)?;
+    report(Step::Recorded {
+        task: &task_id,
+        status: TaskStatus::Pending,
+        timestamp: &ts,
+        start: false,
+    });
+    Ok(())
+}
+
+/// After the run: the checkpoint (`auto_checkpoint`, its refusal ends the run) and the
+/// handoff (`handoff`, after a success; its failure is reported, not fatal).
+#[allow(clippy::too_many_arguments)]
+fn follow_up(
+    root: &Path,
+    req: &ApplyRequest,
+    task_id: &str,
+    status: TaskStatus,
+    output: &[u8],
+    code: i32,
+    out: &mut ApplyOutcome,
+    report: &mut dyn FnMut(Step<'_>),
+) -> Result<(), Error> {
+    use crate::authoring::{handoff, record, session};
+    if req.auto_checkpoint {
+        let mut txn = Transaction::begin(root)?;
+        handoff::check_scope(&txn, req.scope)?;
+        let cp = record::RecordRequest {
+            task: task_id.to_string(),
+            status: status.as_str().to_string(),
+            evidence: vec![("evidence".into(), output_evidence(output, code))],
+            ..Default::default()
+        };
+        let outcome = record::checkpoint(&mut txn, &cp)?;
+        let commit = txn.commit()?;
+        out.add(&commit);
+        out.entries.push(outcome.entry.clone());
+        report(Step::Checkpointed {
+            outcome: &outcome,
+            report: &commit,
+        });
+    }
+    if !req.handoff {
+        return Ok(());
+    }
+    if code != 0 {
+        report(Step::HandoffSkipped);
+        return Ok(());
+    }
+    let written = (|| -> Result<_, Error> {
+        let mut txn = Transaction::begin(root)?;
+        handoff::check_scope(&txn, req.scope)?;
+        let outcome = session::write_handoff(&mut txn, &session::HandoffRequest::default())?;
+        Ok((outcome, txn.commit()?))
+    })();
+    match written {
+        Ok((outcome, commit)) => {
+            out.add(&commit);
+            report(Step::HandoffWritten {
+                outcome: &outcome,
+                report: &commit,
+            });
+        }
+        Err(error) => report(Step::HandoffFailed { error: &error }),
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +679,11 @@ mod tests {
         for f in templates::base_artifacts(Some("Apply")) {
             std::fs::write(small.join(f.name), f.content).unwrap();
         }
+        std::fs::write(
+            small.join("workspace.small.yml"),
+            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+        )
+        .unwrap();
         tmp
     }
 
@@ -329,6 +732,180 @@ mod tests {
         assert!(
             progress.contains("command_summary: \"cargo test\""),
             "{progress}"
+        );
+    }
+
+    fn steps_of(
+        root: &Path,
+        req: &ApplyRequest,
+        result: RunResult,
+    ) -> (Result<ApplyOutcome, Error>, Vec<String>, bool) {
+        let mut steps = Vec::new();
+        let mut ran = false;
+        let out = apply(
+            root,
+            req,
+            |spec| {
+                ran = true;
+                assert_eq!(spec.root, root);
+                assert!(spec.output_log.starts_with(root.join(".small-cache/logs")));
+                result
+            },
+            &mut |s| {
+                steps.push(match s {
+                    Step::DryRun { .. } => "dry-run".to_string(),
+                    Step::Recorded { status, start, .. } => format!("recorded {status} {start}"),
+                    Step::NotRecorded { .. } => "not-recorded".into(),
+                    Step::Running { summary } => format!("running {summary}"),
+                    Step::Finished { code, .. } => format!("finished {code}"),
+                    Step::EndNotRecorded { error } => format!("end-not-recorded {}", error.code()),
+                    Step::Checkpointed { outcome, .. } => format!("checkpoint {}", outcome.status),
+                    Step::HandoffWritten { .. } => "handoff".into(),
+                    Step::HandoffFailed { error } => format!("handoff-failed {}", error.code()),
+                    Step::HandoffSkipped => "handoff-skipped".into(),
+                })
+            },
+        );
+        (out, steps, ran)
+    }
+
+    fn request(cmd: Option<&str>, task: Option<&str>) -> ApplyRequest {
+        ApplyRequest {
+            command: cmd.map(str::to_string),
+            task: task.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_of_a_plan_task_is_recorded_checkpointed_and_handed_off() {
+        let tmp = workspace();
+        let req = ApplyRequest {
+            auto_checkpoint: true,
+            handoff: true,
+            ..request(Some("cargo   test"), Some("task-1"))
+        };
+        let (out, steps, ran) = steps_of(tmp.path(), &req, Ok((0, b"ok\n".to_vec())));
+        let out = out.unwrap();
+        assert!(ran);
+        assert_eq!(
+            steps,
+            [
+                "running cargo test",
+                "finished 0",
+                "recorded completed false",
+                "checkpoint completed",
+                "handoff"
+            ]
+        );
+        assert_eq!(out.exit_code, 0);
+        assert_eq!(out.entries.len(), 2, "the run's end and the checkpoint");
+        assert_eq!(out.entries[0]["command_summary"], "cargo test");
+        assert_eq!(out.entries[1]["evidence"], "exit code 0; output: ok");
+        assert!(out.written.contains(&".small/plan.small.yml".to_string()));
+        assert!(out
+            .written
+            .contains(&".small/handoff.small.yml".to_string()));
+        assert_eq!(out.appended, [".small/progress.small.yml"]);
+        let plan = std::fs::read_to_string(tmp.path().join(".small/plan.small.yml")).unwrap();
+        assert!(plan.contains("completed"), "{plan}");
+    }
+
+    #[test]
+    fn a_failed_run_is_blocked_and_skips_the_handoff() {
+        let tmp = workspace();
+        let req = ApplyRequest {
+            handoff: true,
+            ..request(Some("false"), Some("task-1"))
+        };
+        let (out, steps, _) = steps_of(tmp.path(), &req, Ok((3, Vec::new())));
+        assert_eq!(out.unwrap().exit_code, 3);
+        assert_eq!(
+            steps,
+            [
+                "running false",
+                "finished 3",
+                "recorded blocked false",
+                "handoff-skipped"
+            ]
+        );
+    }
+
+    #[test]
+    fn signal_mode_records_nothing_for_runs_outside_the_plan_and_audit_records_all() {
+        let tmp = workspace();
+        let (out, steps, _) = steps_of(tmp.path(), &request(Some("true"), None), Ok((0, vec![])));
+        assert!(out.unwrap().entries.is_empty());
+        assert_eq!(steps, ["running true", "finished 0", "not-recorded"]);
+        let req = ApplyRequest {
+            mode: ProgressMode::Audit,
+            ..request(Some("true"), None)
+        };
+        let (out, steps, _) = steps_of(tmp.path(), &req, Ok((0, vec![])));
+        let out = out.unwrap();
+        assert_eq!(out.task_id, "apply");
+        assert_eq!(out.entries.len(), 2);
+        assert_eq!(steps[0], "recorded in_progress true");
+    }
+
+    #[test]
+    fn a_dry_run_runs_nothing_and_records_the_intent() {
+        let tmp = workspace();
+        let (out, steps, ran) =
+            steps_of(tmp.path(), &request(None, Some("task-1")), Ok((9, vec![])));
+        let out = out.unwrap();
+        assert!(!ran && out.dry_run);
+        assert_eq!(steps, ["dry-run", "recorded pending false"]);
+        assert_eq!(out.entries[0]["status"], "pending");
+    }
+
+    #[test]
+    fn refusals_come_before_anything_runs() {
+        let tmp = workspace();
+        let refuse = |req: ApplyRequest| {
+            let (out, steps, ran) = steps_of(tmp.path(), &req, Ok((0, vec![])));
+            assert!(!ran && steps.is_empty());
+            out.unwrap_err()
+        };
+        let e = refuse(ApplyRequest {
+            auto_progress: true,
+            ..request(None, Some("task-1"))
+        });
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::USAGE, crate::authoring::ErrorKind::Usage)
+        );
+        let e = refuse(ApplyRequest {
+            scope: crate::spec::model::Scope::Examples,
+            ..request(Some("true"), None)
+        });
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("--workspace any"));
+        let e = refuse(request(Some("true"), Some("task-7")));
+        assert_eq!(e.code(), code::UNKNOWN_TASK);
+        assert!(e.message().ends_with("; nothing was run"));
+        std::fs::remove_file(tmp.path().join(".small/progress.small.yml")).unwrap();
+        let e = refuse(request(Some("true"), Some("task-1")));
+        assert_eq!(e.code(), code::MISSING);
+        assert!(e.diagnostic.help.as_deref().unwrap().contains("small init"));
+    }
+
+    #[test]
+    fn a_runner_that_cannot_start_is_an_io_error() {
+        let tmp = workspace();
+        let (out, _, _) = steps_of(
+            tmp.path(),
+            &request(Some("true"), None),
+            Err(std::io::Error::other("cannot start `sh -lc`: no sh")),
+        );
+        let e = out.unwrap_err();
+        assert_eq!(
+            (e.code(), e.message()),
+            (code::IO, "cannot start `sh -lc`: no sh")
         );
     }
 }

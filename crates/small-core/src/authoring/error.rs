@@ -31,6 +31,20 @@ pub mod code {
     pub const NO_WORKSPACE: &str = "no-workspace";
     /// `--workspace` does not allow this workspace's kind.
     pub const SCOPE: &str = "WS";
+    /// A file the operation needs is missing.
+    pub const MISSING: &str = "missing";
+    /// Completing a task whose dependencies are not completed (without `force`).
+    pub const OPEN_DEPENDENCIES: &str = "open-dependencies";
+    /// A completion (or a block) without evidence supplied by the caller.
+    pub const NO_EVIDENCE: &str = "no-evidence";
+    /// A final handoff while tasks of the run are still open.
+    pub const UNFINISHED: &str = "unfinished";
+    /// A request whose parts do not fit together (flags that need another, an empty value).
+    pub const USAGE: &str = "usage";
+    /// The AGENTS.md harness block cannot be composed (a malformed block, no mode given).
+    pub const AGENTS_BLOCK: &str = "agents-block";
+    /// `small init` where a workspace already exists (without `force`).
+    pub const EXISTS: &str = "exists";
 }
 
 /// Whether the workspace's state is the problem, or the system (lock, I/O, no workspace).
@@ -106,19 +120,16 @@ impl Error {
         &self.diagnostic.message
     }
 
-    /// `id` is not a task of the plan whose ids are `known` (in plan order). The help names
-    /// the closest ids and how to add a task.
+    /// `id` is not a task of the plan whose ids are `known` (in plan order): the one
+    /// unknown-task error of every operation. The help names the closest ids and how to add a
+    /// task.
     pub fn unknown_task<S: AsRef<str>>(id: &str, known: &[S]) -> Error {
         let message = if known.is_empty() {
             format!("task {id} is not in plan.small.yml (the plan has no tasks)")
         } else {
-            let list: Vec<&str> = known.iter().map(AsRef::as_ref).collect();
-            format!(
-                "task {id} is not in plan.small.yml (tasks: {})",
-                list.join(", ")
-            )
+            format!("task {id} is not in plan.small.yml")
         };
-        let close = closest(id, known, 3);
+        let close = crate::spec::plan::closest_ids(id, known, 3);
         let help = if close.is_empty() {
             "add it with `small plan --add \"<title>\"`".to_string()
         } else {
@@ -131,48 +142,6 @@ impl Error {
             .in_file(ArtifactKind::Plan.rel_path())
             .with_help(help)
     }
-}
-
-/// Up to `limit` of `known` closest to `id`: those containing it or contained in it first,
-/// then by edit distance (at most a third of the id's length), ties in plan order.
-pub fn closest<S: AsRef<str>>(id: &str, known: &[S], limit: usize) -> Vec<String> {
-    let id_l = id.to_ascii_lowercase();
-    let max = (id.chars().count() / 3).max(1);
-    let mut scored: Vec<(usize, usize, &str)> = known
-        .iter()
-        .map(AsRef::as_ref)
-        .enumerate()
-        .filter(|(_, k)| !k.is_empty())
-        .filter_map(|(i, k)| {
-            let k_l = k.to_ascii_lowercase();
-            if k_l == id_l || k_l.contains(&id_l) || id_l.contains(&k_l) {
-                return Some((0, i, k));
-            }
-            let d = edit_distance(&id_l, &k_l);
-            (d <= max).then_some((d, i, k))
-        })
-        .collect();
-    scored.sort();
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, _, k)| k.to_string())
-        .collect()
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 impl fmt::Display for Error {
@@ -207,10 +176,7 @@ mod tests {
         let e = Error::unknown_task("task-99", &["task-1", "task-9", "docs"]);
         assert_eq!(e.code(), code::UNKNOWN_TASK);
         assert_eq!(e.kind, ErrorKind::Invalid);
-        assert_eq!(
-            e.message(),
-            "task task-99 is not in plan.small.yml (tasks: task-1, task-9, docs)"
-        );
+        assert_eq!(e.message(), "task task-99 is not in plan.small.yml");
         let help = e.diagnostic.help.as_deref().unwrap();
         assert!(help.starts_with("did you mean task-9, task-1?"), "{help}");
         assert!(help.contains("small plan --add"), "{help}");
@@ -224,12 +190,36 @@ mod tests {
         );
     }
 
+    /// Every code an authoring operation reports is a row of docs/rules.md ("Authoring").
     #[test]
-    fn closest_prefers_containment_then_small_edits() {
-        let known = ["build", "build-docs", "test", "release"];
-        assert_eq!(closest("buld", &known, 3), vec!["build"]);
-        assert_eq!(closest("docs", &known, 3), vec!["build-docs"]);
-        assert!(closest("zzzzzz", &known, 3).is_empty());
+    fn every_code_is_documented_in_the_rules() {
+        let rules = include_str!("../../../../docs/rules.md");
+        let section = &rules[rules.find("## Authoring").expect("the Authoring section")..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+        for c in [
+            code::UNKNOWN_TASK,
+            code::UNEDITABLE,
+            code::REFUSED,
+            code::ENTRY,
+            code::PROGRESS_LOG,
+            code::JOURNAL,
+            code::LOCK,
+            code::IO,
+            code::NO_WORKSPACE,
+            code::SCOPE,
+            code::MISSING,
+            code::OPEN_DEPENDENCIES,
+            code::NO_EVIDENCE,
+            code::UNFINISHED,
+            code::USAGE,
+            code::AGENTS_BLOCK,
+            code::EXISTS,
+        ] {
+            assert!(
+                section.contains(&format!("| `{c}` |")),
+                "authoring code {c} is not documented in docs/rules.md"
+            );
+        }
     }
 
     #[test]
@@ -238,5 +228,19 @@ mod tests {
         assert_eq!((e.kind, e.code()), (ErrorKind::System, code::NO_WORKSPACE));
         let e: Error = TxnError::invalid(code::JOURNAL, "bad").into();
         assert_eq!((e.kind, e.code()), (ErrorKind::Invalid, code::JOURNAL));
+        let e: Error = TxnError::LockTimeout {
+            lock: "/x/.small-cache/lock".into(),
+            waited: std::time::Duration::from_secs(1),
+            env: "SMALL_LOCK_TIMEOUT",
+        }
+        .into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::System, code::LOCK));
+        let e: Error = TxnError::Io {
+            op: "read",
+            path: "/x".into(),
+            source: std::io::ErrorKind::NotFound.into(),
+        }
+        .into();
+        assert_eq!((e.kind, e.code()), (ErrorKind::System, code::IO));
     }
 }

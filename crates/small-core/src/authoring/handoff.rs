@@ -14,7 +14,7 @@
 //! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
 //!   both updated in place by [`touch_workspace`].
 
-use crate::authoring::error::code;
+use crate::authoring::error::{code, Error};
 use crate::spec::model::TaskStatus;
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::str::FromStr;
@@ -55,37 +55,58 @@ pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnE
         .map_err(|e| TxnError::invalid(code::UNEDITABLE, format!("{rel} cannot be read: {e}")))
 }
 
-/// Why `--workspace` refuses.
-#[derive(Debug, thiserror::Error)]
-pub enum ScopeError {
-    #[error(transparent)]
-    Txn(#[from] TxnError),
-    #[error("{0}")]
-    Scope(String),
+/// Enforce `--workspace` for `small <command>`: like [`check_scope`], and `examples` is a
+/// `usage` error for the commands that only run on a repository-root workspace
+/// (`examples_allowed` false: plan, handoff, start, reset).
+pub fn check_command_scope(
+    txn: &Transaction,
+    scope: Scope,
+    command: &str,
+    examples_allowed: bool,
+) -> Result<(), Error> {
+    if scope == Scope::Examples && !examples_allowed {
+        return Err(Error::usage(
+            code::USAGE,
+            format!("--workspace examples is not supported by `small {command}`"),
+        )
+        .with_help("use --workspace any to run it on an examples workspace"));
+    }
+    check_scope(txn, scope)
 }
 
-/// Enforce `--workspace` against `workspace.small.yml`'s kind.
-pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), ScopeError> {
+/// Enforce `--workspace` against `workspace.small.yml`'s kind: a refusal is `WS` (the code
+/// of the gate that checks the same), with the fix as help.
+pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
     if scope == Scope::Any {
         return Ok(());
     }
     let rel = workspace_rel();
+    let refuse = |message: String, help: String| {
+        Error::invalid(code::SCOPE, message)
+            .in_file(rel.clone())
+            .with_help(help)
+    };
     let Some(doc) = parse_file(txn, &rel)? else {
-        return Err(ScopeError::Scope(format!(
-            "workspace metadata {rel} is missing; create it with `small fix workspace` (or pass --workspace any)"
-        )));
+        return Err(refuse(
+            format!("workspace metadata {rel} is missing"),
+            "create it with `small fix workspace` (or pass --workspace any)".into(),
+        ));
     };
     let kind = doc.root.get("kind").and_then(Node::as_str).unwrap_or("");
     match WorkspaceKind::from_str(kind) {
         Ok(k) if scope.allows(k) => Ok(()),
-        Ok(k) => Err(ScopeError::Scope(format!(
-            "workspace kind \"{}\" is not allowed with --workspace {scope}; pass --workspace {} or --workspace any",
-            k.as_str(),
-            k.scope_name()
-        ))),
-        Err(()) => Err(ScopeError::Scope(format!(
-            "{rel} has kind {kind:?}, which is not a workspace kind (use repo-root or examples; `small fix workspace --force` rewrites it)"
-        ))),
+        Ok(k) => Err(refuse(
+            format!(
+                "workspace kind \"{}\" is not allowed with --workspace {scope}",
+                k.as_str()
+            ),
+            format!("pass --workspace {} or --workspace any", k.scope_name()),
+        )
+        .at(doc.root.get("kind").map(|n| n.span))),
+        Err(()) => Err(refuse(
+            format!("{rel} has kind {kind:?}, which is not a workspace kind"),
+            "use repo-root or examples; `small fix workspace --force` rewrites it".into(),
+        )),
     }
 }
 
@@ -186,7 +207,7 @@ pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
         let rel = artifact_rel(k);
         txn.read(&rel)?.ok_or_else(|| {
             TxnError::invalid(
-                "missing",
+                code::MISSING,
                 format!("cannot compute the replayId: {rel} is missing"),
             )
         })
@@ -301,11 +322,12 @@ pub struct Strict {
     pub ok: bool,
     /// The first problem, in one line, when not ok.
     pub summary: String,
-    /// The whole progress log was read by the line-level fast path (one-line scalars in
-    /// block mappings, nothing after the entries), so every line opening an item at the
-    /// sequence's indentation starts an entry: a reader may start at any such line
+    /// When the whole progress log was read by the line-level fast path (one-line scalars in
+    /// block mappings, nothing after the entries): the task ids its entries name. Every line
+    /// opening an item at the sequence's indentation then starts an entry, so a reader may
+    /// start at any such line, and a task not named here has no entry at all
     /// ([`crate::authoring::activity::scan_tail`]).
-    pub simple_log: bool,
+    pub log_tasks: Option<std::collections::HashSet<String>>,
 }
 
 /// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the
@@ -317,7 +339,7 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
         if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
-            return Err(TxnError::invalid("missing", format!(
+            return Err(TxnError::invalid(code::MISSING, format!(
                 "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
             )));
         }
@@ -346,14 +368,17 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     };
     let schemas = SchemaSet::embedded();
     let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
-    let simple_log = loaded.ws.progress.is_some()
-        && loaded.streamed.as_ref().is_some_and(|s| {
+    let log_tasks = match &loaded.streamed {
+        Some(s) if loaded.ws.progress.is_some() => {
             use crate::gates::progress_check::Method;
             matches!(
                 s.method,
                 Some(Method::Sequential | Method::Parallel(_) | Method::Resumed(_))
             )
-        });
+            .then(|| s.facts.with_entries.clone())
+        }
+        _ => None,
+    };
     let report = run_check(&loaded, &schemas, &gate);
     match report
         .diagnostics
@@ -364,12 +389,12 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
         Some(d) => Ok(Strict {
             ok: false,
             summary: one_line(d),
-            simple_log,
+            log_tasks,
         }),
         None => Ok(Strict {
             ok: true,
             summary: String::new(),
-            simple_log,
+            log_tasks,
         }),
     }
 }
@@ -645,8 +670,44 @@ mod tests {
     const OK: Strict = Strict {
         ok: true,
         summary: String::new(),
-        simple_log: false,
+        log_tasks: None,
     };
+
+    #[test]
+    fn a_scope_refusal_is_ws_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".small")).unwrap();
+        let txn = Transaction::begin(dir.path()).unwrap();
+        let e = check_scope(&txn, Scope::Root).unwrap_err();
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::SCOPE, crate::authoring::ErrorKind::Invalid)
+        );
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("small fix workspace"));
+        check_scope(&txn, Scope::Any).unwrap();
+        drop(txn);
+        std::fs::write(
+            dir.path().join(".small/workspace.small.yml"),
+            "small_version: \"1.0.0\"\nkind: examples\n",
+        )
+        .unwrap();
+        let txn = Transaction::begin(dir.path()).unwrap();
+        let e = check_scope(&txn, Scope::Root).unwrap_err();
+        assert_eq!(e.code(), code::SCOPE);
+        assert_eq!(e.diagnostic.span.map(|s| s.start.line), Some(2));
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("--workspace any"));
+        check_scope(&txn, Scope::Examples).unwrap();
+    }
 
     #[test]
     fn states() {
@@ -670,7 +731,7 @@ mod tests {
         let bad = Strict {
             ok: false,
             summary: "x".into(),
-            simple_log: false,
+            log_tasks: None,
         };
         let s = compute_state(&[t("task-1", "pending", &[])], &bad);
         assert_eq!(s.current_task_id.as_deref(), Some("meta/blocker"));

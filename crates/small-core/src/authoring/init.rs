@@ -82,7 +82,7 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
     let existed = small_dir.is_dir();
     if existed && !req.force {
         return Err(Error::invalid(
-            "exists",
+            code::EXISTS,
             format!(
                 "a SMALL workspace already exists in {} ; nothing was changed.",
                 root.display()
@@ -114,7 +114,7 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
             .any(|f| txn.exists(&small_rel(f)));
         if taken {
             return Err(Error::invalid(
-                "exists",
+                code::EXISTS,
                 format!(
                     "a SMALL workspace was just created in {} by another process; nothing was changed",
                     root.display()

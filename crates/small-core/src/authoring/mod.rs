@@ -4,6 +4,7 @@
 pub mod activity;
 pub mod agents;
 pub mod apply;
+pub mod draft;
 pub mod edit;
 pub mod error;
 pub mod handoff;

@@ -9,10 +9,11 @@
 use serde::Serialize;
 
 use crate::authoring::edit::{self, NewValue};
+use crate::authoring::error::{code, Error};
 use crate::authoring::handoff;
 use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{self, NewEntry, TimestampRule, STATUSES};
-use crate::authoring::record::{closest_ids, open_dependencies, RecordError};
+use crate::authoring::record::open_dependencies;
 use crate::authoring::session::TaskRef;
 use crate::authoring::templates;
 use crate::authoring::txn::{Transaction, TxnError};
@@ -68,44 +69,23 @@ pub struct PlanOutcome {
     pub unchanged: bool,
 }
 
-/// Why the plan was not changed.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error(transparent)]
-    Txn(#[from] TxnError),
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    #[error("{0}")]
-    Invalid(String),
-    /// A plan edit refused with a diagnostic (see [`crate::authoring::error`]).
-    #[error(transparent)]
-    Authoring(#[from] crate::authoring::Error),
-    #[error("{0}")]
-    Usage(String),
-    /// `done` without a completed entry with evidence.
-    #[error(
-        "task {0} has no completed progress entry with evidence; `plan --done` does not invent one"
-    )]
-    DoneWithoutEvidence(String),
+fn unknown(tasks: &[Task], id: &str) -> Error {
+    crate::authoring::record::unknown_task(tasks, id)
 }
 
-impl PlanError {
-    pub fn help(&self) -> Option<String> {
-        match self {
-            PlanError::Record(r) => r.help(),
-            PlanError::DoneWithoutEvidence(id) => Some(format!(
-                "record the completion with its evidence: small checkpoint --task {id} --status completed --evidence \"...\""
-            )),
-            _ => None,
-        }
-    }
+/// `done` without a completed entry with evidence: `no-evidence`.
+fn done_without_evidence(id: &str) -> Error {
+    Error::invalid(
+        code::NO_EVIDENCE,
+        format!("task {id} has no completed progress entry with evidence; `plan --done` does not invent one"),
+    )
+    .with_help(format!(
+        "record the completion with its evidence: small checkpoint --task {id} --status completed --evidence \"...\""
+    ))
 }
 
-fn unknown(tasks: &[Task], id: &str) -> PlanError {
-    PlanError::Record(RecordError::UnknownTask {
-        id: id.to_string(),
-        closest: closest_ids(tasks, id),
-    })
+fn uneditable(e: impl std::fmt::Display) -> Error {
+    Error::invalid(code::UNEDITABLE, e.to_string()).in_file(plan::plan_rel())
 }
 
 fn task_node<'a>(root: &'a Node, id: &str) -> Option<&'a Node> {
@@ -117,14 +97,14 @@ fn task_node<'a>(root: &'a Node, id: &str) -> Option<&'a Node> {
 }
 
 /// Set a task's title in place.
-pub fn set_title(src: &str, id: &str, title: &str) -> Result<String, PlanError> {
+pub fn set_title(src: &str, id: &str, title: &str) -> Result<String, Error> {
     let doc = plan::parse(src)?;
     let Some(node) = task_node(&doc.root, id) else {
         return Err(unknown(&plan::tasks(&doc.root), id));
     };
     let e = edit::set_key(src, node, "title", &NewValue::Scalar(edit::quote(title)))
-        .map_err(|e| PlanError::Invalid(e.to_string()))?;
-    edit::apply(src, vec![e]).map_err(|e| PlanError::Invalid(e.to_string()))
+        .map_err(uneditable)?;
+    edit::apply(src, vec![e]).map_err(uneditable)
 }
 
 /// Whether the log has a completed entry for `task` with evidence that is not bookkeeping.
@@ -163,14 +143,14 @@ fn append(txn: &mut Transaction, r: &Record) -> Result<(), TxnError> {
     Ok(())
 }
 
-fn status_change(text: &mut String, id: &str, status: &str) -> Result<PlanChange, PlanError> {
+fn status_change(text: &mut String, id: &str, status: &str) -> Result<PlanChange, Error> {
     let doc = plan::parse(text)?;
     let tasks = plan::tasks(&doc.root);
     if !tasks.iter().any(|t| t.id == id) {
         return Err(unknown(&tasks, id));
     }
     let status = crate::spec::model::TaskStatus::parse(status)
-        .ok_or_else(|| PlanError::Invalid(format!("{status:?} is not a task status")))?;
+        .ok_or_else(|| Error::invalid(code::REFUSED, format!("{status:?} is not a task status")))?;
     *text = plan::set_status(text, id, status)?;
     Ok(PlanChange {
         kind: "status".into(),
@@ -181,7 +161,7 @@ fn status_change(text: &mut String, id: &str, status: &str) -> Result<PlanChange
     })
 }
 
-fn reset_plan(txn: &mut Transaction) -> Result<PlanOutcome, PlanError> {
+fn reset_plan(txn: &mut Transaction) -> Result<PlanOutcome, Error> {
     txn.write(plan::plan_rel(), templates::plan().into_bytes());
     handoff::touch_workspace(txn, None)?;
     append(
@@ -208,7 +188,7 @@ fn reset_plan(txn: &mut Transaction) -> Result<PlanOutcome, PlanError> {
 }
 
 /// `small plan`: make the requested changes and record each in the progress log.
-pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome, PlanError> {
+pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome, Error> {
     if req.reset {
         return reset_plan(txn);
     }
@@ -225,7 +205,8 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     let mut added = Vec::new();
     for title in &req.add {
         if title.trim().is_empty() {
-            return Err(PlanError::Usage("--add needs a task title".into()));
+            return Err(Error::usage(code::USAGE, "--add needs a task title")
+                .with_help("give the task a title: small plan --add \"<title>\""));
         }
         let chosen = if req.add.len() == 1 {
             req.id.as_deref()
@@ -256,7 +237,8 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     if let Some((id, title)) = &req.title {
         let (id, title) = (id.trim(), title.trim());
         if title.is_empty() {
-            return Err(PlanError::Usage("--title needs a new title".into()));
+            return Err(Error::usage(code::USAGE, "--title needs a new title")
+                .with_help("small plan --title <id> \"<new title>\""));
         }
         text = set_title(&text, id, title)?;
         changes.push(PlanChange {
@@ -284,15 +266,11 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
             .as_ref()
             .is_some_and(|d| has_completion_evidence(&d.root, id))
         {
-            return Err(PlanError::DoneWithoutEvidence(id.to_string()));
+            return Err(done_without_evidence(id));
         }
         let open = open_dependencies(&tasks, id);
         if !open.is_empty() && !req.force {
-            return Err(RecordError::OpenDependencies {
-                task: id.to_string(),
-                open,
-            }
-            .into());
+            return Err(crate::authoring::record::open_dependencies_error(id, &open));
         }
         changes.push(status_change(&mut text, id, "completed")?);
     }
@@ -376,10 +354,15 @@ mod tests {
         let out = set_title(src, "task-1", "Write the parser").unwrap();
         assert!(out.contains("# keep"));
         assert!(out.contains("title: \"Write the parser\""), "{out}");
-        assert!(matches!(
-            set_title(src, "task-9", "x"),
-            Err(PlanError::Record(RecordError::UnknownTask { .. }))
-        ));
+        let e = set_title(src, "task-9", "x").unwrap_err();
+        assert_eq!(e, Error::unknown_task("task-9", &["task-1"]));
+        assert_eq!(done_without_evidence("t").code(), code::NO_EVIDENCE);
+        assert!(done_without_evidence("t")
+            .diagnostic
+            .help
+            .unwrap()
+            .contains("small checkpoint --task t"));
+        assert_eq!(uneditable("x").code(), code::UNEDITABLE);
     }
 
     #[test]

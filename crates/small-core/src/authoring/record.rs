@@ -10,7 +10,7 @@
 //! * a task id must name a plan task (or `meta/…`); an unknown one is refused with the
 //!   closest ids.
 
-use crate::authoring::error::code;
+use crate::authoring::error::{code, Error};
 use serde::Serialize;
 
 use crate::authoring::handoff;
@@ -48,106 +48,40 @@ pub struct RecordOutcome {
     pub task_exists_in_plan: bool,
 }
 
-/// Why nothing was recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    #[error(transparent)]
-    Txn(#[from] TxnError),
-    #[error("invalid status {status:?}: {allowed}")]
-    Status { status: String, allowed: String },
-    #[error("task {id} is not in plan.small.yml")]
-    UnknownTask { id: String, closest: Vec<String> },
-    #[error("{what} of {task} needs evidence supplied by the caller")]
-    NoEvidence { task: String, what: String },
-    #[error("task {task} depends on tasks that are not completed")]
-    OpenDependencies { task: String, open: Vec<TaskRef> },
-    #[error("{0} does not exist; create a plan with `small plan --add`")]
-    NoPlan(String),
-}
-
-/// A recording refusal as the one authoring error: `unknown-task`, `entry` (bad status,
-/// no evidence), `open-dependencies`, `missing` (no plan), with the help line.
-impl From<RecordError> for crate::authoring::Error {
-    fn from(e: RecordError) -> Self {
-        use crate::authoring::Error;
-        let help = e.help();
-        let mut message = e.to_string();
-        if let RecordError::OpenDependencies { open, .. } = &e {
-            for t in open {
-                message.push_str(&format!(
-                    "\n  - {}: {} (status: {})",
-                    t.id, t.title, t.status
-                ));
-            }
-        }
-        let err = match e {
-            RecordError::Txn(t) => return t.into(),
-            RecordError::Status { .. } | RecordError::NoEvidence { .. } => {
-                Error::usage(code::ENTRY, message)
-            }
-            RecordError::UnknownTask { .. } => Error::invalid(code::UNKNOWN_TASK, message)
-                .in_file(crate::spec::consts::ArtifactKind::Plan.rel_path()),
-            RecordError::OpenDependencies { .. } => Error::invalid("open-dependencies", message)
-                .in_file(crate::spec::consts::ArtifactKind::Plan.rel_path()),
-            RecordError::NoPlan(_) => Error::invalid("missing", message),
-        };
-        match help {
-            Some(h) => err.with_help(h),
-            None => err,
-        }
+/// A task whose dependencies are not completed: `open-dependencies`, listing them.
+pub(crate) fn open_dependencies_error(task: &str, open: &[TaskRef]) -> Error {
+    let mut message = format!("task {task} depends on tasks that are not completed");
+    for t in open {
+        message.push_str(&format!(
+            "\n  - {}: {} (status: {})",
+            t.id, t.title, t.status
+        ));
     }
+    Error::invalid(code::OPEN_DEPENDENCIES, message)
+        .in_file(plan::plan_rel())
+        .with_help(format!(
+            "complete the dependencies first, or pass --force to complete {task} anyway (the entry records it)"
+        ))
 }
 
-impl RecordError {
-    /// The fix, in one line.
-    pub fn help(&self) -> Option<String> {
-        match self {
-            RecordError::UnknownTask { closest, .. } if closest.is_empty() => Some(
-                "add it with `small plan --add \"<title>\"`, or use a meta/<name> id for bookkeeping".into(),
-            ),
-            RecordError::UnknownTask { closest, .. } => Some(format!(
-                "did you mean {}? (or add it with `small plan --add \"<title>\"`; meta/<name> ids are for bookkeeping)",
-                closest.join(", ")
-            )),
-            RecordError::NoEvidence { .. } => Some(
-                "pass --evidence \"...\" (or --command, --test, --link, --commit, --verification) saying what shows it".into(),
-            ),
-            RecordError::OpenDependencies { task, .. } => Some(format!(
-                "complete the dependencies first, or pass --force to complete {task} anyway (the entry records it)"
-            )),
-            _ => None,
-        }
-    }
+fn no_evidence(task: &str, what: &str) -> Error {
+    Error::usage(
+        code::NO_EVIDENCE,
+        format!("{what} of {task} needs evidence supplied by the caller"),
+    )
+    .with_help(
+        "pass --evidence \"...\" (or --command, --test, --link, --commit, --verification) saying what shows it",
+    )
 }
 
-/// Edit distance between two short strings (for "did you mean").
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+fn bad_status(status: &str, allowed: &str) -> Error {
+    Error::usage(code::USAGE, format!("invalid status {status:?}: {allowed}"))
 }
 
-/// Up to three plan ids closest to `id`, closest first.
-pub fn closest_ids(tasks: &[Task], id: &str) -> Vec<String> {
-    let mut scored: Vec<(usize, &str)> = tasks
-        .iter()
-        .filter(|t| !t.id.is_empty())
-        .map(|t| (distance(id, &t.id), t.id.as_str()))
-        .collect();
-    scored.sort();
-    scored
-        .into_iter()
-        .take(3)
-        .map(|(_, s)| s.to_string())
-        .collect()
+fn no_plan(rel: &str) -> Error {
+    Error::invalid(code::MISSING, format!("{rel} does not exist"))
+        .in_file(rel.to_string())
+        .with_help("create a plan with `small plan --add \"<title>\"`")
 }
 
 fn plan_tasks(txn: &Transaction) -> Result<Option<Vec<Task>>, TxnError> {
@@ -155,14 +89,17 @@ fn plan_tasks(txn: &Transaction) -> Result<Option<Vec<Task>>, TxnError> {
 }
 
 /// Refuse an id that names no plan task (`meta/…` ids are always accepted).
-pub fn require_task(tasks: &[Task], id: &str) -> Result<(), RecordError> {
+pub fn require_task(tasks: &[Task], id: &str) -> Result<(), Error> {
     if bookkeeping::is_meta(id) || tasks.iter().any(|t| t.id == id) {
         return Ok(());
     }
-    Err(RecordError::UnknownTask {
-        id: id.to_string(),
-        closest: closest_ids(tasks, id),
-    })
+    Err(unknown_task(tasks, id))
+}
+
+/// The unknown-task error for the plan's `tasks` ([`Error::unknown_task`]).
+pub fn unknown_task(tasks: &[Task], id: &str) -> Error {
+    let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    Error::unknown_task(id, &ids)
 }
 
 /// Dependencies of `id` that are not completed.
@@ -235,20 +172,14 @@ fn check_completion(
     tasks: &[Task],
     req: &RecordRequest,
     what: &str,
-) -> Result<Vec<TaskRef>, RecordError> {
+) -> Result<Vec<TaskRef>, Error> {
     let task = req.task.trim();
     if !has_caller_evidence(req) {
-        return Err(RecordError::NoEvidence {
-            task: task.to_string(),
-            what: what.to_string(),
-        });
+        return Err(no_evidence(task, what));
     }
     let open = open_dependencies(tasks, task);
     if !open.is_empty() && !req.force {
-        return Err(RecordError::OpenDependencies {
-            task: task.to_string(),
-            open,
-        });
+        return Err(open_dependencies_error(task, &open));
     }
     Ok(open)
 }
@@ -274,36 +205,27 @@ fn outcome(
 
 /// `small checkpoint`: set a plan task's status (completed or blocked) and append the matching
 /// entry with the caller's evidence, together.
-pub fn checkpoint(
-    txn: &mut Transaction,
-    req: &RecordRequest,
-) -> Result<RecordOutcome, RecordError> {
+pub fn checkpoint(txn: &mut Transaction, req: &RecordRequest) -> Result<RecordOutcome, Error> {
     let status = req.status.trim().to_ascii_lowercase();
     if status != "completed" && status != "blocked" {
-        return Err(RecordError::Status {
-            status: req.status.clone(),
-            allowed: "a checkpoint is completed or blocked".into(),
-        });
+        return Err(bad_status(
+            &req.status,
+            "a checkpoint is completed or blocked",
+        ));
     }
     let task = req.task.trim().to_string();
     let rel = plan::plan_rel();
     let Some(tasks) = plan_tasks(txn)? else {
-        return Err(RecordError::NoPlan(rel));
+        return Err(no_plan(&rel));
     };
     if !tasks.iter().any(|t| t.id == task) {
-        return Err(RecordError::UnknownTask {
-            closest: closest_ids(&tasks, &task),
-            id: task,
-        });
+        return Err(unknown_task(&tasks, &task));
     }
     let forced_past = if status == "completed" {
         check_completion(&tasks, req, "a completion")?
     } else {
         if !has_caller_evidence(req) {
-            return Err(RecordError::NoEvidence {
-                task: task.clone(),
-                what: "blocking".into(),
-            });
+            return Err(no_evidence(&task, "blocking"));
         }
         Vec::new()
     };
@@ -337,16 +259,13 @@ pub fn checkpoint(
 pub const PROGRESS_DEFAULT_EVIDENCE: &str = "Recorded progress via small progress add";
 
 /// `small progress add`: append one entry (the plan is not changed).
-pub fn add_progress(
-    txn: &mut Transaction,
-    req: &RecordRequest,
-) -> Result<RecordOutcome, RecordError> {
+pub fn add_progress(txn: &mut Transaction, req: &RecordRequest) -> Result<RecordOutcome, Error> {
     let status = req.status.trim().to_ascii_lowercase();
     if !STATUSES.contains(&status.as_str()) {
-        return Err(RecordError::Status {
-            status: req.status.clone(),
-            allowed: format!("use {}", STATUSES.join(", ")),
-        });
+        return Err(bad_status(
+            &req.status,
+            &format!("use {}", STATUSES.join(", ")),
+        ));
     }
     let task = req.task.trim().to_string();
     let tasks = plan_tasks(txn)?.unwrap_or_default();
@@ -379,16 +298,17 @@ pub struct MigrateOutcome {
 
 /// `small progress migrate`: stage the progress log with canonical, strictly increasing
 /// timestamps (only the timestamp values change). A missing log is an error.
-pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, TxnError> {
+pub fn migrate_progress(txn: &mut Transaction) -> Result<MigrateOutcome, Error> {
     let rel = crate::authoring::progress::progress_rel();
     let Some(bytes) = txn.read(&rel)? else {
-        return Err(TxnError::invalid(
-            "missing",
-            format!("{rel} does not exist; create the workspace with `small init`"),
-        ));
+        return Err(
+            Error::invalid(code::MISSING, format!("{rel} does not exist"))
+                .in_file(rel.clone())
+                .with_help("create the workspace with `small init`"),
+        );
     };
     let (report, new_text) = crate::authoring::progress::migrate_text(&bytes)
-        .map_err(|m| TxnError::invalid(code::PROGRESS_LOG, m))?;
+        .map_err(|m| Error::invalid(code::PROGRESS_LOG, m).in_file(rel.clone()))?;
     let Some(text) = new_text else {
         return Ok(MigrateOutcome {
             entries: report.entries,
@@ -419,18 +339,71 @@ mod tests {
     }
 
     #[test]
-    fn closest_ids_first() {
+    fn unknown_tasks_are_the_one_unknown_task_error() {
         let tasks = [
             t("task-1", "", &[]),
             t("task-9", "", &[]),
             t("docs", "", &[]),
         ];
-        assert_eq!(closest_ids(&tasks, "task-99")[0], "task-9");
         assert!(require_task(&tasks, "meta/x").is_ok());
-        assert!(matches!(
-            require_task(&tasks, "task-99"),
-            Err(RecordError::UnknownTask { .. })
-        ));
+        let e = require_task(&tasks, "task-99").unwrap_err();
+        assert_eq!(
+            e,
+            Error::unknown_task("task-99", &["task-1", "task-9", "docs"])
+        );
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .starts_with("did you mean task-9"));
+    }
+
+    #[test]
+    fn refusals_have_their_codes_and_help() {
+        let tasks = [t("a", "pending", &[]), t("b", "", &["a"])];
+        let req = RecordRequest {
+            task: "b".into(),
+            status: "completed".into(),
+            ..Default::default()
+        };
+        let e = check_completion(&tasks, &req, "a completion").unwrap_err();
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::NO_EVIDENCE, crate::authoring::ErrorKind::Usage)
+        );
+        assert!(e.diagnostic.help.as_deref().unwrap().contains("--evidence"));
+        let req = RecordRequest {
+            evidence: vec![("test".into(), "cargo test".into())],
+            ..req
+        };
+        let e = check_completion(&tasks, &req, "a completion").unwrap_err();
+        assert_eq!(e.code(), code::OPEN_DEPENDENCIES);
+        assert!(
+            e.message().contains("\n  - a: a (status: pending)"),
+            "{}",
+            e.message()
+        );
+        assert!(e.diagnostic.help.as_deref().unwrap().contains("--force"));
+        let forced = RecordRequest { force: true, ..req };
+        assert_eq!(
+            check_completion(&tasks, &forced, "a completion")
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(bad_status("done", "use x").code(), code::USAGE);
+        let e = no_plan(".small/plan.small.yml");
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::MISSING, crate::authoring::ErrorKind::Invalid)
+        );
+        assert!(e
+            .diagnostic
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("small plan --add"));
     }
 
     #[test]

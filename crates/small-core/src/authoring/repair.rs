@@ -4,12 +4,12 @@
 //! stages its edits in the caller's transaction, records itself in progress when it changed
 //! something, and reports what it did as a typed value.
 //!
-//! The legacy-layout repair moves directories outside `.small/` (to `.small-archive/` and
-//! `.small-runs/`) directly, not through the transaction's journal: the moves never touch
-//! the canonical files, and each one is a rename that either happened or did not.
+//! The legacy-layout repair stages its moves (out of `.small/` to `.small-archive/` and
+//! `.small-runs/`) in the transaction like every other change: they happen at commit,
+//! through the redo journal, together with the progress entry that records them, so a crash
+//! mid-move is finished by the next command and a refused repair moves nothing.
 
 use std::fs;
-use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
@@ -109,67 +109,73 @@ pub fn quote_version_line(text: &str) -> Option<String> {
     found.then_some(out)
 }
 
-/// Move a legacy directory's contents into the canonical store (merging, deduplicating
-/// identical files, refusing conflicting ones). Returns the moves made and files deduped.
-fn merge_tree(
-    src: &Path,
-    dst: &Path,
-    root: &Path,
+/// Plan moving a legacy directory's contents into the canonical store (merging into
+/// directories that exist, deduplicating identical files, refusing conflicting ones): each
+/// move is staged in `txn` (nothing moves before the commit). Records the moves and the
+/// files deduplicated.
+fn stage_merge(
+    txn: &mut Transaction,
+    src: &str,
+    dst: &str,
     moved: &mut Vec<String>,
     deduped: &mut Vec<String>,
 ) -> Result<(), Error> {
-    let io = |e: std::io::Error, p: &Path| Error::system(code::IO, format!("{}: {e}", p.display()));
-    fs::create_dir_all(dst).map_err(|e| io(e, dst))?;
-    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-    let mut entries: Vec<_> = fs::read_dir(src)
+    let root = txn.root().to_path_buf();
+    let io = |e: std::io::Error, p: &str| Error::system(code::IO, format!("{p}: {e}"));
+    let mut entries: Vec<_> = fs::read_dir(root.join(src))
         .map_err(|e| io(e, src))?
         .flatten()
         .collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
-        let s = e.path();
-        let d = dst.join(e.file_name());
+        let name = e.file_name().to_string_lossy().into_owned();
+        let (s, d) = (format!("{src}/{name}"), format!("{dst}/{name}"));
         let is_dir = e.file_type().map_err(|er| io(er, &s))?.is_dir();
-        if is_dir {
-            if d.exists() {
-                if !d.is_dir() {
-                    return Err(Error::invalid(
-                        code::REFUSED,
-                        format!(
-                            "cannot move {} to {}: the destination exists and is not a directory",
-                            rel(&s),
-                            rel(&d)
-                        ),
-                    ));
-                }
-                merge_tree(&s, &d, root, moved, deduped)?;
-                let _ = fs::remove_dir(&s);
-            } else {
-                fs::rename(&s, &d).map_err(|er| io(er, &s))?;
-                moved.push(format!("{} -> {}", rel(&s), rel(&d)));
+        let dest = fs::symlink_metadata(root.join(&d)).ok();
+        match dest {
+            Some(m) if is_dir && m.is_dir() => {
+                stage_merge(txn, &s, &d, moved, deduped)?;
+                txn.stage_remove_empty_dir(&s)?;
+                continue;
             }
-            continue;
-        }
-        if d.exists() {
-            let read = |p: &Path| {
-                crate::workspace::fsio::read_bounded(p, crate::workspace::fsio::MAX_READ_BYTES).ok()
-            };
-            let same = matches!((read(&s), read(&d)), (Some(a), Some(b)) if a == b);
-            if !same {
+            Some(_) if is_dir => {
                 return Err(Error::invalid(
                     code::REFUSED,
                     format!(
-                        "cannot move {} to {}: the destination exists with different content",
-                        rel(&s),
-                        rel(&d)
+                        "cannot move {s} to {d}: the destination exists and is not a directory"
                     ),
-                ));
+                )
+                .in_file(s.clone())
+                .with_help(format!("move or remove {d}, then run the repair again")));
             }
-            fs::remove_file(&s).map_err(|er| io(er, &s))?;
-            deduped.push(rel(&s));
-        } else {
-            fs::rename(&s, &d).map_err(|er| io(er, &s))?;
-            moved.push(format!("{} -> {}", rel(&s), rel(&d)));
+            Some(_) => {
+                let read = |p: &str| {
+                    crate::workspace::fsio::read_bounded(
+                        &root.join(p),
+                        crate::workspace::fsio::MAX_READ_BYTES,
+                    )
+                    .ok()
+                };
+                if !matches!((read(&s), read(&d)), (Some(a), Some(b)) if a == b) {
+                    return Err(Error::invalid(
+                        code::REFUSED,
+                        format!(
+                            "cannot move {s} to {d}: the destination exists with different content"
+                        ),
+                    )
+                    .in_file(s.clone())
+                    .with_help(
+                        "keep one of the two files (compare them), then run the repair again",
+                    ));
+                }
+                // The same bytes: the rename replaces the copy, and the legacy one is gone.
+                txn.stage_move(&s, &d)?;
+                deduped.push(s);
+            }
+            None => {
+                txn.stage_move(&s, &d)?;
+                moved.push(format!("{s} -> {d}"));
+            }
         }
     }
     Ok(())
@@ -224,25 +230,29 @@ pub fn fix_runtime_layout(txn: &mut Transaction) -> Result<LayoutReport, Error> 
     let root = txn.root().to_path_buf();
     let mut report = LayoutReport::default();
     for (legacy, store) in [("archive", ARCHIVE_DIR), ("runs", RUNS_DIR)] {
-        let src = root.join(SMALL_DIR).join(legacy);
-        if !src.exists() {
+        let src = small_rel(legacy);
+        let Ok(meta) = fs::symlink_metadata(root.join(&src)) else {
             continue;
-        }
-        if !src.is_dir() {
+        };
+        if !meta.is_dir() {
             return Err(Error::invalid(
                 code::REFUSED,
-                format!("{SMALL_DIR}/{legacy} is not a directory; move it out of .small/ by hand"),
-            ));
+                format!("{SMALL_DIR}/{legacy} is not a directory"),
+            )
+            .with_help("move it out of .small/ by hand"));
+        }
+        if let Ok(m) = fs::symlink_metadata(root.join(store)) {
+            if !m.is_dir() {
+                return Err(Error::invalid(
+                    code::REFUSED,
+                    format!("cannot move {src} to {store}: the destination exists and is not a directory"),
+                )
+                .with_help(format!("move or remove {store}, then run the repair again")));
+            }
         }
         let mut moved = Vec::new();
-        merge_tree(
-            &src,
-            &root.join(store),
-            &root,
-            &mut moved,
-            &mut report.deduped,
-        )?;
-        let _ = fs::remove_dir(&src);
+        stage_merge(txn, &src, store, &mut moved, &mut report.deduped)?;
+        txn.stage_remove_empty_dir(&src)?;
         if !moved.is_empty() {
             report.groups.push(MoveGroup {
                 from: small_rel(legacy),
@@ -362,8 +372,10 @@ pub fn fix_orphan_progress(txn: &mut Transaction) -> Result<OrphanReport, Error>
     let plan_ids: Vec<String> = match handoff::parse_file(txn, &plan::plan_rel())? {
         Some(d) => plan::tasks(&d.root).into_iter().map(|t| t.id).collect(),
         None => {
-            return Err(Error::invalid("missing", "plan.small.yml does not exist")
-                .in_file(plan::plan_rel()))
+            return Err(
+                Error::invalid(code::MISSING, "plan.small.yml does not exist")
+                    .in_file(plan::plan_rel()),
+            )
         }
     };
     let scope = handoff::parse_file(txn, &handoff::handoff_rel())?
@@ -375,7 +387,7 @@ pub fn fix_orphan_progress(txn: &mut Transaction) -> Result<OrphanReport, Error>
         })
         .unwrap_or_default();
     let Some(bytes) = txn.read(&prel)? else {
-        return Err(Error::invalid("missing", format!("{prel} does not exist")).in_file(prel));
+        return Err(Error::invalid(code::MISSING, format!("{prel} does not exist")).in_file(prel));
     };
     let doc = yaml::parse_bytes(&bytes, &Limits::default())
         .map_err(|e| Error::invalid(code::UNEDITABLE, format!("{prel}: {e}")).in_file(&prel))?;
@@ -450,6 +462,76 @@ fn uneditable(e: impl std::fmt::Display) -> Error {
     Error::invalid(code::UNEDITABLE, e.to_string())
 }
 
+/// What `small fix` is asked to repair.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FixRequest {
+    /// Quote `small_version` in every file.
+    pub versions: bool,
+    /// Move the legacy runtime layout out of `.small/`.
+    pub runtime_layout: bool,
+    /// Rename the task ids of orphan progress entries.
+    pub orphan_progress: bool,
+    /// The low-risk repairs: versions, runtime layout and workspace metadata.
+    pub all: bool,
+}
+
+/// One repair made by [`fix`]: its name (`versions`, `runtime-layout`, `orphan-progress`,
+/// `workspace`) and what it did, one line each.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Repair {
+    pub repair: &'static str,
+    pub lines: Vec<String>,
+}
+
+/// `small fix`: stage the requested repairs, in a fixed order (versions, runtime layout,
+/// orphan progress, workspace metadata); each records itself in progress when it changed
+/// something. Asking for none is a `usage` error.
+pub fn fix(txn: &mut Transaction, req: &FixRequest) -> Result<Vec<Repair>, Error> {
+    if !(req.versions || req.runtime_layout || req.orphan_progress || req.all) {
+        return Err(Error::usage(code::USAGE, "choose a repair").with_help(
+            "pass --versions, --runtime-layout, --orphan-progress or --all, or run `small fix workspace`",
+        ));
+    }
+    let mut out = Vec::new();
+    if req.versions || req.all {
+        let r = fix_versions(txn)?;
+        let mut lines = vec![format!(
+            "small_version: {} file(s) rewritten, {} already canonical",
+            r.changed.len(),
+            r.canonical.len()
+        )];
+        lines.extend(
+            r.changed
+                .iter()
+                .map(|f| format!("  quoted small_version in {f}")),
+        );
+        out.push(Repair {
+            repair: "versions",
+            lines,
+        });
+    }
+    if req.runtime_layout || req.all {
+        out.push(Repair {
+            repair: "runtime-layout",
+            lines: fix_runtime_layout(txn)?.describe(),
+        });
+    }
+    if req.orphan_progress {
+        out.push(Repair {
+            repair: "orphan-progress",
+            lines: fix_orphan_progress(txn)?.describe(),
+        });
+    }
+    if req.all {
+        let r = fix_workspace(txn, WorkspaceKind::RepoRoot, false)?;
+        out.push(Repair {
+            repair: "workspace",
+            lines: vec![r.describe()],
+        });
+    }
+    Ok(out)
+}
+
 /// The recoverable repairs `small start --fix` runs: runtime layout, then orphan progress.
 pub fn repair_recoverable(txn: &mut Transaction) -> Result<(LayoutReport, OrphanReport), Error> {
     let layout = fix_runtime_layout(txn)?;
@@ -477,6 +559,19 @@ pub enum WorkspaceRepair {
     Unchanged {
         rel: String,
     },
+}
+
+impl WorkspaceRepair {
+    /// What the repair did, in one line.
+    pub fn describe(&self) -> String {
+        match self {
+            WorkspaceRepair::Created { rel, kind } => format!("Created {rel} (kind {kind})"),
+            WorkspaceRepair::Repaired { rel, fields } => {
+                format!("Repaired {rel}: {}", fields.join(", "))
+            }
+            WorkspaceRepair::Unchanged { rel } => format!("{rel} needs no repair"),
+        }
+    }
 }
 
 /// Create or repair workspace metadata. `force` also sets `updated_at` and the kind.

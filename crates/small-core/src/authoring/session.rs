@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::authoring::activity;
+use crate::authoring::error::{code, Error};
 use crate::authoring::handoff::{
     self, compute_state, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
 };
@@ -122,14 +123,24 @@ pub struct HandoffOutcome {
     pub handoff: Handoff,
 }
 
-/// Why a handoff was not written.
-#[derive(Debug, thiserror::Error)]
-pub enum HandoffError {
-    #[error(transparent)]
-    Txn(#[from] TxnError),
-    /// `final_check` and tasks of this run are still open.
-    #[error("the run is not finished: {} task(s) have work in this run but are neither completed, blocked nor cancelled", open.len())]
-    Unfinished { open: Vec<TaskRef> },
+/// A `--final` handoff while tasks of this run are open: `unfinished`, listing them.
+pub fn unfinished(open: &[TaskRef]) -> Error {
+    let mut message = format!(
+        "the run is not finished: {} task(s) have work in this run but are neither completed, blocked nor cancelled",
+        open.len()
+    );
+    for t in open.iter().take(10) {
+        message.push_str(&format!(
+            "\n  - {}: {} (status: {})",
+            t.id, t.title, t.status
+        ));
+    }
+    if open.len() > 10 {
+        message.push_str(&format!("\n  ... and {} more", open.len() - 10));
+    }
+    Error::invalid(code::UNFINISHED, message).with_help(
+        "close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final",
+    )
 }
 
 /// Load the plan's tasks through the transaction (a missing plan is an error).
@@ -137,7 +148,7 @@ pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
     let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
         TxnError::invalid(
-            "missing",
+            code::MISSING,
             format!("{rel} does not exist; create a plan with `small plan --add`"),
         )
     })?;
@@ -195,19 +206,21 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
 
 /// The current run's activity as far as the handoff needs it: `worked` holds every task of
 /// `open` with work in this run (see [`activity::scan_tail`]), `last_evidence` is exact.
-/// `simple_log`: the strict check read the whole log by the fast path, so it may be read
-/// from its end.
+/// `log_tasks` (from the strict check, [`Strict::log_tasks`]): the whole log was read by the
+/// fast path and names these tasks, so it may be read from its end, and only the open tasks
+/// it names can have work.
 fn activity_for(
     txn: &Transaction,
     open: &HashSet<String>,
-    simple_log: bool,
+    log_tasks: Option<&HashSet<String>>,
 ) -> Result<Activity, TxnError> {
-    if simple_log {
+    if let Some(named) = log_tasks {
+        let open: HashSet<String> = open.intersection(named).cloned().collect();
         let rel = progress::progress_rel();
         if let Some(text) = txn.read(&rel)?.and_then(|b| String::from_utf8(b).ok()) {
             let run = handoff::run_replay_id(txn)?;
             let limits = crate::yaml::Limits::default();
-            if let Some(a) = activity::scan_tail(&text, run.as_deref(), &limits, open) {
+            if let Some(a) = activity::scan_tail(&text, run.as_deref(), &limits, &open) {
                 return Ok(a);
             }
         }
@@ -274,7 +287,7 @@ fn assess(
             .filter(|t| !is_closed(&t.effective_status().to_ascii_lowercase()))
             .map(|t| t.id.clone())
             .collect();
-        activity_for(txn, &open, strict.simple_log)?
+        activity_for(txn, &open, strict.log_tasks.as_ref())?
     };
     let open = open_tasks(&tasks, &activity);
     let state = compute_state(&tasks, &strict);
@@ -423,10 +436,10 @@ fn build(
     run: Option<RunMeta>,
     final_check: bool,
     fresh: bool,
-) -> Result<HandoffOutcome, HandoffError> {
+) -> Result<HandoffOutcome, Error> {
     let (_tasks, _strict, report, open) = assess(txn, &replay_id, run.as_ref(), fresh)?;
     if final_check && !open.is_empty() {
-        return Err(HandoffError::Unfinished { open });
+        return Err(unfinished(&open));
     }
     let old = if fresh {
         None
@@ -465,13 +478,10 @@ pub fn stage(txn: &mut Transaction, h: &Handoff) -> Result<(), TxnError> {
 }
 
 /// `small handoff`: write the resume entrypoint for the run as it is now.
-pub fn write_handoff(
-    txn: &mut Transaction,
-    req: &HandoffRequest,
-) -> Result<HandoffOutcome, HandoffError> {
+pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<HandoffOutcome, Error> {
     let prel = progress::progress_rel();
     if !txn.exists(&prel) {
-        return Err(TxnError::invalid("missing", format!("{prel} does not exist")).into());
+        return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
@@ -549,7 +559,7 @@ fn intent_and_plan_valid(txn: &Transaction) -> bool {
 
 /// `small start`: give the run a handoff with `run` metadata (after [`create_missing`]).
 /// A handoff without a valid replayId gets one, recorded as `meta/replayid-self-heal`.
-pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, HandoffError> {
+pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, Error> {
     let existing_id = existing(txn)?.and_then(|e| e.replay_id);
     let self_heal = existing_id.is_none() && intent_and_plan_valid(txn);
     let replay_id = match existing_id {
@@ -645,7 +655,7 @@ pub struct ResetOutcome {
 /// `small reset`: reset plan and handoff (and intent unless kept) from the templates for a new
 /// run; progress and constraints stay. The new handoff records the previous replayId, and a
 /// `meta/reset` entry opens the new run in the progress log.
-pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, HandoffError> {
+pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, Error> {
     let previous = existing(txn)
         .ok()
         .flatten()
@@ -874,9 +884,15 @@ mod tests {
             .filter(|t| !is_closed(&t.effective_status().to_ascii_lowercase()))
             .map(|t| t.id.clone())
             .collect();
-        // task-41..45 never have work: the tail read cannot settle and the whole log is read.
-        let whole = activity_for(&txn, &open, false).unwrap();
-        let from_end = activity_for(&txn, &open, true).unwrap();
+        // task-41..45 never have work.
+        let named: HashSet<String> = (1..=40).map(|i| format!("task-{i}")).collect();
+        let whole = activity_for(&txn, &open, None).unwrap();
+        // Without the names: the tail read cannot settle, and the whole log is read.
+        let all: HashSet<String> = open.union(&named).cloned().collect();
+        let unsettled = activity_for(&txn, &open, Some(&all)).unwrap();
+        assert_eq!(unsettled, whole);
+        // With them: task-41..45 cannot have work, and the tail answers.
+        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
         assert_eq!(open_tasks(&tasks, &from_end), open_tasks(&tasks, &whole));
         assert_eq!(from_end.last_evidence, whole.last_evidence);
         // Only tasks that all have recent work: settled from the last chunk.
@@ -884,8 +900,8 @@ mod tests {
         let open: HashSet<String> = busy.iter().map(|t| t.id.clone()).collect();
         let text = String::from_utf8(txn.read(&rel).unwrap().unwrap()).unwrap();
         assert!(activity::scan_tail(&text, None, &crate::yaml::Limits::default(), &open).is_some());
-        let from_end = activity_for(&txn, &open, true).unwrap();
-        let whole = activity_for(&txn, &open, false).unwrap();
+        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
+        let whole = activity_for(&txn, &open, None).unwrap();
         assert_eq!(open_tasks(&busy, &from_end), open_tasks(&busy, &whole));
         assert_eq!(from_end.last_evidence, whole.last_evidence);
         assert!(!open_tasks(&busy, &whole).is_empty());
@@ -929,8 +945,17 @@ mod tests {
 
         let mut txn = Transaction::begin(dir.path()).unwrap();
         match write_handoff(&mut txn, &final_req) {
-            Err(HandoffError::Unfinished { open }) => assert_eq!(open[0].id, "task-2"),
-            other => panic!("{other:?}"),
+            Err(e) => {
+                assert_eq!(e.code(), code::UNFINISHED);
+                assert!(e.message().contains("\n  - task-2: "), "{}", e.message());
+                assert!(e
+                    .diagnostic
+                    .help
+                    .as_deref()
+                    .unwrap()
+                    .contains("without --final"));
+            }
+            Ok(other) => panic!("{other:?}"),
         }
         let out = write_handoff(&mut txn, &HandoffRequest::default()).unwrap();
         assert_eq!(out.open.len(), 1);

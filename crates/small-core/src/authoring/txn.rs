@@ -44,6 +44,10 @@
 //!   the journal), so a torn or half-applied tail is repaired exactly. A journal whose checksum
 //!   does not match was never committed and is discarded (nothing had been applied yet).
 //!   A commit of one whole-file write needs no journal: the rename is the commit point.
+//! * **Moves too.** Renames staged with [`Transaction::stage_move`] (the runtime-layout repair
+//!   moving legacy directories out of `.small/`) go into the same journal and are applied
+//!   first; each is redone on recovery unless its source is already gone, so a crash mid-move
+//!   is finished by the next transaction, and a crash before the journal moves nothing.
 //!
 //! Readers need no lock: renames are atomic, and an append in flight only ever adds bytes
 //! after the last complete entry. A reader that must not see an append in flight can hold
@@ -150,7 +154,17 @@ pub struct Transaction {
     lock: File,
     writes: BTreeMap<String, Vec<u8>>,
     appends: BTreeMap<String, StagedAppend>,
+    moves: Vec<StagedMove>,
     recovered: bool,
+}
+
+/// A rename staged in a transaction (see [`Transaction::stage_move`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StagedMove {
+    /// Rename `from` to `to` (replacing a file at `to`).
+    Rename { from: String, to: String },
+    /// Remove `dir` if it is empty.
+    RemoveEmptyDir(String),
 }
 
 /// What a commit changed (relative paths), for the "what changed" report commands print.
@@ -197,6 +211,7 @@ impl Transaction {
             lock,
             writes: BTreeMap::new(),
             appends: BTreeMap::new(),
+            moves: Vec::new(),
             recovered: false,
         };
         txn.recovered = recover_locked(&txn.root)?;
@@ -367,9 +382,31 @@ impl Transaction {
         self.appends.remove(rel);
     }
 
+    /// Stage the rename of the file or directory `from` to `to` (both workspace-relative; a
+    /// file at `to` is replaced, missing parents of `to` are created). Moves are applied at
+    /// commit, in the order staged and before the writes, through the redo journal: a crash
+    /// part-way is finished by the next transaction (a move whose `from` is gone is done).
+    pub fn stage_move(&mut self, from: &str, to: &str) -> Result<()> {
+        check_rel(from)?;
+        check_rel(to)?;
+        self.moves.push(StagedMove::Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+        });
+        Ok(())
+    }
+
+    /// Stage the removal of the directory `rel` if it is empty by then (after the moves
+    /// staged before it).
+    pub fn stage_remove_empty_dir(&mut self, rel: &str) -> Result<()> {
+        check_rel(rel)?;
+        self.moves.push(StagedMove::RemoveEmptyDir(rel.to_string()));
+        Ok(())
+    }
+
     /// Whether anything is staged.
     pub fn is_dirty(&self) -> bool {
-        !self.writes.is_empty() || !self.appends.is_empty()
+        !self.writes.is_empty() || !self.appends.is_empty() || !self.moves.is_empty()
     }
 
     /// Apply every staged change durably (see the module docs), then release the lock.
@@ -383,7 +420,8 @@ impl Transaction {
         }
         let writes = std::mem::take(&mut self.writes);
         let appends = std::mem::take(&mut self.appends);
-        if writes.is_empty() && appends.len() == 1 {
+        let moves = std::mem::take(&mut self.moves);
+        if moves.is_empty() && writes.is_empty() && appends.len() == 1 {
             // One append: an intent note (fsynced before the append) is enough to repair a
             // torn tail; see `AppendNote`.
             for (rel, app) in &appends {
@@ -401,14 +439,18 @@ impl Transaction {
         // Other commits may replace a file an earlier append note describes: make its
         // "done" mark durable first, so recovery can never mistake it for a torn append.
         AppendNote::settle(&self.root);
-        if appends.is_empty() && writes.len() == 1 {
+        if moves.is_empty() && appends.is_empty() && writes.len() == 1 {
             // One rename is atomic on its own: no journal needed.
             for (rel, bytes) in &writes {
                 write_via_staging(&self.root, rel, bytes)?;
             }
             return Ok(report);
         }
-        let journal = Journal { writes, appends };
+        let journal = Journal {
+            writes,
+            appends,
+            moves,
+        };
         let encoded = journal.encode();
         let jpath = self.root.join(JOURNAL_FILE);
         atomic_write(&jpath, &encoded)?;
@@ -576,6 +618,31 @@ fn is_cross_device(e: &io::Error) -> bool {
         e.kind() == io::ErrorKind::CrossesDevices || e.raw_os_error() == Some(17)
         // ERROR_NOT_SAME_DEVICE
     }
+}
+
+/// Apply one staged move; idempotent, so that recovery can apply a journal again: a rename
+/// whose source is gone was done (or its source removed since, which leaves nothing to do).
+fn apply_move(root: &Path, m: &StagedMove) -> Result<()> {
+    match m {
+        StagedMove::Rename { from, to } => {
+            let (src, dst) = (root.join(from), root.join(to));
+            if fs::symlink_metadata(&src).is_err() {
+                return Ok(());
+            }
+            let dir = parent_dir(&dst);
+            fs::create_dir_all(&dir).map_err(|e| TxnError::io("create directory", &dir, e))?;
+            fs::rename(&src, &dst).map_err(|e| TxnError::io("rename", &src, e))?;
+            sync_dir(&dir);
+            sync_dir(&parent_dir(&src));
+        }
+        StagedMove::RemoveEmptyDir(rel) => {
+            let dir = root.join(rel);
+            if fs::remove_dir(&dir).is_ok() {
+                sync_dir(&parent_dir(&dir));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Append `bytes` to `rel`, first cutting the file back to `pre_len` (a no-op in the normal
@@ -795,11 +862,13 @@ fn slow_point() {
 }
 
 /// The redo journal. Binary layout (all integers little-endian u64):
-/// `MAGIC`, sha256(body), body; body = count, then per item: kind (0 write, 1 append),
-/// path length, path, pre_len, data length, data.
+/// `MAGIC`, sha256(body), body; body = count, then per item: kind (0 write, 1 append,
+/// 2 move, 3 remove an empty directory), path length, path, pre_len, data length, data (for
+/// a move: the destination path).
 struct Journal {
     writes: BTreeMap<String, Vec<u8>>,
     appends: BTreeMap<String, StagedAppend>,
+    moves: Vec<StagedMove>,
 }
 
 const MAGIC: &[u8; 16] = b"small-journal-v1";
@@ -808,7 +877,22 @@ impl Journal {
     fn encode(&self) -> Vec<u8> {
         let mut body = Vec::new();
         let put = |b: &mut Vec<u8>, n: u64| b.extend_from_slice(&n.to_le_bytes());
-        put(&mut body, (self.writes.len() + self.appends.len()) as u64);
+        put(
+            &mut body,
+            (self.writes.len() + self.appends.len() + self.moves.len()) as u64,
+        );
+        for m in &self.moves {
+            let (kind, rel, data) = match m {
+                StagedMove::Rename { from, to } => (2, from, to.as_bytes()),
+                StagedMove::RemoveEmptyDir(dir) => (3, dir, &b""[..]),
+            };
+            put(&mut body, kind);
+            put(&mut body, rel.len() as u64);
+            body.extend_from_slice(rel.as_bytes());
+            put(&mut body, 0);
+            put(&mut body, data.len() as u64);
+            body.extend_from_slice(data);
+        }
         for (rel, data) in &self.writes {
             put(&mut body, 0);
             put(&mut body, rel.len() as u64);
@@ -845,6 +929,7 @@ impl Journal {
         let mut journal = Journal {
             writes: BTreeMap::new(),
             appends: BTreeMap::new(),
+            moves: Vec::new(),
         };
         let count = r.u64()?;
         for _ in 0..count {
@@ -868,6 +953,12 @@ impl Journal {
                         },
                     );
                 }
+                2 => {
+                    let to = String::from_utf8(data).ok()?;
+                    check_rel(&to).ok()?;
+                    journal.moves.push(StagedMove::Rename { from: rel, to });
+                }
+                3 => journal.moves.push(StagedMove::RemoveEmptyDir(rel)),
                 _ => return None,
             }
         }
@@ -875,6 +966,10 @@ impl Journal {
     }
 
     fn apply(&self, root: &Path) -> Result<()> {
+        for m in &self.moves {
+            apply_move(root, m)?;
+            slow_point();
+        }
         for (rel, bytes) in &self.writes {
             write_via_staging(root, rel, bytes)?;
             slow_point();
@@ -1124,7 +1219,11 @@ mod tests {
         );
         let mut writes = BTreeMap::new();
         writes.insert(".small/q.yml".to_string(), b"new\n".to_vec());
-        let j = Journal { writes, appends };
+        let j = Journal {
+            writes,
+            appends,
+            moves: Vec::new(),
+        };
         fs::create_dir_all(d.path().join(CACHE_DIR)).unwrap();
         fs::write(d.path().join(JOURNAL_FILE), j.encode()).unwrap();
         // simulate a torn append
@@ -1133,6 +1232,88 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"entries:\n  - a\n  - b\n");
         assert_eq!(fs::read(d.path().join(".small/q.yml")).unwrap(), b"new\n");
         assert!(!recover(d.path()).unwrap());
+    }
+
+    #[test]
+    fn staged_moves_are_journaled_and_finished_after_a_crash() {
+        let d = ws();
+        let legacy = d.path().join(".small/archive");
+        fs::create_dir_all(legacy.join("run-1")).unwrap();
+        fs::write(legacy.join("a.txt"), b"a").unwrap();
+        fs::write(legacy.join("run-1/b.txt"), b"b").unwrap();
+        fs::write(d.path().join(".small/p.yml"), b"entries:\n").unwrap();
+        let moves = vec![
+            StagedMove::Rename {
+                from: ".small/archive/a.txt".into(),
+                to: ".small-archive/a.txt".into(),
+            },
+            StagedMove::Rename {
+                from: ".small/archive/run-1".into(),
+                to: ".small-archive/run-1".into(),
+            },
+            StagedMove::RemoveEmptyDir(".small/archive".into()),
+        ];
+        let mut appends = BTreeMap::new();
+        appends.insert(
+            ".small/p.yml".to_string(),
+            StagedAppend {
+                pre_len: 9,
+                bytes: b"  - moved\n".to_vec(),
+            },
+        );
+        let j = Journal {
+            writes: BTreeMap::new(),
+            appends,
+            moves,
+        };
+        let bytes = j.encode();
+        assert_eq!(Journal::decode(&bytes).unwrap().moves, j.moves);
+        // The crash: the journal is written and the first move is done, nothing else.
+        fs::create_dir_all(d.path().join(CACHE_DIR)).unwrap();
+        fs::write(d.path().join(JOURNAL_FILE), bytes).unwrap();
+        fs::create_dir_all(d.path().join(".small-archive")).unwrap();
+        fs::rename(legacy.join("a.txt"), d.path().join(".small-archive/a.txt")).unwrap();
+        assert!(recover(d.path()).unwrap());
+        assert!(!legacy.exists());
+        assert_eq!(
+            fs::read(d.path().join(".small-archive/a.txt")).unwrap(),
+            b"a"
+        );
+        assert_eq!(
+            fs::read(d.path().join(".small-archive/run-1/b.txt")).unwrap(),
+            b"b"
+        );
+        assert_eq!(
+            fs::read(d.path().join(".small/p.yml")).unwrap(),
+            b"entries:\n  - moved\n"
+        );
+        assert!(!d.path().join(JOURNAL_FILE).exists());
+    }
+
+    #[test]
+    fn staged_moves_apply_at_commit_and_not_before() {
+        let d = ws();
+        fs::create_dir_all(d.path().join(".small/runs")).unwrap();
+        fs::write(d.path().join(".small/runs/x"), b"x").unwrap();
+        let mut txn = Transaction::begin(d.path()).unwrap();
+        txn.stage_move(".small/runs/x", ".small-runs/x").unwrap();
+        txn.stage_remove_empty_dir(".small/runs").unwrap();
+        assert!(txn.stage_move("../x", ".small-runs/y").is_err());
+        assert!(txn.is_dirty());
+        assert!(
+            d.path().join(".small/runs/x").exists(),
+            "nothing moves before commit"
+        );
+        txn.commit().unwrap();
+        assert!(!d.path().join(".small/runs").exists());
+        assert_eq!(fs::read(d.path().join(".small-runs/x")).unwrap(), b"x");
+        // An aborted transaction moves nothing.
+        fs::create_dir_all(d.path().join(".small/runs")).unwrap();
+        fs::write(d.path().join(".small/runs/z"), b"z").unwrap();
+        let mut txn = Transaction::begin(d.path()).unwrap();
+        txn.stage_move(".small/runs/z", ".small-runs/z").unwrap();
+        txn.abort();
+        assert!(d.path().join(".small/runs/z").exists());
     }
 
     #[test]

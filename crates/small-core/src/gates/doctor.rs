@@ -16,10 +16,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::diag::{Diagnostic, Severity};
+use crate::diag::Diagnostic;
 use crate::gates::check::{self, GateOptions};
 use crate::gates::invariants::PlanIndex;
 use crate::gates::layout;
+use crate::gates::report::compact_line;
 use crate::gates::schemas::SchemaSet;
 use crate::gates::status::normalized_status;
 use crate::spec::consts::{ArtifactKind, SMALL_DIR};
@@ -90,27 +91,6 @@ impl DoctorReport {
             self.push(level, area, compact_line(d), &help);
         }
     }
-}
-
-/// A diagnostic on one line: `file:line:col: error[CODE]: message` (a secret quoted in the
-/// message is masked).
-pub fn compact_line(d: &Diagnostic) -> String {
-    let sev = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
-    let loc = match (&d.file, d.span) {
-        (Some(f), Some(s)) if s.start.line > 0 => {
-            format!("{f}:{}:{}: ", s.start.line, s.start.column)
-        }
-        (Some(f), _) => format!("{f}: "),
-        _ => String::new(),
-    };
-    format!(
-        "{loc}{sev}[{}]: {}",
-        d.code,
-        crate::gates::secrets::redact(&d.message)
-    )
 }
 
 /// Diagnose the workspace found from `dir` (upward from the current directory when `None`)

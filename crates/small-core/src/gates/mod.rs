@@ -1,10 +1,13 @@
-//! The read-only gates: schema validation, invariants, strict layout, verify, check, status.
+//! The read-only gates: schema validation, invariants, strict layout, verify, check, status,
+//! emit. `report` holds them as operations (typed request, typed outcome) for the front ends.
 
 pub mod check;
 pub mod doctor;
+pub mod emit;
 pub mod invariants;
 pub mod layout;
 pub mod progress_check;
+pub mod report;
 pub mod schemas;
 pub mod secrets;
 pub mod status;

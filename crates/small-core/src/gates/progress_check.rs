@@ -655,7 +655,60 @@ fn diag_in(d: CachedDiag) -> Diagnostic {
 }
 
 fn prefix_hash(bytes: &[u8]) -> String {
-    blake3::hash(bytes).to_hex().to_string()
+    hash_parallel(bytes).to_hex().to_string()
+}
+
+/// Inputs at most this long are hashed on one thread.
+const HASH_PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// `blake3::hash(bytes)`, computed on several threads for a large input: BLAKE3 is a tree, so
+/// its subtrees are hashed apart and joined (see the differential test).
+fn hash_parallel(bytes: &[u8]) -> blake3::Hash {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if threads < 2 || bytes.len() < HASH_PARALLEL_MIN_BYTES {
+        return blake3::hash(bytes);
+    }
+    // Split the tree until each piece is at most about a quarter share of a thread.
+    let piece = (bytes.len() / (threads * 4)).max(HASH_PARALLEL_MIN_BYTES / 4);
+    hash_tree(bytes, piece)
+}
+
+/// [`hash_parallel`] with pieces of at most about `piece` bytes (for tests).
+fn hash_tree(bytes: &[u8], piece: usize) -> blake3::Hash {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_root, Mode};
+    if bytes.len() <= blake3::CHUNK_LEN.max(piece) {
+        return blake3::hash(bytes);
+    }
+    let left = left_subtree_len(bytes.len() as u64) as usize;
+    let (l, r) = bytes.split_at(left);
+    let (lcv, rcv) = std::thread::scope(|s| {
+        let h = s.spawn(|| subtree_cv(l, 0, piece));
+        let rcv = subtree_cv(r, left as u64, piece);
+        (h.join(), rcv)
+    });
+    // A thread cannot panic here; hash its part on this one if it somehow did.
+    let lcv = lcv.unwrap_or_else(|_| subtree_cv(l, 0, usize::MAX));
+    merge_subtrees_root(&lcv, &rcv, Mode::Hash)
+}
+
+/// The chaining value of the (valid, non-root) subtree `bytes` starting at input `offset`.
+fn subtree_cv(bytes: &[u8], offset: u64, piece: usize) -> blake3::hazmat::ChainingValue {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, HasherExt, Mode};
+    if bytes.len() <= blake3::CHUNK_LEN.max(piece) {
+        return blake3::Hasher::new()
+            .set_input_offset(offset)
+            .update(bytes)
+            .finalize_non_root();
+    }
+    let left = left_subtree_len(bytes.len() as u64) as usize;
+    let (l, r) = bytes.split_at(left);
+    let (lcv, rcv) = std::thread::scope(|s| {
+        let h = s.spawn(|| subtree_cv(l, offset, piece));
+        let rcv = subtree_cv(r, offset + left as u64, piece);
+        (h.join(), rcv)
+    });
+    let lcv = lcv.unwrap_or_else(|_| subtree_cv(l, offset, usize::MAX));
+    merge_subtrees_non_root(&lcv, &rcv, Mode::Hash)
 }
 
 /// The cache file's text: the BLAKE3 hash of the body on the first line, then the body (so a
@@ -1094,6 +1147,38 @@ mod tests {
             });
         assert_eq!(c.root, root);
         assert_eq!(normalized(c.results), normalized(r.results()));
+    }
+
+    #[test]
+    fn the_hash_on_several_threads_is_blake3() {
+        let data: Vec<u8> = (0..(3 << 20) + 4321u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let chunk = blake3::CHUNK_LEN;
+        for len in [
+            0,
+            1,
+            chunk - 1,
+            chunk,
+            chunk + 1,
+            2 * chunk,
+            2 * chunk + 1,
+            7 * chunk + 5,
+            64 * chunk,
+            64 * chunk + 1,
+            100_003,
+            (1 << 20) - 1,
+            1 << 20,
+            (1 << 20) + 1,
+            data.len(),
+        ] {
+            let input = &data[..len];
+            let want = blake3::hash(input);
+            for piece in [1, chunk, 3 * chunk, 10_000, 1 << 18, usize::MAX] {
+                assert_eq!(hash_tree(input, piece), want, "len {len}, piece {piece}");
+            }
+            assert_eq!(hash_parallel(input), want, "len {len}");
+        }
     }
 
     proptest! {

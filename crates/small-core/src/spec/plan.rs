@@ -92,28 +92,60 @@ impl PlanIndex {
         self.ids.contains(id)
     }
 
-    /// Up to `limit` plan ids that contain, or are contained in, `id`; else equal ignoring
-    /// case. Used for "did you mean" hints.
+    /// Up to `limit` plan ids closest to `id` (see [`closest_ids`]). Used for "did you mean"
+    /// hints.
     pub fn closest(&self, id: &str, limit: usize) -> Vec<String> {
-        let mut m: Vec<String> = self
-            .tasks
-            .iter()
-            .filter(|t| !t.id.is_empty() && (t.id.contains(id) || id.contains(t.id.as_str())))
-            .map(|t| t.id.clone())
-            .collect();
-        if m.is_empty() {
-            m = self
-                .tasks
-                .iter()
-                .filter(|t| !t.id.is_empty() && t.id.eq_ignore_ascii_case(id))
-                .map(|t| t.id.clone())
-                .collect();
-        }
-        m.sort();
-        m.dedup();
-        m.truncate(limit);
-        m
+        let ids: Vec<&str> = self.tasks.iter().map(|t| t.id.as_str()).collect();
+        closest_ids(id, &ids, limit)
     }
+}
+
+/// Up to `limit` of `known` closest to `id`, for every "did you mean": those containing it or
+/// contained in it first (ignoring case), then by edit distance (at most a third of the id's
+/// length), ties in plan order.
+pub fn closest_ids<S: AsRef<str>>(id: &str, known: &[S], limit: usize) -> Vec<String> {
+    let id_l = id.to_ascii_lowercase();
+    let max = (id.chars().count() / 3).max(1);
+    let mut scored: Vec<(usize, usize, &str)> = known
+        .iter()
+        .map(AsRef::as_ref)
+        .enumerate()
+        .filter(|(_, k)| !k.is_empty())
+        .filter_map(|(i, k)| {
+            let k_l = k.to_ascii_lowercase();
+            if k_l == id_l || k_l.contains(&id_l) || id_l.contains(&k_l) {
+                return Some((0, i, k));
+            }
+            let d = edit_distance(&id_l, &k_l);
+            (d <= max).then_some((d, i, k))
+        })
+        .collect();
+    scored.sort();
+    let mut out: Vec<String> = Vec::new();
+    for (_, _, k) in scored {
+        if out.len() == limit {
+            break;
+        }
+        if !out.iter().any(|o| o == k) {
+            out.push(k.to_string());
+        }
+    }
+    out
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// The handoff's replayId value (trimmed), which scopes S2 to the current run.

@@ -163,13 +163,64 @@ pub fn open_or_create(path: &Path) -> io::Result<File> {
 /// Read all of an open file, at most `limit` bytes: reads `limit + 1` at most and refuses a
 /// longer file, whatever size it claims.
 pub fn read_all_bounded(f: File, limit: u64) -> io::Result<Vec<u8>> {
-    let hint = f.metadata().map(|m| m.len()).unwrap_or(0).min(limit) as usize;
+    let meta = f.metadata().ok();
+    let size = meta.as_ref().map_or(0, |m| m.len());
+    #[cfg(unix)]
+    if size >= PARALLEL_READ_MIN_BYTES && size <= limit && meta.is_some_and(|m| m.is_file()) {
+        if let Some(buf) = read_parallel(&f, size, limit)? {
+            return Ok(buf);
+        }
+    }
+    let hint = size.min(limit) as usize;
     let mut buf = Vec::with_capacity(hint);
     f.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
         return Err(too_large(limit));
     }
     Ok(buf)
+}
+
+/// Regular files at least this large are read on two threads (the copy from the page cache
+/// and the page faults of the buffer are most of the time a large read takes).
+const PARALLEL_READ_MIN_BYTES: u64 = 8 << 20;
+
+/// Read the regular file `f` of `size` bytes (`size <= limit`) on two threads, each filling
+/// its half of the buffer. Bytes appended meanwhile are read after it; `None` when the file
+/// got shorter (the caller then reads it the ordinary way, from the start).
+#[cfg(unix)]
+fn read_parallel(f: &File, size: u64, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(size).map_err(|_| too_large(limit))?;
+    let mut buf = vec![0u8; len];
+    let half = len / 2;
+    let (a, b) = buf.split_at_mut(half);
+    let (first, second) = std::thread::scope(|s| {
+        let h = s.spawn(|| f.read_exact_at(b, half as u64));
+        let first = f.read_exact_at(a, 0);
+        (first, h.join())
+    });
+    let second = second.unwrap_or_else(|_| Err(io::Error::other("a reading thread failed")));
+    for r in [first, second] {
+        match r {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                let mut f = f;
+                f.seek(SeekFrom::Start(0))?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Whatever was appended since the size was taken (bounded like the rest).
+    let mut f = f;
+    f.seek(SeekFrom::Start(size))?;
+    f.take(limit.saturating_add(1) - size)
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(Some(buf))
 }
 
 /// The error of a file longer than `limit` bytes.
@@ -301,6 +352,37 @@ mod tests {
     fn mkfifo(p: &Path) {
         let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    #[test]
+    fn a_large_file_read_on_two_threads_is_read_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big");
+        let len = PARALLEL_READ_MIN_BYTES as usize + 12_345;
+        let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(read_bounded(&path, len as u64).unwrap(), data);
+        assert_eq!(read_bounded(&path, u64::MAX).unwrap(), data);
+        assert_eq!(
+            read_bounded(&path, len as u64 - 1).unwrap_err().kind(),
+            ErrorKind::FileTooLarge
+        );
+        // Appended after the size was taken: read too, within the limit.
+        let f = open_read(&path).unwrap();
+        let size = f.metadata().unwrap().len();
+        let mut w = OpenOptions::new().append(true).open(&path).unwrap();
+        io::Write::write_all(&mut w, b"more").unwrap();
+        let got = read_parallel(&f, size, u64::MAX).unwrap().unwrap();
+        assert_eq!(&got[..len], &data[..]);
+        assert_eq!(&got[len..], b"more");
+        assert_eq!(
+            read_parallel(&f, size, size + 2).unwrap_err().kind(),
+            ErrorKind::FileTooLarge
+        );
+        // Cut short after the size was taken: not read here (the caller starts again).
+        std::fs::write(&path, &data[..100]).unwrap();
+        assert!(read_parallel(&f, size, u64::MAX).unwrap().is_none());
+        assert_eq!(read_all_bounded(f, u64::MAX).unwrap(), &data[..100]);
     }
 
     #[test]

@@ -181,9 +181,17 @@ fn walk<'t>(
             });
         }
         let line = &text[line_start..line_end];
+        // Columns count characters; on an ASCII line (the usual case) that is the byte index.
+        let ascii = line.is_ascii();
         let pos = |col: usize| Pos {
             line: to_u32(line_no),
-            column: to_u32(line[..col].chars().count() + 1),
+            column: to_u32(
+                if ascii {
+                    col
+                } else {
+                    line[..col].chars().count()
+                } + 1,
+            ),
             offset: to_u32(base + line_start + col),
         };
         match classify(line)? {

@@ -1,12 +1,9 @@
 //! `small agents apply`: create or update the SMALL harness block.
 
-use super::{
-    describe, display_name, malformed_message, needs_mode_message, read_target, target_path,
-    ModeArg,
-};
+use super::{describe, display_name, read_target, target_path, ModeArg};
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::authoring::agents::{compose, Action, ComposeError, Request};
+use small_core::authoring::agents::{compose_file, Action, Request};
 use std::path::PathBuf;
 
 /// Write or update the SMALL harness block in AGENTS.md
@@ -60,15 +57,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     } else {
         Request::Default
     };
-    let composed = match compose(existing.as_deref(), request) {
-        Ok(c) => c,
-        Err(ComposeError::NeedsMode) => {
-            return Err(CliError::invalid(needs_mode_message(&name, false)))
-        }
-        Err(ComposeError::Malformed(e)) => {
-            return Err(CliError::invalid(malformed_message(&name, &e, false)))
-        }
-    };
+    let composed = compose_file(&name, existing.as_deref(), request)?;
 
     if args.print {
         return g.data(&composed.text);

@@ -8,7 +8,7 @@ pub mod print;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
 use small_core::authoring::agents::{find_block, Action, ComposeMode, Composed};
-use small_core::spec::consts::{harness_begin_marker, harness_end_marker, AGENTS_FILE};
+use small_core::spec::consts::AGENTS_FILE;
 use small_core::workspace::fsio;
 use std::path::{Path, PathBuf};
 
@@ -139,48 +139,6 @@ pub(crate) fn read_target(path: &Path) -> Result<Option<String>, CliError> {
             path.display()
         ))),
     }
-}
-
-/// The guidance printed when a file has content but no block and no mode was given.
-pub(crate) fn needs_mode_message(file_name: &str, for_init: bool) -> String {
-    let overwrite = if for_init {
-        "  --overwrite-agents        replace the whole file with the block".to_string()
-    } else {
-        "  --force, -f               replace the whole file with the block (same as --overwrite-agents)"
-            .to_string()
-    };
-    let skip = if for_init {
-        "\n  --no-agents               leave AGENTS.md alone"
-    } else {
-        ""
-    };
-    format!(
-        "{file_name} already exists and has no SMALL harness block; nothing was changed.\n\
-         Choose how to add the block:\n\
-         \x20 --agents-mode append      add it after your content (your content stays as it is)\n\
-         \x20 --agents-mode prepend     add it before your content (your content stays as it is)\n\
-         {overwrite}{skip}"
-    )
-}
-
-/// The message for malformed markers.
-pub(crate) fn malformed_message(
-    file_name: &str,
-    err: &dyn std::fmt::Display,
-    for_init: bool,
-) -> String {
-    let overwrite = if for_init {
-        "--overwrite-agents"
-    } else {
-        "--force"
-    };
-    format!(
-        "{file_name}: malformed SMALL harness markers: {err}\n\
-         help: keep exactly one `{}` line and one `{}` line (in that order), or replace the \
-         whole file with {overwrite}; nothing was changed",
-        harness_begin_marker(),
-        harness_end_marker()
-    )
 }
 
 /// One line saying what composing did to the file (past tense, or conditional for dry runs).

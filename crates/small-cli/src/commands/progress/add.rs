@@ -32,8 +32,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.record.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     shared::check_scope(&txn, args.record.workspace, "progress add", true)?;
-    let out = record::add_progress(&mut txn, &req).map_err(shared::record_err)?;
-    let report = txn.commit().map_err(shared::txn_err)?;
+    let out = record::add_progress(&mut txn, &req)?;
+    let report = txn.commit()?;
     if args.record.json {
         let v = json!({
             "workspace": root.display().to_string(),

@@ -32,11 +32,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     shared::check_scope(&txn, args.workspace, "progress migrate", true)?;
-    let out = record::migrate_progress(&mut txn).map_err(shared::txn_err)?;
+    let out = record::migrate_progress(&mut txn)?;
     let report = if !out.changed {
         None
     } else {
-        Some(txn.commit().map_err(shared::txn_err)?)
+        Some(txn.commit()?)
     };
     if args.json {
         let v = serde_json::to_value(&out).unwrap_or_default();

@@ -4,32 +4,28 @@
 
 use std::path::{Path, PathBuf};
 
-use small_core::authoring::handoff::ScopeError;
-use small_core::authoring::txn::{CommitReport, Transaction, TxnError};
+use small_core::authoring::txn::{CommitReport, Transaction};
 use small_core::workspace::{self, Scope};
 
 use crate::error::CliError;
 use crate::GlobalArgs;
 
-/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none.
+/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none,
+/// reported as the diagnostic (`no-workspace`, with the fix) like every other error.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     workspace::locate(dir).map(|l| l.root).map_err(|e| {
         let d = e.to_diagnostic();
-        match d.help {
-            Some(h) => CliError::usage(format!("{}\n  help: {h}", d.message)),
-            None => CliError::usage(d.message),
+        CliError {
+            exit: crate::error::EXIT_USAGE,
+            message: d.message.clone(),
+            diagnostic: Some(Box::new(d)),
         }
     })
 }
 
 /// Lock the workspace for writing.
 pub fn begin(root: &Path) -> Result<Transaction, CliError> {
-    Transaction::begin(root).map_err(txn_err)
-}
-
-/// Map a library error to an exit code: state problems exit 1, system problems exit 2.
-pub fn txn_err(e: TxnError) -> CliError {
-    CliError::from(e)
+    Ok(Transaction::begin(root)?)
 }
 
 /// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
@@ -40,15 +36,12 @@ pub fn check_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    if scope == Scope::Examples && !examples_allowed {
-        return Err(CliError::usage(format!(
-            "--workspace examples is not supported by `small {command}`; use --workspace any to run it on an examples workspace"
-        )));
-    }
-    small_core::authoring::handoff::check_scope(txn, scope).map_err(|e| match e {
-        ScopeError::Txn(t) => txn_err(t),
-        ScopeError::Scope(m) => CliError::invalid(m),
-    })
+    Ok(small_core::authoring::handoff::check_command_scope(
+        txn,
+        scope,
+        command,
+        examples_allowed,
+    )?)
 }
 
 /// Print which files a commit changed (unless --quiet).
@@ -83,28 +76,6 @@ pub fn print_json(
     crate::output::json(&value)
 }
 
-/// A library error of a handoff-writing operation.
-pub fn handoff_err(e: small_core::authoring::session::HandoffError) -> CliError {
-    use small_core::authoring::session::HandoffError;
-    match e {
-        HandoffError::Txn(t) => txn_err(t),
-        HandoffError::Unfinished { ref open } => {
-            let mut msg = e.to_string();
-            for t in open.iter().take(10) {
-                msg.push_str(&format!(
-                    "\n  - {}: {} (status: {})",
-                    t.id, t.title, t.status
-                ));
-            }
-            if open.len() > 10 {
-                msg.push_str(&format!("\n  ... and {} more", open.len() - 10));
-            }
-            msg.push_str("\n  help: close each one first (`small checkpoint --task <id> --status completed --evidence \"...\"`, --status blocked, or `small plan --cancel <id>`), or hand off mid-run without --final");
-            CliError::invalid(msg)
-        }
-    }
-}
-
 /// The `--json` shape of a handoff outcome (shared by handoff and start).
 pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> serde_json::Value {
     serde_json::json!({
@@ -123,6 +94,26 @@ pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> ser
         "strict_ok": out.run.strict_ok,
         "strict_problem": out.run.strict_problem,
     })
+}
+
+/// The line naming the tasks open in this run (none when there are none), as `small
+/// handoff` prints it.
+pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffOutcome) {
+    if out.open.is_empty() {
+        return;
+    }
+    let list: Vec<String> = out
+        .open
+        .iter()
+        .map(|t| format!("{} ({})", t.id, t.status))
+        .collect();
+    say(
+        g,
+        format!(
+            "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
+            list.join(", ")
+        ),
+    );
 }
 
 /// The human lines of a handoff outcome.
@@ -252,9 +243,4 @@ impl RecordFlags {
             force: self.force,
         })
     }
-}
-
-/// A library error of a recording operation (`checkpoint`, `progress add`).
-pub fn record_err(e: small_core::authoring::record::RecordError) -> CliError {
-    CliError::from(small_core::authoring::Error::from(e))
 }

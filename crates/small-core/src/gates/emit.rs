@@ -1,0 +1,427 @@
+//! `emit`: the workspace state as one JSON document, for tools and agents (read-only).
+//!
+//! Without sections: paths, status, progress (recent entries), intent and constraints
+//! summaries. Naming sections picks them; naming intent, constraints or progress also
+//! includes the full artifact / all entries. `check` runs the `check` gate and adds its
+//! report under `enforcement`.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use crate::gates::check::{self, GateOptions};
+use crate::gates::invariants::PlanIndex;
+use crate::gates::report::{self, Verdict};
+use crate::gates::status::{self, PlanStatus, RecentEntry};
+use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
+use crate::workspace::{LoadOptions, LocateError, Scope, Workspace};
+use crate::yaml::Node;
+
+/// A section of the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Status,
+    Intent,
+    Constraints,
+    Plan,
+    Progress,
+    Paths,
+    Enforcement,
+}
+
+impl Section {
+    pub const ALL: [Section; 7] = [
+        Section::Status,
+        Section::Intent,
+        Section::Constraints,
+        Section::Plan,
+        Section::Progress,
+        Section::Paths,
+        Section::Enforcement,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Status => "status",
+            Section::Intent => "intent",
+            Section::Constraints => "constraints",
+            Section::Plan => "plan",
+            Section::Progress => "progress",
+            Section::Paths => "paths",
+            Section::Enforcement => "enforcement",
+        }
+    }
+
+    /// A section by name (any case, surrounding blanks ignored).
+    pub fn parse(s: &str) -> Option<Section> {
+        let s = s.trim().to_ascii_lowercase();
+        Section::ALL.into_iter().find(|x| x.name() == s)
+    }
+}
+
+/// What to emit.
+#[derive(Debug, Clone)]
+pub struct EmitRequest {
+    pub dir: Option<PathBuf>,
+    /// Workspace kinds accepted.
+    pub scope: Scope,
+    /// Recent progress entries to include.
+    pub recent: usize,
+    /// Next actionable tasks to include.
+    pub tasks: usize,
+    /// The sections asked for (empty: the default set).
+    pub sections: Vec<Section>,
+    /// Run the `check` gate and add its report (the verdict is then check's).
+    pub check: bool,
+}
+
+/// The emitted document, and the verdict of the check when one was asked for.
+#[derive(Debug)]
+pub struct Emitted {
+    pub document: Value,
+    /// The check's verdict (`None` without `check`).
+    pub check: Option<Verdict>,
+}
+
+/// Why nothing could be emitted.
+#[derive(Debug)]
+pub enum EmitError {
+    /// There is no workspace.
+    NoWorkspace(LocateError),
+    /// The workspace's kind is outside the requested scope.
+    OutOfScope(String),
+}
+
+fn load(
+    req: &EmitRequest,
+    loc: crate::workspace::Location,
+    wants: &dyn Fn(Section) -> bool,
+) -> check::Loaded {
+    let whole = |loc| check::Loaded {
+        ws: Workspace::load(loc, &LoadOptions::all()),
+        streamed: None,
+    };
+    // Only the progress section needs the whole log in memory; the check streams it, and
+    // the other sections read its last entries only.
+    if wants(Section::Progress) {
+        whole(loc)
+    } else if req.check || wants(Section::Enforcement) {
+        match report::schemas(None) {
+            Ok(s) => check::load(
+                loc,
+                Some(&s),
+                &GateOptions {
+                    scope: req.scope,
+                    ..Default::default()
+                },
+            ),
+            Err(_) => whole(loc),
+        }
+    } else {
+        let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+            .into_iter()
+            .filter(|k| *k != ArtifactKind::Progress)
+            .collect();
+        check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::only(&kinds)),
+            streamed: None,
+        }
+    }
+}
+
+/// Build the document.
+pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
+    let loc = crate::workspace::locate(req.dir.as_deref()).map_err(EmitError::NoWorkspace)?;
+    let has = |s: Section| req.sections.contains(&s);
+    let all = req.sections.is_empty();
+    let want = |s: Section| all || has(s);
+    let loaded = load(req, loc, &has);
+    let ws = &loaded.ws;
+    if req.scope != Scope::Any {
+        if let Some(d) = ws.check_scope(req.scope).first() {
+            return Err(EmitError::OutOfScope(d.message.clone()));
+        }
+    }
+    let mut out = Map::new();
+    out.insert("cliVersion".into(), json!(TOOL_VERSION));
+    out.insert("specVersion".into(), json!([PROTOCOL_VERSION]));
+    out.insert(
+        "workspace".into(),
+        json!(ws.metadata.as_ref().and_then(|m| m.kind())),
+    );
+    let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
+    if want(Section::Paths) {
+        out.insert("paths".into(), paths(ws));
+    }
+    if want(Section::Status) {
+        let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
+        let p = PlanStatus::from_plan(&plan, req.tasks);
+        out.insert(
+            "status".into(),
+            json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
+        );
+    }
+    if want(Section::Progress) {
+        out.insert(
+            "progress".into(),
+            progress(ws, req.recent, has(Section::Progress)),
+        );
+    }
+    if want(Section::Intent) {
+        if let Some(i) = root(ArtifactKind::Intent) {
+            out.insert("intent".into(), intent(i, has(Section::Intent)));
+        }
+    }
+    if want(Section::Constraints) {
+        out.insert(
+            "constraints".into(),
+            constraints(root(ArtifactKind::Constraints), has(Section::Constraints)),
+        );
+    }
+    if has(Section::Plan) {
+        if let Some(p) = root(ArtifactKind::Plan) {
+            out.insert(
+                "plan".into(),
+                json!({
+                    "smallVersion": p.get("small_version").and_then(Node::as_str),
+                    "owner": p.get("owner").and_then(Node::as_str),
+                    "tasks": p.get("tasks").map_or(json!([]), Node::to_json),
+                }),
+            );
+        }
+    }
+    let mut verdict = None;
+    if req.check || has(Section::Enforcement) {
+        let (enforcement, v) = enforcement(&loaded, req.scope);
+        out.insert("enforcement".into(), enforcement);
+        verdict = req.check.then_some(v);
+    }
+    Ok(Emitted {
+        document: Value::Object(out),
+        check: verdict,
+    })
+}
+
+fn paths(ws: &Workspace) -> Value {
+    let mut arts = Map::new();
+    for k in ArtifactKind::ALL {
+        arts.insert(
+            k.name().into(),
+            json!(ws.small_dir.join(k.file_name()).display().to_string()),
+        );
+    }
+    // `workspace` is the directory holding .small/ (as the reference gives it); `smallDir`
+    // is the .small directory itself.
+    json!({
+        "root": ws.root.display().to_string(),
+        "workspace": ws.root.display().to_string(),
+        "smallDir": ws.small_dir.display().to_string(),
+        "artifacts": arts,
+    })
+}
+
+fn progress(ws: &Workspace, recent: usize, entries: bool) -> Value {
+    let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
+    let mut prog = Map::new();
+    if !path.is_file() {
+        prog.insert("recent".into(), json!([]));
+        return Value::Object(prog);
+    }
+    let last = status::recent_entries(&path, 1, &|_| true).unwrap_or_default();
+    let recent = status::recent_entries(&path, recent, &|_| true).unwrap_or_default();
+    if let Some(ts) = last
+        .first()
+        .and_then(|e| e.get("timestamp"))
+        .and_then(Node::as_str)
+    {
+        prog.insert("lastTimestamp".into(), json!(ts));
+    }
+    let recent: Vec<RecentEntry> = recent.iter().map(RecentEntry::from_node).collect();
+    prog.insert("recent".into(), json!(recent));
+    if entries {
+        let all = ws
+            .artifact(ArtifactKind::Progress)
+            .and_then(|a| a.document.root.get("entries"))
+            .map_or(json!([]), Node::to_json);
+        prog.insert("entries".into(), all);
+    }
+    Value::Object(prog)
+}
+
+fn intent(i: &Node, artifact: bool) -> Value {
+    let len = |p: &str| i.pointer(p).and_then(Node::as_seq).map_or(0, <[Node]>::len);
+    let mut m = Map::new();
+    m.insert(
+        "smallVersion".into(),
+        json!(i.get("small_version").and_then(Node::as_str)),
+    );
+    m.insert("owner".into(), json!(i.get("owner").and_then(Node::as_str)));
+    m.insert(
+        "intent".into(),
+        json!(i.get("intent").and_then(Node::as_str)),
+    );
+    m.insert(
+        "scope".into(),
+        json!({"includeCount": len("/scope/include"), "excludeCount": len("/scope/exclude")}),
+    );
+    m.insert(
+        "successCriteriaCount".into(),
+        json!(len("/success_criteria")),
+    );
+    if artifact {
+        m.insert("artifact".into(), i.to_json());
+    }
+    Value::Object(m)
+}
+
+fn constraints(c: Option<&Node>, artifact: bool) -> Value {
+    let mut m = Map::new();
+    let Some(c) = c else {
+        m.insert("present".into(), json!(false));
+        return Value::Object(m);
+    };
+    let mut ids: Vec<String> = c
+        .get("constraints")
+        .and_then(Node::as_seq)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|it| it.get("id").and_then(Node::as_str))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    ids.sort();
+    m.insert("present".into(), json!(true));
+    m.insert("constraintIds".into(), json!(ids));
+    if artifact {
+        m.insert("artifact".into(), c.to_json());
+    }
+    Value::Object(m)
+}
+
+/// The check report with the reference's keys added: `exitCode`, and `failures` (one line
+/// per error) when failing.
+fn enforcement(loaded: &check::Loaded, scope: Scope) -> (Value, Verdict) {
+    let opts = GateOptions {
+        scope,
+        ..Default::default()
+    };
+    let report = match report::schemas(None) {
+        Ok(s) => check::run_check(loaded, &s, &opts),
+        Err(d) => check::no_workspace_report(*d),
+    };
+    let mut v = serde_json::to_value(&report).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.insert("exitCode".into(), json!(report.exit_code));
+        let failures: Vec<String> = report
+            .diagnostics
+            .iter()
+            .filter(|(_, d)| d.is_error())
+            .map(|(_, d)| report::compact_line(d))
+            .collect();
+        if !failures.is_empty() {
+            m.insert("failures".into(), json!(failures));
+        }
+    }
+    (v, Verdict::from_code(report.exit_code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authoring::init::{init, InitRequest};
+
+    fn fresh() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        init(&InitRequest {
+            root: tmp.path(),
+            intent: Some("Emit the state"),
+            force: false,
+            agents: None,
+            tasks: &["First".to_string()],
+        })
+        .unwrap();
+        tmp
+    }
+
+    fn req(dir: &std::path::Path, sections: &[Section], check: bool) -> EmitRequest {
+        EmitRequest {
+            dir: Some(dir.to_path_buf()),
+            scope: Scope::Any,
+            recent: 5,
+            tasks: 3,
+            sections: sections.to_vec(),
+            check,
+        }
+    }
+
+    #[test]
+    fn sections_parse_by_name() {
+        assert_eq!(Section::parse(" Plan "), Some(Section::Plan));
+        assert_eq!(Section::parse("nope"), None);
+        for s in Section::ALL {
+            assert_eq!(Section::parse(s.name()), Some(s));
+        }
+    }
+
+    #[test]
+    fn the_default_document_has_the_summary_sections_only() {
+        let tmp = fresh();
+        let e = emit(&req(tmp.path(), &[], false)).unwrap();
+        let d = &e.document;
+        for k in ["paths", "status", "progress", "intent", "constraints"] {
+            assert!(d.get(k).is_some(), "{k}: {d}");
+        }
+        assert!(d.get("plan").is_none() && d.get("enforcement").is_none());
+        assert!(d["intent"].get("artifact").is_none());
+        assert!(d["progress"].get("entries").is_none());
+        assert_eq!(d["status"]["totalTasks"], 1);
+        assert!(e.check.is_none());
+    }
+
+    #[test]
+    fn named_sections_bring_their_full_content() {
+        let tmp = fresh();
+        let e = emit(&req(
+            tmp.path(),
+            &[Section::Intent, Section::Progress, Section::Plan],
+            false,
+        ))
+        .unwrap();
+        let d = &e.document;
+        assert!(d.get("paths").is_none());
+        assert!(d["intent"].get("artifact").is_some());
+        assert!(d["progress"]["entries"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()));
+        assert_eq!(d["plan"]["tasks"][0]["id"], "task-1");
+    }
+
+    #[test]
+    fn check_adds_enforcement_and_its_verdict() {
+        let tmp = fresh();
+        let e = emit(&req(tmp.path(), &[Section::Status], true)).unwrap();
+        assert_eq!(e.check, Some(Verdict::Pass));
+        assert_eq!(e.document["enforcement"]["exitCode"], 0);
+        std::fs::write(
+            tmp.path().join(".small/intent.small.yml"),
+            "owner: \"human\"\n",
+        )
+        .unwrap();
+        let e = emit(&req(tmp.path(), &[], true)).unwrap();
+        assert_eq!(e.check, Some(Verdict::Invalid));
+        assert!(e.document["enforcement"]["failures"].as_array().is_some());
+    }
+
+    #[test]
+    fn no_workspace_and_scope_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            emit(&req(tmp.path(), &[], false)),
+            Err(EmitError::NoWorkspace(_))
+        ));
+        let ws = fresh();
+        let mut r = req(ws.path(), &[], false);
+        r.scope = Scope::Examples;
+        assert!(matches!(emit(&r), Err(EmitError::OutOfScope(_))));
+    }
+}

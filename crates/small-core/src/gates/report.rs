@@ -1,0 +1,570 @@
+//! The gates as operations, one per front-end command: `validate`, `lint`, `verify` and
+//! `check` each take a typed request and return a typed outcome with every decision made
+//! (which diagnostics, which verdict). A front end only renders the outcome: the CLI prints it
+//! and turns [`Verdict::code`] into its exit status; the HTTP and MCP servers answer with it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::diag::{self, Diagnostic, Severity};
+use crate::gates::check::{self, CheckReport, GateOptions, StageReport, StageStatus};
+use crate::gates::invariants::PlanIndex;
+use crate::gates::progress_check::{self, EntryRules, ScanOptions};
+use crate::gates::schemas::SchemaSet;
+use crate::gates::validate::validate_workspace;
+use crate::spec::consts::ArtifactKind;
+use crate::workspace::{self, LoadOptions, Location, Workspace};
+
+/// How a gate ended. Its [`code`](Verdict::code) is the `exit_code` of the JSON reports
+/// (docs/json-output.md) and the CLI's exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No error (warnings possible).
+    Pass,
+    /// The workspace is invalid.
+    Invalid,
+    /// The gate could not run: no workspace, an unreadable file, unusable schemas, a bad
+    /// revision.
+    Error,
+}
+
+impl Verdict {
+    /// The verdict of a finished gate: `Error` if a file could not be read, `Invalid` if any
+    /// diagnostic is an error.
+    pub fn of(diags: &[Diagnostic]) -> Verdict {
+        if check::has_system_error(diags) {
+            Verdict::Error
+        } else if diags.iter().any(Diagnostic::is_error) {
+            Verdict::Invalid
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    /// 0 pass, 1 invalid, 2 could not run.
+    pub fn code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Invalid => 1,
+            Verdict::Error => 2,
+        }
+    }
+
+    /// The verdict for a report's exit code.
+    pub fn from_code(code: u8) -> Verdict {
+        match code {
+            0 => Verdict::Pass,
+            1 => Verdict::Invalid,
+            _ => Verdict::Error,
+        }
+    }
+}
+
+/// One diagnostic on one line: `file:line:col: error[CODE]: message` (secrets masked). The
+/// form of CI output and of the `failures` list of `emit --check`.
+pub fn compact_line(d: &Diagnostic) -> String {
+    let sev = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let loc = match (&d.file, d.span) {
+        (Some(f), Some(s)) if s.start.line > 0 => {
+            format!("{f}:{}:{}: ", s.start.line, s.start.column)
+        }
+        (Some(f), _) => format!("{f}: "),
+        _ => String::new(),
+    };
+    format!(
+        "{loc}{sev}[{}]: {}",
+        d.code,
+        crate::gates::secrets::redact(&d.message)
+    )
+}
+
+/// Find the workspace, or the diagnostic saying why there is none.
+pub fn locate(dir: Option<&std::path::Path>) -> Result<Location, Box<Diagnostic>> {
+    workspace::locate(dir).map_err(|e| Box::new(e.to_diagnostic()))
+}
+
+/// Resolve the schemas (`spec_dir`, else `$SMALL_SPEC_DIR`, else the built-in ones), or the
+/// diagnostic saying why they cannot be used.
+pub fn schemas(spec_dir: Option<&std::path::Path>) -> Result<Arc<SchemaSet>, Box<Diagnostic>> {
+    SchemaSet::resolve(spec_dir).map_err(|e| {
+        Box::new(Diagnostic::error("schemas", e.to_string()).with_help(
+            "point --spec-dir (or SMALL_SPEC_DIR) at a directory with all the *.schema.json files, or unset it to use the built-in schemas",
+        ))
+    })
+}
+
+/// What a gate operation is asked to check.
+#[derive(Debug, Clone, Default)]
+pub struct GateRequest {
+    /// Where the workspace is (`None`: found upward from the current directory).
+    pub dir: Option<PathBuf>,
+    /// Directory of JSON Schemas to use instead of the built-in ones.
+    pub spec_dir: Option<PathBuf>,
+    pub options: GateOptions,
+}
+
+/// What `lint` or `verify` found.
+#[derive(Debug)]
+pub struct GateOutcome {
+    /// Every problem found, sorted (file, then position).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The problem that stopped the gate, reported after the others (no workspace, unusable
+    /// schemas, a revision git does not know).
+    pub fatal: Option<Diagnostic>,
+    /// The workspace as loaded (for source snippets); `None` when there is none.
+    pub workspace: Option<Workspace>,
+    pub verdict: Verdict,
+}
+
+/// The `--json` report of `lint` and `verify`: one stage of `check --json` plus the exit code.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateJson {
+    pub status: StageStatus,
+    pub errors: Vec<check::JsonDiagnostic>,
+    pub warnings: Vec<check::JsonDiagnostic>,
+    pub exit_code: u8,
+}
+
+impl GateOutcome {
+    fn stopped(d: Diagnostic, diagnostics: Vec<Diagnostic>, ws: Option<Workspace>) -> Self {
+        GateOutcome {
+            diagnostics,
+            fatal: Some(d),
+            workspace: ws,
+            verdict: Verdict::Error,
+        }
+    }
+
+    fn finished(diagnostics: Vec<Diagnostic>, ws: Workspace) -> Self {
+        GateOutcome {
+            verdict: Verdict::of(&diagnostics),
+            diagnostics,
+            fatal: None,
+            workspace: Some(ws),
+        }
+    }
+
+    /// Errors and warnings among [`diagnostics`](Self::diagnostics).
+    pub fn counts(&self) -> (usize, usize) {
+        let e = self.diagnostics.iter().filter(|d| d.is_error()).count();
+        (e, self.diagnostics.len() - e)
+    }
+
+    /// The `--json` report.
+    pub fn json(&self) -> GateJson {
+        let all: Vec<Diagnostic> = self
+            .diagnostics
+            .iter()
+            .chain(self.fatal.iter())
+            .cloned()
+            .collect();
+        let mut r = StageReport::from_diagnostics(&all);
+        if self.verdict == Verdict::Error {
+            r.status = StageStatus::Error;
+        }
+        GateJson {
+            status: r.status,
+            errors: r.errors,
+            warnings: r.warnings,
+            exit_code: self.verdict.code(),
+        }
+    }
+}
+
+fn listing_failed(ws: &Workspace, e: std::io::Error) -> Diagnostic {
+    Diagnostic::error("io", format!("cannot list {}: {e}", ws.small_dir.display()))
+}
+
+/// `lint`: the protocol invariants (no schemas).
+pub fn lint(req: &GateRequest) -> GateOutcome {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
+    };
+    let loaded = check::load(loc, None, &req.options);
+    let ws = &loaded.ws;
+    let mut diags = check::artifact_load_diagnostics(ws);
+    match check::lint_stage(&loaded, &req.options) {
+        Ok(d) => diags.extend(d),
+        Err(e) => diags.push(listing_failed(ws, e)),
+    }
+    diag::sort(&mut diags);
+    GateOutcome::finished(diags, loaded.ws)
+}
+
+/// `verify`: schemas, invariants and the verify-only rules, all reported together.
+pub fn verify(req: &GateRequest) -> GateOutcome {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
+    };
+    let schemas = match schemas(req.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
+    };
+    let opts = &req.options;
+    let loaded = check::load(loc, Some(&schemas), opts);
+    let mut diags = check::validate_stage(&loaded, &schemas);
+    match check::lint_stage(&loaded, opts) {
+        Ok(d) => diags.extend(d),
+        Err(e) => diags.push(listing_failed(&loaded.ws, e)),
+    }
+    match check::verify_stage(&loaded, &schemas, opts) {
+        Ok(d) => diags.extend(d),
+        Err(e) => {
+            diag::sort(&mut diags);
+            let d = Diagnostic::error("since", e.to_string()).with_help(
+                "pass a commit, tag or branch of the repository that holds the workspace",
+            );
+            return GateOutcome::stopped(d, diags, Some(loaded.ws));
+        }
+    }
+    diag::sort(&mut diags);
+    diags.dedup();
+    GateOutcome::finished(diags, loaded.ws)
+}
+
+/// What `check` found: the staged report, and the workspace for source snippets.
+#[derive(Debug)]
+pub struct Checked {
+    pub report: CheckReport,
+    pub workspace: Option<Workspace>,
+}
+
+impl Checked {
+    pub fn verdict(&self) -> Verdict {
+        Verdict::from_code(self.report.exit_code)
+    }
+
+    /// The stage that failed (or could not run), and the stages not run after it.
+    pub fn failed_stage(&self) -> Option<(&'static str, &StageReport, Vec<&'static str>)> {
+        let r = &self.report;
+        let stages = [
+            ("validate", &r.validate),
+            ("lint", &r.lint),
+            ("verify", &r.verify),
+        ];
+        let (name, stage) = stages
+            .iter()
+            .find(|(_, s)| matches!(s.status, StageStatus::Failed | StageStatus::Error))?;
+        let skipped = stages
+            .iter()
+            .filter(|(_, s)| s.status == StageStatus::Skipped)
+            .map(|(n, _)| *n)
+            .collect();
+        Some((name, stage, skipped))
+    }
+}
+
+/// `check`: validate, lint and verify in order, stopping at the first stage that fails.
+pub fn check(req: &GateRequest) -> Checked {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => {
+            return Checked {
+                report: check::no_workspace_report(*d),
+                workspace: None,
+            }
+        }
+    };
+    let schemas = match schemas(req.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(d) => {
+            return Checked {
+                report: check::no_workspace_report(*d),
+                workspace: None,
+            }
+        }
+    };
+    let loaded = check::load(loc, Some(&schemas), &req.options);
+    let report = check::run_check(&loaded, &schemas, &req.options);
+    Checked {
+        report,
+        workspace: Some(loaded.ws),
+    }
+}
+
+/// What `validate` is asked to check.
+#[derive(Debug, Clone, Default)]
+pub struct ValidateRequest {
+    pub dir: Option<PathBuf>,
+    pub spec_dir: Option<PathBuf>,
+    /// Read and update the cache of progress checks in `.small-cache/`.
+    pub cache: bool,
+}
+
+/// What `validate` found; serialized, it is the `validate --json` document (docs/validate.md).
+#[derive(Debug, Serialize)]
+pub struct Validated {
+    pub ok: bool,
+    pub exit_code: u8,
+    /// The workspace root, when one was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// Where the schemas came from, when they could be loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schemas: Option<String>,
+    /// The files checked (workspace-relative), metadata last.
+    pub files: Vec<String>,
+    pub errors: usize,
+    pub diagnostics: Vec<Diagnostic>,
+    #[serde(skip)]
+    pub verdict: Verdict,
+    /// Whether the gate could not run at all (no workspace, unusable schemas).
+    #[serde(skip)]
+    pub stopped: bool,
+    /// How many files have an error.
+    #[serde(skip)]
+    pub failed_files: usize,
+    /// Whether `workspace.small.yml` was checked too.
+    #[serde(skip)]
+    pub has_metadata: bool,
+    #[serde(skip)]
+    pub workspace: Option<Workspace>,
+}
+
+impl Validated {
+    fn stopped(root: Option<String>, d: Diagnostic) -> Validated {
+        Validated {
+            ok: false,
+            exit_code: 2,
+            root,
+            schemas: None,
+            files: Vec::new(),
+            errors: usize::from(d.is_error()),
+            diagnostics: vec![d],
+            verdict: Verdict::Error,
+            stopped: true,
+            failed_files: 0,
+            has_metadata: false,
+            workspace: None,
+        }
+    }
+}
+
+/// `validate`: every canonical artifact (and `workspace.small.yml`, when present) against the
+/// JSON Schemas. The progress log is streamed (bounded memory) whenever the schemas allow
+/// checking its entries one by one.
+pub fn validate(req: &ValidateRequest) -> Validated {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => return Validated::stopped(None, *d),
+    };
+    let root = Some(loc.root.display().to_string());
+    let schemas = match SchemaSet::resolve(req.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            let d = Diagnostic::error("schemas", e.to_string())
+                .with_help("point --spec-dir (or SMALL_SPEC_DIR) at a directory with all five *.schema.json files, or unset it to use the built-in schemas");
+            return Validated::stopped(root, d);
+        }
+    };
+    let mut entry_diags = Vec::new();
+    let ws = if schemas.progress_splits() {
+        let kinds: Vec<ArtifactKind> = ArtifactKind::ALL
+            .into_iter()
+            .filter(|k| *k != ArtifactKind::Progress)
+            .collect();
+        let opts = LoadOptions::only(&kinds);
+        let mut ws = Workspace::load(loc, &opts);
+        let plan = PlanIndex::default();
+        let rules = EntryRules {
+            schemas: Some(&schemas),
+            lint: None,
+            plan: &plan,
+            scope: "",
+        };
+        let scan = ScanOptions {
+            threads: 0,
+            cache_dir: req.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
+            cache_write: true,
+        };
+        if let Some(text) = ws.read_progress(&opts.limits) {
+            let checked = progress_check::check_log(&text, &opts.limits, &rules, &scan);
+            ws.set_progress(text, checked.root);
+            entry_diags = checked.results.schema;
+        }
+        ws
+    } else {
+        Workspace::load(loc, &LoadOptions::all())
+    };
+
+    let mut diags = ws.diagnostics.clone();
+    diags.extend(validate_workspace(&schemas, &ws));
+    diags.extend(entry_diags);
+    diag::sort(&mut diags);
+
+    let files: Vec<String> = ws
+        .artifacts()
+        .map(|a| a.rel_path.clone())
+        .chain(ws.metadata.iter().map(|m| m.rel_path.clone()))
+        .collect();
+    let errors = diags.iter().filter(|d| d.is_error()).count();
+    let verdict = if ws.has_io_errors() {
+        Verdict::Error
+    } else if errors > 0 {
+        Verdict::Invalid
+    } else {
+        Verdict::Pass
+    };
+    let mut failed: Vec<&str> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.file.as_deref())
+        .collect();
+    failed.dedup();
+    let failed_files = failed.len();
+    Validated {
+        ok: verdict == Verdict::Pass,
+        exit_code: verdict.code(),
+        root,
+        schemas: Some(schemas.source().to_string()),
+        files,
+        errors,
+        diagnostics: diags,
+        verdict,
+        stopped: false,
+        failed_files,
+        has_metadata: ws.metadata.is_some(),
+        workspace: Some(ws),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authoring::init::{init, InitRequest};
+    use std::path::Path;
+
+    fn fresh() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        init(&InitRequest {
+            root: tmp.path(),
+            intent: Some("Gate operations"),
+            force: false,
+            agents: None,
+            tasks: &[],
+        })
+        .unwrap();
+        tmp
+    }
+
+    fn req(dir: &Path) -> GateRequest {
+        GateRequest {
+            dir: Some(dir.to_path_buf()),
+            spec_dir: None,
+            options: GateOptions {
+                threads: 1,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn verdicts_and_codes() {
+        assert_eq!(Verdict::of(&[]), Verdict::Pass);
+        assert_eq!(Verdict::of(&[Diagnostic::warning("x", "w")]), Verdict::Pass);
+        assert_eq!(
+            Verdict::of(&[Diagnostic::error("x", "e")]),
+            Verdict::Invalid
+        );
+        assert_eq!(Verdict::of(&[Diagnostic::error("io", "e")]), Verdict::Error);
+        for v in [Verdict::Pass, Verdict::Invalid, Verdict::Error] {
+            assert_eq!(Verdict::from_code(v.code()), v);
+        }
+    }
+
+    #[test]
+    fn compact_line_names_file_position_and_code() {
+        let d = Diagnostic::error("INV1", "bad").in_file(".small/plan.small.yml");
+        assert_eq!(compact_line(&d), ".small/plan.small.yml: error[INV1]: bad");
+        assert_eq!(
+            compact_line(&Diagnostic::warning("W", "w")),
+            "warning[W]: w"
+        );
+    }
+
+    #[test]
+    fn no_workspace_stops_every_gate_with_exit_2() {
+        let tmp = tempfile::tempdir().unwrap();
+        for out in [lint(&req(tmp.path())), verify(&req(tmp.path()))] {
+            assert_eq!(out.verdict, Verdict::Error);
+            assert!(out.fatal.is_some());
+            let j = out.json();
+            assert_eq!(j.exit_code, 2);
+            assert_eq!(j.status, StageStatus::Error);
+            assert_eq!(j.errors.len(), 1);
+        }
+        assert_eq!(check(&req(tmp.path())).verdict(), Verdict::Error);
+        let v = validate(&ValidateRequest {
+            dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        });
+        assert!(v.stopped && !v.ok);
+        assert_eq!(v.exit_code, 2);
+    }
+
+    #[test]
+    fn a_fresh_workspace_passes_every_gate() {
+        let tmp = fresh();
+        let r = req(tmp.path());
+        let l = lint(&r);
+        assert_eq!(l.verdict, Verdict::Pass, "{:?}", l.diagnostics);
+        assert!(l.workspace.is_some());
+        let mut any = r.clone();
+        any.options.scope = crate::workspace::Scope::Any;
+        assert_eq!(verify(&any).verdict, Verdict::Pass);
+        let c = check(&any);
+        assert_eq!(c.verdict(), Verdict::Pass);
+        assert!(c.failed_stage().is_none());
+        let v = validate(&ValidateRequest {
+            dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        });
+        assert!(v.ok, "{:?}", v.diagnostics);
+        assert_eq!(v.files.len(), 6);
+        assert!(v.has_metadata);
+    }
+
+    #[test]
+    fn an_invalid_artifact_fails_validate_and_check_stops_there() {
+        let tmp = fresh();
+        std::fs::write(
+            tmp.path().join(".small/intent.small.yml"),
+            "small_version: \"1.0.0\"\nowner: \"human\"\n",
+        )
+        .unwrap();
+        let v = validate(&ValidateRequest {
+            dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        });
+        assert_eq!(v.verdict, Verdict::Invalid);
+        assert_eq!(v.failed_files, 1);
+        assert!(v.errors > 0);
+        let mut r = req(tmp.path());
+        r.options.scope = crate::workspace::Scope::Any;
+        let c = check(&r);
+        assert_eq!(c.verdict(), Verdict::Invalid);
+        let (name, _, skipped) = c.failed_stage().unwrap();
+        assert_eq!(name, "validate");
+        assert_eq!(skipped, vec!["lint", "verify"]);
+    }
+
+    #[test]
+    fn an_unknown_revision_stops_verify() {
+        let tmp = fresh();
+        let mut r = req(tmp.path());
+        r.options.scope = crate::workspace::Scope::Any;
+        r.options.since = Some("no-such-revision-anywhere".into());
+        let out = verify(&r);
+        assert_eq!(out.verdict, Verdict::Error);
+        assert_eq!(out.fatal.as_ref().unwrap().code, "since");
+        assert_eq!(out.json().exit_code, 2);
+    }
+}
