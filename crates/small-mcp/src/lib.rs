@@ -416,9 +416,7 @@ impl SmallMcp {
         let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
         match small_core::api::manifest::validate_request(&bytes) {
             Ok(outcome) => match &outcome.replay_id {
-                Some(id) => Ok(CallToolResult::structured(
-                    json!({"replayId": id.as_str()}),
-                )),
+                Some(id) => Ok(CallToolResult::structured(json!({"replayId": id.as_str()}))),
                 None => {
                     let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
                     Ok(failed(v))

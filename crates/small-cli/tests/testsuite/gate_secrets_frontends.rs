@@ -119,8 +119,8 @@ async fn mcp_never_returns_a_pasted_secret() {
     // characters, which the random-token rule would take for a credential in quoted text.
     let request = json!({"request": {"protocolVersion": "1.0.0", "manifest": {"artifact": "track.audio", "schema": "artifact.v1", "version": 1}}});
     for tool in ["manifest_replay_id", "manifest_validate"] {
-        let p = CallToolRequestParams::new(tool)
-            .with_arguments(request.as_object().unwrap().clone());
+        let p =
+            CallToolRequestParams::new(tool).with_arguments(request.as_object().unwrap().clone());
         let r = c.call_tool(p).await.unwrap();
         assert_eq!(
             r.structured_content.unwrap()["replayId"],

@@ -316,6 +316,7 @@ pub fn scan_tail(
                 }),
                 stop,
                 first_item_only: false,
+                one_pass: false,
             },
         )?;
         if stop.is_none() {
@@ -475,6 +476,7 @@ fn parallel(
                             resume: Some(resume),
                             stop,
                             first_item_only: false,
+                            one_pass: false,
                         },
                     )
                 })
@@ -652,6 +654,7 @@ fn resume(
             resume: Some(resume),
             stop: None,
             first_item_only: false,
+            one_pass: false,
         },
     )?;
     walked.root.as_ref()?;
