@@ -156,6 +156,24 @@ pub fn print_handoff(
     );
 }
 
+/// Locate the workspace and enforce `--workspace` without locking it (`draft`, `accept`,
+/// `apply`); errors are one or two plain lines.
+pub fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
+    small_core::authoring::draft::open_scoped(dir, scope).map_err(CliError::plain)
+}
+
+/// Where the workspace is and which kinds a command accepts: the flag group of `draft`,
+/// `accept` and `progress migrate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Directory containing .small/ (default: search upward from the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace scope: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
+}
+
 /// The flags `checkpoint` and `progress add` share: the evidence, the timestamp, `--force`
 /// and where the workspace is.
 #[derive(clap::Args, Debug)]

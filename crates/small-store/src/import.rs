@@ -186,10 +186,17 @@ fn unreadable(file: String, message: String) -> Failure {
     }
 }
 
+/// The records read from a directory, before they are stored.
+struct Read {
+    /// The `.json` files read.
+    files: usize,
+    /// Kind, origin and record, in store order.
+    items: Vec<(RecordKind, String, Value)>,
+    failures: Vec<Failure>,
+}
+
 /// Read every record under `dir` (classified and in store order), with the failures met.
-fn read_records(
-    dir: &Path,
-) -> Result<(usize, Vec<(RecordKind, String, Value)>, Vec<Failure>), ImportError> {
+fn read_records(dir: &Path) -> Result<Read, ImportError> {
     if !dir.is_dir() {
         return Err(ImportError::NotADirectory(dir.to_path_buf()));
     }
@@ -258,12 +265,20 @@ fn read_records(
         a.0.cmp(&b.0)
             .then_with(|| order_key(&a.2).cmp(&order_key(&b.2)))
     });
-    Ok((files.len(), items, failures))
+    Ok(Read {
+        files: files.len(),
+        items,
+        failures,
+    })
 }
 
 /// Import every record under `dir` into `store`.
 pub fn import_dir(store: &dyn PrimitiveStore, dir: &Path) -> Result<ImportOutcome, ImportError> {
-    let (files, items, mut failures) = read_records(dir)?;
+    let Read {
+        files,
+        items,
+        mut failures,
+    } = read_records(dir)?;
     let mut records: BTreeMap<&'static str, Counts> = BTreeMap::new();
     let mut imported = Vec::new();
     for (kind, origin, value) in items {

@@ -13,7 +13,7 @@ use crate::output::count;
 use crate::GlobalArgs;
 
 // Kept for `doctor`, which still imports them from here; they live in small-core.
-pub(crate) use small_core::gates::report::{compact_line, schemas};
+pub(crate) use small_core::gates::report::schemas;
 
 /// Run validate, lint and verify; stop at the first stage that fails.
 ///

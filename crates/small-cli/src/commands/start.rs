@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::handoff;
 use small_core::authoring::session::{self, StartRequest};
 
 use crate::commands::progress::shared;
@@ -54,21 +53,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let report = txn.commit()?;
 
     // The strict check of the result, with the recoverable repairs when asked.
-    let mut txn = shared::begin(&root)?;
-    let mut strict = handoff::strict_check(&txn)?;
-    let mut repaired: Vec<String> = Vec::new();
-    if !strict.ok && args.fix {
-        let (layout, orphans) = small_core::authoring::repair::repair_recoverable(&mut txn)?;
-        repaired.extend(layout.describe());
-        repaired.extend(orphans.describe());
-        let fixed = txn.commit()?;
-        if !args.json {
-            shared::print_changes(g, &fixed);
-        }
-        txn = shared::begin(&root)?;
-        strict = handoff::strict_check(&txn)?;
+    let checked = session::check_started(&root, args.fix)?;
+    if let (Some(fixed), false) = (&checked.fixed, args.json) {
+        shared::print_changes(g, fixed);
     }
-    drop(txn);
+    let (strict, repaired) = (checked.strict, checked.repaired);
     if args.json {
         let mut v = shared::handoff_json(&out.handoff);
         v["created"] = serde_json::json!(created);

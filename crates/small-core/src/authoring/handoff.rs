@@ -322,6 +322,12 @@ pub struct Strict {
     pub ok: bool,
     /// The first problem, in one line, when not ok.
     pub summary: String,
+    /// When the whole progress log was read by the line-level fast path (one-line scalars in
+    /// block mappings, nothing after the entries): the task ids its entries name. Every line
+    /// opening an item at the sequence's indentation then starts an entry, so a reader may
+    /// start at any such line, and a task not named here has no entry at all
+    /// ([`crate::authoring::activity::scan_tail`]).
+    pub log_tasks: Option<std::collections::HashSet<String>>,
 }
 
 /// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the
@@ -362,6 +368,17 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     };
     let schemas = SchemaSet::embedded();
     let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
+    let log_tasks = match &loaded.streamed {
+        Some(s) if loaded.ws.progress.is_some() => {
+            use crate::gates::progress_check::Method;
+            matches!(
+                s.method,
+                Some(Method::Sequential | Method::Parallel(_) | Method::Resumed(_))
+            )
+            .then(|| s.facts.with_entries.clone())
+        }
+        _ => None,
+    };
     let report = run_check(&loaded, &schemas, &gate);
     match report
         .diagnostics
@@ -372,10 +389,12 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
         Some(d) => Ok(Strict {
             ok: false,
             summary: one_line(d),
+            log_tasks,
         }),
         None => Ok(Strict {
             ok: true,
             summary: String::new(),
+            log_tasks,
         }),
     }
 }
@@ -651,6 +670,7 @@ mod tests {
     const OK: Strict = Strict {
         ok: true,
         summary: String::new(),
+        log_tasks: None,
     };
 
     #[test]
@@ -711,6 +731,7 @@ mod tests {
         let bad = Strict {
             ok: false,
             summary: "x".into(),
+            log_tasks: None,
         };
         let s = compute_state(&[t("task-1", "pending", &[])], &bad);
         assert_eq!(s.current_task_id.as_deref(), Some("meta/blocker"));

@@ -1,6 +1,7 @@
 //! The write side of the protocol: transactions, span-preserving edits, plan, progress,
 //! handoff and the AGENTS.md harness block.
 
+pub mod activity;
 pub mod agents;
 pub mod apply;
 pub mod draft;

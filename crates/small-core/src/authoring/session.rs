@@ -14,8 +14,11 @@
 //! * **A summary a caller wrote is kept** while the resume state stays the same; a new summary,
 //!   or a changed state, replaces it. The outcome says which ([`SummarySource`]).
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 
+use crate::authoring::activity;
 use crate::authoring::error::{code, Error};
 use crate::authoring::handoff::{
     self, compute_state, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
@@ -25,7 +28,7 @@ use crate::authoring::progress::{self, NewEntry, TimestampRule};
 use crate::authoring::templates;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::gates::invariants::scalar_text;
-use crate::spec::bookkeeping::{self, RESET_TASK};
+use crate::spec::bookkeeping::RESET_TASK;
 use crate::spec::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
 use crate::yaml::Node;
 
@@ -47,117 +50,7 @@ impl TaskRef {
     }
 }
 
-/// The last piece of evidence recorded in the current run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LastEvidence {
-    pub task_id: String,
-    pub status: String,
-    pub evidence: String,
-    pub timestamp: String,
-}
-
-/// What the current run's progress entries say.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Activity {
-    /// Task ids with work recorded in this run (not bookkeeping, not `meta/…`), first seen first.
-    pub worked: Vec<String>,
-    pub last_evidence: Option<LastEvidence>,
-}
-
-fn entry_text(e: &Node, key: &str) -> Option<String> {
-    e.get(key)
-        .and_then(scalar_text)
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-fn evidence_text(e: &Node) -> Option<String> {
-    for k in crate::spec::consts::EVIDENCE_FIELDS {
-        match e.get(k) {
-            Some(n) if n.as_map().is_some() || n.as_seq().is_some() => {
-                return Some(format!("{k}: {}", n.to_json()));
-            }
-            Some(n) => {
-                if let Some(s) = scalar_text(n).filter(|s| !s.trim().is_empty()) {
-                    return Some(if k == "evidence" {
-                        s.trim().to_string()
-                    } else {
-                        format!("{k}: {}", s.trim())
-                    });
-                }
-            }
-            None => {}
-        }
-    }
-    None
-}
-
-/// The current run's activity in a progress log: entries after the last `meta/reset`, and,
-/// when `run_id` is given, only entries bound to it (or not bound to any run).
-pub fn run_activity(progress: &Node, run_id: Option<&str>) -> Activity {
-    let mut scan = ActivityScan::new(run_id);
-    if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {
-        for e in entries {
-            scan.feed(e);
-        }
-    }
-    scan.finish()
-}
-
-/// [`run_activity`] one entry at a time, in log order (for a streamed log).
-pub struct ActivityScan {
-    run_id: Option<String>,
-    out: Activity,
-    worked: std::collections::HashSet<String>,
-}
-
-impl ActivityScan {
-    pub fn new(run_id: Option<&str>) -> ActivityScan {
-        ActivityScan {
-            run_id: run_id.map(str::to_string),
-            out: Activity::default(),
-            worked: Default::default(),
-        }
-    }
-
-    pub fn feed(&mut self, e: &Node) {
-        let Some(task) = entry_text(e, "task_id") else {
-            return;
-        };
-        if task == RESET_TASK {
-            self.out = Activity::default();
-            self.worked.clear();
-            return;
-        }
-        if let (Some(run), Some(rid)) = (self.run_id.as_deref(), entry_text(e, "replayId")) {
-            if !rid.eq_ignore_ascii_case(run) {
-                return;
-            }
-        }
-        if bookkeeping::is_meta(&task) {
-            return;
-        }
-        let evidence = entry_text(e, "evidence");
-        if bookkeeping::is_bookkeeping(evidence.as_deref(), entry_text(e, "notes").as_deref()) {
-            return;
-        }
-        if self.worked.insert(task.clone()) {
-            self.out.worked.push(task.clone());
-        }
-        if let Some(ev) = evidence_text(e) {
-            self.out.last_evidence = Some(LastEvidence {
-                task_id: task,
-                status: entry_text(e, "status").unwrap_or_default(),
-                evidence: ev,
-                timestamp: entry_text(e, "timestamp").unwrap_or_default(),
-            });
-        }
-    }
-
-    pub fn finish(self) -> Activity {
-        self.out
-    }
-}
+pub use crate::authoring::activity::{run_activity, Activity, ActivityScan, LastEvidence};
 
 fn is_closed(status: &str) -> bool {
     matches!(status, "completed" | "blocked" | "cancelled")
@@ -274,10 +167,11 @@ pub fn default_replay_id(txn: &Transaction) -> Result<ReplayId, TxnError> {
     })
 }
 
-/// The current run's activity as the transaction sees the progress log.
+/// The current run's activity as the transaction sees the progress log: streamed (never held
+/// as a tree), in parallel parts for a large log, and resumed from `.small-cache/` when the
+/// bytes scanned before are unchanged ([`crate::authoring::activity`]).
 pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
     let run = handoff::run_replay_id(txn)?;
-    // Streamed: the log is never held as a tree.
     let rel = progress::progress_rel();
     let Some(bytes) = txn.read(&rel)? else {
         return Ok(Activity::default());
@@ -301,10 +195,37 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
             })
         }
     };
-    let mut scan = ActivityScan::new(run.as_deref());
-    crate::yaml::parse_streaming(&text, &limits, "entries", &mut |_, e| scan.feed(&e))
-        .map_err(invalid)?;
-    Ok(scan.finish())
+    let opts = activity::ScanOptions {
+        threads: 0,
+        cache_dir: Some(txn.root().join(crate::gates::progress_check::CACHE_DIR)),
+        parallel_min_bytes: None,
+    };
+    let (found, _) = activity::scan_log(&text, run.as_deref(), &limits, &opts).map_err(invalid)?;
+    Ok(found)
+}
+
+/// The current run's activity as far as the handoff needs it: `worked` holds every task of
+/// `open` with work in this run (see [`activity::scan_tail`]), `last_evidence` is exact.
+/// `log_tasks` (from the strict check, [`Strict::log_tasks`]): the whole log was read by the
+/// fast path and names these tasks, so it may be read from its end, and only the open tasks
+/// it names can have work.
+fn activity_for(
+    txn: &Transaction,
+    open: &HashSet<String>,
+    log_tasks: Option<&HashSet<String>>,
+) -> Result<Activity, TxnError> {
+    if let Some(named) = log_tasks {
+        let open: HashSet<String> = open.intersection(named).cloned().collect();
+        let rel = progress::progress_rel();
+        if let Some(text) = txn.read(&rel)?.and_then(|b| String::from_utf8(b).ok()) {
+            let run = handoff::run_replay_id(txn)?;
+            let limits = crate::yaml::Limits::default();
+            if let Some(a) = activity::scan_tail(&text, run.as_deref(), &limits, &open) {
+                return Ok(a);
+            }
+        }
+    }
+    current_activity(txn)
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -323,6 +244,7 @@ fn assess(
     txn: &mut Transaction,
     replay_id: &ReplayId,
     run: Option<&RunMeta>,
+    fresh: bool,
 ) -> Result<(Vec<Task>, Strict, RunReport, Vec<TaskRef>), TxnError> {
     let tasks = load_tasks(txn)?;
     let provisional = Handoff {
@@ -356,7 +278,17 @@ fn assess(
         }
     }
     let strict = strict?;
-    let activity = current_activity(txn)?;
+    // A fresh run (right after its `meta/reset` entry, the log's last) has no activity yet.
+    let activity = if fresh {
+        Activity::default()
+    } else {
+        let open: HashSet<String> = tasks
+            .iter()
+            .filter(|t| !is_closed(&t.effective_status().to_ascii_lowercase()))
+            .map(|t| t.id.clone())
+            .collect();
+        activity_for(txn, &open, strict.log_tasks.as_ref())?
+    };
     let open = open_tasks(&tasks, &activity);
     let state = compute_state(&tasks, &strict);
     let mut in_progress: Vec<TaskRef> = tasks
@@ -494,7 +426,9 @@ fn choose_summary(
     }
 }
 
-/// Build the handoff for the current state (nothing of it staged yet).
+/// Build the handoff for the current state (nothing of it staged yet). `fresh`: a new run
+/// whose `meta/reset` entry is staged as the log's last entry (the old handoff is not kept and
+/// the run has no activity yet).
 fn build(
     txn: &mut Transaction,
     summary: Option<&str>,
@@ -503,7 +437,7 @@ fn build(
     final_check: bool,
     fresh: bool,
 ) -> Result<HandoffOutcome, Error> {
-    let (_tasks, _strict, report, open) = assess(txn, &replay_id, run.as_ref())?;
+    let (_tasks, _strict, report, open) = assess(txn, &replay_id, run.as_ref(), fresh)?;
     if final_check && !open.is_empty() {
         return Err(unfinished(&open));
     }
@@ -669,6 +603,43 @@ pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, 
         self_healed: self_heal,
         handoff: out,
     })
+}
+
+/// The strict check of a started run, as committed.
+#[derive(Debug, Clone)]
+pub struct StartCheck {
+    pub strict: handoff::Strict,
+    /// What the recoverable repairs did (empty without `fix`, or when the check passed).
+    pub repaired: Vec<String>,
+    /// The repairs' commit, when they ran.
+    pub fixed: Option<crate::authoring::txn::CommitReport>,
+}
+
+/// After [`start`] was committed: the strict check of the workspace at `root` and, when it
+/// fails and `fix` is set, the recoverable repairs (orphan progress entries, the old runtime
+/// layout) committed and the check run again. The progress check resumes from the cache the
+/// start's own check left, so this costs what the handoff changed.
+pub fn check_started(
+    root: &std::path::Path,
+    fix: bool,
+) -> Result<StartCheck, crate::authoring::Error> {
+    let mut txn = Transaction::begin(root)?;
+    let mut strict = handoff::strict_check(&txn)?;
+    let mut out = StartCheck {
+        strict: strict.clone(),
+        repaired: Vec::new(),
+        fixed: None,
+    };
+    if !strict.ok && fix {
+        let (layout, orphans) = crate::authoring::repair::repair_recoverable(&mut txn)?;
+        out.repaired.extend(layout.describe());
+        out.repaired.extend(orphans.describe());
+        out.fixed = Some(txn.commit()?);
+        let txn = Transaction::begin(root)?;
+        strict = handoff::strict_check(&txn)?;
+    }
+    out.strict = strict;
+    Ok(out)
 }
 
 /// Ask to reset the workspace for a new run.
@@ -887,6 +858,61 @@ mod tests {
         )
         .unwrap();
         dir
+    }
+
+    #[test]
+    fn the_activity_read_from_the_end_equals_the_whole_log() {
+        let dir = workspace();
+        let rel = progress::progress_rel();
+        let id = "c".repeat(64);
+        let mut log = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n");
+        for i in 0..30_000usize {
+            let task = format!("task-{}", i % 40 + 1);
+            let status = if i % 3 == 0 {
+                "completed"
+            } else {
+                "in_progress"
+            };
+            log.push_str(&format!(
+                "  - timestamp: \"2026-01-01T00:00:00.{i:06}Z\"\n    task_id: \"{task}\"\n    status: \"{status}\"\n    evidence: \"step {i}\"\n    replayId: \"{id}\"\n"
+            ));
+        }
+        std::fs::write(dir.path().join(&rel), &log).unwrap();
+        let txn = Transaction::begin(dir.path()).unwrap();
+        let tasks: Vec<Task> = (1..=45)
+            .map(|i| {
+                task(
+                    &format!("task-{i}"),
+                    if i % 4 == 0 { "completed" } else { "pending" },
+                )
+            })
+            .collect();
+        let open: HashSet<String> = tasks
+            .iter()
+            .filter(|t| !is_closed(&t.effective_status().to_ascii_lowercase()))
+            .map(|t| t.id.clone())
+            .collect();
+        // task-41..45 never have work.
+        let named: HashSet<String> = (1..=40).map(|i| format!("task-{i}")).collect();
+        let whole = activity_for(&txn, &open, None).unwrap();
+        // Without the names: the tail read cannot settle, and the whole log is read.
+        let all: HashSet<String> = open.union(&named).cloned().collect();
+        let unsettled = activity_for(&txn, &open, Some(&all)).unwrap();
+        assert_eq!(unsettled, whole);
+        // With them: task-41..45 cannot have work, and the tail answers.
+        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
+        assert_eq!(open_tasks(&tasks, &from_end), open_tasks(&tasks, &whole));
+        assert_eq!(from_end.last_evidence, whole.last_evidence);
+        // Only tasks that all have recent work: settled from the last chunk.
+        let busy: Vec<Task> = tasks[..40].to_vec();
+        let open: HashSet<String> = busy.iter().map(|t| t.id.clone()).collect();
+        let text = String::from_utf8(txn.read(&rel).unwrap().unwrap()).unwrap();
+        assert!(activity::scan_tail(&text, None, &crate::yaml::Limits::default(), &open).is_some());
+        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
+        let whole = activity_for(&txn, &open, None).unwrap();
+        assert_eq!(open_tasks(&busy, &from_end), open_tasks(&busy, &whole));
+        assert_eq!(from_end.last_evidence, whole.last_evidence);
+        assert!(!open_tasks(&busy, &whole).is_empty());
     }
 
     #[test]

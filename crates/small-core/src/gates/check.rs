@@ -68,6 +68,8 @@ pub struct Streamed {
     pub facts: ProgressFacts,
     /// The append-only proof, when `--since` was given.
     pub append: Option<Result<Vec<Diagnostic>, SinceError>>,
+    /// How the log was read (`None`: not by [`progress_check::check_log`]).
+    pub method: Option<progress_check::Method>,
 }
 
 /// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
@@ -113,6 +115,7 @@ pub fn load_overlay(
     };
     let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
+    let mut method = None;
     let mut linter = ProgressLinter::new(&plan, &scope);
     if !with_progress {
     } else if append.is_none() {
@@ -130,6 +133,7 @@ pub fn load_overlay(
         let given = overlay(&rel);
         if let Some(text) = ws.read_progress_from(&lo.limits, given) {
             let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
+            method = Some(checked.method);
             ws.set_progress(text, checked.root);
             schema_diags = checked.results.schema;
             linter.diags = checked.results.lint;
@@ -164,6 +168,7 @@ pub fn load_overlay(
         lint: linter.diags,
         facts: linter.facts,
         append,
+        method,
     };
     Loaded {
         ws,

@@ -2,6 +2,7 @@
 //! emit. `report` holds them as operations (typed request, typed outcome) for the front ends.
 
 pub mod check;
+pub mod doctor;
 pub mod emit;
 pub mod invariants;
 pub mod layout;

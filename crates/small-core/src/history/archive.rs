@@ -109,9 +109,29 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let explicit = opts.include.is_some();
     let include = opts.include.clone().unwrap_or_else(default_include);
 
+    // Check the names, then open every file in one consistent set (under the workspace
+    // lock): nothing is written when any of them is unusable.
+    let mut names: Vec<String> = Vec::new();
+    for name in &include {
+        let name = name.trim();
+        safe::check_file_name(name, "--include file")?;
+        if name == MANIFEST_FILE {
+            return Err(RunError::usage(format!(
+                "{MANIFEST_FILE} is the archive's own manifest and cannot be included"
+            )));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
     let handoff_name = ArtifactKind::Handoff.file_name();
+    let mut wanted = names.clone();
+    if !wanted.iter().any(|n| n == handoff_name) {
+        wanted.push(handoff_name.to_string());
+    }
+    let mut live = runs::LiveFiles::open(root, &wanted)?;
     let label = crate::spec::consts::small_rel(handoff_name);
-    let Some(handoff_bytes) = safe::read_live_file(&small.join(handoff_name))? else {
+    let Some(handoff_bytes) = live.read(handoff_name)? else {
         return Err(
             RunError::invalid(format!("{label} is missing, so the run has no replayId"))
                 .with_help("run `small handoff --summary \"<summary>\"` first"),
@@ -133,37 +153,14 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     }
     let replay_id = handoff.replay_id.to_ascii_lowercase();
 
-    // Check the names, then read every file in one consistent pass: nothing is written
-    // when any of them is unusable.
-    let mut names: Vec<String> = Vec::new();
-    for name in &include {
-        let name = name.trim();
-        safe::check_file_name(name, "--include file")?;
-        if name == MANIFEST_FILE {
-            return Err(RunError::usage(format!(
-                "{MANIFEST_FILE} is the archive's own manifest and cannot be included"
-            )));
-        }
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
-        }
-    }
-    let files = runs::read_live_files(root, &names)?;
     if explicit {
-        if let Some(missing) = names.iter().find(|n| !files.iter().any(|(f, _)| f == *n)) {
+        if let Some(missing) = names.iter().find(|n| !live.has(n)) {
             return Err(
                 RunError::usage(format!("{SMALL_DIR}/{missing} does not exist"))
                     .with_help("--include names files inside .small/"),
             );
         }
     }
-    let listed: Vec<ArchiveFile> = files
-        .iter()
-        .map(|(n, b)| ArchiveFile {
-            name: n.clone(),
-            sha256: safe::sha256_hex(b),
-        })
-        .collect();
 
     let dest = match &opts.out {
         None => root.join(ARCHIVE_DIR).join(&replay_id),
@@ -181,44 +178,19 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         .with_help("choose an --out directory outside .small/"));
     }
 
-    let mut replaced = false;
-    match safe::entry_type(&dest)? {
-        safe::Entry::Missing => {}
-        safe::Entry::Dir => {
-            let existing = read_manifest(&dest);
-            match existing {
-                Ok(m) => {
-                    let same = m.replay_id.eq_ignore_ascii_case(&replay_id)
-                        && m.files == listed
-                        && verify(&dest).map(|r| r.ok).unwrap_or(false);
-                    if same {
-                        return Ok(ArchiveReport {
-                            dir: dest,
-                            replay_id,
-                            files: listed,
-                            unchanged: true,
-                            replaced: false,
-                            warnings: Vec::new(),
-                        });
-                    }
-                    if !opts.force {
-                        return Err(RunError::invalid(format!(
-                            "{} already holds a different archive of this run; archives are never modified",
-                            dest.display()
-                        ))
-                        .with_help("pass --force to replace it, or choose another --out"));
-                    }
-                    replaced = true;
-                }
-                Err(_) => {
-                    return Err(RunError::usage(format!(
-                        "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
-                        dest.display()
-                    ))
-                    .with_help("choose an --out directory that does not exist yet"))
-                }
+    // Whether an archive is already there (decided once the files are hashed).
+    let existing = match safe::entry_type(&dest)? {
+        safe::Entry::Missing => None,
+        safe::Entry::Dir => match read_manifest(&dest) {
+            Ok(m) => Some(m),
+            Err(_) => {
+                return Err(RunError::usage(format!(
+                    "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
+                    dest.display()
+                ))
+                .with_help("choose an --out directory that does not exist yet"))
             }
-        }
+        },
         _ => {
             return Err(RunError::usage(format!(
                 "{} exists and is not a directory",
@@ -226,6 +198,48 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
             ))
             .with_help("choose an --out directory that does not exist yet"))
         }
+    };
+
+    // Copied and hashed once, under the lock, through a fixed buffer, into a directory
+    // staged beside the destination; published below, or removed when dropped.
+    let parent = dest
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
+    let copied = live.copy_into(&staged, &names)?;
+    drop(live);
+    let listed: Vec<ArchiveFile> = copied
+        .into_iter()
+        .map(|f| ArchiveFile {
+            name: f.name,
+            sha256: f.sha256,
+        })
+        .collect();
+
+    let mut replaced = false;
+    if let Some(m) = existing {
+        let same = m.replay_id.eq_ignore_ascii_case(&replay_id)
+            && m.files == listed
+            && verify(&dest).map(|r| r.ok).unwrap_or(false);
+        if same {
+            return Ok(ArchiveReport {
+                dir: dest,
+                replay_id,
+                files: listed,
+                unchanged: true,
+                replaced: false,
+                warnings: Vec::new(),
+            });
+        }
+        if !opts.force {
+            return Err(RunError::invalid(format!(
+                "{} already holds a different archive of this run; archives are never modified",
+                dest.display()
+            ))
+            .with_help("pass --force to replace it, or choose another --out"));
+        }
+        replaced = true;
     }
 
     let manifest = Manifest {
@@ -237,14 +251,6 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         replay_id: replay_id.clone(),
         files: listed.clone(),
     };
-    let parent = dest
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
-    for (name, bytes) in &files {
-        staged.add_file(name, bytes)?;
-    }
     staged.add_file(MANIFEST_FILE, manifest.render().as_bytes())?;
     staged.publish(&dest, replaced)?;
 
@@ -384,15 +390,13 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         let path = dir.join(&f.name);
         let (state, actual) = match safe::entry_type(&path)? {
             safe::Entry::Missing => (FileState::Missing, None),
-            safe::Entry::File => {
-                let bytes = safe::read_limited(&path)?;
-                let h = safe::sha256_hex(&bytes);
-                if h == f.sha256 {
-                    (FileState::Ok, Some(h))
-                } else {
-                    (FileState::Changed, Some(h))
-                }
-            }
+            // Hashed through a fixed buffer: an archive of any size is verified in bounded
+            // memory.
+            safe::Entry::File => match safe::hash_stored_file(&path)? {
+                None => (FileState::Missing, None),
+                Some((h, _)) if h == f.sha256 => (FileState::Ok, Some(h)),
+                Some((h, _)) => (FileState::Changed, Some(h)),
+            },
             _ => (FileState::Unsafe, None),
         };
         checks.push(FileCheck {

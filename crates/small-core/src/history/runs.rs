@@ -183,25 +183,90 @@ pub fn txn_error(e: crate::authoring::txn::TxnError) -> RunError {
     }
 }
 
-/// Read the named files of `.small/` as one consistent set: under the workspace lock when it
-/// can be taken, so a commit in progress is never seen half-applied. A workspace where the
-/// lock cannot even be created (a read-only checkout) is read without it. Absent files are
-/// left out.
-pub fn read_live_files(root: &Path, names: &[String]) -> Result<Vec<(String, Vec<u8>)>, RunError> {
-    let small = require_small_dir(root)?;
-    let txn = match crate::authoring::txn::Transaction::begin(root) {
-        Ok(t) => Some(t),
-        Err(crate::authoring::txn::TxnError::Io { .. }) => None,
-        Err(e) => return Err(txn_error(e)),
-    };
-    let mut out = Vec::new();
-    for name in names {
-        if let Some(bytes) = safe::read_live_file(&small.join(name))? {
-            out.push((name.clone(), bytes));
+/// The named files of `.small/`, opened as one consistent set: under the workspace lock when
+/// it can be taken (it is held until this is dropped), so a commit in progress is never seen
+/// half-applied. A workspace where the lock cannot even be created (a read-only checkout) is
+/// read without it. Absent files are left out. The files are copied through a fixed buffer
+/// ([`LiveFiles::copy_into`]), never held whole in memory.
+pub struct LiveFiles {
+    _lock: Option<crate::authoring::txn::Transaction>,
+    files: Vec<LiveFile>,
+}
+
+struct LiveFile {
+    name: String,
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl LiveFiles {
+    /// Open the files `names` of `<root>/.small/`.
+    pub fn open(root: &Path, names: &[String]) -> Result<LiveFiles, RunError> {
+        let small = require_small_dir(root)?;
+        let lock = match crate::authoring::txn::Transaction::begin(root) {
+            Ok(t) => Some(t),
+            Err(crate::authoring::txn::TxnError::Io { .. }) => None,
+            Err(e) => return Err(txn_error(e)),
+        };
+        let mut files = Vec::new();
+        for name in names {
+            let path = small.join(name);
+            if let Some(file) = safe::open_live_file(&path)? {
+                files.push(LiveFile {
+                    name: name.clone(),
+                    path,
+                    file,
+                });
+            }
+        }
+        Ok(LiveFiles { _lock: lock, files })
+    }
+
+    /// The names of the files that exist, in the order asked for.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.name.as_str())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.files.iter().any(|f| f.name == name)
+    }
+
+    /// The whole content of one (small) file, `None` when it does not exist.
+    pub fn read(&mut self, name: &str) -> Result<Option<Vec<u8>>, RunError> {
+        match self.files.iter_mut().find(|f| f.name == name) {
+            Some(f) => safe::read_open_file(&mut f.file, &f.path).map(Some),
+            None => Ok(None),
         }
     }
-    drop(txn);
-    Ok(out)
+
+    /// Copy the files `names` that exist into `staged`, in that order, hashing on the way.
+    pub fn copy_into(
+        &mut self,
+        staged: &safe::StagedDir,
+        names: &[String],
+    ) -> Result<Vec<CopiedFile>, RunError> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(f) = self.files.iter_mut().find(|f| &f.name == name) else {
+                continue;
+            };
+            let (sha256, len) = staged.copy_in(&f.name, &mut f.file, &f.path)?;
+            out.push(CopiedFile {
+                name: f.name.clone(),
+                sha256,
+                len,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A file copied by [`LiveFiles::copy_into`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopiedFile {
+    pub name: String,
+    pub sha256: String,
+    pub len: u64,
 }
 
 /// Refuse a store that lies inside `.small/` (the strict layout allows no such directory).
@@ -537,12 +602,16 @@ fn generations(store: &Path, replay_id: &str) -> Result<Vec<(u32, String)>, RunE
     Ok(out)
 }
 
-/// Whether the snapshot directory holds exactly `files` (same names, same bytes).
-fn same_content(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<bool, RunError> {
+/// Whether the snapshot directory holds exactly `files` (same names, same bytes: the same
+/// length and SHA-256, read through a fixed buffer).
+fn same_content(dir: &Path, files: &[CopiedFile]) -> Result<bool, RunError> {
     for name in snapshot_file_names() {
-        let stored = safe::read_stored_file(&dir.join(name))?;
-        let live = files.iter().find(|(n, _)| n == name).map(|(_, b)| b);
-        if stored.as_ref() != live {
+        let stored = safe::hash_stored_file(&dir.join(name))?;
+        let live = files
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| (f.sha256.clone(), f.len));
+        if stored != live {
             return Ok(false);
         }
     }
@@ -561,10 +630,10 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         .iter()
         .map(|n| n.to_string())
         .collect();
-    let files = read_live_files(root, &wanted)?;
+    let mut live = LiveFiles::open(root, &wanted)?;
     for kind in REQUIRED_ARTIFACTS {
         let name = kind.file_name();
-        if !files.iter().any(|(n, _)| n == name) {
+        if !live.has(name) {
             return Err(RunError::invalid(format!("{SMALL_DIR}/{name} is missing")).with_help(
                 "a snapshot needs intent, plan, progress and handoff; run `small init` to create them",
             ));
@@ -572,12 +641,10 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     }
 
     let handoff_label = ArtifactKind::Handoff.rel_path();
-    let handoff_bytes = files
-        .iter()
-        .find(|(n, _)| *n == ArtifactKind::Handoff.file_name())
-        .map(|(_, b)| b.as_slice())
+    let handoff_bytes = live
+        .read(ArtifactKind::Handoff.file_name())?
         .unwrap_or_default();
-    let handoff = handoff_info(handoff_bytes, &handoff_label)?;
+    let handoff = handoff_info(&handoff_bytes, &handoff_label)?;
     if handoff.replay_id.is_empty() {
         return Err(RunError::invalid(format!(
             "{handoff_label} has no replayId, so the run has no identity to file the snapshot under"
@@ -597,6 +664,11 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     let kind = workspace_kind(root)?;
 
     let gens = generations(store, &replay_id)?;
+    // Copied (and hashed) once, under the lock, into a staged directory beside the store's
+    // snapshots; it is published below, or removed when dropped.
+    let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
+    let files = live.copy_into(&staged, &wanted)?;
+    drop(live);
     for (_, name) in gens.iter().rev().filter(|_| !force) {
         let dir = store.join(name);
         if safe::entry_type(&dir)? == safe::Entry::Dir && same_content(&dir, &files)? {
@@ -641,10 +713,8 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         files: BTreeMap::new(),
         generation: (generation > 1).then_some(generation),
     };
-    let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
-    for (name, bytes) in &files {
-        staged.add_file(name, bytes)?;
-        meta.files.insert(name.clone(), safe::sha256_hex(bytes));
+    for f in &files {
+        meta.files.insert(f.name.clone(), f.sha256.clone());
     }
     let mut meta_text = serde_json::to_string_pretty(&meta)
         .map_err(|e| RunError::usage(format!("cannot encode {META_FILE}: {e}")))?;
@@ -672,7 +742,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         warnings.push(format!("the run index was not updated: {}", e.message));
     }
 
-    let artifacts = files.iter().map(|(n, _)| n.clone()).collect();
+    let artifacts = files.iter().map(|f| f.name.clone()).collect();
     Ok(SnapshotResult {
         snapshot: Snapshot {
             replay_id,

@@ -189,19 +189,27 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
         return Ok(empty);
     };
     let label = side.describe(ArtifactKind::Progress.file_name());
-    let doc = yaml::parse_bytes(bytes, &yaml::Limits::default()).map_err(|e| {
+    let yaml_error = |e: yaml::YamlError| {
         RunError::invalid(format!(
             "{label}:{}:{}: {}",
             e.pos.line, e.pos.column, e.message
         ))
-    })?;
-    let Some(items) = doc.root.get("entries").and_then(|n| n.as_seq()) else {
-        return Ok(empty);
     };
+    let limits = yaml::Limits::default();
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        // Not UTF-8: the loader says where.
+        return match yaml::parse_bytes(bytes, &limits) {
+            Err(e) => Err(yaml_error(e)),
+            Ok(_) => Err(RunError::invalid(format!("{label} is not valid UTF-8"))),
+        };
+    };
+    let mut entries = 0usize;
     let mut completed = Vec::new();
     let mut latest: Option<(OffsetDateTime, String)> = None;
     let mut first_unparsed = String::new();
-    for item in items {
+    // Streamed entry by entry: a log of any size is summarised in bounded memory.
+    yaml::parse_streaming(text, &limits, "entries", &mut |_, item| {
+        entries += 1;
         let text = |k: &str| {
             item.get(k)
                 .and_then(|n| n.as_str())
@@ -213,7 +221,7 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
         }
         let ts = text("timestamp");
         if ts.is_empty() {
-            continue;
+            return;
         }
         match OffsetDateTime::parse(ts, &Rfc3339) {
             Ok(t) => {
@@ -224,11 +232,12 @@ fn progress_facts(side: &DiffSide, bytes: Option<&[u8]>) -> Result<ProgressFacts
             Err(_) if first_unparsed.is_empty() => first_unparsed = ts.to_string(),
             Err(_) => {}
         }
-    }
+    })
+    .map_err(yaml_error)?;
     completed.sort();
     completed.dedup();
     Ok(ProgressFacts {
-        entries: items.len(),
+        entries,
         completed,
         latest: latest.map(|(_, s)| s).unwrap_or(first_unparsed),
     })

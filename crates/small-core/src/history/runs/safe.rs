@@ -149,6 +149,73 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Size of the buffer files are copied and hashed through: the whole file is never held.
+const CHUNK: usize = 1 << 20;
+
+/// Read `src` to its end through a fixed buffer, at most [`MAX_FILE_BYTES`], hashing it and
+/// handing each chunk to `out`. Returns the lower-case hex SHA-256 and the length.
+fn stream_hashed(
+    src: &mut File,
+    path: &Path,
+    out: &mut dyn FnMut(&[u8]) -> Result<(), RunError>,
+) -> Result<(String, u64), RunError> {
+    use std::io::Read;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut len = 0u64;
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(read_error(path, &e)),
+        };
+        len += n as u64;
+        if len > MAX_FILE_BYTES {
+            return Err(read_error(path, &fsio::too_large(MAX_FILE_BYTES)));
+        }
+        hasher.update(&buf[..n]);
+        out(&buf[..n])?;
+    }
+    Ok((hex::encode(hasher.finalize()), len))
+}
+
+/// The SHA-256 (lower-case hex) and length of a regular file inside a store or archive
+/// directory, read through a fixed buffer, with the refusals of [`read_stored_file`]
+/// (`Ok(None)`: missing).
+pub fn hash_stored_file(path: &Path) -> Result<Option<(String, u64)>, RunError> {
+    match entry_type(path)? {
+        Entry::File => {}
+        // The same errors (or `None`) as reading it.
+        _ => return read_stored_file(path).map(|b| b.map(|b| (sha256_hex(&b), b.len() as u64))),
+    }
+    let mut f = fsio::open_read(path).map_err(|e| read_error(path, &e))?;
+    stream_hashed(&mut f, path, &mut |_| Ok(())).map(Some)
+}
+
+/// Open a file of the live workspace for copying: `Ok(None)` when it does not exist. The
+/// refusals of [`read_live_file`] apply (links, FIFOs, devices).
+pub fn open_live_file(path: &Path) -> Result<Option<File>, RunError> {
+    match fsio::open_read(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(read_error(path, &e)),
+    }
+}
+
+/// Read an opened live file whole (a small one: the handoff), at most [`MAX_FILE_BYTES`].
+pub fn read_open_file(src: &mut File, path: &Path) -> Result<Vec<u8>, RunError> {
+    use std::io::{Seek, SeekFrom};
+    src.seek(SeekFrom::Start(0))
+        .map_err(|e| RunError::io("cannot read", path, &e))?;
+    let mut out = Vec::new();
+    stream_hashed(src, path, &mut |b| {
+        out.extend_from_slice(b);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Write a new file (it must not exist yet) and sync it to disk.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
     let mut f =
@@ -214,6 +281,33 @@ impl StagedDir {
         write_new_file(&path, bytes)?;
         make_read_only(&path);
         Ok(())
+    }
+
+    /// Copy the opened file `src` (from its start) into the staged directory as `name`,
+    /// hashing it on the way through a fixed buffer, so the copy holds exactly the bytes
+    /// hashed and memory stays small whatever the size. Returns the lower-case hex SHA-256
+    /// and the length. The copy is synced and read-only, as [`StagedDir::add_file`] leaves it.
+    pub fn copy_in(
+        &self,
+        name: &str,
+        src: &mut File,
+        src_path: &Path,
+    ) -> Result<(String, u64), RunError> {
+        use std::io::{Seek, SeekFrom};
+        src.seek(SeekFrom::Start(0))
+            .map_err(|e| RunError::io("cannot read", src_path, &e))?;
+        let path = self.path().join(name);
+        let mut out =
+            fsio::create_new(&path, None).map_err(|e| RunError::io("cannot create", &path, &e))?;
+        let r = stream_hashed(src, src_path, &mut |b| {
+            out.write_all(b)
+                .map_err(|e| RunError::io("cannot write", &path, &e))
+        })?;
+        out.sync_all()
+            .map_err(|e| RunError::io("cannot sync", &path, &e))?;
+        drop(out);
+        make_read_only(&path);
+        Ok(r)
     }
 
     /// Move the staged directory to `dest`. When `replace` is set and `dest` exists, the old
@@ -434,6 +528,36 @@ mod tests {
             1,
             "temporary and replaced directories are cleaned up"
         );
+    }
+
+    #[test]
+    fn a_copy_through_the_buffer_is_the_file_and_its_hash() {
+        let parent = tempfile::tempdir().unwrap();
+        let src_path = parent.path().join("big.yml");
+        // Larger than the buffer, not a multiple of it.
+        let bytes: Vec<u8> = (0..(CHUNK * 3 + 12_345))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        std::fs::write(&src_path, &bytes).unwrap();
+        let staged = StagedDir::new(parent.path(), ".tmp-").unwrap();
+        let mut src = open_live_file(&src_path).unwrap().unwrap();
+        // The handoff is read first from the same descriptor: the copy starts at 0 anyway.
+        assert_eq!(read_open_file(&mut src, &src_path).unwrap(), bytes);
+        let (sha, len) = staged.copy_in("big.yml", &mut src, &src_path).unwrap();
+        assert_eq!(
+            (sha.as_str(), len),
+            (sha256_hex(&bytes).as_str(), bytes.len() as u64)
+        );
+        let copy = staged.path().join("big.yml");
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes);
+        assert_eq!(
+            hash_stored_file(&copy).unwrap(),
+            Some((sha256_hex(&bytes), bytes.len() as u64))
+        );
+        assert_eq!(hash_stored_file(&parent.path().join("none")).unwrap(), None);
+        assert!(open_live_file(&parent.path().join("none"))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -1,0 +1,267 @@
+//! `doctor`: a read-only health report of a workspace, with a suggested next step for each
+//! finding.
+//!
+//! The report covers: `.small/` and its files exist and parse, the schemas, the protocol
+//! invariants, the workspace metadata (verify), leftovers of the old runtime layout
+//! (`.small/runs/`, `.small/archive/`), and a summary of the run state. It is advice, not a
+//! gate: the findings are typed ([`Finding`]) and front ends only render them.
+//!
+//! The workspace is loaded once for every stage, and the progress log is streamed entry by
+//! entry (never held as a tree), resuming from the gates' cache in `.small-cache/` when the
+//! bytes checked before are unchanged, as the other gates do (see
+//! [`crate::gates::progress_check`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::diag::Diagnostic;
+use crate::gates::check::{self, GateOptions};
+use crate::gates::invariants::PlanIndex;
+use crate::gates::layout;
+use crate::gates::report::compact_line;
+use crate::gates::schemas::SchemaSet;
+use crate::gates::status::normalized_status;
+use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::model::TaskStatus;
+use crate::workspace::{LoadOptions, Scope, Workspace};
+use crate::yaml::Node;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warning,
+    Error,
+}
+
+/// One line of the report: what was checked (`area`), what was found, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub level: Level,
+    pub area: String,
+    pub message: String,
+    /// The suggested next step (empty: none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fix: String,
+}
+
+/// The whole report, in the order the checks ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DoctorReport {
+    pub findings: Vec<Finding>,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+impl DoctorReport {
+    fn push(&mut self, level: Level, area: &str, message: impl Into<String>, fix: &str) {
+        match level {
+            Level::Ok => {}
+            Level::Warning => self.warnings += 1,
+            Level::Error => self.errors += 1,
+        }
+        self.findings.push(Finding {
+            level,
+            area: area.to_string(),
+            message: message.into(),
+            fix: fix.to_string(),
+        });
+    }
+    fn ok(&mut self, area: &str, msg: impl Into<String>) {
+        self.push(Level::Ok, area, msg, "");
+    }
+    fn warn(&mut self, area: &str, msg: impl Into<String>, fix: &str) {
+        self.push(Level::Warning, area, msg, fix);
+    }
+    fn error(&mut self, area: &str, msg: impl Into<String>, fix: &str) {
+        self.push(Level::Error, area, msg, fix);
+    }
+    /// One finding per diagnostic; its own help wins over `fix`.
+    fn diags(&mut self, area: &str, diags: &[Diagnostic], fix: &str) {
+        for d in diags {
+            let help = d.help.clone().unwrap_or_else(|| fix.to_string());
+            let level = if d.is_error() {
+                Level::Error
+            } else {
+                Level::Warning
+            };
+            self.push(level, area, compact_line(d), &help);
+        }
+    }
+}
+
+/// Diagnose the workspace found from `dir` (upward from the current directory when `None`)
+/// with `schemas` (or the reason they could not be loaded, reported as a finding). Never
+/// changes the workspace; with `cache`, the progress check resumes from the gates' cache in
+/// `.small-cache/` and refreshes it, as the other gates do.
+pub fn diagnose(
+    dir: Option<&Path>,
+    schemas: Result<Arc<SchemaSet>, Diagnostic>,
+    cache: bool,
+) -> DoctorReport {
+    let mut r = DoctorReport::default();
+    let loc = match crate::workspace::locate(dir) {
+        Ok(loc) => loc,
+        Err(e) => {
+            r.error(
+                "workspace",
+                e.to_string(),
+                "run `small init` to create a SMALL workspace",
+            );
+            return r;
+        }
+    };
+    let opts = GateOptions {
+        scope: Scope::Any,
+        cache,
+        ..Default::default()
+    };
+    let schema_set = schemas;
+    let loaded = match &schema_set {
+        Ok(s) => check::load(loc, Some(s), &opts),
+        Err(_) => check::Loaded {
+            ws: Workspace::load(loc, &LoadOptions::all()),
+            streamed: None,
+        },
+    };
+    let ws = &loaded.ws;
+    r.ok("workspace", format!("{} exists", ws.small_dir.display()));
+    let load = check::artifact_load_diagnostics(ws);
+    if load.is_empty() {
+        r.ok(
+            "files",
+            "all five canonical files present and readable YAML",
+        );
+    } else {
+        r.diags(
+            "files",
+            &load,
+            "`small init --force` recreates missing files and keeps existing ones",
+        );
+    }
+    layout_findings(&ws.root, &mut r);
+    match schema_set {
+        Ok(s) => {
+            let v: Vec<Diagnostic> = check::validate_stage(&loaded, &s)
+                .into_iter()
+                .filter(|d| !load.contains(d))
+                .collect();
+            if v.is_empty() {
+                r.ok("schema", "all artifacts match their schemas");
+            } else {
+                r.diags("schema", &v, "fix the value, then run `small validate`");
+            }
+            match check::lint_stage(&loaded, &opts) {
+                Ok(l) if l.is_empty() => r.ok("invariants", "all protocol invariants hold"),
+                Ok(l) => r.diags("invariants", &l, "see docs/rules.md"),
+                Err(e) => r.error("invariants", format!("cannot list .small/: {e}"), ""),
+            }
+            match check::verify_stage(&loaded, &s, &opts) {
+                Ok(v) if v.is_empty() => r.ok(
+                    "verify",
+                    "workspace metadata, replayId and evidence gate ok",
+                ),
+                Ok(v) => r.diags("verify", &v, "see docs/rules.md"),
+                Err(e) => r.error("verify", e.to_string(), ""),
+            }
+        }
+        Err(d) => r.diags("schema", &[d], ""),
+    }
+    run_state(ws, loaded.streamed.as_ref().map(|s| s.facts.count), &mut r);
+    r
+}
+
+/// Leftovers of the old runtime layout, and other paths strict mode rejects.
+fn layout_findings(root: &Path, r: &mut DoctorReport) {
+    let Ok(unexpected) = layout::unexpected_paths(root) else {
+        return;
+    };
+    let legacy: Vec<&str> = unexpected
+        .iter()
+        .filter(|u| u.rel_path.ends_with("/runs/") || u.rel_path.ends_with("/archive/"))
+        .map(|u| u.rel_path.as_str())
+        .collect();
+    if !legacy.is_empty() {
+        r.warn(
+            "layout",
+            format!("old runtime layout: {}", legacy.join(", ")),
+            "small fix --runtime-layout",
+        );
+    }
+    let others = unexpected.len() - legacy.len();
+    if others > 0 {
+        r.warn(
+            "layout",
+            format!("{others} non-canonical path(s) under {SMALL_DIR}/ (strict mode rejects them)"),
+            "move them outside .small/ or into .small/ext/",
+        );
+    }
+}
+
+/// The run state. `streamed_entries`: how many entries the streamed progress log had (its
+/// document then holds no entries).
+fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut DoctorReport) {
+    let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
+    let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
+    if !plan.tasks.is_empty() {
+        let n = |s: &str| {
+            plan.tasks
+                .iter()
+                .filter(|t| normalized_status(t) == s)
+                .count()
+        };
+        let (pending, active, done, blocked) = (
+            n(TaskStatus::Pending.as_str()),
+            n(TaskStatus::InProgress.as_str()),
+            n(TaskStatus::Completed.as_str()),
+            n(TaskStatus::Blocked.as_str()),
+        );
+        let msg = format!(
+            "{} tasks: {done} completed, {active} in progress, {pending} pending, {blocked} blocked",
+            plan.tasks.len()
+        );
+        if active > 1 {
+            r.warn(
+                "run",
+                msg,
+                "several tasks are in progress; finish one at a time",
+            );
+        } else if blocked > 0 && active == 0 && pending == 0 {
+            r.warn(
+                "run",
+                msg,
+                "every remaining task is blocked; review the blockers",
+            );
+        } else if done == plan.tasks.len() {
+            r.ok(
+                "run",
+                format!("{msg} (run complete; `small handoff` records it)"),
+            );
+        } else {
+            r.ok("run", msg);
+        }
+    }
+    if let Some(entries) = root(ArtifactKind::Progress)
+        .and_then(|p| p.get("entries"))
+        .and_then(Node::as_seq)
+    {
+        let n = streamed_entries.unwrap_or(entries.len());
+        if n == 0 {
+            r.ok("progress", "no entries yet (fresh run)");
+        } else {
+            r.ok("progress", format!("{n} entries recorded"));
+        }
+    }
+    if let Some(steps) = root(ArtifactKind::Handoff)
+        .and_then(|h| h.pointer("/resume/next_steps"))
+        .and_then(Node::as_seq)
+    {
+        r.ok(
+            "handoff",
+            format!("{} next step(s) recorded for the next session", steps.len()),
+        );
+    }
+}
