@@ -73,6 +73,13 @@ enum Cmd {
     Compare(RunArgs),
     /// Time the YAML loader alone on one file (full tree, then streaming `entries`)
     Parse { file: PathBuf },
+    /// Time the secrets scanner (lint rule INV1) alone on every string of one YAML file
+    Secrets {
+        file: PathBuf,
+        /// Repetitions (the fastest is reported)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
 }
 
 fn main() {
@@ -97,6 +104,7 @@ fn main() {
             }
         }
         Cmd::Parse { file } => time_parse(&file),
+        Cmd::Secrets { file, runs } => time_secrets(&file, runs),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -209,9 +217,10 @@ fn generate_fresh(dir: &Path, tasks: usize, progress: usize) -> Result<u64, Stri
         .map_err(|e| e.to_string())
 }
 
-/// One finished command: wall time, peak RSS in KiB, exit code.
+/// One finished command: wall time, CPU time (user + system), peak RSS in KiB, exit code.
 struct Sample {
     wall: Duration,
+    cpu: Duration,
     max_rss_kib: u64,
     exit: i32,
 }
@@ -241,8 +250,10 @@ fn measure(small: &Path, args: &[&str], dir: &Path) -> Result<Sample, String> {
     } else {
         -1
     };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Ok(Sample {
         wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss as u64,
         exit,
     })
@@ -511,16 +522,21 @@ fn ms(s: &Sample) -> f64 {
     s.wall.as_secs_f64() * 1000.0
 }
 
+fn cpu_ms(s: &Sample) -> f64 {
+    s.cpu.as_secs_f64() * 1000.0
+}
+
 fn mib(s: &Sample) -> f64 {
     s.max_rss_kib as f64 / 1024.0
 }
 
 fn print_row(r: &Row) {
     let mut line = format!(
-        "P={:<7} {:<26} {:>9.1} ms {:>7.1} MiB ({:>4.2}x log) exit {}",
+        "P={:<7} {:<26} {:>9.1} ms (cpu {:>8.1} ms) {:>7.1} MiB ({:>4.2}x log) exit {}",
         r.size,
         r.command,
         ms(&r.ours),
+        cpu_ms(&r.ours),
         mib(&r.ours),
         r.ours.max_rss_kib as f64 * 1024.0 / r.log_bytes.max(1) as f64,
         r.ours.exit
@@ -624,6 +640,63 @@ fn time_parse(file: &Path) -> Result<(), String> {
         text.len(),
         full.as_secs_f64() * 1000.0,
         start.elapsed().as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
+/// Every string of a document with the key that holds it.
+fn strings_of<'a>(node: &'a small_core::yaml::Node, out: &mut Vec<(Option<&'a str>, &'a str)>) {
+    use small_core::yaml::Value;
+    let mut stack = vec![(node, None)];
+    while let Some((n, key)) = stack.pop() {
+        match &n.value {
+            Value::Str(s) => out.push((key, s.as_str())),
+            Value::Seq(items) => stack.extend(items.iter().map(|i| (i, None))),
+            Value::Map(entries) => {
+                stack.extend(entries.iter().map(|e| (&e.value, Some(e.key.as_str()))))
+            }
+            _ => {}
+        }
+    }
+}
+
+fn time_secrets(file: &Path, runs: usize) -> Result<(), String> {
+    use small_core::gates::secrets;
+    let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let doc = small_core::yaml::parse_str(&text, &small_core::yaml::Limits::default())
+        .map_err(|e| e.to_string())?;
+    let mut strings = Vec::new();
+    strings_of(&doc.root, &mut strings);
+    let bytes: usize = strings.iter().map(|(_, s)| s.len()).sum();
+    let mut best_scan = Duration::MAX;
+    let mut best_doc = Duration::MAX;
+    let mut found = 0usize;
+    let mut hits = 0usize;
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        found = strings
+            .iter()
+            .map(|(k, s)| secrets::scan_all(*k, s).len())
+            .sum();
+        best_scan = best_scan.min(start.elapsed());
+        let start = Instant::now();
+        hits = secrets::scan_document(&doc.root).len();
+        best_doc = best_doc.min(start.elapsed());
+    }
+    let per = |d: Duration| d.as_nanos() as f64 / strings.len().max(1) as f64;
+    println!(
+        "{}: {} strings, {} bytes; scan_all {:.1} ms ({:.0} ns a string, {} findings); \
+         scan_document {:.1} ms ({:.0} ns a string, {} hits) (fastest of {})",
+        file.display(),
+        strings.len(),
+        bytes,
+        best_scan.as_secs_f64() * 1000.0,
+        per(best_scan),
+        found,
+        best_doc.as_secs_f64() * 1000.0,
+        per(best_doc),
+        hits,
+        runs.max(1)
     );
     Ok(())
 }

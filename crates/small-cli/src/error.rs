@@ -46,6 +46,15 @@ impl CliError {
             ErrorKind::System | ErrorKind::Usage => CliError::usage(message),
         }
     }
+    /// An authoring error as its bare message (no code), exit 1 for a refusal, 2 for a
+    /// system or usage error.
+    pub fn bare(e: AuthoringError) -> Self {
+        let message = e.diagnostic.message.clone();
+        match e.kind {
+            ErrorKind::Invalid => CliError::invalid(message),
+            ErrorKind::System | ErrorKind::Usage => CliError::usage(message),
+        }
+    }
     /// Exit with a code but print nothing more (the command already reported).
     pub fn silent(exit: u8) -> Self {
         CliError {

@@ -3,11 +3,13 @@
 
 mod commands;
 mod error;
+mod harness;
 mod output;
 mod process;
 mod render;
 mod settings;
 mod units;
+mod writes;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;

@@ -32,6 +32,7 @@ use small_core::authoring::session;
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::schemas::{self, SchemaSet};
+use small_core::gates::secrets::{redact_json, redact_source};
 use small_core::gates::status::{self, StatusOptions};
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
@@ -52,11 +53,20 @@ fn diag(code: &str, message: impl Into<String>, help: Option<String>) -> CallToo
     if let Some(h) = &help {
         err["help"] = json!(h);
     }
-    CallToolResult::structured_error(json!({ "error": err }))
+    failed(json!({ "error": err }))
 }
 
-fn ok(value: Value) -> ToolResult {
+/// A successful result. Results quote the workspace (titles, notes, summaries, evidence):
+/// any credential in them is masked, as the CLI masks what it prints.
+fn ok(mut value: Value) -> ToolResult {
+    redact_json(&mut value);
     Ok(CallToolResult::structured(value))
+}
+
+/// A tool error, masked the same way.
+fn failed(mut value: Value) -> CallToolResult {
+    redact_json(&mut value);
+    CallToolResult::structured_error(value)
 }
 
 /// A library diagnostic as a tool error: its own code, message and help.
@@ -278,7 +288,7 @@ impl SmallMcp {
         if report.exit_code == 0 {
             ok(v)
         } else {
-            Ok(CallToolResult::structured_error(v))
+            Ok(failed(v))
         }
     }
 
@@ -388,9 +398,11 @@ impl SmallMcp {
             Ok(outcome) => {
                 let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
                 if outcome.valid() {
-                    ok(v)
+                    // Our own replay ID, quoting nothing (43 base64url characters, which the
+                    // random-token rule would mask).
+                    Ok(CallToolResult::structured(v))
                 } else {
-                    Ok(CallToolResult::structured_error(v))
+                    Ok(failed(v))
                 }
             }
             Err(e) => Ok(diag("json", format!("invalid JSON: {}", e.message), None)),
@@ -404,10 +416,10 @@ impl SmallMcp {
         let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
         match small_core::api::manifest::validate_request(&bytes) {
             Ok(outcome) => match &outcome.replay_id {
-                Some(id) => ok(json!({"replayId": id.as_str()})),
+                Some(id) => Ok(CallToolResult::structured(json!({"replayId": id.as_str()}))),
                 None => {
                     let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
-                    Ok(CallToolResult::structured_error(v))
+                    Ok(failed(v))
                 }
             },
             Err(e) => Ok(diag("json", format!("invalid JSON: {}", e.message), None)),
@@ -575,7 +587,9 @@ impl ServerHandler for SmallMcp {
         } else {
             let loc = workspace::locate(self.dir.as_deref())
                 .map_err(|e| ErrorData::invalid_params(e.to_diagnostic().message, None))?;
-            read_small_file(&loc.root, &rel)?
+            // A credential pasted into an artifact is never handed back, not even in the
+            // file itself.
+            redact_source(&read_small_file(&loc.root, &rel)?).into_owned()
         };
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
     }

@@ -63,11 +63,14 @@ pub fn error_body(
     message: &str,
     position: Option<(usize, usize, usize)>,
 ) -> String {
+    // An error that quotes the request (a path, a field value) could quote a credential:
+    // masked as every front end masks quoted text.
+    let message = small_core::gates::secrets::redact(message);
     let mut out = Vec::with_capacity(96 + message.len());
     out.extend_from_slice(b"{\"error\":");
     canonical::write_json_string_bytes(&mut out, &JsString::from(code));
     out.extend_from_slice(b",\"message\":");
-    canonical::write_json_string_bytes(&mut out, &JsString::from(message));
+    canonical::write_json_string_bytes(&mut out, &JsString::from(&*message));
     out.extend_from_slice(format!(",\"status\":{}", status.as_u16()).as_bytes());
     if let Some((line, column, offset)) = position {
         out.extend_from_slice(

@@ -213,7 +213,7 @@ async fn frame(State(limit): State<Duration>, req: Request, next: Next) -> Respo
     tracing::info!(
         target: "small::access",
         method = %method,
-        path = %path,
+        path = %small_core::gates::secrets::redact(&path),
         status = resp.status().as_u16(),
         micros = start.elapsed().as_micros() as u64,
         "request"

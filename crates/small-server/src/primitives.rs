@@ -132,7 +132,10 @@ impl From<StoreError> for Failure {
         if let StoreError::Invalid { errors, .. } = &e {
             body.pop();
             body.push_str(",\"errors\":");
-            body.push_str(&serde_json::to_string(errors).unwrap_or_else(|_| "[]".into()));
+            // Schema errors quote the submitted values: masked like every quoted text.
+            let mut list = serde_json::to_value(errors).unwrap_or_default();
+            small_core::gates::secrets::redact_json(&mut list);
+            body.push_str(&serde_json::to_string(&list).unwrap_or_else(|_| "[]".into()));
             body.push('}');
         }
         Failure(Box::new(json_response(status, body)))

@@ -509,3 +509,43 @@ fn graceful_shutdown_finishes_requests_in_flight() {
     assert!(r.text().contains(SEED_ID));
     stopper.join().unwrap();
 }
+
+#[test]
+fn errors_never_quote_a_credential_back() {
+    let s = TestServer::memory();
+    // Built from parts so that the source holds no scanner-shaped credential.
+    let token = ["ghp", "_", "0123456789abcdefghijABCDEFGHIJ012345"].concat();
+    let hidden = &token[4..];
+    // An unsupported protocolVersion is quoted by the error: a token pasted there is masked.
+    let body = format!(
+        r#"{{"protocolVersion":"{token}","manifest":{{"artifact":"a","schema":"s","version":1}}}}"#
+    );
+    let r = s.post_json("/small/v1/validate-manifest", body.as_bytes());
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["valid"], json!(false));
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(!r.text().contains(hidden), "{}", r.text());
+    assert!(
+        msg.starts_with("Unsupported protocol version: ghp_…[36 chars redacted]"),
+        "{msg}"
+    );
+    let r = s.post_json("/small/v1/replay", body.as_bytes());
+    assert_eq!(r.status, 422);
+    assert!(!r.text().contains(hidden), "{}", r.text());
+    // A route that does not exist is quoted by the 404.
+    let r = s.get(&format!("/small/v1/{token}"));
+    assert_eq!(r.status, 404);
+    assert!(!r.text().contains(hidden), "{}", r.text());
+    assert!(r.text().contains("ghp_…["), "{}", r.text());
+    // Ordinary values are quoted as they are.
+    let r = s.post_json(
+        "/small/v1/validate-manifest",
+        br#"{"protocolVersion":"2.0.0","manifest":{"artifact":"a","schema":"s","version":1}}"#,
+    );
+    assert!(
+        r.text().contains("Unsupported protocol version: 2.0.0"),
+        "{}",
+        r.text()
+    );
+}

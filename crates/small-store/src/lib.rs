@@ -10,6 +10,7 @@
 pub mod canonical;
 pub mod engine;
 pub mod error;
+pub mod import;
 pub mod model;
 pub mod pg;
 pub mod sqlite;

@@ -1,13 +1,11 @@
 //! `small accept intent|constraints`: a human accepts a draft into the canonical file.
 
-use crate::commands::draft::open_scoped;
 use crate::error::{CliError, CmdResult};
 use crate::render::render_plain;
+use crate::writes::{open_scoped, TargetArgs};
 use crate::GlobalArgs;
 use small_core::authoring::draft::{self, AcceptError, AcceptRequest};
 use small_core::spec::consts::ArtifactKind;
-use small_core::workspace::Scope;
-use std::path::PathBuf;
 
 /// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
 ///
@@ -30,12 +28,8 @@ pub enum AcceptKind {
 
 #[derive(clap::Args, Debug)]
 pub struct AcceptArgs {
-    /// Directory containing .small/ (default: the current directory)
-    #[arg(long, value_name = "PATH")]
-    pub dir: Option<PathBuf>,
-    /// Workspace kinds to accept: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
-    pub workspace: Scope,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Show the change as a diff and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -49,7 +43,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         AcceptKind::Intent(a) => (ArtifactKind::Intent, a),
         AcceptKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
-    let root = open_scoped(a.dir.as_deref(), a.workspace)?;
+    let root = open_scoped(a.target.dir.as_deref(), a.target.workspace)?;
     let out = draft::accept(&AcceptRequest {
         root: &root,
         kind,

@@ -2,12 +2,11 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::render::render_plain;
+use crate::writes::{open_scoped, TargetArgs};
 use crate::GlobalArgs;
 use small_core::authoring::draft::{self, DraftRequest};
 use small_core::spec::consts::ArtifactKind;
-use small_core::workspace::Scope;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 /// Propose a new intent.small.yml or constraints.small.yml for a human to review.
 ///
@@ -34,20 +33,11 @@ pub struct DraftArgs {
     /// File with the proposed content, or `-` / `stdin` to read standard input
     #[arg(long, value_name = "PATH|-")]
     pub from: String,
-    /// Directory containing .small/ (default: the current directory)
-    #[arg(long, value_name = "PATH")]
-    pub dir: Option<PathBuf>,
-    /// Workspace kinds to accept: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
-    pub workspace: Scope,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Print what was saved as JSON: {draft, target, bytes, replaced, valid, problems}
     #[arg(long)]
     pub json: bool,
-}
-
-/// Locate the workspace and enforce `--workspace` (also used by `apply`).
-pub(crate) fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
-    draft::open_scoped(dir, scope).map_err(CliError::plain)
 }
 
 fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
@@ -82,7 +72,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         DraftKind::Intent(a) => (ArtifactKind::Intent, a),
         DraftKind::Constraints(a) => (ArtifactKind::Constraints, a),
     };
-    let root = open_scoped(a.dir.as_deref(), a.workspace)?;
+    let root = open_scoped(a.target.dir.as_deref(), a.target.workspace)?;
     let content = read_source(&a.from)?;
     let out = draft::draft(&DraftRequest {
         root: &root,

@@ -1,11 +1,14 @@
 //! `small init`: create a SMALL workspace.
 
-use crate::commands::agents::{self, ModeArg};
 use crate::error::{CliError, CmdResult};
+use crate::harness::{describe, ModeArg};
 use crate::GlobalArgs;
-use small_core::authoring::agents::{compose_file, Composed, Request};
-use small_core::authoring::init::{self, FileAction, InitOutcome, InitRequest};
-use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION, SMALL_DIR};
+use small_core::authoring::agents::Request;
+use small_core::authoring::init::{
+    self, FileAction, InitWorkspaceOutcome, InitWorkspaceRequest, MergeDriverOutcome,
+};
+use small_core::authoring::merge;
+use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION};
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md
@@ -54,52 +57,35 @@ pub struct Args {
     pub json: bool,
 }
 
-/// The workspace root for a `--dir` value: the directory itself, or its parent when the
-/// value names the `.small` directory. Absolute.
-pub(crate) fn workspace_root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
-    let base = match dir {
-        Some(d) if d.is_absolute() => d.to_path_buf(),
-        Some(d) => cwd.join(d),
-        None => cwd,
-    };
-    let base = normalize_lexically(&base);
-    if base.file_name().is_some_and(|n| n == SMALL_DIR) {
-        if let Some(parent) = base.parent() {
-            return Ok(parent.to_path_buf());
-        }
-    }
-    Ok(base)
-}
-
-/// Removes `.` and resolves `..` without touching the file system.
-fn normalize_lexically(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = workspace_root(args.dir.as_deref())?;
+    let root = init::workspace_root(args.dir.as_deref(), &cwd);
     if args.tasks.iter().any(|t| t.trim().is_empty()) {
         return Err(CliError::usage("--task needs a task title"));
     }
-    let enclosing = (!root.join(SMALL_DIR).is_dir())
-        .then(|| small_core::workspace::enclosing_workspace(&root))
-        .flatten();
-    if let Some(outer) = &enclosing {
+    let agents = if args.no_agents {
+        None
+    } else if args.overwrite_agents {
+        Some(Request::Overwrite)
+    } else {
+        Some(
+            args.agents_mode
+                .map_or(Request::Default, |m| Request::Mode(m.into())),
+        )
+    };
+    let command = std::env::current_exe()
+        .map(|e| merge::driver_command_for(&e))
+        .unwrap_or_else(|_| "small".into());
+    let out = init::init_workspace(&InitWorkspaceRequest {
+        root: &root,
+        intent: args.intent.as_deref(),
+        force: args.force,
+        tasks: &args.tasks,
+        agents,
+        merge_driver: (!args.no_merge_driver).then_some(command.as_str()),
+    })?;
+    if let Some(outer) = &out.enclosing {
         g.warn(format!(
             "warning: {} is inside the SMALL workspace at {}; this creates a nested workspace that commands run below {} will use instead (run `small` commands from anywhere inside a project: they find its .small/ upward)",
             root.display(),
@@ -107,83 +93,67 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             root.display()
         ));
     }
-    let agents_plan = compose_agents(&args, &root)?;
-    let out = init::init(&InitRequest {
-        root: &root,
-        intent: args.intent.as_deref(),
-        force: args.force,
-        agents: agents_plan.as_ref(),
-        tasks: &args.tasks,
-    })?;
-    if let Some((why, backup)) = &out.progress_backup {
+    if let Some((why, backup)) = &out.init.progress_backup {
         g.warn(format!(
             "warning: the existing progress log could not be extended ({why}); it was moved to {backup} and a new log started"
         ));
     }
-    let merge_driver = install_merge_driver(&root, args.no_merge_driver);
     if args.json {
-        return print_json(
-            g,
-            &args,
-            &root,
-            &out,
-            agents_plan.as_ref(),
-            enclosing.as_deref(),
-            merge_driver,
-        );
+        return print_json(g, &args, &root, &out);
     }
-    print_human(g, &args, &out, agents_plan.as_ref(), &merge_driver);
+    print_human(g, &args, &out);
     Ok(())
 }
 
+/// What was done about the merge driver, one line each.
+fn merge_driver_lines(m: &MergeDriverOutcome) -> Vec<String> {
+    match m {
+        MergeDriverOutcome::Skipped => vec!["skipped   merge driver (--no-merge-driver)".into()],
+        MergeDriverOutcome::NotGit => vec![
+            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
+        ],
+        MergeDriverOutcome::Installed(r) => {
+            r.lines().into_iter().map(|l| format!("merge     {l}")).collect()
+        }
+        MergeDriverOutcome::Failed(e) => vec![format!("warning   merge driver not installed: {e}")],
+    }
+}
+
 /// `init --json`.
-fn print_json(
-    g: &GlobalArgs,
-    args: &Args,
-    root: &Path,
-    out: &InitOutcome,
-    agents_plan: Option<&Composed>,
-    enclosing: Option<&Path>,
-    merge_driver: Vec<String>,
-) -> CmdResult {
+fn print_json(g: &GlobalArgs, args: &Args, root: &Path, out: &InitWorkspaceOutcome) -> CmdResult {
     let files: Vec<serde_json::Value> = out
-            .files
-            .iter()
-            .map(|f| {
-                serde_json::json!({"path": f.path, "existed": f.action != FileAction::Created, "note": f.note})
-            })
-            .collect();
+        .init
+        .files
+        .iter()
+        .map(|f| serde_json::json!({"path": f.path, "existed": f.action != FileAction::Created, "note": f.note}))
+        .collect();
     let tasks: Vec<serde_json::Value> = args
         .tasks
         .iter()
         .enumerate()
         .map(|(i, t)| serde_json::json!({"id": format!("task-{}", i + 1), "title": t.trim()}))
         .collect();
+    let o = &out.init;
     g.json(&serde_json::json!({
-            "workspace": root.display().to_string(),
-            "reinitialized": out.existed,
-            "kind": out.kind.as_str(),
-            "replay_id": out.replay_id,
-            "files": files,
-            "tasks": tasks,
-            "gitignore_added": out.gitignore.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
-            "agents": agents_plan.map(|c| agents::describe(c, AGENTS_FILE, false)),
-            "enclosing_workspace": enclosing.map(|p| p.display().to_string()),
-            "merge_driver": merge_driver,
+        "workspace": root.display().to_string(),
+        "reinitialized": o.existed,
+        "kind": o.kind.as_str(),
+        "replay_id": o.replay_id,
+        "files": files,
+        "tasks": tasks,
+        "gitignore_added": o.gitignore.as_ref().map(|(_, a)| a.clone()).unwrap_or_default(),
+        "agents": out.agents.as_ref().map(|c| describe(c, AGENTS_FILE, false)),
+        "enclosing_workspace": out.enclosing.as_ref().map(|p| p.display().to_string()),
+        "merge_driver": merge_driver_lines(&out.merge_driver),
     }))
 }
 
 /// What init did, for people.
-fn print_human(
-    g: &GlobalArgs,
-    args: &Args,
-    out: &InitOutcome,
-    agents_plan: Option<&Composed>,
-    merge_driver: &[String],
-) {
+fn print_human(g: &GlobalArgs, args: &Args, whole: &InitWorkspaceOutcome) {
     if g.quiet() {
         return;
     }
+    let out = &whole.init;
     let verb = if out.existed {
         "Re-initialized the"
     } else {
@@ -206,11 +176,11 @@ fn print_human(
         let verb = if *had { "updated  " } else { "created  " };
         g.info(format!("  {verb} .gitignore: added {}", added.join(", ")));
     }
-    match agents_plan {
+    match &whole.agents {
         None => g.info("  skipped   AGENTS.md (--no-agents)"),
-        Some(c) => g.info(format!("  {}", agents::describe(c, AGENTS_FILE, false))),
+        Some(c) => g.info(format!("  {}", describe(c, AGENTS_FILE, false))),
     }
-    for line in merge_driver {
+    for line in merge_driver_lines(&whole.merge_driver) {
         g.info(format!("  {line}"));
     }
     let step2 = if args.tasks.is_empty() {
@@ -225,68 +195,4 @@ fn print_human(
     g.info(format!(
         "\nNext:\n  1. A human writes the intent and reviews the constraints in .small/intent.small.yml and\n     .small/constraints.small.yml (agents must not edit these two files).\n  2. {step2}\n  3. small check --strict"
     ));
-}
-
-/// Decide about AGENTS.md before anything is written, so that a refusal leaves no half
-/// workspace. `None` with --no-agents.
-fn compose_agents(args: &Args, root: &Path) -> Result<Option<Composed>, CliError> {
-    if args.no_agents {
-        return Ok(None);
-    }
-    // The directory may not exist yet: then neither does AGENTS.md.
-    let existing = if root.is_dir() {
-        agents::read_target(&agents::target_path(Some(root), None)?)?
-    } else {
-        None
-    };
-    let request = if args.overwrite_agents {
-        Request::Overwrite
-    } else if let Some(m) = args.agents_mode {
-        Request::Mode(m.into())
-    } else {
-        Request::Default
-    };
-    Ok(Some(compose_file(
-        AGENTS_FILE,
-        existing.as_deref(),
-        request,
-    )?))
-}
-
-/// Inside a git repository, install the merge driver for the agent-owned artifacts; the
-/// lines say what was done (or why not).
-fn install_merge_driver(root: &Path, skip: bool) -> Vec<String> {
-    use small_core::authoring::merge;
-    if skip {
-        return vec!["skipped   merge driver (--no-merge-driver)".into()];
-    }
-    if merge::git_toplevel(root).is_none() {
-        return vec![
-            "skipped   merge driver: not a git repository (after `git init`, run `small merge-driver --install`)".into(),
-        ];
-    }
-    let command = std::env::current_exe()
-        .map(|e| merge::driver_command_for(&e))
-        .unwrap_or_else(|_| "small".into());
-    match merge::install(root, &command) {
-        Ok(r) => r
-            .lines()
-            .into_iter()
-            .map(|l| format!("merge     {l}"))
-            .collect(),
-        Err(e) => vec![format!("warning   merge driver not installed: {e}")],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dot_small_dir_means_its_parent() {
-        let r = workspace_root(Some(Path::new("/tmp/proj/.small"))).unwrap();
-        assert_eq!(r, PathBuf::from("/tmp/proj"));
-        let r = workspace_root(Some(Path::new("/tmp/proj/./a/.."))).unwrap();
-        assert_eq!(r, PathBuf::from("/tmp/proj"));
-    }
 }

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::merge::{self, MergeKind};
+use small_core::authoring::merge::{self, MergeFilesError, MergeFilesRequest, MergeKind};
 
-use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
+use crate::writes;
 use crate::GlobalArgs;
 
 /// Merge SMALL artifacts entry by entry (git calls this), or install it in a repository.
@@ -41,7 +41,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.install {
-        let root = shared::root(args.dir.as_deref())?;
+        let root = writes::root(args.dir.as_deref())?;
         let exe = std::env::current_exe()
             .map_err(|e| CliError::usage(format!("cannot find the small binary: {e}")))?;
         let report = merge::install(&root, &merge::driver_command_for(&exe))
@@ -60,45 +60,31 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "give BASE OURS THEIRS [PATH] (%O %A %B %P), or --install",
         ));
     };
-    let name = args
-        .path
-        .clone()
-        .unwrap_or_else(|| ours.to_string_lossy().into_owned());
-    let Some(kind) = MergeKind::for_path(&name) else {
-        return Err(CliError::usage(format!(
-            "{name}: not a file small merges (only {})",
-            MergeKind::FILES.join(", ")
-        )));
+    let req = MergeFilesRequest {
+        base: &base,
+        ours: &ours,
+        theirs: &theirs,
+        path: args.path.as_deref(),
     };
-    let read = |p: &PathBuf| {
-        small_core::workspace::fsio::read_bounded(p, small_core::workspace::fsio::MAX_READ_BYTES)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display())))
-    };
-    let (b, o, t) = (read(&base)?, read(&ours)?, read(&theirs)?);
-    match merge::merge(kind, &b, &o, &t) {
-        Ok(m) => {
-            std::fs::write(&ours, m.text.as_bytes())
-                .map_err(|e| CliError::usage(format!("cannot write {}: {e}", ours.display())))?;
+    match merge::merge_files(&req) {
+        Ok((name, m)) => {
             for n in &m.notes {
                 g.warn(format!("small merge-driver: {name}: {n}"));
             }
             Ok(())
         }
-        Err(c) => {
-            for line in &c.conflicts {
+        Err(MergeFilesError::NotMerged { name }) => Err(CliError::usage(format!(
+            "{name}: not a file small merges (only {})",
+            MergeKind::FILES.join(", ")
+        ))),
+        Err(MergeFilesError::Io(m)) => Err(CliError::usage(m)),
+        Err(MergeFilesError::Conflict { name, conflicts }) => {
+            for line in &conflicts {
                 g.error(format!("small merge-driver: {name}: conflict: {line}"));
             }
             g.error(format!(
                 "small merge-driver: {name}: left git's conflict markers; resolve, then `small check --strict`"
             ));
-            // Leave the usual text-merge markers in %A for a human to resolve.
-            let _ = std::process::Command::new("git")
-                .args(["merge-file", "-L", "ours", "-L", "base", "-L", "theirs"])
-                .arg(&ours)
-                .arg(&base)
-                .arg(&theirs)
-                .status();
             Err(CliError::silent(1))
         }
     }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use small_core::authoring::hooks;
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
 use small_core::workspace;
 
@@ -43,21 +44,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    // A hook must print its JSON even with --quiet, and nothing else.
+    let hook = |text: &str| g.data(format!("{}\n", hooks::session_start_output(text)));
     let loc = match workspace::locate(args.dir.as_deref()) {
         Ok(l) => l,
         // A session-start hook in a project without a workspace says so and lets the
         // session start.
         Err(e) if args.hook => {
             let d = e.to_diagnostic();
-            println!(
-                "{}",
-                small_core::authoring::hooks::session_start_output(&format!(
-                    "SMALL: {} ({})",
-                    d.message,
-                    d.help.unwrap_or_default()
-                ))
-            );
-            return Ok(());
+            let help = d.help.unwrap_or_default();
+            return hook(&format!("SMALL: {} ({help})", d.message));
         }
         Err(e) => {
             let d = e.to_diagnostic();
@@ -67,17 +63,18 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             });
         }
     };
-    let opts = ResumeOptions {
-        recent: args.recent,
-        gates: if args.check {
-            GateMode::Always
-        } else if args.no_check {
-            GateMode::Never
-        } else {
-            GateMode::Auto
-        },
+    let gates = match (args.check, args.no_check) {
+        (true, _) => GateMode::Always,
+        (_, true) => GateMode::Never,
+        _ => GateMode::Auto,
     };
-    let r = resume::resume(&loc, &opts);
+    let r = resume::resume(
+        &loc,
+        &ResumeOptions {
+            recent: args.recent,
+            gates,
+        },
+    );
     let json = |r: &resume::Resume| serde_json::to_string_pretty(r).unwrap_or_default();
     let text = match (args.json, args.max_chars) {
         (true, Some(max)) => resume::fit(r, max, false, &json).1,
@@ -86,13 +83,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         (false, None) => resume::to_markdown(&r),
     };
     if args.hook {
-        // A hook must print its JSON even with --quiet, and nothing else.
-        println!(
-            "{}",
-            small_core::authoring::hooks::session_start_output(text.trim_end())
-        );
-    } else if !g.quiet {
-        println!("{}", text.trim_end());
+        hook(text.trim_end())
+    } else if args.json {
+        g.data(format!("{}\n", text.trim_end()))
+    } else {
+        g.info(text.trim_end());
+        Ok(())
     }
-    Ok(())
 }

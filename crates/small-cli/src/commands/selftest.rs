@@ -2,6 +2,7 @@
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
+use small_core::authoring::selftest::{self, Step, StepOp, StepResult};
 use small_core::workspace::Scope;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,149 +36,105 @@ pub struct Args {
     pub workspace: Scope,
 }
 
-struct Step {
-    name: String,
-    args: Vec<String>,
-}
-
-fn step(name: &str, args: &[&str]) -> Step {
-    Step {
-        name: name.to_string(),
-        args: args.iter().map(|s| s.to_string()).collect(),
+/// The command line of a step (run as `small <args> --dir <ws>`).
+fn argv(op: &StepOp) -> Vec<String> {
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect();
+    match op {
+        StepOp::Init { intent } => v(&["init", "--force", "--intent", intent]),
+        StepOp::PlanAdd { title } => v(&["plan", "--add", title]),
+        StepOp::Checkpoint {
+            task,
+            status,
+            evidence,
+        } => v(&[
+            "checkpoint",
+            "--task",
+            task,
+            "--status",
+            status,
+            "--evidence",
+            evidence,
+        ]),
+        StepOp::ApplyDryRun { command } => v(&["apply", "--dry-run", "--cmd", command]),
+        StepOp::Handoff { summary } => v(&["handoff", "--summary", summary]),
+        StepOp::Verify { scope } => v(&["verify", "--workspace", scope.as_str()]),
+        StepOp::CheckStrict { scope } => v(&["check", "--strict", "--workspace", scope.as_str()]),
     }
 }
 
-/// The steps, each run as `small <args> --dir <ws>`.
-fn steps(scope: &str) -> Vec<Step> {
-    vec![
-        step(
-            "init",
-            &["init", "--force", "--intent", "SMALL selftest workspace"],
-        ),
-        step("plan --add", &["plan", "--add", "Selftest task"]),
-        step(
-            "checkpoint",
-            &[
-                "checkpoint",
-                "--task",
-                "task-2",
-                "--status",
-                "completed",
-                "--evidence",
-                "selftest: the task was added and recorded",
-            ],
-        ),
-        step(
-            "apply --dry-run",
-            &["apply", "--dry-run", "--cmd", "echo selftest"],
-        ),
-        step("handoff", &["handoff", "--summary", "Selftest checkpoint"]),
-        step("verify", &["verify", "--workspace", scope]),
-        step(
-            "check --strict",
-            &["check", "--strict", "--workspace", scope],
-        ),
-    ]
-}
-
-/// Prepares the directory: a new temp dir, or `--dir` if it is new or empty.
-fn prepare(dir: Option<&Path>) -> Result<PathBuf, CliError> {
-    match dir {
-        None => {
-            let d = tempfile::Builder::new()
-                .prefix("small-selftest-")
-                .tempdir()
-                .map_err(|e| CliError::usage(format!("cannot create a temp directory: {e}")))?;
-            Ok(d.keep())
-        }
-        Some(d) => {
-            if d.exists() {
-                let mut entries = std::fs::read_dir(d)
-                    .map_err(|e| CliError::usage(format!("cannot use {}: {e}", d.display())))?;
-                if entries.next().is_some() {
-                    return Err(CliError::usage(format!(
-                        "{} is not empty; the self-test only runs in a new or empty directory (it deletes it afterwards unless --keep)",
-                        d.display()
-                    )));
-                }
-            } else {
-                std::fs::create_dir_all(d)
-                    .map_err(|e| CliError::usage(format!("cannot create {}: {e}", d.display())))?;
+/// Run one step with this executable, in the scratch workspace.
+fn exec(exe: &Path, ws: &Path, step: &Step) -> StepResult {
+    let out = Command::new(exe)
+        .args(argv(&step.op))
+        .arg("--dir")
+        .arg(ws)
+        .current_dir(ws)
+        // The self-test checks the default behaviour, whatever the caller's settings.
+        .env_remove("SMALL_PROGRESS_MODE")
+        .env_remove("SMALL_SPEC_DIR")
+        .env("NO_COLOR", "1")
+        .output();
+    match out {
+        Ok(o) => {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            let code = o
+                .status
+                .code()
+                .map_or("a signal".to_string(), |c| c.to_string());
+            StepResult {
+                ok: o.status.success(),
+                detail: format!("exit {code}\n{text}"),
             }
-            std::fs::canonicalize(d)
-                .map_err(|e| CliError::usage(format!("cannot use {}: {e}", d.display())))
         }
+        Err(e) => StepResult {
+            ok: false,
+            detail: format!("could not run: {e}"),
+        },
     }
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let scope = args.workspace.as_str();
     let exe = std::env::current_exe()
         .map_err(|e| CliError::usage(format!("cannot find the small executable: {e}")))?;
-    let ws = prepare(args.dir.as_deref())?;
-    let say = |s: String| g.info(s);
-    say(format!("small selftest in {}", ws.display()));
-
-    let all = steps(scope);
-    let total = all.len();
-    let width = all.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    let mut failure: Option<(String, String)> = None;
-    let ws_s = ws.display().to_string();
-    for (i, s) in all.iter().enumerate() {
-        let out = Command::new(&exe)
-            .args(&s.args)
-            .args(["--dir", ws_s.as_str()])
-            .current_dir(&ws)
-            // The self-test checks the default behaviour, whatever the caller's settings.
-            .env_remove("SMALL_PROGRESS_MODE")
-            .env_remove("SMALL_SPEC_DIR")
-            .env("NO_COLOR", "1")
-            .output();
-        let (ok, detail) = match out {
-            Ok(o) => {
-                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&o.stderr));
-                let code = o
-                    .status
-                    .code()
-                    .map_or("a signal".to_string(), |c| c.to_string());
-                (o.status.success(), format!("exit {code}\n{text}"))
-            }
-            Err(e) => (false, format!("could not run: {e}")),
-        };
-        say(format!(
-            "  [{}/{total}] {:<width$}  {}",
-            i + 1,
-            s.name,
-            if ok { "ok" } else { "FAILED" }
-        ));
-        if !ok {
-            failure = Some((format!("small {}", s.args.join(" ")), detail));
-            break;
-        }
+    let ws = selftest::prepare(args.dir.as_deref()).map_err(CliError::usage)?;
+    g.info(format!("small selftest in {}", ws.display()));
+    let steps = selftest::scenario(args.workspace);
+    let (total, width) = (
+        steps.len(),
+        steps.iter().map(|s| s.name.len()).max().unwrap_or(0),
+    );
+    let out = selftest::run(
+        ws.clone(),
+        steps,
+        args.keep,
+        &mut |s| exec(&exe, &ws, s),
+        &mut |i, s, r| {
+            let verdict = if r.ok { "ok" } else { "FAILED" };
+            g.info(format!(
+                "  [{}/{total}] {:<width$}  {verdict}",
+                i + 1,
+                s.name
+            ));
+        },
+    );
+    if let Some(e) = &out.cleanup_error {
+        g.warn(format!("warning: could not remove {}: {e}", ws.display()));
     }
-
-    let keep = args.keep || failure.is_some();
-    if !keep {
-        if let Err(e) = std::fs::remove_dir_all(&ws) {
-            g.warn(format!("warning: could not remove {}: {e}", ws.display()));
+    let Some((step, result)) = out.failure() else {
+        g.info(format!("All {total} steps passed."));
+        if args.keep {
+            g.info(format!("Workspace kept at {}", ws.display()));
         }
+        return Ok(());
+    };
+    g.error(format!(
+        "\nselftest failed at `small {}`:",
+        argv(&step.op).join(" ")
+    ));
+    for line in result.detail.lines() {
+        g.error(format!("  | {line}"));
     }
-    match failure {
-        None => {
-            say(format!("All {total} steps passed."));
-            if args.keep {
-                say(format!("Workspace kept at {}", ws.display()));
-            }
-            Ok(())
-        }
-        Some((cmd, detail)) => {
-            g.error(format!("\nselftest failed at `{cmd}`:"));
-            for line in detail.lines() {
-                g.error(format!("  | {line}"));
-            }
-            g.error(format!("Workspace kept for inspection at {}", ws.display()));
-            Err(CliError::silent(EXIT_INVALID))
-        }
-    }
+    g.error(format!("Workspace kept for inspection at {}", ws.display()));
+    Err(CliError::silent(EXIT_INVALID))
 }

@@ -30,38 +30,16 @@ pub struct Args {
     pub dir: Option<PathBuf>,
 }
 
-/// Resolve `--dir` to the `.small/` directory the way the gates do (accepting `.small`
-/// itself), without requiring it to exist.
-pub(crate) fn small_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
-    let base = match dir {
-        Some(d) => d.to_path_buf(),
-        None => {
-            let here = std::env::current_dir()
-                .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
-            small_core::workspace::find_upward(&here).unwrap_or(here)
-        }
-    };
-    if base
-        .file_name()
-        .is_some_and(|n| n == small_core::spec::consts::SMALL_DIR)
-    {
-        Ok(base)
-    } else {
-        Ok(base.join(small_core::spec::consts::SMALL_DIR))
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let audit = crate::settings::progress_mode_is_audit()?;
-    let dir = small_dir(args.dir.as_deref())?;
-    let st = status::status(
-        &dir,
-        StatusOptions {
-            recent: args.recent,
-            tasks: args.tasks,
-            audit,
-        },
-    );
+    let dir = small_core::workspace::small_dir_for(args.dir.as_deref())
+        .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+    let opts = StatusOptions {
+        recent: args.recent,
+        tasks: args.tasks,
+        audit,
+    };
+    let st = status::status(&dir, opts);
     if args.json {
         return g.json(&st);
     }
@@ -70,7 +48,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 }
 
 /// The human status report.
-pub(crate) fn render(st: &Status) -> String {
+fn render(st: &Status) -> String {
     let mut o = String::new();
     let mut line = |s: String| {
         o.push_str(&s);

@@ -217,3 +217,18 @@ fn verify_checks_workspace_metadata_and_scope() {
     );
     assert_eq!(small(ws.path(), &["verify", "--workspace", "nope"]).0, 2);
 }
+
+#[test]
+fn no_workspace_is_exit_2_in_json_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in ["lint", "verify", "validate"] {
+        let (code, out, _) = small(dir.path(), &[cmd, "--json"]);
+        assert_eq!(code, 2, "{cmd}: {out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["exit_code"], 2, "{cmd}: {out}");
+        if cmd != "validate" {
+            assert_eq!(v["status"], "error", "{cmd}: {out}");
+            assert_eq!(v["errors"][0]["code"], "no-workspace", "{cmd}: {out}");
+        }
+    }
+}

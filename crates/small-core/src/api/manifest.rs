@@ -79,10 +79,28 @@ pub fn write_errors(out: &mut Vec<u8>, errors: &[ManifestError]) {
         out.extend_from_slice(b"{\"instancePath\":");
         canonical::write_json_string_bytes(out, &JsString::from(e.instance_path.as_str()));
         out.extend_from_slice(b",\"message\":");
-        canonical::write_json_string_bytes(out, &e.message);
+        canonical::write_json_string_bytes(out, &masked(&e.message));
         out.push(b'}');
     }
     out.push(b']');
+}
+
+/// A message that quotes the request (an unsupported `protocolVersion`) with any secret in
+/// it masked, as every front end shows quoted text.
+fn masked(message: &JsString) -> std::borrow::Cow<'_, JsString> {
+    use std::borrow::Cow;
+    let lossy;
+    let text = match message.as_str() {
+        Some(s) => s,
+        None => {
+            lossy = message.to_string_lossy();
+            &lossy
+        }
+    };
+    match crate::gates::secrets::redact(text) {
+        Cow::Borrowed(_) => Cow::Borrowed(message),
+        Cow::Owned(m) => Cow::Owned(JsString::from(m)),
+    }
 }
 
 /// Why a request body could not be validated at all.

@@ -316,6 +316,8 @@ pub fn scan_tail(
                 }),
                 stop,
                 first_item_only: false,
+                // On `None` the scan is dropped with everything it saw.
+                one_pass: true,
             },
         )?;
         if stop.is_none() {
@@ -475,6 +477,8 @@ fn parallel(
                             resume: Some(resume),
                             stop,
                             first_item_only: false,
+                            // On `None` the scan is dropped with everything it saw.
+                            one_pass: true,
                         },
                     )
                 })
@@ -652,6 +656,8 @@ fn resume(
             resume: Some(resume),
             stop: None,
             first_item_only: false,
+            // On `None` the scan is dropped with everything it saw.
+            one_pass: true,
         },
     )?;
     walked.root.as_ref()?;

@@ -8,7 +8,8 @@
 //! byte-exact suffix. Only a separator line break may be added next to a freshly appended or
 //! prepended block, never inside the user's text.
 //!
-//! This module only computes text; reading and writing files is the caller's business.
+//! Composing and checking only compute text; [`target_path`], [`read_target`] and [`apply`]
+//! find, read and write the file, for every front end alike.
 
 use crate::authoring::error::{code, Error};
 use crate::spec::consts::{harness_begin_marker, harness_end_marker, PROTOCOL_VERSION};
@@ -714,6 +715,156 @@ pub fn check(
     r
 }
 
+/// The file that holds the block: `dir` (default: the current directory; its parent when it
+/// is `.small`) joined with `file` (default AGENTS.md; an absolute `file` is used as is). A
+/// symbolic link is followed, so writing replaces the file it points to instead of the link,
+/// but only to a place inside the directory it sits in: a cloned repository must not make
+/// small write outside it.
+pub fn target_path(
+    dir: Option<&std::path::Path>,
+    file: Option<&str>,
+) -> Result<std::path::PathBuf, crate::authoring::Error> {
+    use crate::authoring::error::{code, Error};
+    use std::path::Path;
+    let base = match dir {
+        Some(d) if !d.is_dir() => {
+            return Err(Error::usage(
+                code::IO,
+                format!("{} is not a directory", d.display()),
+            ))
+        }
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            Error::system(code::IO, format!("cannot read the current directory: {e}"))
+        })?,
+    };
+    // AGENTS.md lives at the repository root, never inside `.small/` (seed 000): from inside
+    // `.small/`, the file next to it is meant.
+    let base = match base.file_name() {
+        Some(n) if n == crate::spec::consts::SMALL_DIR => {
+            base.parent().map(Path::to_path_buf).unwrap_or(base)
+        }
+        _ => base,
+    };
+    let path = base.join(file.unwrap_or(crate::spec::consts::AGENTS_FILE));
+    let resolved = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(&path) {
+            Ok(real) => real,
+            // A dangling link: write where it points if we can tell, else at the link.
+            Err(_) => match std::fs::read_link(&path) {
+                Ok(t) if t.is_absolute() => t,
+                Ok(t) => path.parent().map(|p| p.join(&t)).unwrap_or(t),
+                Err(_) => path.clone(),
+            },
+        },
+        _ => return Ok(path),
+    };
+    let inside = |p: &Path| {
+        let dir = p.parent().unwrap_or(p);
+        match std::fs::canonicalize(&base) {
+            Ok(b) => crate::workspace::fsio::canonical_or_planned(dir).starts_with(b),
+            Err(_) => false,
+        }
+    };
+    if !inside(&resolved) {
+        return Err(Error::usage(
+            code::IO,
+            format!(
+                "{} is a symbolic link to {}, outside {}; small does not follow links out of the workspace",
+                path.display(),
+                resolved.display(),
+                base.display()
+            ),
+        ));
+    }
+    Ok(resolved)
+}
+
+/// The file's text, or `None` when it does not exist. Only a regular file is read, without
+/// blocking on a FIFO and with a bounded size; text that is not UTF-8 is refused.
+pub fn read_target(path: &std::path::Path) -> Result<Option<String>, crate::authoring::Error> {
+    use crate::authoring::error::{code, Error};
+    use crate::workspace::fsio;
+    match fsio::read_bounded(path, fsio::MAX_READ_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            Error::invalid(
+                code::REFUSED,
+                format!(
+                    "{} is not valid UTF-8 text; SMALL will not edit it",
+                    path.display()
+                ),
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(Error::usage(
+            code::IO,
+            format!("{} is a directory, not a file", path.display()),
+        )),
+        Err(e) => Err(Error::system(
+            code::IO,
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// What to do to the block of one file.
+#[derive(Debug, Clone)]
+pub struct ApplyRequest<'a> {
+    /// Directory holding the file (see [`target_path`]).
+    pub dir: Option<&'a std::path::Path>,
+    /// The file, relative to `dir` (default AGENTS.md).
+    pub file: Option<&'a str>,
+    pub request: Request,
+    /// Compose the result and write nothing.
+    pub dry_run: bool,
+}
+
+/// What [`apply`] did (or, for a dry run, would do).
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The file written (a link resolved).
+    pub path: std::path::PathBuf,
+    /// The file's text before.
+    pub existing: Option<String>,
+    pub composed: Composed,
+    /// Whether the file was written.
+    pub written: bool,
+}
+
+/// Why [`apply`] did nothing.
+#[derive(Debug)]
+pub enum ApplyError {
+    /// The block cannot be composed as asked (a file without a block needs a mode; broken
+    /// markers): `agents-block`.
+    Compose(Error),
+    /// The file cannot be found, read or written.
+    File(crate::authoring::Error),
+}
+
+/// Create or update the block of one file (content outside the block is never changed).
+pub fn apply(req: &ApplyRequest) -> Result<Applied, ApplyError> {
+    let path = target_path(req.dir, req.file).map_err(ApplyError::File)?;
+    let existing = read_target(&path).map_err(ApplyError::File)?;
+    let name = req.file.unwrap_or(crate::spec::consts::AGENTS_FILE);
+    let composed =
+        compose_file(name, existing.as_deref(), req.request).map_err(ApplyError::Compose)?;
+    let written = !req.dry_run && composed.action.writes();
+    if written {
+        crate::authoring::txn::atomic_write(&path, composed.text.as_bytes()).map_err(|e| {
+            ApplyError::File(crate::authoring::Error::system(
+                crate::authoring::error::code::IO,
+                format!("cannot write {}: {e}", path.display()),
+            ))
+        })?;
+    }
+    Ok(Applied {
+        path,
+        existing,
+        composed,
+        written,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,5 +1039,55 @@ mod tests {
                 proptest::prop_assert!(find_block(&p.text).unwrap().is_some());
             }
         }
+    }
+
+    #[test]
+    fn apply_writes_the_file_and_a_dry_run_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let req = |dry_run| ApplyRequest {
+            dir: Some(tmp.path()),
+            file: None,
+            request: Request::Default,
+            dry_run,
+        };
+        let dry = apply(&req(true)).unwrap();
+        assert_eq!(dry.composed.action, Action::Created);
+        assert!(!dry.written && !tmp.path().join("AGENTS.md").exists());
+        let done = apply(&req(false)).unwrap();
+        assert!(done.written);
+        let text = std::fs::read_to_string(tmp.path().join("AGENTS.md")).unwrap();
+        assert_eq!(text, done.composed.text);
+        assert_eq!(
+            apply(&req(false)).unwrap().composed.action,
+            Action::Unchanged
+        );
+        std::fs::write(tmp.path().join("NOTES.md"), "mine\n").unwrap();
+        let needs = apply(&ApplyRequest {
+            file: Some("NOTES.md"),
+            ..req(false)
+        });
+        assert!(
+            matches!(needs, Err(ApplyError::Compose(e)) if e.diagnostic.code == code::AGENTS_BLOCK)
+        );
+    }
+
+    #[test]
+    fn target_path_stays_inside_the_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let small = tmp.path().join(".small");
+        std::fs::create_dir(&small).unwrap();
+        let p = target_path(Some(&small), None).unwrap();
+        assert_eq!(p, tmp.path().join("AGENTS.md"));
+        assert!(target_path(Some(&tmp.path().join("nope")), None).is_err());
+        #[cfg(unix)]
+        {
+            let out = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(out.path().join("X.md"), tmp.path().join("AGENTS.md"))
+                .unwrap();
+            assert!(target_path(Some(tmp.path()), None).is_err());
+        }
+        std::fs::write(tmp.path().join("bin.md"), [0xff, 0xfe]).unwrap();
+        assert!(read_target(&tmp.path().join("bin.md")).is_err());
+        assert_eq!(read_target(&tmp.path().join("none.md")).unwrap(), None);
     }
 }

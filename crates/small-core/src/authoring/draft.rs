@@ -293,21 +293,11 @@ fn touch_updated_at(txn: &mut Transaction) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authoring::init::{init, InitRequest};
 
     const INTENT: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"A new intent\"\nscope:\n  include: []\n  exclude: []\nsuccess_criteria: []\n";
 
     fn fresh() -> tempfile::TempDir {
-        let tmp = tempfile::tempdir().unwrap();
-        init(&InitRequest {
-            root: tmp.path(),
-            intent: Some("Drafts"),
-            force: false,
-            agents: None,
-            tasks: &[],
-        })
-        .unwrap();
-        tmp
+        crate::authoring::init::fresh_workspace("Drafts", &[])
     }
 
     fn save(root: &Path, content: &str) -> Drafted {

@@ -142,6 +142,82 @@ pub fn session_start_output(context: &str) -> String {
     .to_string()
 }
 
+/// Installing the SessionStart hook in a project.
+#[derive(Debug, Clone)]
+pub struct InstallRequest<'a> {
+    /// The project directory (see [`crate::authoring::agents::target_path`]).
+    pub dir: Option<&'a std::path::Path>,
+    pub host: Host,
+    /// How the host runs small (the hook runs `<small> resume --hook`).
+    pub small: &'a str,
+    /// Work out the change and write nothing.
+    pub dry_run: bool,
+}
+
+/// What installing the hook did (or, for a dry run, would do).
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The settings file, relative to the project.
+    pub rel: &'static str,
+    /// Its text before (`None`: there was no file).
+    pub old: Option<String>,
+    /// Its text with the hook.
+    pub new: String,
+    /// The command the hook runs.
+    pub command: String,
+    /// Whether the file was written.
+    pub written: bool,
+}
+
+impl Installed {
+    /// Whether the hook was already installed as it is now.
+    pub fn unchanged(&self) -> bool {
+        self.old.as_deref() == Some(self.new.as_str())
+    }
+}
+
+/// Merge the SessionStart hook into the host's project settings (created when missing).
+pub fn install(req: &InstallRequest) -> Result<Installed, crate::authoring::Error> {
+    use crate::authoring::error::{code, Error};
+    use crate::workspace::fsio;
+    let dir = crate::authoring::agents::target_path(req.dir, Some("."))?;
+    let rel = req.host.settings_rel();
+    let path = dir.join(rel);
+    let old = match fsio::read_bounded(&path, fsio::MAX_READ_BYTES) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(Error::usage(
+                code::IO,
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        }
+    };
+    let command = hook_command(req.small);
+    let new = merge_settings(old.as_deref(), req.host, &command)
+        .map_err(|m| Error::invalid(code::REFUSED, m))?;
+    let mut out = Installed {
+        rel,
+        old,
+        new,
+        command,
+        written: false,
+    };
+    if out.unchanged() || req.dry_run {
+        return Ok(out);
+    }
+    let fail = |what: &str, p: &std::path::Path, e: &dyn std::fmt::Display| {
+        Error::usage(code::IO, format!("cannot {what} {}: {e}", p.display()))
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| fail("create", parent, &e))?;
+    }
+    crate::authoring::txn::atomic_write(&path, out.new.as_bytes())
+        .map_err(|e| fail("write", &path, &e))?;
+    out.written = true;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +250,24 @@ mod tests {
         let v: Value = serde_json::from_str(&session_start_output("ctx")).unwrap();
         assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
         assert_eq!(v["hookSpecificOutput"]["additionalContext"], "ctx");
+    }
+
+    #[test]
+    fn install_merges_once_and_a_dry_run_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let req = |dry_run| InstallRequest {
+            dir: Some(tmp.path()),
+            host: Host::Claude,
+            small: "small",
+            dry_run,
+        };
+        let dry = install(&req(true)).unwrap();
+        assert!(!dry.written && dry.old.is_none());
+        assert!(!tmp.path().join(".claude/settings.json").exists());
+        let done = install(&req(false)).unwrap();
+        assert!(done.written && !done.unchanged());
+        assert!(install(&req(false)).unwrap().unchanged());
+        std::fs::write(tmp.path().join(".claude/settings.json"), "[1]").unwrap();
+        assert!(install(&req(false)).is_err());
     }
 }

@@ -360,6 +360,123 @@ pub fn gitignore_update(existing: Option<&str>) -> Option<(String, Vec<String>)>
     Some((out, missing))
 }
 
+/// The workspace root for a directory given by the user: the directory itself (relative to
+/// `cwd`), or its parent when it names the `.small` directory. Absolute, `.` and `..`
+/// resolved without touching the file system.
+pub fn workspace_root(dir: Option<&Path>, cwd: &Path) -> PathBuf {
+    let base = match dir {
+        Some(d) if d.is_absolute() => d.to_path_buf(),
+        Some(d) => cwd.join(d),
+        None => cwd.to_path_buf(),
+    };
+    let out = crate::workspace::normalize(&base);
+    if out.file_name().is_some_and(|n| n == SMALL_DIR) {
+        if let Some(parent) = out.parent() {
+            return parent.to_path_buf();
+        }
+    }
+    out
+}
+
+/// A whole `small init`: the workspace, AGENTS.md and the merge driver.
+#[derive(Debug, Clone)]
+pub struct InitWorkspaceRequest<'a> {
+    /// The workspace root (see [`workspace_root`]).
+    pub root: &'a Path,
+    pub intent: Option<&'a str>,
+    pub force: bool,
+    pub tasks: &'a [String],
+    /// What to do with AGENTS.md (`None`: leave it alone).
+    pub agents: Option<crate::authoring::agents::Request>,
+    /// Inside a git repository, install the merge driver running this command (`None`: skip).
+    pub merge_driver: Option<&'a str>,
+}
+
+/// What happened about the merge driver.
+#[derive(Debug, Clone)]
+pub enum MergeDriverOutcome {
+    /// Not asked for.
+    Skipped,
+    /// The workspace is not in a git repository.
+    NotGit,
+    Installed(crate::authoring::merge::InstallReport),
+    /// Installing failed (the workspace is created all the same).
+    Failed(String),
+}
+
+/// What a whole `small init` did.
+#[derive(Debug, Clone)]
+pub struct InitWorkspaceOutcome {
+    pub init: InitOutcome,
+    /// AGENTS.md as composed and written (`None`: left alone).
+    pub agents: Option<Composed>,
+    /// The workspace this one is nested in, when the root was inside another one.
+    pub enclosing: Option<PathBuf>,
+    pub merge_driver: MergeDriverOutcome,
+}
+
+/// Create the workspace, AGENTS.md and (in a git repository) the merge driver. AGENTS.md is
+/// decided before anything is written, so a refusal (`agents-block`) leaves no half
+/// workspace.
+pub fn init_workspace(req: &InitWorkspaceRequest) -> Result<InitWorkspaceOutcome, Error> {
+    use crate::authoring::agents::{compose_file, read_target, target_path};
+    let root = req.root;
+    let enclosing = (!root.join(SMALL_DIR).is_dir())
+        .then(|| crate::workspace::enclosing_workspace(root))
+        .flatten();
+    let agents = match req.agents {
+        None => None,
+        Some(request) => {
+            // The directory may not exist yet: then neither does AGENTS.md.
+            let existing = if root.is_dir() {
+                read_target(&target_path(Some(root), None)?)?
+            } else {
+                None
+            };
+            Some(compose_file(AGENTS_FILE, existing.as_deref(), request)?)
+        }
+    };
+    let init = init(&InitRequest {
+        root,
+        intent: req.intent,
+        force: req.force,
+        agents: agents.as_ref(),
+        tasks: req.tasks,
+    })?;
+    let merge_driver = match req.merge_driver {
+        None => MergeDriverOutcome::Skipped,
+        Some(_) if crate::authoring::merge::git_toplevel(root).is_none() => {
+            MergeDriverOutcome::NotGit
+        }
+        Some(command) => match crate::authoring::merge::install(root, command) {
+            Ok(r) => MergeDriverOutcome::Installed(r),
+            Err(e) => MergeDriverOutcome::Failed(e.to_string()),
+        },
+    };
+    Ok(InitWorkspaceOutcome {
+        init,
+        agents,
+        enclosing,
+        merge_driver,
+    })
+}
+
+/// A new workspace in a temporary directory, for tests: `intent`, and `tasks` seeded.
+#[cfg(test)]
+pub(crate) fn fresh_workspace(intent: &str, tasks: &[&str]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+    init(&InitRequest {
+        root: tmp.path(),
+        intent: Some(intent),
+        force: false,
+        agents: None,
+        tasks: &tasks,
+    })
+    .unwrap();
+    tmp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,5 +571,56 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(detect_kind(&dir).0, WorkspaceKind::Examples);
         assert_eq!(detect_kind(tmp.path()).0, WorkspaceKind::RepoRoot);
+    }
+
+    #[test]
+    fn workspace_root_resolves_dots_and_the_small_dir() {
+        let cwd = Path::new("/tmp/here");
+        assert_eq!(
+            workspace_root(Some(Path::new("/tmp/proj/.small")), cwd),
+            PathBuf::from("/tmp/proj")
+        );
+        assert_eq!(
+            workspace_root(Some(Path::new("/tmp/proj/./a/..")), cwd),
+            PathBuf::from("/tmp/proj")
+        );
+        assert_eq!(workspace_root(Some(Path::new("sub")), cwd), cwd.join("sub"));
+        assert_eq!(workspace_root(None, cwd), cwd);
+    }
+
+    #[test]
+    fn init_workspace_composes_agents_first_and_skips_git_outside_a_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(AGENTS_FILE), "# mine\n").unwrap();
+        let req = |agents| InitWorkspaceRequest {
+            root: tmp.path(),
+            intent: Some("Init"),
+            force: false,
+            tasks: &[],
+            agents,
+            merge_driver: Some("small merge-driver %O %A %B %P"),
+        };
+        let refused = init_workspace(&req(Some(crate::authoring::agents::Request::Default)));
+        assert!(matches!(refused, Err(e) if e.diagnostic.code == code::AGENTS_BLOCK));
+        assert!(!tmp.path().join(SMALL_DIR).exists(), "nothing written");
+        let out = init_workspace(&req(Some(crate::authoring::agents::Request::Mode(
+            crate::authoring::agents::ComposeMode::Append,
+        ))))
+        .unwrap();
+        assert!(out.agents.is_some() && out.enclosing.is_none());
+        assert!(tmp.path().join(SMALL_DIR).is_dir());
+        if crate::authoring::merge::git_toplevel(tmp.path()).is_none() {
+            assert!(matches!(out.merge_driver, MergeDriverOutcome::NotGit));
+        }
+        let nested = tmp.path().join("sub");
+        let inner = init_workspace(&InitWorkspaceRequest {
+            root: &nested,
+            agents: None,
+            merge_driver: None,
+            ..req(None)
+        })
+        .unwrap();
+        assert!(inner.enclosing.is_some());
+        assert!(matches!(inner.merge_driver, MergeDriverOutcome::Skipped));
     }
 }

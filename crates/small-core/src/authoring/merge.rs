@@ -973,6 +973,70 @@ pub fn driver_command_for(exe: &std::path::Path) -> String {
     }
 }
 
+/// git's three files of a merge (`%O %A %B`), and the path in the repository (`%P`).
+#[derive(Debug, Clone)]
+pub struct MergeFilesRequest<'a> {
+    pub base: &'a std::path::Path,
+    /// Ours; the result is written here.
+    pub ours: &'a std::path::Path,
+    pub theirs: &'a std::path::Path,
+    /// The file's path in the repository (chooses the merge; default: `ours`).
+    pub path: Option<&'a str>,
+}
+
+/// Why the files were not merged cleanly.
+#[derive(Debug)]
+pub enum MergeFilesError {
+    /// Not a file small merges.
+    NotMerged { name: String },
+    /// A file cannot be read or written.
+    Io(String),
+    /// Both sides changed the same thing: git's conflict markers were left in ours.
+    Conflict {
+        name: String,
+        conflicts: Vec<String>,
+    },
+}
+
+/// Merge git's three files into ours, as git's merge driver for the SMALL artifacts. On a
+/// conflict ours is left with git's usual text-merge markers, for a human to resolve.
+pub fn merge_files(req: &MergeFilesRequest) -> Result<(String, Merged), MergeFilesError> {
+    use crate::workspace::fsio;
+    let name = req
+        .path
+        .map(str::to_string)
+        .unwrap_or_else(|| req.ours.to_string_lossy().into_owned());
+    let Some(kind) = MergeKind::for_path(&name) else {
+        return Err(MergeFilesError::NotMerged { name });
+    };
+    let read = |p: &std::path::Path| {
+        fsio::read_bounded(p, fsio::MAX_READ_BYTES)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|e| MergeFilesError::Io(format!("cannot read {}: {e}", p.display())))
+    };
+    let (b, o, t) = (read(req.base)?, read(req.ours)?, read(req.theirs)?);
+    match merge(kind, &b, &o, &t) {
+        Ok(m) => {
+            std::fs::write(req.ours, m.text.as_bytes()).map_err(|e| {
+                MergeFilesError::Io(format!("cannot write {}: {e}", req.ours.display()))
+            })?;
+            Ok((name, m))
+        }
+        Err(c) => {
+            let _ = std::process::Command::new("git")
+                .args(["merge-file", "-L", "ours", "-L", "base", "-L", "theirs"])
+                .arg(req.ours)
+                .arg(req.base)
+                .arg(req.theirs)
+                .status();
+            Err(MergeFilesError::Conflict {
+                name,
+                conflicts: c.conflicts,
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1138,5 +1202,36 @@ mod tests {
             e.conflicts[0].contains("ours \"Login\", theirs \"Billing\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn merge_files_writes_ours_and_refuses_other_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = |n: &str, t: &str| {
+            let p = tmp.path().join(n);
+            std::fs::write(&p, t).unwrap();
+            p
+        };
+        let base = f("base", "a\n");
+        let ours = f("ours", "a\n");
+        let theirs = f("theirs", "b\n");
+        let req = MergeFilesRequest {
+            base: &base,
+            ours: &ours,
+            theirs: &theirs,
+            path: Some(".small/handoff.small.yml"),
+        };
+        let (name, m) = merge_files(&req).unwrap();
+        assert_eq!(name, ".small/handoff.small.yml");
+        assert!(!m.notes.is_empty());
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "b\n");
+        let other = MergeFilesRequest {
+            path: Some("README.md"),
+            ..req
+        };
+        assert!(matches!(
+            merge_files(&other),
+            Err(MergeFilesError::NotMerged { .. })
+        ));
     }
 }

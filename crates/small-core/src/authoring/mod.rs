@@ -17,6 +17,7 @@ pub mod progress;
 pub mod record;
 pub mod repair;
 pub mod resume;
+pub mod selftest;
 pub mod session;
 pub mod templates;
 pub mod txn;

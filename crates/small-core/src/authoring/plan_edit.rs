@@ -193,6 +193,12 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
         return reset_plan(txn);
     }
     let rel = plan::plan_rel();
+    let titles = req.add.iter().chain(req.title.iter().map(|(_, t)| t));
+    crate::gates::secrets::refuse_secrets(
+        &rel,
+        titles.map(|t| ("/tasks/-/title".to_string(), Some("title"), t.as_str())),
+    )
+    .map_err(|d| TxnError::Invalid(Box::new(d)))?;
     let existed = txn.exists(&rel);
     let mut text = if existed {
         txn.read_string(&rel)?

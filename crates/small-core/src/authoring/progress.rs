@@ -140,6 +140,21 @@ impl NewEntry {
     }
 
     /// Check the entry before it is written: task id, status, and evidence (invariant 2).
+    /// Refuse an entry whose text holds a secret (INV1), before anything is written.
+    pub fn refuse_secrets(&self, file: &str) -> Result<(), crate::diag::Diagnostic> {
+        let strings = self.fields.iter().filter_map(|(k, v)| match v {
+            FieldValue::Str(s) => Some((k.as_str(), s.as_str())),
+            _ => None,
+        });
+        let all = [("task_id", self.task_id.as_str())]
+            .into_iter()
+            .chain(strings);
+        crate::gates::secrets::refuse_secrets(
+            file,
+            all.map(|(k, v)| (format!("/entries/-/{k}"), Some(k), v)),
+        )
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.task_id.trim().is_empty() {
             return Err("a progress entry needs a task id (--task)".into());
@@ -293,6 +308,9 @@ impl Transaction {
             .validate()
             .map_err(|m| TxnError::invalid(code::ENTRY, m))?;
         let rel = progress_rel();
+        entry
+            .refuse_secrets(&rel)
+            .map_err(|d| TxnError::Invalid(Box::new(d)))?;
         let plan = plan_append(self, &rel)?;
         let last_text = match &plan {
             Plan::Append { last, .. } | Plan::Insert { last, .. } => last.clone(),

@@ -483,6 +483,14 @@ pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<Hand
     if !txn.exists(&prel) {
         return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
+    if let Some(summary) = req.summary.as_deref() {
+        let file = crate::spec::consts::ArtifactKind::Handoff.rel_path();
+        crate::gates::secrets::refuse_secrets(
+            &file,
+            [("/summary".to_string(), Some("summary"), summary)],
+        )
+        .map_err(|d| TxnError::Invalid(Box::new(d)))?;
+    }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
         None => default_replay_id(txn)?,

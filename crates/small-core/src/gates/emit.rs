@@ -328,19 +328,9 @@ fn enforcement(loaded: &check::Loaded, scope: Scope) -> (Value, Verdict) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authoring::init::{init, InitRequest};
 
     fn fresh() -> tempfile::TempDir {
-        let tmp = tempfile::tempdir().unwrap();
-        init(&InitRequest {
-            root: tmp.path(),
-            intent: Some("Emit the state"),
-            force: false,
-            agents: None,
-            tasks: &["First".to_string()],
-        })
-        .unwrap();
-        tmp
+        crate::authoring::init::fresh_workspace("Emit the state", &["First"])
     }
 
     fn req(dir: &std::path::Path, sections: &[Section], check: bool) -> EmitRequest {

@@ -266,9 +266,13 @@ fn sequential(
     rules: &EntryRules,
 ) -> Option<(Checked, Option<CacheSnap>)> {
     let mut r = Runner::new(rules, None);
-    let walked = yaml::stream_fast_part(src, limits, "entries", Part::default(), &mut |i, n| {
-        r.push(i, n)
-    })?;
+    // One pass: on `None` the runner, and all it saw, is dropped.
+    let one_pass = Part {
+        one_pass: true,
+        ..Part::default()
+    };
+    let walked =
+        yaml::stream_fast_part(src, limits, "entries", one_pass, &mut |i, n| r.push(i, n))?;
     let snap = r.finish_snapshot(walked.last_item);
     Some((
         Checked {
@@ -419,6 +423,8 @@ fn parallel(
                             resume: Some(resume),
                             stop,
                             first_item_only: false,
+                            // On `None` the part's runner is dropped with the whole result.
+                            one_pass: true,
                         },
                         &mut |i, n| r.push(i, n),
                     )?;
@@ -845,6 +851,8 @@ fn resume(
         "entries",
         Part {
             resume: Some(resume),
+            // On `None` the runner is dropped and the log checked in full.
+            one_pass: true,
             ..Part::default()
         },
         &mut |i, node| r.push(i, node),
@@ -1146,7 +1154,36 @@ mod tests {
                 r.run(i, &n)
             });
         assert_eq!(c.root, root);
-        assert_eq!(normalized(c.results), normalized(r.results()));
+        let general = normalized(r.results());
+        assert_eq!(normalized(c.results), general);
+        // The same log without the cache: the fast path gives up after the entries it sent
+        // (one pass), and what they produced is dropped with it.
+        let c = check_log(&flow, &Limits::default(), &rules, &no_cache());
+        assert_eq!(c.method, Method::General);
+        assert_eq!(normalized(c.results), general);
+        assert!(sequential(&flow, &Limits::default(), &rules).is_none());
+        for threads in 2..5 {
+            assert!(parallel(&flow, &Limits::default(), &rules, threads).is_none());
+        }
+        // An unusual shape in the middle, and at the start, of the log.
+        let mid = src.replacen(
+            "  - task_id: \"task-2\"\n",
+            "  - {task_id: task-2}\n  - task_id: \"task-2\"\n",
+            1,
+        );
+        assert_ne!(mid, src);
+        let first = src.replacen("entries:\n", "entries:\n  - [1, 2]\n", 1);
+        for text in [mid, first] {
+            let c = check_log(&text, &Limits::default(), &rules, &no_cache());
+            assert_eq!(c.method, Method::General);
+            let mut r = Runner::new(&rules, None);
+            let root =
+                yaml::parse_streaming_general(&text, &Limits::default(), "entries", &mut |i, n| {
+                    r.run(i, &n)
+                });
+            assert_eq!(c.root, root);
+            assert_eq!(normalized(c.results), normalized(r.results()));
+        }
     }
 
     #[test]

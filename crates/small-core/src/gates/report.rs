@@ -439,20 +439,10 @@ pub fn validate(req: &ValidateRequest) -> Validated {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authoring::init::{init, InitRequest};
     use std::path::Path;
 
     fn fresh() -> tempfile::TempDir {
-        let tmp = tempfile::tempdir().unwrap();
-        init(&InitRequest {
-            root: tmp.path(),
-            intent: Some("Gate operations"),
-            force: false,
-            agents: None,
-            tasks: &[],
-        })
-        .unwrap();
-        tmp
+        crate::authoring::init::fresh_workspace("Gate operations", &[])
     }
 
     fn req(dir: &Path) -> GateRequest {

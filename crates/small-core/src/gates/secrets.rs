@@ -25,10 +25,11 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use base64::Engine as _;
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
-use crate::diag::{Pos, Span};
+use crate::diag::{Diagnostic, Pos, Span};
 use crate::yaml::{Node, Style, Value};
 
 /// Why a value looks like a secret.
@@ -110,335 +111,556 @@ struct Pattern {
     check: Check,
 }
 
-struct Patterns {
-    /// All formats at once: most strings match none and are dismissed in one pass.
-    set: RegexSet,
-    list: Vec<Pattern>,
+/// One literal that every match of a format contains (or a word of a secret key name).
+struct Anchor {
+    /// The format it stands for; `None`: a word of secret key names (`pass`, `token`, ...).
+    format: Option<usize>,
+    /// The literal as written: compared exactly unless the format ignores case.
+    text: &'static str,
+    ignore_case: bool,
+    /// The format's regex starts with a word boundary before the literal.
+    word_start: bool,
 }
+
+struct Patterns {
+    list: Vec<Pattern>,
+    /// Every anchor of every format, and the key-name words, in one case-insensitive
+    /// automaton: one pass over a string says which formats can match and whether a secret
+    /// key name can occur in it. Most strings contain none and are dismissed there.
+    anchors: AhoCorasick,
+    anchor_info: Vec<Anchor>,
+    /// Formats with no literal (matched when the string has a long enough token).
+    unanchored: Vec<usize>,
+}
+
+/// Words that every secret key name contains (see [`is_secret_key_name`]).
+const KEY_NAME_WORDS: [&str; 7] = ["pass", "pwd", "secret", "token", "key", "cred", "pat"];
 
 /// The formats. In each regex, group `s` (if present) is the secret and group `p` (if
 /// present, at the start of `s`) its public prefix; otherwise the whole match is the secret.
-const FORMATS: &[(&str, &str, Check)] = &[
+const FORMATS: &[(&str, &str, Check, &[&str])] = &[
     (
         "PEM private key",
         r"(?P<p>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
         Check::Pem,
+        &["-----BEGIN "],
     ),
     (
         "PuTTY private key",
         r"(?P<p>PuTTY-User-Key-File-[23]: )\S+",
         Check::None,
+        &["PuTTY-User-Key-File-"],
     ),
     (
         "age secret key",
         r"(?P<p>AGE-SECRET-KEY-1)[0-9A-Z]{58}",
         Check::None,
+        &["AGE-SECRET-KEY-1"],
     ),
     (
         "AWS access key ID",
         r"(?-u:\b)(?P<p>AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?-u:\b)",
         Check::Aws,
+        &["^AKIA", "^ASIA", "^ABIA", "^ACCA", "^A3T"],
     ),
     (
         "GitHub token",
         r"(?-u:\b)(?P<p>gh[pousr]_)[A-Za-z0-9]{36,255}(?-u:\b)",
         Check::Random,
+        &["^ghp_", "^gho_", "^ghu_", "^ghs_", "^ghr_"],
     ),
     (
         "GitHub token",
         r"(?-u:\b)(?P<p>github_pat_)[A-Za-z0-9_]{22,255}",
         Check::Random,
+        &["^github_pat_"],
     ),
     (
         "GitLab token",
         r"(?-u:\b)(?P<p>gl(?:pat|ptt|dt|rt|cbt|oas|ft|imt|soat|agent)-)[A-Za-z0-9_-]{20,}",
         Check::Random,
+        &[
+            "^glpat-",
+            "^glptt-",
+            "^gldt-",
+            "^glrt-",
+            "^glcbt-",
+            "^gloas-",
+            "^glft-",
+            "^glimt-",
+            "^glsoat-",
+            "^glagent-",
+        ],
     ),
     (
         "GitLab runner token",
         r"(?-u:\b)(?P<p>GR1348941)[A-Za-z0-9_-]{20,}",
         Check::None,
+        &["^GR1348941"],
     ),
     (
         "Slack token",
         r"(?-u:\b)(?P<p>xox[abposre]-)[A-Za-z0-9-]{10,}",
         Check::None,
+        &["^xox"],
     ),
     (
         "Slack app token",
         r"(?-u:\b)(?P<p>xapp-)\d-[A-Z0-9]+-\d+-[A-Za-z0-9]+",
         Check::None,
+        &["^xapp-"],
     ),
     (
         "Slack webhook URL",
         r"(?P<p>https://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9+/_-]{20,}",
         Check::None,
+        &["https://hooks.slack.com/"],
     ),
     (
         "Discord webhook URL",
         r"(?P<p>https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)\d+/[A-Za-z0-9_-]{50,}",
         Check::None,
+        &["discord"],
     ),
     (
         "Discord bot token",
         r"(?-u:\b)[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?-u:\b)",
         Check::Random,
+        &[],
     ),
     (
         "Telegram bot token",
         r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?-u:\b)",
         Check::None,
+        &[":AA"],
     ),
     (
         "Stripe secret key",
         r"(?-u:\b)(?P<p>(?:sk|rk)_(?:live|test|prod)_)[A-Za-z0-9]{16,}",
         Check::Random,
+        &[
+            "^sk_live_",
+            "^sk_test_",
+            "^sk_prod_",
+            "^rk_live_",
+            "^rk_test_",
+            "^rk_prod_",
+        ],
     ),
     (
         "Stripe webhook secret",
         r"(?-u:\b)(?P<p>whsec_)[A-Za-z0-9]{32,}",
         Check::None,
+        &["^whsec_"],
     ),
     (
         "Square token",
         r"(?-u:\b)(?P<p>sq0(?:atp|csp)-)[0-9A-Za-z_-]{22,60}",
         Check::None,
+        &["^sq0atp-", "^sq0csp-"],
     ),
     (
         "Shopify token",
         r"(?-u:\b)(?P<p>shp(?:at|ss|ca|pa)_)[a-fA-F0-9]{32}(?-u:\b)",
         Check::None,
+        &["^shpat_", "^shpss_", "^shpca_", "^shppa_"],
     ),
     (
         "Anthropic API key",
         r"(?-u:\b)(?P<p>sk-ant-(?:api|admin|oat|sid)[0-9]{2}-)[A-Za-z0-9_-]{32,}",
         Check::None,
+        &["^sk-ant-"],
     ),
     (
         "OpenAI API key",
         r"(?-u:\b)(?P<p>sk-(?:proj-|svcacct-|admin-|None-)?)[A-Za-z0-9_-]{32,}",
         Check::Random,
+        &["^sk-"],
     ),
     (
         "Hugging Face token",
         r"(?-u:\b)(?P<p>hf_)[A-Za-z0-9]{34,}(?-u:\b)",
         Check::Random,
+        &["^hf_"],
     ),
     (
         "Hugging Face token",
         r"(?-u:\b)(?P<p>api_org_)[A-Za-z]{34}(?-u:\b)",
         Check::None,
+        &["^api_org_"],
     ),
     (
         "Groq API key",
         r"(?-u:\b)(?P<p>gsk_)[A-Za-z0-9]{48,}",
         Check::None,
+        &["^gsk_"],
     ),
     (
         "xAI API key",
         r"(?-u:\b)(?P<p>xai-)[A-Za-z0-9]{70,}",
         Check::None,
+        &["^xai-"],
     ),
     (
         "Perplexity API key",
         r"(?-u:\b)(?P<p>pplx-)[A-Za-z0-9]{40,}",
         Check::None,
+        &["^pplx-"],
     ),
     (
         "Replicate API token",
         r"(?-u:\b)(?P<p>r8_)[A-Za-z0-9]{37}(?-u:\b)",
         Check::Random,
+        &["^r8_"],
     ),
     (
         "npm token",
         r"(?-u:\b)(?P<p>npm_)[A-Za-z0-9]{36}(?-u:\b)",
         Check::Random,
+        &["^npm_"],
     ),
     (
         "PyPI token",
         r"(?-u:\b)(?P<p>pypi-)(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{40,}",
         Check::None,
+        &["^pypi-"],
     ),
     (
         "Docker Hub token",
         r"(?-u:\b)(?P<p>dckr_pat_)[A-Za-z0-9_-]{27,}",
         Check::None,
+        &["^dckr_pat_"],
     ),
     (
         "Google API key",
         r"(?-u:\b)(?P<p>AIza)[0-9A-Za-z_-]{35}",
         Check::None,
+        &["^AIza"],
     ),
     (
         "Google OAuth client secret",
         r"(?-u:\b)(?P<p>GOCSPX-)[A-Za-z0-9_-]{28}",
         Check::None,
+        &["^GOCSPX-"],
     ),
     (
         "Google OAuth access token",
         r"(?-u:\b)(?P<p>ya29\.)[0-9A-Za-z_-]{30,}",
         Check::None,
+        &["^ya29."],
     ),
     (
         "Azure storage account key",
         r"(?i)(?-u:\b)(?P<s>(?P<p>AccountKey=)[A-Za-z0-9+/]{40,}={0,2})",
         Check::None,
+        &["^AccountKey="],
     ),
     (
         "Azure shared access key",
         r"(?i)(?-u:\b)(?P<s>(?P<p>SharedAccessKey=)[A-Za-z0-9+/]{20,}={0,2})",
         Check::None,
+        &["^SharedAccessKey="],
     ),
     (
         "Azure SAS signature",
         r"[?&](?P<s>(?P<p>sig=)[A-Za-z0-9%+/]{30,}={0,2})",
         Check::None,
+        &["sig="],
     ),
     (
         "Azure AD client secret",
         r"(?-u:\b)[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",
         Check::None,
+        &["Q~"],
     ),
     (
         "DigitalOcean token",
         r"(?-u:\b)(?P<p>do[opr]_v1_)[a-f0-9]{64}(?-u:\b)",
         Check::None,
+        &["^doo_v1_", "^dop_v1_", "^dor_v1_"],
     ),
     (
         "HashiCorp Vault token",
         r"(?-u:\b)(?P<p>hv[sb]\.)[A-Za-z0-9_-]{90,}",
         Check::None,
+        &["^hvs.", "^hvb."],
     ),
     (
         "Terraform Cloud token",
         r"(?-u:\b)[A-Za-z0-9]{14}\.(?P<p>atlasv1\.)[A-Za-z0-9_=-]{60,}",
         Check::None,
+        &[".atlasv1."],
     ),
     (
         "Grafana token",
         r"(?-u:\b)(?P<p>glc_)[A-Za-z0-9+/]{32,}={0,2}",
         Check::None,
+        &["^glc_"],
     ),
     (
         "Grafana service account token",
         r"(?-u:\b)(?P<p>glsa_)[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?-u:\b)",
         Check::None,
+        &["^glsa_"],
     ),
     (
         "Sentry token",
         r"(?-u:\b)(?P<p>sntr[ysu]s?_)[A-Za-z0-9+/=_-]{40,}",
         Check::None,
+        &["^sntr"],
     ),
     (
         "Atlassian API token",
         r"(?-u:\b)(?P<p>ATATT3)[A-Za-z0-9_=-]{100,}",
         Check::None,
+        &["^ATATT3"],
     ),
     (
         "Linear API key",
         r"(?-u:\b)(?P<p>lin_api_)[A-Za-z0-9]{40}(?-u:\b)",
         Check::None,
+        &["^lin_api_"],
     ),
     (
         "Notion token",
         r"(?-u:\b)(?P<p>ntn_)[0-9]{11}[A-Za-z0-9]{35}(?-u:\b)",
         Check::None,
+        &["^ntn_"],
     ),
     (
         "Postman API key",
         r"(?-u:\b)(?P<p>PMAK-)[a-f0-9]{24}-[a-f0-9]{34}(?-u:\b)",
         Check::None,
+        &["^PMAK-"],
     ),
     (
         "Pulumi token",
         r"(?-u:\b)(?P<p>pul-)[a-f0-9]{40}(?-u:\b)",
         Check::None,
+        &["^pul-"],
     ),
     (
         "Heroku API key",
         r"(?-u:\b)(?P<p>HRKU-)[A-Za-z0-9_-]{40,}",
         Check::None,
+        &["^HRKU-"],
     ),
     (
         "Supabase token",
         r"(?-u:\b)(?P<p>sbp_)[a-f0-9]{40}(?-u:\b)",
         Check::None,
+        &["^sbp_"],
     ),
     (
         "Doppler token",
         r"(?-u:\b)(?P<p>dp\.(?:pt|st|sa|ct|scim|audit)\.)[A-Za-z0-9]{40,}",
         Check::None,
+        &["^dp."],
     ),
     (
         "Databricks token",
         r"(?-u:\b)(?P<p>dapi)[a-f0-9]{32}(?:-[0-9])?(?-u:\b)",
         Check::None,
+        &["^dapi"],
     ),
     (
         "Twilio API key",
         r"(?-u:\b)(?P<p>SK)[0-9a-f]{32}(?-u:\b)",
         Check::None,
+        &["^SK"],
     ),
     (
         "SendGrid API key",
         r"(?-u:\b)(?P<p>SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?-u:\b)",
         Check::None,
+        &["^SG."],
     ),
     (
         "Mailgun API key",
         r"(?-u:\b)(?P<p>key-)[0-9a-f]{32}(?-u:\b)",
         Check::None,
+        &["^key-"],
     ),
     (
         "Mapbox secret token",
         r"(?-u:\b)(?P<p>sk\.eyJ)[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}",
         Check::None,
+        &["^sk.eyJ"],
     ),
     (
         "Fly.io token",
         r"(?-u:\b)(?P<p>fo1_)[A-Za-z0-9_-]{43}",
         Check::None,
+        &["^fo1_"],
     ),
     (
         "JSON Web Token",
         r"(?-u:\b)(?P<p>eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
         Check::None,
+        &["^eyJ"],
     ),
     (
         "bearer token",
         r"(?i)(?-u:\b)bearer[ \t]+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)",
         Check::Bearer,
+        &["^bearer"],
     ),
     (
         "basic auth credentials",
         r"(?i)(?-u:\b)basic[ \t]+(?P<s>[A-Za-z0-9+/]{8,}={0,2})",
         Check::Basic,
+        &["^basic"],
     ),
     (
         "password in a URL",
         r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:(?P<s>[^\s/@]+)@[^\s/]",
         Check::UrlPassword,
+        &["://"],
     ),
 ];
 
 fn compiled() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| {
-        let list: Vec<Pattern> = FORMATS
-            .iter()
-            .filter_map(|&(kind, re, check)| {
-                Regex::new(re).ok().map(|re| Pattern { kind, re, check })
+        let mut list = Vec::with_capacity(FORMATS.len());
+        let mut anchor_info = Vec::new();
+        let mut unanchored = Vec::new();
+        for &(kind, re, check, anchors) in FORMATS {
+            let Ok(compiled) = Regex::new(re) else {
+                debug_assert!(false, "secret format {kind} does not compile");
+                continue;
+            };
+            let i = list.len();
+            let ignore_case = re.starts_with("(?i)");
+            if anchors.is_empty() {
+                unanchored.push(i);
+            }
+            for a in anchors {
+                let (text, word_start) = match a.strip_prefix('^') {
+                    Some(t) => (t, true),
+                    None => (*a, false),
+                };
+                anchor_info.push(Anchor {
+                    format: Some(i),
+                    text,
+                    ignore_case,
+                    word_start,
+                });
+            }
+            list.push(Pattern {
+                kind,
+                re: compiled,
+                check,
+            });
+        }
+        for w in KEY_NAME_WORDS {
+            anchor_info.push(Anchor {
+                format: None,
+                text: w,
+                ignore_case: true,
+                word_start: false,
+            });
+        }
+        debug_assert!(list.len() <= 128, "candidate formats are a 128-bit set");
+        let anchors = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(anchor_info.iter().map(|a| a.text))
+            .or_else(|_| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(anchor_info.iter().map(|a| a.text))
             })
-            .collect();
-        debug_assert_eq!(
-            list.len(),
-            FORMATS.len(),
-            "a secret format does not compile"
-        );
-        let set =
-            RegexSet::new(list.iter().map(|p| p.re.as_str())).unwrap_or_else(|_| RegexSet::empty());
-        Patterns { set, list }
+            .expect("the anchor automaton builds");
+        Patterns {
+            list,
+            anchors,
+            anchor_info,
+            unanchored,
+        }
     })
+}
+
+/// What one string can contain, from one pass of the anchor automaton.
+#[derive(Default, Clone, Copy)]
+struct Candidates {
+    /// Formats whose anchor occurs (bit i: `FORMATS[i]`).
+    formats: u128,
+    /// A word of secret key names occurs, so an assignment may.
+    key_name: bool,
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn candidates(pats: &Patterns, value: &str) -> Candidates {
+    let mut c = Candidates::default();
+    let b = value.as_bytes();
+    for m in pats.anchors.find_overlapping_iter(value) {
+        let a = &pats.anchor_info[m.pattern().as_usize()];
+        if a.word_start && m.start() > 0 && is_word_byte(b[m.start() - 1]) {
+            continue;
+        }
+        if !a.ignore_case && &b[m.start()..m.end()] != a.text.as_bytes() {
+            continue;
+        }
+        match a.format {
+            Some(i) => c.formats |= 1u128 << i,
+            None => c.key_name = true,
+        }
+    }
+    c
+}
+
+/// Longest runs of token bytes in a string, and whether it has an assignment separator.
+#[derive(Default, Clone, Copy)]
+struct Runs {
+    /// Longest run of the base64 / URL-safe alphabet.
+    token: usize,
+    /// Longest run of that alphabet and `=` (base64 with padding).
+    padded: usize,
+    /// `=`, `:` or a space occurs.
+    separator: bool,
+    /// A `.` occurs (the formats without a literal have dots between their parts).
+    dot: bool,
+}
+
+impl Runs {
+    /// Whether a format without a literal can match: they need a token of 24+ characters
+    /// and a dot (a Discord bot token's parts).
+    fn unanchored(&self) -> bool {
+        self.token >= 24 && self.dot
+    }
+}
+
+fn token_runs(b: &[u8]) -> Runs {
+    let mut r = Runs::default();
+    let (mut tok, mut pad) = (0usize, 0usize);
+    for &c in b {
+        if token_byte(c) {
+            tok += 1;
+            pad += 1;
+            continue;
+        }
+        r.token = r.token.max(tok);
+        tok = 0;
+        if c == b'=' {
+            pad += 1;
+            r.separator = true;
+            continue;
+        }
+        r.padded = r.padded.max(pad);
+        pad = 0;
+        if c == b':' || c == b' ' {
+            r.separator = true;
+        } else if c == b'.' {
+            r.dot = true;
+        }
+    }
+    r.token = r.token.max(tok);
+    r.padded = r.padded.max(pad);
+    r
 }
 
 fn char_classes(s: &str) -> (bool, bool, bool) {
@@ -520,13 +742,24 @@ fn format_ok(p: &Pattern, value: &str, range: &Range<usize>, visible: usize) -> 
     }
 }
 
-fn scan_formats(value: &str, out: &mut Vec<Finding>) {
-    let pats = compiled();
-    let matched = pats.set.matches(value);
-    if !matched.matched_any() {
-        return;
+/// The formats among `formats` (and the ones without a literal, when `unanchored` says the
+/// string can hold one) that match `value`.
+fn scan_formats_in(
+    pats: &Patterns,
+    value: &str,
+    formats: u128,
+    unanchored: bool,
+    out: &mut Vec<Finding>,
+) {
+    let mut set = formats;
+    if unanchored {
+        for &i in &pats.unanchored {
+            set |= 1u128 << i;
+        }
     }
-    for i in matched.iter() {
+    while set != 0 {
+        let i = set.trailing_zeros() as usize;
+        set &= set - 1;
         let p = &pats.list[i];
         for caps in p.re.captures_iter(value) {
             let whole = caps.get(0).map(|m| m.range()).unwrap_or(0..0);
@@ -638,10 +871,7 @@ pub fn is_secret_key_name(key: &str) -> bool {
             .windows(needle.len())
             .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
     };
-    if !["pass", "pwd", "secret", "token", "key", "cred", "pat"]
-        .iter()
-        .any(|n| lower_has(n))
-    {
+    if !KEY_NAME_WORDS.iter().any(|n| lower_has(n)) {
         return false;
     }
     let words = key_words(key);
@@ -1096,6 +1326,10 @@ fn scan_random(value: &str, out: &mut Vec<Finding>) {
 /// Credentials hidden in base64 of text (`echo <base64> | base64 -d`): the decoded text is
 /// scanned for the well-known formats and assignments.
 fn scan_encoded(value: &str, out: &mut Vec<Finding>) {
+    scan_encoded_with(value, out, false)
+}
+
+fn scan_encoded_with(value: &str, out: &mut Vec<Finding>, exhaustive: bool) {
     if value.len() < 24 {
         return;
     }
@@ -1121,10 +1355,21 @@ fn scan_encoded(value: &str, out: &mut Vec<Finding>) {
             continue;
         };
         let mut inner = Vec::new();
-        scan_formats(text, &mut inner);
-        scan_assignments(text, &mut inner);
-        if let Some(f) = inner.first() {
-            let _ = f;
+        let pats = compiled();
+        let c = if exhaustive {
+            Candidates {
+                formats: u128::MAX >> (128 - pats.list.len()),
+                key_name: true,
+            }
+        } else {
+            candidates(pats, text)
+        };
+        let unanchored = exhaustive || token_runs(text.as_bytes()).unanchored();
+        scan_formats_in(pats, text, c.formats, unanchored, &mut inner);
+        if c.key_name {
+            scan_assignments(text, &mut inner);
+        }
+        if !inner.is_empty() {
             out.push(Finding {
                 kind: "base64-encoded credential",
                 range: start..i,
@@ -1151,20 +1396,79 @@ pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
             return out;
         }
     }
-    scan_formats(value, &mut out);
-    if value.len() >= 8
-        && value
-            .as_bytes()
-            .iter()
-            .any(|&c| matches!(c, b'=' | b':' | b' '))
-    {
-        scan_assignments(value, &mut out);
-    }
-    scan_random(value, &mut out);
-    if out.is_empty() {
-        scan_encoded(value, &mut out);
-    }
+    scan_text(value, &mut out);
     dedup(out)
+}
+
+/// The formats, assignments, random tokens and encoded credentials of one text. One pass of
+/// the anchor automaton and one over the bytes decide which detectors can find anything, so
+/// an ordinary string costs two passes and no allocation.
+fn scan_text(value: &str, out: &mut Vec<Finding>) {
+    let pats = compiled();
+    let c = candidates(pats, value);
+    let runs = token_runs(value.as_bytes());
+    if c.formats != 0 || runs.unanchored() {
+        scan_formats_in(pats, value, c.formats, runs.unanchored(), out);
+    }
+    if c.key_name && value.len() >= 8 && runs.separator {
+        scan_assignments(value, out);
+    }
+    if runs.token >= 32 {
+        scan_random(value, out);
+    }
+    if out.is_empty() && runs.padded >= 24 {
+        scan_encoded(value, out);
+    }
+}
+
+/// [`scan_text`] without the prefilter: every format, every detector (the differential
+/// tests prove the prefilter never drops a finding).
+#[cfg(test)]
+fn scan_text_exhaustive(value: &str, out: &mut Vec<Finding>) {
+    let pats = compiled();
+    scan_formats_in(pats, value, u128::MAX >> (128 - pats.list.len()), true, out);
+    if value.len() >= 8 {
+        scan_assignments(value, out);
+    }
+    scan_random(value, out);
+    if out.is_empty() {
+        scan_encoded_with(value, out, true);
+    }
+}
+
+/// Refuse text about to be written into an artifact when it holds a secret: the writing
+/// commands call this on every caller-supplied string (`progress add`, `checkpoint`, plan
+/// titles, the handoff summary) so that the agent learns before the gate fails, and before a
+/// credential lands in a log that is append-only. `fields` are (JSON pointer, key, text);
+/// the first secret found gives an `INV1` error naming the field, the format recognised and
+/// the secret masked.
+pub fn refuse_secrets<'a>(
+    file: &str,
+    fields: impl IntoIterator<Item = (String, Option<&'a str>, &'a str)>,
+) -> Result<(), Diagnostic> {
+    for (path, key, text) in fields {
+        let Some(f) = scan_str(key, text) else {
+            continue;
+        };
+        let masked = f.masked(text);
+        let field = key.map_or_else(|| path.clone(), |k| format!("`{k}`"));
+        return Err(Diagnostic::error(
+            "INV1",
+            format!(
+                "refusing to write {field}: it holds a secret ({} `{masked}`)",
+                f.kind
+            ),
+        )
+        .in_file(file)
+        .with_path(path)
+        .with_help(
+            "remove it, and rotate the credential if it is real; refer to a secret by name \
+             ($GITHUB_TOKEN, a vault path) instead. Nothing was written: a secret in the \
+             append-only log could not be taken back, and `small check --strict` fails on it",
+        )
+        .with_secret(f.kind, masked));
+    }
+    Ok(())
 }
 
 /// Sort by position and drop findings that overlap an earlier (or longer) one.
@@ -1212,6 +1516,59 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[at..]);
     Cow::Owned(out)
+}
+
+/// The text of a whole file (an artifact's YAML source) with its secrets masked, for a
+/// front end that returns file contents: credentials anywhere (a PEM block across its lines
+/// too), then, line by line, the values of secret-named keys (`password: ...`).
+pub fn redact_source(text: &str) -> Cow<'_, str> {
+    let whole = redact(text);
+    let mut out = String::new();
+    let mut changed = false;
+    for line in whole.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let masked = redact_line(body, &[]);
+        if masked.masks.is_empty() {
+            out.push_str(line);
+        } else {
+            changed = true;
+            out.push_str(&masked.text);
+            out.push_str(&line[body.len()..]);
+        }
+    }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        whole
+    }
+}
+
+/// Every string of a JSON value (and every key) with its secrets masked, in place: what a
+/// front end (the MCP server, the HTTP API) runs over a result that quotes workspace or
+/// request text before returning it.
+pub fn redact_json(value: &mut serde_json::Value) {
+    use serde_json::Value as J;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            J::String(s) => {
+                if let Cow::Owned(m) = redact(s) {
+                    *s = m;
+                }
+            }
+            J::Array(items) => stack.extend(items.iter_mut()),
+            J::Object(map) => {
+                if map.keys().any(|k| matches!(redact(k), Cow::Owned(_))) {
+                    let old = std::mem::take(map);
+                    for (k, val) in old {
+                        map.insert(redact(&k).into_owned(), val);
+                    }
+                }
+                stack.extend(map.values_mut());
+            }
+            J::Null | J::Bool(_) | J::Number(_) => {}
+        }
+    }
 }
 
 /// A source line with its secrets masked, and how columns moved.
@@ -1351,12 +1708,42 @@ pub fn scan_document(root: &Node) -> Vec<Hit> {
     scan_node(root, "")
 }
 
+/// One step of a JSON pointer, kept unformatted until a hit needs its path.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Index(usize),
+    Key(&'a str),
+}
+
+/// `prefix` followed by the segments, as a JSON pointer.
+fn pointer(prefix: &str, segs: &[Seg<'_>]) -> String {
+    let mut p = String::from(prefix);
+    for s in segs {
+        p.push('/');
+        match s {
+            Seg::Index(i) => p.push_str(&i.to_string()),
+            Seg::Key(k) if k.contains(['~', '/']) => {
+                p.push_str(&k.replace('~', "~0").replace('/', "~1"))
+            }
+            Seg::Key(k) => p.push_str(k),
+        }
+    }
+    p
+}
+
 /// Walk a node found at JSON pointer `prefix` (paths in the hits start with it).
 pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
-    // Iterative walk: deeply nested documents must not exhaust the stack.
-    let mut stack: Vec<(&Node, Option<&str>, String)> = vec![(node, None, prefix.to_string())];
-    while let Some((node, key, path)) = stack.pop() {
+    // Iterative walk: deeply nested documents must not exhaust the stack. Each item is a
+    // node, the key holding it, its depth and its last pointer segment; `path` holds the
+    // segments of the node being visited (a path is only formatted for a hit).
+    let mut stack: Vec<(&Node, Option<&str>, usize, Option<Seg<'_>>)> = vec![(node, None, 0, None)];
+    let mut path: Vec<Seg<'_>> = Vec::new();
+    while let Some((node, key, depth, seg)) = stack.pop() {
+        path.truncate(depth.saturating_sub(1));
+        if let Some(seg) = seg {
+            path.push(seg);
+        }
         match &node.value {
             Value::Str(s) => {
                 if let Some(f) = scan_str(key, s) {
@@ -1366,7 +1753,7 @@ pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
                         what: format!("{} `{masked}`", f.kind),
                         kind: f.kind,
                         masked,
-                        path,
+                        path: pointer(prefix, &path),
                     });
                 }
             }
@@ -1376,7 +1763,7 @@ pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
                     if is_secret_key_name(k) && i.unsigned_abs() >= 1000 {
                         let masked = mask_text("", i.to_string().len());
                         hits.push(Hit {
-                            path,
+                            path: pointer(prefix, &path),
                             span: node.span,
                             kind: "value of a secret-named key",
                             what: format!("value of a secret-named key `{masked}`"),
@@ -1387,17 +1774,12 @@ pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
             }
             Value::Seq(items) => {
                 for (i, item) in items.iter().enumerate().rev() {
-                    stack.push((item, None, format!("{path}/{i}")));
+                    stack.push((item, None, depth + 1, Some(Seg::Index(i))));
                 }
             }
             Value::Map(entries) => {
                 for e in entries.iter().rev() {
-                    let seg = if e.key.contains(['~', '/']) {
-                        e.key.replace('~', "~0").replace('/', "~1")
-                    } else {
-                        e.key.clone()
-                    };
-                    stack.push((&e.value, Some(&e.key), format!("{path}/{seg}")));
+                    stack.push((&e.value, Some(&e.key), depth + 1, Some(Seg::Key(&e.key))));
                 }
             }
             Value::Null | Value::Bool(_) | Value::Float(_) => {}

@@ -150,6 +150,24 @@ pub fn find_upward(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The `.small/` directory `dir` names (the directory holding it, or `.small` itself), or
+/// the nearest one upward from the current directory (else where it would be created
+/// there). It need not exist.
+pub fn small_dir_for(dir: Option<&Path>) -> std::io::Result<PathBuf> {
+    let base = match dir {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let here = std::env::current_dir()?;
+            find_upward(&here).unwrap_or(here)
+        }
+    };
+    if base.file_name().is_some_and(|n| n == SMALL_DIR) {
+        Ok(base)
+    } else {
+        Ok(base.join(SMALL_DIR))
+    }
+}
+
 /// The workspace that encloses `dir` from above (a `.small/` in a parent directory), if any:
 /// what `init` warns about before it creates a workspace inside another one.
 pub fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
@@ -185,7 +203,7 @@ fn at(base: PathBuf) -> Result<Location, LocateError> {
 }
 
 /// Remove `.` components and resolve `..` lexically (no symlink resolution).
-fn normalize(p: &Path) -> PathBuf {
+pub fn normalize(p: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in p.components() {
@@ -915,5 +933,13 @@ mod tests {
             "unknown kinds are left to schema validation"
         );
         assert_eq!(ws.metadata.as_ref().unwrap().run_replay_id(), Some("abc"));
+    }
+
+    #[test]
+    fn small_dir_for_accepts_the_root_or_the_small_dir() {
+        let p = Path::new("/tmp/proj");
+        assert_eq!(small_dir_for(Some(p)).unwrap(), p.join(SMALL_DIR));
+        let s = p.join(SMALL_DIR);
+        assert_eq!(small_dir_for(Some(&s)).unwrap(), s);
     }
 }

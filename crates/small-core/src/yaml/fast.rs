@@ -90,6 +90,10 @@ pub struct Part {
     pub stop: Option<usize>,
     /// Stop at the sequence's first item (to learn where it is); nothing is streamed.
     pub first_item_only: bool,
+    /// Walk once, sending each item as soon as it is built, instead of checking the whole
+    /// part's shape first: when the walk then returns `None`, some items may have been sent,
+    /// and the caller must discard what its sink did with them.
+    pub one_pass: bool,
 }
 
 /// What a walk found.
@@ -114,6 +118,9 @@ pub fn stream_part(
 ) -> Option<Walked> {
     if part.first_item_only {
         return walk(text, base, stream_key, part, &mut None);
+    }
+    if part.one_pass {
+        return walk(text, base, stream_key, part, &mut Some(sink));
     }
     // Pass 1: check the shape without building anything.
     walk(text, base, stream_key, part, &mut None)?;

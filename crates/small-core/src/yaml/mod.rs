@@ -408,6 +408,7 @@ pub fn stream_fast_part(
             None => None,
         },
         first_item_only: part.first_item_only,
+        one_pass: part.one_pass,
     };
     let mut walked = fast::stream_part(text, bom_len, stream_key, inner, sink)?;
     if let Some(r) = walked.last_item.as_mut() {

@@ -1,9 +1,9 @@
 //! `small agents apply`: create or update the SMALL harness block.
 
-use super::{describe, display_name, read_target, target_path, ModeArg};
 use crate::error::{CliError, CmdResult};
+use crate::harness::{describe, display_name, ModeArg};
 use crate::GlobalArgs;
-use small_core::authoring::agents::{compose_file, Action, Request};
+use small_core::authoring::agents::{self, Action, ApplyError, ApplyRequest, Request};
 use std::path::PathBuf;
 
 /// Write or update the SMALL harness block in AGENTS.md
@@ -47,9 +47,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let path = target_path(args.dir.as_deref(), args.file.as_deref())?;
     let name = display_name(args.file.as_deref());
-    let existing = read_target(&path)?;
     let request = if args.force || args.overwrite_agents {
         Request::Overwrite
     } else if let Some(m) = args.agents_mode {
@@ -57,48 +55,49 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     } else {
         Request::Default
     };
-    let composed = compose_file(&name, existing.as_deref(), request)?;
-
+    let out = agents::apply(&ApplyRequest {
+        dir: args.dir.as_deref(),
+        file: args.file.as_deref(),
+        request,
+        dry_run: args.dry_run || args.print,
+    })
+    .map_err(|e| match e {
+        ApplyError::Compose(e) => CliError::from(e),
+        ApplyError::File(e) => CliError::bare(e),
+    })?;
+    let composed = &out.composed;
     if args.print {
         return g.data(&composed.text);
     }
-    if args.dry_run {
-        if composed.action == Action::Unchanged {
-            g.info(describe(&composed, &name, true));
-        } else {
-            g.info(format!(
-                "Dry run: {} (nothing written)",
-                describe(&composed, &name, true)
-            ));
-            g.info_raw(unified_diff(
-                existing.as_deref().unwrap_or(""),
-                &composed.text,
-                &name,
-            ));
-        }
-        return Ok(());
+    if !args.dry_run {
+        g.info(describe(composed, &name, false));
+    } else if composed.action == Action::Unchanged {
+        g.info(describe(composed, &name, true));
+    } else {
+        g.info(format!(
+            "Dry run: {} (nothing written)",
+            describe(composed, &name, true)
+        ));
+        g.info_raw(unified_diff(
+            out.existing.as_deref().unwrap_or(""),
+            &composed.text,
+            &name,
+        ));
     }
-    if composed.action.writes() {
-        small_core::authoring::txn::atomic_write(&path, composed.text.as_bytes())
-            .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
-    }
-    g.info(describe(&composed, &name, false));
     Ok(())
 }
 
 /// A unified diff of the change, with a few lines of context.
-pub(crate) fn unified_diff(old: &str, new: &str, name: &str) -> String {
+fn unified_diff(old: &str, new: &str, name: &str) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let mut out = String::new();
-    let a = format!("{name} (current)");
-    let b = format!("{name} (after apply)");
-    out.push_str(
-        &diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&a, &b)
-            .to_string(),
-    );
+    let mut out = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &format!("{name} (current)"),
+            &format!("{name} (after apply)"),
+        )
+        .to_string();
     if !out.ends_with('\n') && !out.is_empty() {
         out.push('\n');
     }

@@ -1,9 +1,9 @@
 //! `small agents check`: read-only check of the harness block.
 
-use super::{display_name, read_target, target_path};
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
+use crate::harness::display_name;
 use crate::GlobalArgs;
-use small_core::authoring::agents::{check, CheckOptions, CheckReport};
+use small_core::authoring::agents::{check, read_target, target_path, CheckOptions, CheckReport};
 use std::path::PathBuf;
 
 /// Check the SMALL harness block in AGENTS.md (read-only; writes nothing)
@@ -43,9 +43,9 @@ pub enum Format {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let path = target_path(args.dir.as_deref(), args.file.as_deref())?;
+    let path = target_path(args.dir.as_deref(), args.file.as_deref()).map_err(CliError::bare)?;
     let name = display_name(args.file.as_deref());
-    let content = read_target(&path)?;
+    let content = read_target(&path).map_err(CliError::bare)?;
     let report = check(
         content.as_deref(),
         &name,

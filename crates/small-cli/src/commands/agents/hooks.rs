@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::hooks::{self, Host};
+use small_core::authoring::hooks::{self, Host, InstallRequest};
 use small_core::authoring::merge;
 
 use crate::error::{CliError, CmdResult};
@@ -43,51 +43,38 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         ToolArg::Gemini => Host::Gemini,
         ToolArg::Codex => Host::Codex,
     };
-    let dir = super::target_path(args.dir.as_deref(), Some("."))?;
-    let path = dir.join(host.settings_rel());
-    let old = match std::fs::read_to_string(&path) {
-        Ok(s) => Some(s),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(CliError::usage(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )))
-        }
-    };
     let small = std::env::current_exe()
         .map(|e| merge::driver_command_for(&e))
         .unwrap_or_else(|_| "small".into());
-    let new = hooks::merge_settings(old.as_deref(), host, &hooks::hook_command(&small))
-        .map_err(CliError::invalid)?;
-    let rel = host.settings_rel();
-    if old.as_deref() == Some(new.as_str()) {
-        if !g.quiet {
-            println!("{rel}: the SessionStart hook is already installed; nothing to change");
-        }
-        return Ok(());
-    }
-    if args.dry_run {
-        let diff = similar::TextDiff::from_lines(old.as_deref().unwrap_or(""), &new);
-        print!(
-            "{}",
-            diff.unified_diff()
-                .header(&format!("a/{rel}"), &format!("b/{rel}"))
-        );
-        return Ok(());
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    small_core::authoring::txn::atomic_write(&path, new.as_bytes())
-        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
-    if !g.quiet {
-        println!(
+    let out = hooks::install(&InstallRequest {
+        dir: args.dir.as_deref(),
+        host,
+        small: &small,
+        dry_run: args.dry_run,
+    })
+    .map_err(CliError::bare)?;
+    let rel = out.rel;
+    if out.unchanged() {
+        g.info(format!(
+            "{rel}: the SessionStart hook is already installed; nothing to change"
+        ));
+    } else if args.dry_run {
+        let diff = similar::TextDiff::from_lines(out.old.as_deref().unwrap_or(""), &out.new);
+        let text = diff
+            .unified_diff()
+            .header(&format!("a/{rel}"), &format!("b/{rel}"))
+            .to_string();
+        g.data(text)?;
+    } else {
+        g.info(format!(
             "{} {rel}: SessionStart hook runs `{}`",
-            if old.is_some() { "Updated" } else { "Created" },
-            hooks::hook_command(&small)
-        );
+            if out.old.is_some() {
+                "Updated"
+            } else {
+                "Created"
+            },
+            out.command
+        ));
     }
     Ok(())
 }

@@ -3,8 +3,8 @@
 use serde_json::json;
 use small_core::authoring::record;
 
-use super::shared::{self, RecordFlags};
 use crate::error::CmdResult;
+use crate::writes::{self as shared, RecordFlags};
 use crate::GlobalArgs;
 
 /// Append a progress entry to .small/progress.small.yml.

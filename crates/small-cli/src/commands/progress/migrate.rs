@@ -1,14 +1,11 @@
 //! `small progress migrate`: rewrite progress timestamps into canonical form.
 
-use std::path::PathBuf;
-
 use small_core::authoring::progress;
 use small_core::authoring::record;
 
-use super::shared;
 use crate::error::CmdResult;
+use crate::writes::{self as shared, TargetArgs};
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
 
 /// Rewrite progress timestamps to RFC 3339 UTC with nanoseconds, strictly increasing.
 ///
@@ -17,21 +14,17 @@ use small_core::workspace::Scope;
 /// that is not after the previous one becomes one nanosecond after it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Directory containing .small/ (default: search upward from the current directory)
-    #[arg(long, value_name = "PATH")]
-    pub dir: Option<PathBuf>,
-    /// Workspace scope: root, examples or any
-    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
-    pub workspace: Scope,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Print what was done as JSON: {entries, rewritten, changed, written, appended}
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = shared::root(args.dir.as_deref())?;
+    let root = shared::root(args.target.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.workspace, "progress migrate", true)?;
+    shared::check_scope(&txn, args.target.workspace, "progress migrate", true)?;
     let out = record::migrate_progress(&mut txn)?;
     let report = if !out.changed {
         None

@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod migrate;
+/// Re-exports `crate::writes` for the commands that import it from here.
 pub mod shared;
 
 use crate::error::CmdResult;

@@ -1,12 +1,11 @@
 //! `small store`: the primitives store (schemas, artifacts, manifests, lineage, lifecycle) from
 //! the command line, on an embedded SQLite file or a PostgreSQL database.
 
-mod artifact;
 mod import;
 mod lifecycle;
 mod lineage;
-mod manifest;
 mod schema;
+mod versioned;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -43,11 +42,23 @@ pub enum Command {
     #[command(subcommand)]
     Schema(schema::Command),
     /// Materialise, show and list artifact versions
-    #[command(subcommand)]
-    Artifact(artifact::Command),
+    #[command(
+        subcommand,
+        mut_subcommand("put", |c| c.about("Materialise artifact versions `{id, version?, kind, data, schemaId}` from JSON files; `data` is validated against the registered schema first. Without `version`, the next version is assigned")),
+        mut_subcommand("get", |c| c.about("Print an artifact version as stored (the latest unless --version)")),
+        mut_subcommand("list", |c| c.about("List artifacts (latest version of each)")),
+        mut_subcommand("versions", |c| c.about("List the versions of an artifact")),
+    )]
+    Artifact(versioned::Command),
     /// Store, show and list manifests
-    #[command(subcommand)]
-    Manifest(manifest::Command),
+    #[command(
+        subcommand,
+        mut_subcommand("put", |c| c.about("Store manifest versions `{id, version?, schemas, artifacts, policies}` from JSON files. Every referenced schema and artifact (`id` or `id@version`) must exist; the policies deterministic, appendOnly and validationRequired are enforced")),
+        mut_subcommand("get", |c| c.about("Print a manifest version as stored (the latest unless --version)")),
+        mut_subcommand("list", |c| c.about("List manifests (latest version of each)")),
+        mut_subcommand("versions", |c| c.about("List the versions of a manifest")),
+    )]
+    Manifest(versioned::Command),
     /// Append and query lineage (provenance) records
     #[command(subcommand)]
     Lineage(lineage::Command),
@@ -67,8 +78,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let store = open(&args.store)?;
     match args.command {
         Command::Schema(c) => schema::run(c, &*store, &out),
-        Command::Artifact(c) => artifact::run(c, &*store, &out),
-        Command::Manifest(c) => manifest::run(c, &*store, &out),
+        Command::Artifact(c) => versioned::run(versioned::Kind::Artifact, c, &*store, &out),
+        Command::Manifest(c) => versioned::run(versioned::Kind::Manifest, c, &*store, &out),
         Command::Lineage(c) => lineage::run(c, &*store, &out),
         Command::Lifecycle(c) => lifecycle::run(c, &*store, &out),
         Command::Import(a) => import::run(a, &*store, &out),
@@ -218,14 +229,11 @@ impl PageArgs {
     }
 }
 
-/// Largest JSON input `store` commands read (a file, standard input, or each file of
-/// `store import`): 64 MiB.
-pub(crate) const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
-
 /// Reads a JSON document from a file, or from standard input for `-`.
 pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
-    let bytes = small_core::workspace::fsio::read_user_input(Path::new(path), MAX_INPUT_BYTES)
-        .map_err(|e| {
+    let limit = small_store::import::MAX_INPUT_BYTES;
+    let bytes =
+        small_core::workspace::fsio::read_user_input(Path::new(path), limit).map_err(|e| {
             let name = if path == "-" { "standard input" } else { path };
             CliError::usage(format!("cannot read {name}: {e}"))
         })?;
@@ -234,13 +242,6 @@ pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
     parse_json(&text, path)
 }
 
-pub(crate) fn parse_json(text: &str, name: &str) -> Result<Value, CliError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    serde_json::from_str(text).map_err(|e| {
-        CliError::invalid(format!(
-            "{name}:{}:{}: not valid JSON: {e}",
-            e.line(),
-            e.column()
-        ))
-    })
+fn parse_json(text: &str, name: &str) -> Result<Value, CliError> {
+    small_store::import::parse_json(text, name).map_err(CliError::invalid)
 }

@@ -108,13 +108,14 @@ impl<'p> ProgressLinter<'p> {
 
     fn diagnose(&mut self, i: usize, e: &Node) {
         let k = ArtifactKind::Progress;
-        let base = format!("/entries/{i}");
+        // The entry's pointer, built only for a diagnostic.
+        let base = || format!("/entries/{i}");
         if e.as_map().is_none() {
             self.diags.push(diag(
                 "SHAPE",
                 k,
                 Some(e.span),
-                &base,
+                &base(),
                 format!("entries[{i}] must be a mapping, found {}", e.type_name()),
             ));
             return;
@@ -127,7 +128,7 @@ impl<'p> ProgressLinter<'p> {
                     "SHAPE",
                     k,
                     Some(task_node.map_or(e.span, |n| n.span)),
-                    &format!("{base}/task_id"),
+                    &format!("{}/task_id", base()),
                     format!("entries[{i}].task_id must be a non-empty string"),
                 )
                 .with_help("name the plan task (or a `meta/...` id) the entry is about"),
@@ -138,7 +139,7 @@ impl<'p> ProgressLinter<'p> {
         let ts_text = ts_node.and_then(Node::as_str).unwrap_or("");
         let ts_span = Some(ts_node.map_or(e.span, |n| n.span));
         let ts_err = |why: String| {
-            diag("TS", k, ts_span, &format!("{base}/timestamp"), why).with_help(TS_HELP)
+            diag("TS", k, ts_span, &format!("{}/timestamp", base()), why).with_help(TS_HELP)
         };
         match ts_node.map(|n| &n.value) {
             None => self
@@ -191,7 +192,7 @@ impl<'p> ProgressLinter<'p> {
                     "INV2",
                     k,
                     Some(e.span),
-                    &base,
+                    &base(),
                     format!("entries[{i}]{shown} has no evidence"),
                 )
                 .with_help(format!("add one of: {}", EVIDENCE_FIELDS.join(", "))),

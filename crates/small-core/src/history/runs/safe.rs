@@ -475,28 +475,7 @@ pub fn remove_tree(path: &Path) {
     let _ = fs::remove_dir_all(path);
 }
 
-/// Canonical form of `path` if it exists, else of its nearest existing ancestor joined with
-/// the rest (so a directory about to be created can be compared with another one).
-pub fn canonical_or_planned(path: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut cur = path.to_path_buf();
-    loop {
-        if let Ok(c) = fs::canonicalize(&cur) {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
-            }
-            return out;
-        }
-        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                cur = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
+pub use crate::workspace::fsio::canonical_or_planned;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,265 @@
+//! Helpers shared by the writing commands (progress, plan, checkpoint, handoff, start,
+//! reset, fix, merge-driver): finding the workspace, the `--workspace` scope, error mapping,
+//! the "what changed" report every writing command prints, and the flags `checkpoint` and
+//! `progress add` share.
+
+use std::path::{Path, PathBuf};
+
+use small_core::authoring::txn::{CommitReport, Transaction};
+use small_core::workspace::{self, Scope};
+
+use crate::error::CliError;
+use crate::GlobalArgs;
+
+/// The root of the workspace named by `--dir` (or the current directory); exit 2 if none,
+/// reported as the diagnostic (`no-workspace`, with the fix) like every other error.
+pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
+    workspace::locate(dir).map(|l| l.root).map_err(|e| {
+        let d = e.to_diagnostic();
+        CliError {
+            exit: crate::error::EXIT_USAGE,
+            message: d.message.clone(),
+            diagnostic: Some(Box::new(d)),
+        }
+    })
+}
+
+/// Lock the workspace for writing.
+pub fn begin(root: &Path) -> Result<Transaction, CliError> {
+    Ok(Transaction::begin(root)?)
+}
+
+/// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
+/// repository-root workspace (plan, handoff, start, reset).
+pub fn check_scope(
+    txn: &Transaction,
+    scope: Scope,
+    command: &str,
+    examples_allowed: bool,
+) -> Result<(), CliError> {
+    Ok(small_core::authoring::handoff::check_command_scope(
+        txn,
+        scope,
+        command,
+        examples_allowed,
+    )?)
+}
+
+/// Print which files a commit changed (unless --quiet).
+pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
+    for f in &report.written {
+        g.info(format!("  updated {f}"));
+    }
+    for f in &report.appended {
+        g.info(format!("  appended to {f}"));
+    }
+}
+
+/// Print a line unless --quiet.
+pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
+    g.info(line);
+}
+
+/// Print a writing command's `--json` result: `value` (an object) with the files the commit
+/// wrote and appended to (`written`, `appended`; see docs/json-output.md).
+pub fn print_json(
+    report: Option<&CommitReport>,
+    mut value: serde_json::Value,
+) -> crate::error::CmdResult {
+    if let Some(obj) = value.as_object_mut() {
+        let (w, a) = match report {
+            Some(r) => (r.written.clone(), r.appended.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        obj.insert("written".into(), serde_json::json!(w));
+        obj.insert("appended".into(), serde_json::json!(a));
+    }
+    crate::output::json(&value)
+}
+
+/// The `--json` shape of a handoff outcome (shared by handoff and start).
+pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "handoff": small_core::authoring::handoff::handoff_rel(),
+        "summary": out.summary,
+        "summary_source": out.summary_source,
+        "replaced_summary": out.replaced_summary,
+        "replayId": out.replay_id,
+        "status": out.run.status,
+        "current_task_id": out.run.current_task_id,
+        "next_steps": out.run.next_steps,
+        "in_progress": out.run.in_progress,
+        "blocked": out.run.blocked,
+        "last_evidence": out.run.last_evidence,
+        "open": out.open,
+        "strict_ok": out.run.strict_ok,
+        "strict_problem": out.run.strict_problem,
+    })
+}
+
+/// The line naming the tasks open in this run (none when there are none), as `small
+/// handoff` prints it.
+pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffOutcome) {
+    if out.open.is_empty() {
+        return;
+    }
+    let list: Vec<String> = out
+        .open
+        .iter()
+        .map(|t| format!("{} ({})", t.id, t.status))
+        .collect();
+    say(
+        g,
+        format!(
+            "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
+            list.join(", ")
+        ),
+    );
+}
+
+/// The human lines of a handoff outcome.
+pub fn print_handoff(
+    g: &GlobalArgs,
+    out: &small_core::authoring::session::HandoffOutcome,
+    verb: &str,
+) {
+    say(
+        g,
+        format!(
+            "{verb}: {} (current task: {}; {} next step(s))",
+            out.summary,
+            out.run.current_task_id.as_deref().unwrap_or("none"),
+            out.run.next_steps.len()
+        ),
+    );
+    let source = match (&out.summary_source, &out.replaced_summary) {
+        (small_core::authoring::session::SummarySource::Given, _) => {
+            "summary: as given".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Kept, _) => {
+            "summary: kept (written with --summary; the run's state is unchanged)".to_string()
+        }
+        (small_core::authoring::session::SummarySource::Computed, Some(old)) => {
+            format!("summary: computed; replaced {old:?} because the run's state changed")
+        }
+        (small_core::authoring::session::SummarySource::Computed, None) => {
+            "summary: computed from the run's state".to_string()
+        }
+    };
+    say(g, source);
+    say(
+        g,
+        format!(
+            "replayId: {} (source: {})",
+            out.replay_id.value, out.replay_id.source
+        ),
+    );
+}
+
+/// Locate the workspace and enforce `--workspace` without locking it (`draft`, `accept`,
+/// `apply`); errors are one or two plain lines.
+pub fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
+    small_core::authoring::draft::open_scoped(dir, scope).map_err(CliError::plain)
+}
+
+/// Where the workspace is and which kinds a command accepts: the flag group of `draft`,
+/// `accept` and `progress migrate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Directory containing .small/ (default: search upward from the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace scope: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
+}
+
+/// The flags `checkpoint` and `progress add` share: the evidence, the timestamp, `--force`
+/// and where the workspace is.
+#[derive(clap::Args, Debug)]
+pub struct RecordFlags {
+    /// What shows the work was done (or, for a blocked task, why it is blocked)
+    #[arg(long, value_name = "TEXT")]
+    pub evidence: Option<String>,
+    /// Evidence: the command that was run
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Evidence: the test that was run
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<String>,
+    /// Evidence: a URI of external evidence
+    #[arg(long, value_name = "URI")]
+    pub link: Option<String>,
+    /// Evidence: a git commit hash (7 to 40 lower-case hex digits)
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// Evidence: how the work was verified
+    #[arg(long, value_name = "TEXT")]
+    pub verification: Option<String>,
+    /// Free-form notes
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+    /// Complete a task whose dependencies are not completed (recorded in the entry's notes)
+    #[arg(long)]
+    pub force: bool,
+    /// Use exactly this RFC 3339 timestamp (with fractional seconds); it must be after the last entry
+    #[arg(long, value_name = "TIME", conflicts_with = "after")]
+    pub at: Option<String>,
+    /// Use a timestamp just after this RFC 3339 time (and after the last entry)
+    #[arg(long, value_name = "TIME")]
+    pub after: Option<String>,
+    /// Directory containing .small/ (default: search upward from the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Workspace scope: root, examples or any
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RecordFlags {
+    /// The library request for `task` and `status`.
+    pub fn request(
+        &self,
+        task: &str,
+        status: &str,
+    ) -> Result<small_core::authoring::record::RecordRequest, CliError> {
+        use small_core::authoring::progress::TimestampRule;
+        let rule = match (
+            self.at.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+            self.after
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty()),
+        ) {
+            (Some(_), Some(_)) => return Err(CliError::usage("use only one of --at and --after")),
+            (Some(a), None) => TimestampRule::At(a.to_string()),
+            (None, Some(a)) => TimestampRule::After(a.to_string()),
+            (None, None) => TimestampRule::Now,
+        };
+        if task.trim().is_empty() {
+            return Err(CliError::usage("--task must not be empty"));
+        }
+        let evidence = [
+            ("evidence", &self.evidence),
+            ("command", &self.command),
+            ("test", &self.test),
+            ("link", &self.link),
+            ("commit", &self.commit),
+            ("verification", &self.verification),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v)))
+        .collect();
+        Ok(small_core::authoring::record::RecordRequest {
+            task: task.trim().to_string(),
+            status: status.to_string(),
+            evidence,
+            notes: self.notes.clone(),
+            timestamp: rule,
+            force: self.force,
+        })
+    }
+}
