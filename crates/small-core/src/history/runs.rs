@@ -878,18 +878,28 @@ fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
             }
             continue;
         }
-        let Some(bytes) = safe::read_stored_file(&path)? else {
+        // Only the handoff is read whole; the others are hashed through a fixed buffer.
+        let is_handoff = name == ArtifactKind::Handoff.file_name();
+        let found = if is_handoff {
+            safe::read_stored_file(&path)?.map(|bytes| {
+                let sha = safe::sha256_hex(&bytes);
+                (sha, Some(bytes))
+            })
+        } else {
+            safe::hash_stored_file(&path)?.map(|(sha, _)| (sha, None))
+        };
+        let Some((sha, bytes)) = found else {
             if meta.files.contains_key(name) {
                 problems.push(format!("{name} is missing"));
             }
             continue;
         };
         if let Some(expected) = meta.files.get(name) {
-            if !expected.eq_ignore_ascii_case(&safe::sha256_hex(&bytes)) {
+            if !expected.eq_ignore_ascii_case(&sha) {
                 problems.push(format!("{name} changed after the snapshot was taken"));
             }
         }
-        if name == ArtifactKind::Handoff.file_name() {
+        if let Some(bytes) = bytes {
             handoff = handoff_info(&bytes, &path.display().to_string())?;
         }
         artifacts.push(name.to_string());
