@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use small_core::authoring::apply::{self, ApplyRequest, ProgressMode, Step};
 use small_core::workspace::Scope;
 
-use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
+use crate::writes as shared;
 use crate::GlobalArgs;
 
 /// Run a shell command in the workspace root and record its result as progress

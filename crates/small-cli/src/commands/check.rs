@@ -12,9 +12,6 @@ use crate::error::{self, CmdResult};
 use crate::output::count;
 use crate::GlobalArgs;
 
-// Kept for `doctor`, which still imports them from here; they live in small-core.
-pub(crate) use small_core::gates::report::schemas;
-
 /// Run validate, lint and verify; stop at the first stage that fails.
 ///
 /// Stages: validate (files present, YAML, JSON Schemas), lint (protocol invariants; with

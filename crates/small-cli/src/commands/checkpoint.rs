@@ -3,8 +3,8 @@
 use serde_json::json;
 use small_core::authoring::record;
 
-use crate::commands::progress::shared::{self, RecordFlags};
 use crate::error::CmdResult;
+use crate::writes::{self as shared, RecordFlags};
 use crate::GlobalArgs;
 
 /// Close a task: set its status in the plan and append the matching progress entry.

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use small_core::gates::doctor::{self, Level};
 
-use crate::commands::check::schemas;
 use crate::error::CmdResult;
 use crate::GlobalArgs;
+use small_core::gates::report::schemas;
 
 /// Diagnose the workspace and suggest fixes; never changes anything.
 ///

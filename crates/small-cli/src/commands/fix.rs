@@ -7,8 +7,8 @@ use small_core::authoring::repair::{self, FixRequest, Repair};
 use small_core::spec::consts::{KIND_EXAMPLES, KIND_REPO_ROOT};
 use small_core::spec::model::WorkspaceKind;
 
-use crate::commands::progress::shared;
 use crate::error::CmdResult;
+use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
 

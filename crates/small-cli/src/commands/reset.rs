@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use small_core::authoring::session::{self, ResetRequest};
 
-use crate::commands::progress::shared;
 use crate::error::{CliError, CmdResult};
+use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
 

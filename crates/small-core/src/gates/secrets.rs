@@ -107,8 +107,27 @@ enum Check {
 
 struct Pattern {
     kind: &'static str,
-    re: Regex,
+    /// The expression's source; compiled the first time a string holds its anchor, so a
+    /// command that scans only ordinary text (most do) never pays for compiling it.
+    source: &'static str,
+    re: OnceLock<Option<Regex>>,
     check: Check,
+}
+
+impl Pattern {
+    fn re(&self) -> Option<&Regex> {
+        self.re
+            .get_or_init(|| {
+                let compiled = Regex::new(self.source).ok();
+                debug_assert!(
+                    compiled.is_some(),
+                    "secret format {} does not compile",
+                    self.kind
+                );
+                compiled
+            })
+            .as_ref()
+    }
 }
 
 /// One literal that every match of a format contains (or a word of a secret key name).
@@ -526,10 +545,6 @@ fn compiled() -> &'static Patterns {
         let mut anchor_info = Vec::new();
         let mut unanchored = Vec::new();
         for &(kind, re, check, anchors) in FORMATS {
-            let Ok(compiled) = Regex::new(re) else {
-                debug_assert!(false, "secret format {kind} does not compile");
-                continue;
-            };
             let i = list.len();
             let ignore_case = re.starts_with("(?i)");
             if anchors.is_empty() {
@@ -549,7 +564,8 @@ fn compiled() -> &'static Patterns {
             }
             list.push(Pattern {
                 kind,
-                re: compiled,
+                source: re,
+                re: OnceLock::new(),
                 check,
             });
         }
@@ -761,7 +777,8 @@ fn scan_formats_in(
         let i = set.trailing_zeros() as usize;
         set &= set - 1;
         let p = &pats.list[i];
-        for caps in p.re.captures_iter(value) {
+        let Some(re) = p.re() else { continue };
+        for caps in re.captures_iter(value) {
             let whole = caps.get(0).map(|m| m.range()).unwrap_or(0..0);
             let mut range = caps.name("s").map(|m| m.range()).unwrap_or(whole);
             let visible = caps

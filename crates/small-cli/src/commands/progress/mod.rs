@@ -3,8 +3,6 @@
 pub mod add;
 pub mod migrate;
 /// Re-exports `crate::writes` for the commands that import it from here.
-pub mod shared;
-
 use crate::error::CmdResult;
 use crate::GlobalArgs;
 

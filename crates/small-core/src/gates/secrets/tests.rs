@@ -299,3 +299,14 @@ fn the_prefilter_never_drops_a_finding() {
         assert_eq!(dedup(fast), dedup(all), "{v:?}");
     }
 }
+
+#[test]
+fn every_format_compiles() {
+    // Formats compile on first use; a broken expression would otherwise only show as a
+    // credential that is never found.
+    let pats = compiled();
+    assert_eq!(pats.list.len(), FORMATS.len());
+    for p in &pats.list {
+        assert!(p.re().is_some(), "{} does not compile", p.kind);
+    }
+}
