@@ -19,7 +19,6 @@
 //! All three produce the same diagnostics and facts (see the differential tests).
 
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -757,46 +756,15 @@ fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
     let Ok(json) = serde_json::to_string(&body) else {
         return;
     };
-    let text = format!("{}\n{json}", blake3::hash(json.as_bytes()).to_hex());
-    // Best effort: a cache that cannot be written only costs speed. Never follow a symlink
-    // out of the workspace.
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return,
-        Err(_) => {
-            if std::fs::create_dir(dir).is_err() {
-                return;
-            }
-            let _ = std::fs::write(
-                dir.join(".gitignore"),
-                "# the gates' cache; safe to delete\n*\n",
-            );
-        }
-    }
-    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
-        return;
-    };
-    if tmp.write_all(text.as_bytes()).is_ok() {
-        let _ = tmp.persist(dir.join(file));
-    }
+    crate::workspace::cache::write_sealed(dir, file, &json);
 }
 
 /// The largest cache file read (a bigger one is ignored).
 const CACHE_MAX_BYTES: u64 = 256 << 20;
 
 fn read_cache(dir: &Path, file: &str, key: &str) -> Option<CacheBody> {
-    let path = dir.join(file);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > CACHE_MAX_BYTES {
-        return None;
-    }
-    // Through fsio: no link, no FIFO swapped in after the check above, bounded.
-    let text = crate::workspace::fsio::read_string_bounded(&path, CACHE_MAX_BYTES).ok()?;
-    let (hash, json) = text.split_once('\n')?;
-    if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
-        return None;
-    }
-    let body: CacheBody = serde_json::from_str(json).ok()?;
+    let json = crate::workspace::cache::read_sealed(dir, file, CACHE_MAX_BYTES)?;
+    let body: CacheBody = serde_json::from_str(&json).ok()?;
     (body.context == key).then_some(body)
 }
 

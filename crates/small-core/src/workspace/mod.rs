@@ -56,6 +56,7 @@ use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
 pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
+pub mod cache;
 pub mod fsio;
 
 pub const CODE_MISSING: &str = "missing";

@@ -1,0 +1,83 @@
+//! The files of `.small-cache/`: a JSON body sealed by its BLAKE3 hash on the line before
+//! it, so that a damaged or hand-edited file is recognised and ignored. The cache only ever
+//! saves time: writing it is best effort, and a file that cannot be read is no cache.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `json` as `dir/file`, sealed, through a temporary file and a rename. Creates `dir`
+/// (with a `.gitignore` that ignores everything) when it is missing; never writes through a
+/// symbolic link or anything else standing where the directory should be.
+pub(crate) fn write_sealed(dir: &Path, file: &str, json: &str) {
+    let text = format!("{}\n{json}", blake3::hash(json.as_bytes()).to_hex());
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return,
+        Err(_) => {
+            if std::fs::create_dir(dir).is_err() {
+                return;
+            }
+            let _ = std::fs::write(
+                dir.join(".gitignore"),
+                "# the gates' cache; safe to delete\n*\n",
+            );
+        }
+    }
+    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
+        return;
+    };
+    if tmp.write_all(text.as_bytes()).is_ok() {
+        let _ = tmp.persist(dir.join(file));
+    }
+}
+
+/// The JSON body of `dir/file` when the file is a regular file of at most `max` bytes whose
+/// seal matches; `None` otherwise.
+pub(crate) fn read_sealed(dir: &Path, file: &str, max: u64) -> Option<String> {
+    let path = dir.join(file);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    // Through fsio: no link, no FIFO swapped in after the check above, bounded.
+    let mut text = crate::workspace::fsio::read_string_bounded(&path, max).ok()?;
+    let (hash, json) = text.split_once('\n')?;
+    if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
+        return None;
+    }
+    let at = hash.len() + 1;
+    Some(text.split_off(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_body_reads_back_and_a_changed_byte_is_no_cache() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join(".small-cache");
+        write_sealed(&dir, "x.v1", r#"{"a":1}"#);
+        assert!(dir.join(".gitignore").is_file());
+        assert_eq!(
+            read_sealed(&dir, "x.v1", 1 << 20).as_deref(),
+            Some(r#"{"a":1}"#)
+        );
+        let p = dir.join("x.v1");
+        let changed = std::fs::read_to_string(&p).unwrap().replace("1}", "2}");
+        std::fs::write(&p, changed).unwrap();
+        assert_eq!(read_sealed(&dir, "x.v1", 1 << 20), None);
+        assert_eq!(read_sealed(&dir, "missing", 1 << 20), None);
+        write_sealed(&dir, "x.v1", r#"{"a":1}"#);
+        assert_eq!(read_sealed(&dir, "x.v1", 4), None, "over the size limit");
+    }
+
+    #[test]
+    fn never_writes_through_a_file_standing_for_the_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join(".small-cache");
+        std::fs::write(&dir, "not a directory").unwrap();
+        write_sealed(&dir, "x.v1", "{}");
+        assert_eq!(std::fs::read_to_string(&dir).unwrap(), "not a directory");
+    }
+}
