@@ -293,7 +293,7 @@ pub fn scan_tail(
         let start = if target <= first.offset {
             first.offset
         } else {
-            match item_line_at_or_after(bytes, target, first.seq_indent) {
+            match yaml::item_line_at_or_after(bytes, target, first.seq_indent) {
                 Some(at) if at < end => at,
                 // No entry starts in this chunk: take a bigger one.
                 _ => {
@@ -324,7 +324,7 @@ pub fn scan_tail(
         }
         // The walk must have read exactly the entries that start in the chunk.
         // (Every walk here starts counting at 0.)
-        let (_, items) = count_lines(bytes, start, end, first.seq_indent);
+        let (_, items) = yaml::count_item_lines(bytes, start, end, first.seq_indent);
         if walked.count != items {
             return None;
         }
@@ -376,74 +376,14 @@ fn scan_part(
     Some((scan.into_partial(), walked, before_last))
 }
 
-/// Does the line at `at` open an item of the sequence (`indent` spaces, then `- `)?
-fn is_item_line(bytes: &[u8], at: usize, indent: usize) -> bool {
-    let l = &bytes[at..];
-    l.len() > indent + 1
-        && l[..indent].iter().all(|&b| b == b' ')
-        && l[indent] == b'-'
-        && l[indent + 1] == b' '
-}
-
-/// The first line at or after `at` that opens an item of the sequence.
-fn item_line_at_or_after(bytes: &[u8], at: usize, indent: usize) -> Option<usize> {
-    let mut pos = at;
-    loop {
-        if (pos == 0 || bytes.get(pos - 1) == Some(&b'\n')) && is_item_line(bytes, pos, indent) {
-            return Some(pos);
-        }
-        pos += memchr::memchr(b'\n', bytes.get(pos..)?)? + 1;
-        if pos >= bytes.len() {
-            return None;
-        }
-    }
-}
-
-/// Lines and item lines in `bytes[from..to]` (`from` starts a line).
-fn count_lines(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
-    let mut lines = 0;
-    let mut items = usize::from(is_item_line(bytes, from, indent));
-    for nl in memchr::memchr_iter(b'\n', &bytes[from..to]) {
-        lines += 1;
-        let next = from + nl + 1;
-        if next < to && is_item_line(bytes, next, indent) {
-            items += 1;
-        }
-    }
-    (lines, items)
-}
-
 fn parallel(
     src: &str,
     run_id: Option<&str>,
     limits: &Limits,
     threads: usize,
 ) -> Option<(Partial, Option<Snap>, usize)> {
-    let first = yaml::stream_fast_part(
-        src,
-        limits,
-        "entries",
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
+    let (first, starts) = yaml::split_points(src, limits, "entries", threads)?;
     let bytes = src.as_bytes();
-    let span = bytes.len() - first.offset;
-    let mut starts = vec![first.offset];
-    for k in 1..threads {
-        let target = first.offset + span * k / threads;
-        if let Some(at) = item_line_at_or_after(bytes, target, first.seq_indent) {
-            if at > *starts.last()? {
-                starts.push(at);
-            }
-        }
-    }
-    if starts.len() < 2 {
-        return None;
-    }
     let ends: Vec<usize> = starts[1..].iter().copied().chain([bytes.len()]).collect();
     let mut resumes = Vec::with_capacity(starts.len());
     let mut expected = Vec::with_capacity(starts.len());
@@ -455,7 +395,7 @@ fn parallel(
             index,
             ..first
         });
-        let (lines, items) = count_lines(bytes, a, b, first.seq_indent);
+        let (lines, items) = yaml::count_item_lines(bytes, a, b, first.seq_indent);
         line += lines;
         index += items;
         expected.push(index);

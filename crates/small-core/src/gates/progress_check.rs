@@ -296,50 +296,6 @@ fn general(src: &str, limits: &Limits, rules: &EntryRules) -> Checked {
 // ---------------------------------------------------------------------------------------
 // Parallel
 
-/// Start offsets of the lines that open an item of the sequence (`indent` spaces, `- `),
-/// from `from` on: the first at or after each of `targets`.
-fn item_line_at_or_after(bytes: &[u8], at: usize, indent: usize) -> Option<usize> {
-    let mut pos = at;
-    loop {
-        // `pos` must start a line.
-        if pos == 0 || bytes.get(pos - 1) == Some(&b'\n') {
-            let line = &bytes[pos..];
-            if line.len() > indent + 1
-                && line[..indent].iter().all(|&b| b == b' ')
-                && line[indent] == b'-'
-                && line[indent + 1] == b' '
-            {
-                return Some(pos);
-            }
-        }
-        pos += memchr::memchr(b'\n', bytes.get(pos..)?)? + 1;
-        if pos >= bytes.len() {
-            return None;
-        }
-    }
-}
-
-/// Lines and item lines in `bytes[from..to]` (`from` starts a line).
-fn count_lines(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
-    let part = &bytes[from..to];
-    let is_item = |at: usize| {
-        let l = &part[at..];
-        l.len() > indent + 1
-            && l[..indent].iter().all(|&b| b == b' ')
-            && l[indent] == b'-'
-            && l[indent + 1] == b' '
-    };
-    let mut lines = 0;
-    let mut items = usize::from(is_item(0));
-    for nl in memchr::memchr_iter(b'\n', part) {
-        lines += 1;
-        if nl + 1 < part.len() && is_item(nl + 1) {
-            items += 1;
-        }
-    }
-    (lines, items)
-}
-
 struct PartResult {
     runner_results: EntryResults,
     stamps: Vec<Stamp>,
@@ -353,38 +309,15 @@ fn parallel(
     rules: &EntryRules,
     threads: usize,
 ) -> Option<(Checked, Option<CacheSnap>)> {
-    let first = yaml::stream_fast_part(
-        src,
-        limits,
-        "entries",
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
+    let (first, starts) = yaml::split_points(src, limits, "entries", threads)?;
     let bytes = src.as_bytes();
-    let span = bytes.len() - first.offset;
-    let mut starts = vec![first.offset];
-    for k in 1..threads {
-        let target = first.offset + span * k / threads;
-        if let Some(at) = item_line_at_or_after(bytes, target, first.seq_indent) {
-            if at > *starts.last()? {
-                starts.push(at);
-            }
-        }
-    }
-    if starts.len() < 2 {
-        return None;
-    }
     let ends: Vec<usize> = starts[1..].iter().copied().chain([bytes.len()]).collect();
     // Line and item counts of each part, to number the parts' lines and entries.
     let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
         let handles: Vec<_> = starts
             .iter()
             .zip(&ends)
-            .map(|(&a, &b)| s.spawn(move || count_lines(bytes, a, b, first.seq_indent)))
+            .map(|(&a, &b)| s.spawn(move || yaml::count_item_lines(bytes, a, b, first.seq_indent)))
             .collect();
         handles
             .into_iter()

@@ -375,6 +375,78 @@ fn build(text: &str, base: usize, limits: &Limits) -> Result<Node, YamlError> {
         r => r,
     }
 }
+/// Where to split the block sequence under `stream_key` to walk it on `threads` threads: its
+/// first item (as a [`Resume`]) and the start offsets of the parts, each the first item line
+/// at or after an equal share of the bytes. `None` when the text is not of the fast path's
+/// shape or fewer than two parts result.
+pub fn split_points(
+    src: &str,
+    limits: &Limits,
+    stream_key: &str,
+    threads: usize,
+) -> Option<(Resume, Vec<usize>)> {
+    let first = stream_fast_part(
+        src,
+        limits,
+        stream_key,
+        Part {
+            first_item_only: true,
+            ..Part::default()
+        },
+        &mut |_, _| {},
+    )?
+    .last_item?;
+    let bytes = src.as_bytes();
+    let span = bytes.len() - first.offset;
+    let mut starts = vec![first.offset];
+    for k in 1..threads {
+        let target = first.offset + span * k / threads;
+        if let Some(at) = item_line_at_or_after(bytes, target, first.seq_indent) {
+            if at > *starts.last()? {
+                starts.push(at);
+            }
+        }
+    }
+    (starts.len() >= 2).then_some((first, starts))
+}
+
+/// Does the line at `at` open an item of a sequence whose `- ` markers are indented by
+/// `indent` spaces?
+pub fn is_item_line(bytes: &[u8], at: usize, indent: usize) -> bool {
+    let l = &bytes[at..];
+    l.len() > indent + 1
+        && l[..indent].iter().all(|&b| b == b' ')
+        && l[indent] == b'-'
+        && l[indent + 1] == b' '
+}
+
+/// The first line at or after `at` that opens an item of the sequence (see [`is_item_line`]).
+pub fn item_line_at_or_after(bytes: &[u8], at: usize, indent: usize) -> Option<usize> {
+    let mut pos = at;
+    loop {
+        if (pos == 0 || bytes.get(pos - 1) == Some(&b'\n')) && is_item_line(bytes, pos, indent) {
+            return Some(pos);
+        }
+        pos += memchr::memchr(b'\n', bytes.get(pos..)?)? + 1;
+        if pos >= bytes.len() {
+            return None;
+        }
+    }
+}
+
+/// Lines and item lines in `bytes[from..to]` (`from` starts a line).
+pub fn count_item_lines(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
+    let mut lines = 0;
+    let mut items = usize::from(is_item_line(bytes, from, indent));
+    for nl in memchr::memchr_iter(b'\n', &bytes[from..to]) {
+        lines += 1;
+        let next = from + nl + 1;
+        if next < to && is_item_line(bytes, next, indent) {
+            items += 1;
+        }
+    }
+    (lines, items)
+}
 
 /// The line-level fast path alone, on a part of a log (see [`Part`]): `None` when that part
 /// is not of the simple shape the fast path reads (the caller then parses the whole file with
