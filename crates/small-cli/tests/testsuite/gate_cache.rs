@@ -146,3 +146,44 @@ fn a_changed_byte_or_a_damaged_cache_means_a_full_check() {
     let (code, _, err) = small(dir, &["check", "--strict", "--json"]);
     assert_eq!(code, 1, "{err}");
 }
+
+#[test]
+fn a_log_checked_from_its_tail_still_shows_snippets_of_old_entries() {
+    let ws = workspace(30);
+    let dir = ws.path();
+    // An old entry out of order: its diagnostic comes from the cache on later runs, and its
+    // snippet from the file, read again only to show it.
+    let path = dir.join(".small/progress.small.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("2026-01-01T10:00:03", "2026-01-01T10:00:01", 1),
+    )
+    .unwrap();
+    let full = small(dir, &["check", "--strict", "--no-cache"]);
+    assert_eq!(full.0, 1, "{full:?}");
+    assert!(
+        full.2.contains("timestamp: \"2026-01-01T10:00:01")
+            || full.1.contains("timestamp: \"2026-01-01T10:00:01"),
+        "{full:?}"
+    );
+    let first = small(dir, &["check", "--strict"]);
+    assert_eq!(first, full);
+    let (code, _, err) = small(
+        dir,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "a",
+            "--status",
+            "completed",
+            "--evidence",
+            "ok",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let resumed = small(dir, &["check", "--strict"]);
+    let full = small(dir, &["check", "--strict", "--no-cache"]);
+    assert_eq!(resumed, full);
+}

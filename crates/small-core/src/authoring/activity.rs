@@ -317,6 +317,7 @@ pub fn scan_tail(
                 first_item_only: false,
                 // On `None` the scan is dropped with everything it saw.
                 one_pass: true,
+                splice: None,
             },
         )?;
         if stop.is_none() {
@@ -418,6 +419,7 @@ fn parallel(
                             first_item_only: false,
                             // On `None` the scan is dropped with everything it saw.
                             one_pass: true,
+                            splice: None,
                         },
                     )
                 })
@@ -568,6 +570,7 @@ fn resume(
             first_item_only: false,
             // On `None` the scan is dropped with everything it saw.
             one_pass: true,
+            splice: None,
         },
     )?;
     walked.root.as_ref()?;

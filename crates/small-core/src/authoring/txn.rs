@@ -244,6 +244,9 @@ impl Transaction {
         };
         if let Some(app) = self.appends.get(rel) {
             let d = data.get_or_insert_with(Vec::new);
+            // Exactly: a log read whole fills its buffer, and growing it by doubling would
+            // hold twice the log.
+            d.reserve_exact(app.bytes.len());
             d.extend_from_slice(&app.bytes);
         }
         Ok(data)

@@ -131,7 +131,20 @@ pub fn load_overlay(
             cache_write: true,
         };
         let given = overlay(&rel);
-        if let Some(text) = ws.read_progress_from(&lo.limits, given) {
+        let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
+        // With the cache, a log that only grew a little is checked without reading it whole.
+        let unread = match &given {
+            None => progress_check::check_file_resumed(&path, &lo.limits, &rules, &scan)
+                .and_then(|c| Some((c.root.ok()?, c.results, c.method))),
+            Some(_) => None,
+        };
+        if let Some((root, results, m)) = unread {
+            method = Some(m);
+            ws.set_progress_unread(root);
+            schema_diags = results.schema;
+            linter.diags = results.lint;
+            linter.facts = results.facts;
+        } else if let Some(text) = ws.read_progress_from(&lo.limits, given) {
             let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
             method = Some(checked.method);
             ws.set_progress(text, checked.root);

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
-use crate::gates::invariants::{check_order, PlanIndex, ProgressFacts, ProgressLinter, Stamp};
+use crate::gates::invariants::{PlanIndex, ProgressFacts, ProgressLinter};
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
 use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
@@ -113,15 +113,7 @@ pub struct Checked {
 /// Check every entry of the log `src` (the text of `.small/progress.small.yml`). A YAML
 /// error is reported as the general parser reports it.
 pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOptions) -> Checked {
-    // Only the embedded schemas are known by version; a schema directory may change.
-    let cacheable = rules
-        .schemas
-        .is_none_or(|s| *s.source() == SchemaSource::Embedded);
-    let key = opts
-        .cache_dir
-        .as_ref()
-        .filter(|_| cacheable)
-        .map(|_| context_key(rules));
+    let key = cache_key(rules, opts);
     let file = cache_file(rules);
     if let (Some(dir), Some(key)) = (&opts.cache_dir, &key) {
         if let Some(c) = resume(dir, &file, key, src, limits, rules) {
@@ -155,6 +147,131 @@ pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOpti
     general(src, limits, rules)
 }
 
+/// The key of the cache these rules may use: `None` without a cache directory, and for
+/// schemas from a directory (only the embedded ones are known by version; a directory's may
+/// change).
+fn cache_key(rules: &EntryRules, opts: &ScanOptions) -> Option<String> {
+    let cacheable = rules
+        .schemas
+        .is_none_or(|s| *s.source() == SchemaSource::Embedded);
+    opts.cache_dir
+        .as_ref()
+        .filter(|_| cacheable)
+        .map(|_| context_key(rules))
+}
+
+/// The longest tail (the bytes after the cached part) [`check_file_resumed`] checks; a longer
+/// one is checked by [`check_log`] on the whole log, which moves the cache up to it.
+const RESUMED_TAIL_MAX_BYTES: u64 = 256 << 10;
+
+/// The longest head (the lines up to the log's first entry) [`check_file_resumed`] reads.
+const RESUMED_HEAD_MAX_BYTES: usize = 64 << 10;
+
+/// The log at `path` checked from the cache without reading it whole: the cached part is
+/// hashed piece by piece straight from the file (every byte of it is still compared, by its
+/// BLAKE3 hash, with what the cache vouches for), and only the lines before the first entry
+/// and the entries after the cached part are kept in memory, joined (see [`yaml::Splice`]);
+/// positions in the results are the file's. The document returned has no entries, as with
+/// [`check_log`].
+///
+/// `None` when this cannot be done (no usable cache, a changed byte, a tail longer than
+/// [`RESUMED_TAIL_MAX_BYTES`], a byte-order mark, an unusual shape): the caller then reads the
+/// log whole and calls [`check_log`], which reports whatever made this give up. Nothing is
+/// written to the cache here.
+pub fn check_file_resumed(
+    path: &Path,
+    limits: &Limits,
+    rules: &EntryRules,
+    opts: &ScanOptions,
+) -> Option<Checked> {
+    let key = cache_key(rules, opts)?;
+    let body = read_cache(opts.cache_dir.as_deref()?, &cache_file(rules), &key)?;
+    resumed_from_file(path, limits, rules, body)
+}
+
+#[cfg(not(unix))]
+fn resumed_from_file(_: &Path, _: &Limits, _: &EntryRules, _: CacheBody) -> Option<Checked> {
+    None
+}
+
+#[cfg(unix)]
+fn resumed_from_file(
+    path: &Path,
+    limits: &Limits,
+    rules: &EntryRules,
+    body: CacheBody,
+) -> Option<Checked> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::FileExt;
+    let mut file = crate::workspace::fsio::open_read(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let n = body.prefix_len;
+    let n64 = n as u64;
+    if size > limits.max_bytes as u64
+        || n64 > size
+        || size - n64 > RESUMED_TAIL_MAX_BYTES
+        || body.resume.0 != n
+    {
+        return None;
+    }
+    // The head: up to the end of the line of the log's first entry, inside the cached part.
+    let seq_start = pos_in(&body.resume.4).offset as usize;
+    let mut head = vec![0u8; n.min(RESUMED_HEAD_MAX_BYTES)];
+    file.read_exact_at(&mut head, 0).ok()?;
+    if head.starts_with("\u{feff}".as_bytes()) || seq_start >= head.len() {
+        return None;
+    }
+    let h = seq_start + memchr::memchr(b'\n', &head[seq_start..])? + 1;
+    if h > n {
+        return None;
+    }
+    head.truncate(h);
+    if hash_parallel(&FileInput(&file), n)?.to_hex().as_str() != body.prefix_hash {
+        return None;
+    }
+    // The tail, bounded like the whole file (it may have grown since).
+    file.seek(SeekFrom::Start(n64)).ok()?;
+    let room = (limits.max_bytes as u64).saturating_sub(n64);
+    let mut text = head;
+    (&mut file)
+        .take(room.saturating_add(1))
+        .read_to_end(&mut text)
+        .ok()?;
+    if (text.len() - h) as u64 > room {
+        return None;
+    }
+    let text = String::from_utf8(text).ok()?;
+    let (mut r, resume) = runner_from(body, rules)?;
+    let walked = yaml::stream_fast_part(
+        &text,
+        limits,
+        "entries",
+        Part {
+            resume: Some(Resume {
+                offset: h,
+                ..resume
+            }),
+            // On `None` the runner is dropped and the log checked in full.
+            one_pass: true,
+            splice: Some(yaml::Splice {
+                at: h,
+                skipped: n - h,
+            }),
+            ..Part::default()
+        },
+        &mut |i, node| r.push(i, node),
+    )?;
+    if walked.last_item.is_none_or(|l| l.index < resume.index) {
+        return None;
+    }
+    r.finish();
+    Some(Checked {
+        root: Ok(walked.root?),
+        results: r.results(),
+        method: Method::Resumed(resume.index),
+    })
+}
+
 // ---------------------------------------------------------------------------------------
 // One part of the log on one thread
 
@@ -179,16 +296,11 @@ struct Snapshot {
 }
 
 impl<'a> Runner<'a> {
-    /// `deferred`: record timestamps for a later order check, for about this many entries.
-    fn new(rules: &EntryRules<'a>, deferred: Option<usize>) -> Runner<'a> {
-        let linter = ProgressLinter::new(rules.plan, rules.scope);
+    fn new(rules: &EntryRules<'a>) -> Runner<'a> {
         Runner {
             rules: *rules,
             rel: ArtifactKind::Progress.rel_path(),
-            linter: match deferred {
-                Some(n) => linter.defer_order(n),
-                None => linter,
-            },
+            linter: ProgressLinter::new(rules.plan, rules.scope),
             schema: Vec::new(),
             held: None,
         }
@@ -264,7 +376,7 @@ fn sequential(
     limits: &Limits,
     rules: &EntryRules,
 ) -> Option<(Checked, Option<CacheSnap>)> {
-    let mut r = Runner::new(rules, None);
+    let mut r = Runner::new(rules);
     // One pass: on `None` the runner, and all it saw, is dropped.
     let one_pass = Part {
         one_pass: true,
@@ -284,7 +396,7 @@ fn sequential(
 }
 
 fn general(src: &str, limits: &Limits, rules: &EntryRules) -> Checked {
-    let mut r = Runner::new(rules, None);
+    let mut r = Runner::new(rules);
     let root = yaml::parse_streaming_general(src, limits, "entries", &mut |i, n| r.run(i, &n));
     Checked {
         root,
@@ -298,7 +410,10 @@ fn general(src: &str, limits: &Limits, rules: &EntryRules) -> Checked {
 
 struct PartResult {
     runner_results: EntryResults,
-    stamps: Vec<Stamp>,
+    /// The part's first valid timestamp, and its latest (see
+    /// [`ProgressLinter::first_stamp`]).
+    first: Option<(Instant, usize)>,
+    latest: Option<(Instant, usize)>,
     snap: Option<Snapshot>,
     walked: yaml::Walked,
 }
@@ -344,9 +459,8 @@ fn parallel(
             .enumerate()
             .map(|(k, &resume)| {
                 let stop = (k < last).then(|| ends[k]);
-                let expected = counts[k].1;
                 s.spawn(move || {
-                    let mut r = Runner::new(rules, Some(expected));
+                    let mut r = Runner::new(rules);
                     let walked = yaml::stream_fast_part(
                         src,
                         limits,
@@ -357,6 +471,7 @@ fn parallel(
                             first_item_only: false,
                             // On `None` the part's runner is dropped with the whole result.
                             one_pass: true,
+                            splice: None,
                         },
                         &mut |i, n| r.push(i, n),
                     )?;
@@ -367,10 +482,11 @@ fn parallel(
                         r.finish();
                         None
                     };
-                    let stamps = r.linter.take_stamps();
+                    let (first, latest) = (r.linter.first_stamp(), r.linter.order_state());
                     Some(PartResult {
                         runner_results: r.results(),
-                        stamps,
+                        first,
+                        latest,
                         snap,
                         walked,
                     })
@@ -392,39 +508,38 @@ fn parallel(
             }
         }
     }
-    let text_of = |s: &Stamp| yaml::scalar_text_at(src, s.span).unwrap_or_default();
     let mut results = EntryResults::default();
-    let mut prev = None;
+    // The latest timestamp so far. Each part ordered its entries among themselves, which
+    // is what one pass reports when its first timestamp is later than this; otherwise the
+    // log is checked in one pass.
+    let mut prev: Option<(Instant, usize)> = None;
     let mut snap_out = None;
     let n = parts.len();
     for (k, p) in parts.into_iter().enumerate() {
+        if let (Some((before, _)), Some((first, _))) = (prev, p.first) {
+            if first <= before {
+                return None;
+            }
+        }
         if k + 1 == n {
             // The cache snapshot: everything before the last part, then the last part's
             // state before its held-back entry.
             if let (Some(s), Some(resume)) = (p.snap, p.walked.last_item) {
                 let mut snap_results = results.clone();
-                let mut snap_prev = prev;
                 snap_results.schema.extend(s.schema);
                 snap_results.lint.extend(s.lint);
                 merge_facts(&mut snap_results.facts, s.facts);
-                // Every timestamp but the held-back (last) entry's.
-                let before = p
-                    .stamps
-                    .iter()
-                    .filter(|st| st.index != resume.index)
-                    .cloned();
-                check_order(before, &mut snap_prev, &mut snap_results.lint, &text_of);
                 snap_out = Some(CacheSnap {
                     resume,
                     results: snap_results,
-                    prev: snap_prev,
+                    prev: s.prev.or(prev),
                 });
             }
         }
         results.schema.extend(p.runner_results.schema);
         results.lint.extend(p.runner_results.lint);
         merge_facts(&mut results.facts, p.runner_results.facts);
-        check_order(p.stamps, &mut prev, &mut results.lint, &text_of);
+        prev = p.latest.or(prev);
         if k + 1 == n {
             return Some((
                 Checked {
@@ -593,60 +708,109 @@ fn diag_in(d: CachedDiag) -> Diagnostic {
 }
 
 fn prefix_hash(bytes: &[u8]) -> String {
-    hash_parallel(bytes).to_hex().to_string()
+    // Memory is always readable.
+    let hash = hash_parallel(bytes, bytes.len()).unwrap_or_else(|| blake3::hash(bytes));
+    hash.to_hex().to_string()
 }
 
 /// Inputs at most this long are hashed on one thread.
 const HASH_PARALLEL_MIN_BYTES: usize = 1 << 20;
 
-/// `blake3::hash(bytes)`, computed on several threads for a large input: BLAKE3 is a tree, so
-/// its subtrees are hashed apart and joined (see the differential test).
-fn hash_parallel(bytes: &[u8]) -> blake3::Hash {
+/// Bytes to hash, by range: the log in memory, or a file read piece by piece.
+trait Input: Sync {
+    /// Feed bytes `offset..offset + len` to `h`; `None` when they cannot be read.
+    fn feed(&self, offset: u64, len: usize, h: &mut blake3::Hasher) -> Option<()>;
+}
+
+impl Input for [u8] {
+    fn feed(&self, offset: u64, len: usize, h: &mut blake3::Hasher) -> Option<()> {
+        let at = usize::try_from(offset).ok()?;
+        h.update(self.get(at..at.checked_add(len)?)?);
+        Some(())
+    }
+}
+
+/// A file, read through a small buffer per piece: hashing it never holds it whole (and never
+/// makes the kernel zero a buffer the size of the log).
+#[cfg(unix)]
+struct FileInput<'f>(&'f std::fs::File);
+
+/// The buffer each piece of a [`FileInput`] is read through.
+#[cfg(unix)]
+const FILE_READ_BYTES: usize = 256 << 10;
+
+#[cfg(unix)]
+impl Input for FileInput<'_> {
+    fn feed(&self, offset: u64, len: usize, h: &mut blake3::Hasher) -> Option<()> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; FILE_READ_BYTES.min(len)];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(buf.len());
+            self.0
+                .read_exact_at(&mut buf[..n], offset + done as u64)
+                .ok()?;
+            h.update(&buf[..n]);
+            done += n;
+        }
+        Some(())
+    }
+}
+
+/// `blake3::hash` of the first `len` bytes of `input`, computed on several threads for a
+/// large input: BLAKE3 is a tree, so its subtrees are hashed apart and joined (see the
+/// differential test).
+fn hash_parallel<I: Input + ?Sized>(input: &I, len: usize) -> Option<blake3::Hash> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if threads < 2 || bytes.len() < HASH_PARALLEL_MIN_BYTES {
-        return blake3::hash(bytes);
+    if threads < 2 || len < HASH_PARALLEL_MIN_BYTES {
+        return hash_tree(input, len, usize::MAX);
     }
     // Split the tree until each piece is at most about a quarter share of a thread.
-    let piece = (bytes.len() / (threads * 4)).max(HASH_PARALLEL_MIN_BYTES / 4);
-    hash_tree(bytes, piece)
+    let piece = (len / (threads * 4)).max(HASH_PARALLEL_MIN_BYTES / 4);
+    hash_tree(input, len, piece)
 }
 
 /// [`hash_parallel`] with pieces of at most about `piece` bytes (for tests).
-fn hash_tree(bytes: &[u8], piece: usize) -> blake3::Hash {
+fn hash_tree<I: Input + ?Sized>(input: &I, len: usize, piece: usize) -> Option<blake3::Hash> {
     use blake3::hazmat::{left_subtree_len, merge_subtrees_root, Mode};
-    if bytes.len() <= blake3::CHUNK_LEN.max(piece) {
-        return blake3::hash(bytes);
+    if len <= blake3::CHUNK_LEN.max(piece) {
+        let mut h = blake3::Hasher::new();
+        input.feed(0, len, &mut h)?;
+        return Some(h.finalize());
     }
-    let left = left_subtree_len(bytes.len() as u64) as usize;
-    let (l, r) = bytes.split_at(left);
+    let left = left_subtree_len(len as u64) as usize;
     let (lcv, rcv) = std::thread::scope(|s| {
-        let h = s.spawn(|| subtree_cv(l, 0, piece));
-        let rcv = subtree_cv(r, left as u64, piece);
+        let h = s.spawn(|| subtree_cv(input, 0, left, piece));
+        let rcv = subtree_cv(input, left as u64, len - left, piece);
         (h.join(), rcv)
     });
     // A thread cannot panic here; hash its part on this one if it somehow did.
-    let lcv = lcv.unwrap_or_else(|_| subtree_cv(l, 0, usize::MAX));
-    merge_subtrees_root(&lcv, &rcv, Mode::Hash)
+    let lcv = lcv.unwrap_or_else(|_| subtree_cv(input, 0, left, usize::MAX))?;
+    Some(merge_subtrees_root(&lcv, &rcv?, Mode::Hash))
 }
 
-/// The chaining value of the (valid, non-root) subtree `bytes` starting at input `offset`.
-fn subtree_cv(bytes: &[u8], offset: u64, piece: usize) -> blake3::hazmat::ChainingValue {
+/// The chaining value of the (valid, non-root) subtree of `len` bytes at input `offset`.
+fn subtree_cv<I: Input + ?Sized>(
+    input: &I,
+    offset: u64,
+    len: usize,
+    piece: usize,
+) -> Option<blake3::hazmat::ChainingValue> {
     use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, HasherExt, Mode};
-    if bytes.len() <= blake3::CHUNK_LEN.max(piece) {
-        return blake3::Hasher::new()
-            .set_input_offset(offset)
-            .update(bytes)
-            .finalize_non_root();
+    if len <= blake3::CHUNK_LEN.max(piece) {
+        let mut h = blake3::Hasher::new();
+        h.set_input_offset(offset);
+        input.feed(offset, len, &mut h)?;
+        return Some(h.finalize_non_root());
     }
-    let left = left_subtree_len(bytes.len() as u64) as usize;
-    let (l, r) = bytes.split_at(left);
+    let left = left_subtree_len(len as u64) as usize;
     let (lcv, rcv) = std::thread::scope(|s| {
-        let h = s.spawn(|| subtree_cv(l, offset, piece));
-        let rcv = subtree_cv(r, offset + left as u64, piece);
+        let h = s.spawn(|| subtree_cv(input, offset, left, piece));
+        let rcv = subtree_cv(input, offset + left as u64, len - left, piece);
         (h.join(), rcv)
     });
-    let lcv = lcv.unwrap_or_else(|_| subtree_cv(l, offset, usize::MAX));
-    merge_subtrees_non_root(&lcv, &rcv, Mode::Hash)
+    let lcv = lcv.unwrap_or_else(|_| subtree_cv(input, offset, left, usize::MAX))?;
+    Some(merge_subtrees_non_root(&lcv, &rcv?, Mode::Hash))
 }
 
 /// The cache file's text: the BLAKE3 hash of the body on the first line, then the body (so a
@@ -701,6 +865,38 @@ fn read_cache(dir: &Path, file: &str, key: &str) -> Option<CacheBody> {
     (body.context == key).then_some(body)
 }
 
+/// A runner holding the cached results, and where they stop.
+fn runner_from<'a>(body: CacheBody, rules: &EntryRules<'a>) -> Option<(Runner<'a>, Resume)> {
+    let resume = Resume {
+        offset: body.resume.0,
+        line: body.resume.1,
+        index: body.resume.2,
+        seq_indent: body.resume.3,
+        seq_start: pos_in(&body.resume.4),
+    };
+    let prev = match body.prev {
+        Some((nanos, i)) => Some((Instant::from_unix_nanos(nanos.parse().ok()?), i)),
+        None => None,
+    };
+    let mut r = Runner::new(rules);
+    r.schema = body.schema.into_iter().map(diag_in).collect();
+    r.linter.diags = body.lint.into_iter().map(diag_in).collect();
+    r.linter.facts = ProgressFacts {
+        with_entries: body.with_entries.into_iter().collect::<HashSet<_>>(),
+        with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
+        with_completion: body.with_completion.into_iter().collect(),
+        with_completion_evidence: body.with_completion_evidence.into_iter().collect(),
+        s2_offenders: body
+            .s2_offenders
+            .into_iter()
+            .map(|(i, id, s)| (i, id, span_in(&s)))
+            .collect(),
+        count: body.count,
+    };
+    r.linter.set_order_state(prev);
+    Some((r, resume))
+}
+
 /// Check from the cache: `None` when it cannot be used (then nothing was checked). Returns
 /// the result, a new snapshot to cache, and where the old one resumed.
 fn resume(
@@ -719,33 +915,7 @@ fn resume(
     if prefix_hash(&src.as_bytes()[..n]) != body.prefix_hash {
         return None;
     }
-    let resume = Resume {
-        offset: body.resume.0,
-        line: body.resume.1,
-        index: body.resume.2,
-        seq_indent: body.resume.3,
-        seq_start: pos_in(&body.resume.4),
-    };
-    let prev = match body.prev {
-        Some((nanos, i)) => Some((Instant::from_unix_nanos(nanos.parse().ok()?), i)),
-        None => None,
-    };
-    let mut r = Runner::new(rules, None);
-    r.schema = body.schema.into_iter().map(diag_in).collect();
-    r.linter.diags = body.lint.into_iter().map(diag_in).collect();
-    r.linter.facts = ProgressFacts {
-        with_entries: body.with_entries.into_iter().collect::<HashSet<_>>(),
-        with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
-        with_completion: body.with_completion.into_iter().collect(),
-        with_completion_evidence: body.with_completion_evidence.into_iter().collect(),
-        s2_offenders: body
-            .s2_offenders
-            .into_iter()
-            .map(|(i, id, s)| (i, id, span_in(&s)))
-            .collect(),
-        count: body.count,
-    };
-    r.linter.set_order_state(prev);
+    let (mut r, resume) = runner_from(body, rules)?;
     let walked = yaml::stream_fast_part(
         src,
         limits,
@@ -904,7 +1074,9 @@ mod tests {
     #[test]
     fn parallel_parse_equals_one_thread() {
         let (plan, schemas) = (plan(), SchemaSet::embedded());
-        let kinds: Vec<u8> = (0..200u8).chain(0..100).collect();
+        // Every kind but the out-of-order timestamp, which may start a part (see
+        // `a_part_starting_out_of_order_is_checked_in_one_pass`).
+        let kinds: Vec<u8> = (0..200u8).chain(0..100).filter(|k| k % 11 != 0).collect();
         let src = log(&kinds);
         for strict in [true, false] {
             let rules = rules(&plan, &schemas, strict);
@@ -919,6 +1091,29 @@ mod tests {
                 assert_eq!(p.prev, s.prev);
                 assert_eq!(normalized(p.results), normalized(s.results));
             }
+        }
+    }
+
+    #[test]
+    fn a_part_starting_out_of_order_is_checked_in_one_pass() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        // Every timestamp equal: each part's first is not later than the part before it.
+        let same = log(&[0u8; 120]);
+        // Out-of-order entries here and there: inside a part they are the part's own
+        // business; at the start of one, the log is checked in one pass.
+        let mixed = log(&(0..250u8).collect::<Vec<_>>());
+        for strict in [true, false] {
+            let rules = rules(&plan, &schemas, strict);
+            assert!(parallel(&same, &Limits::default(), &rules, 2).is_none());
+            let mut parallel_runs = 0;
+            for threads in 2..=9 {
+                // What `check_log` does with a large log.
+                if let Some((c, _)) = parallel(&mixed, &Limits::default(), &rules, threads) {
+                    parallel_runs += 1;
+                    assert_same(c, &mixed, &rules);
+                }
+            }
+            assert!(parallel_runs > 0);
         }
     }
 
@@ -954,6 +1149,73 @@ mod tests {
         // --no-cache: a full check.
         let c = check_log(&longer, &Limits::default(), &rules, &no_cache());
         assert_eq!(c.method, Method::Sequential);
+    }
+
+    #[test]
+    fn the_log_checked_from_the_file_equals_the_whole_log_checked() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let path = tmp.path().join("progress.small.yml");
+        let limits = Limits::default();
+        let src = log(&(0..80u8).collect::<Vec<_>>());
+        std::fs::write(&path, &src).unwrap();
+        // No cache yet: nothing to resume from.
+        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        check_log(&src, &limits, &rules, &with_cache(&dir));
+        // Resumed from the file, nothing appended, then entries appended (some invalid): the
+        // same document and results as the whole text checked, positions included.
+        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        assert_eq!(c.method, Method::Resumed(79));
+        assert_same(c, &src, &rules);
+        let mut longer = src.clone();
+        for i in 80..95 {
+            longer.push_str(&entry(i, (i * 7 % 29) as u8));
+        }
+        std::fs::write(&path, &longer).unwrap();
+        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        assert_eq!(c.method, Method::Resumed(79));
+        assert_same(c, &longer, &rules);
+        // It never writes the cache: the whole-text check moves it up.
+        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        assert_eq!(c.method, Method::Resumed(79));
+        // Without a cache directory, or with --no-cache: nothing.
+        assert!(check_file_resumed(&path, &limits, &rules, &no_cache()).is_none());
+        // A changed byte anywhere in the cached part (same length): never resumed.
+        let cached = dir.join(cache_file(&rules));
+        let n = read_cache(&dir, &cache_file(&rules), &context_key(&rules))
+            .unwrap()
+            .prefix_len;
+        for at in (0..n).step_by(53) {
+            let mut bytes = longer.clone().into_bytes();
+            bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(
+                check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none(),
+                "byte {at}"
+            );
+        }
+        // A byte-order mark, a shorter file, a long tail: the caller reads the log whole.
+        std::fs::write(&path, format!("\u{feff}{longer}")).unwrap();
+        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        std::fs::write(&path, &src[..n - 1]).unwrap();
+        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        let mut long_tail = longer.clone();
+        let mut i = 95;
+        while (long_tail.len() - n) as u64 <= RESUMED_TAIL_MAX_BYTES {
+            long_tail.push_str(&entry(i, 3));
+            i += 1;
+        }
+        std::fs::write(&path, &long_tail).unwrap();
+        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        // A damaged cache file.
+        std::fs::write(&path, &longer).unwrap();
+        let mut damaged = std::fs::read(&cached).unwrap();
+        let last = damaged.len() - 2;
+        damaged[last] ^= 1;
+        std::fs::write(&cached, &damaged).unwrap();
+        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
     }
 
     #[test]
@@ -1049,7 +1311,7 @@ mod tests {
         );
         let c = check_log(&flow, &Limits::default(), &rules, &with_cache(&dir));
         assert_eq!(c.method, Method::General);
-        let mut r = Runner::new(&rules, None);
+        let mut r = Runner::new(&rules);
         let root =
             yaml::parse_streaming_general(&flow, &Limits::default(), "entries", &mut |i, n| {
                 r.run(i, &n)
@@ -1077,7 +1339,7 @@ mod tests {
         for text in [mid, first] {
             let c = check_log(&text, &Limits::default(), &rules, &no_cache());
             assert_eq!(c.method, Method::General);
-            let mut r = Runner::new(&rules, None);
+            let mut r = Runner::new(&rules);
             let root =
                 yaml::parse_streaming_general(&text, &Limits::default(), "entries", &mut |i, n| {
                     r.run(i, &n)
@@ -1113,10 +1375,25 @@ mod tests {
             let input = &data[..len];
             let want = blake3::hash(input);
             for piece in [1, chunk, 3 * chunk, 10_000, 1 << 18, usize::MAX] {
-                assert_eq!(hash_tree(input, piece), want, "len {len}, piece {piece}");
+                assert_eq!(
+                    hash_tree(input, len, piece),
+                    Some(want),
+                    "len {len}, piece {piece}"
+                );
             }
-            assert_eq!(hash_parallel(input), want, "len {len}");
+            assert_eq!(hash_parallel(input, len), Some(want), "len {len}");
         }
+        // Read piece by piece from a file: the same hash, and `None` past its end.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        std::fs::write(&path, &data).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        for len in [0, chunk + 1, 100_003, (1 << 20) + 1, data.len()] {
+            let want = blake3::hash(&data[..len]);
+            assert_eq!(hash_parallel(&FileInput(&f), len), Some(want), "len {len}");
+            assert_eq!(hash_tree(&FileInput(&f), len, 3 * chunk), Some(want));
+        }
+        assert_eq!(hash_parallel(&FileInput(&f), data.len() + 1), None);
     }
 
     proptest! {

@@ -197,12 +197,22 @@ impl Compiled {
     }
 }
 
+/// `pattern` keywords run on the `regex` crate (linear time, and several times faster per
+/// entry than the backtracking engine); a schema from `--spec-dir` whose patterns need
+/// look-around or back-references is compiled with the backtracking engine instead.
 fn build_validator(schema: &Value) -> Result<Validator, String> {
-    let mut opts = jsonschema::options().should_validate_formats(true);
-    if schema.get("$schema").is_none() {
-        opts = opts.with_draft(Draft::Draft202012);
-    }
-    opts.build(schema).map_err(|e| e.to_string())
+    let options = || {
+        let opts = jsonschema::options().should_validate_formats(true);
+        match schema.get("$schema") {
+            None => opts.with_draft(Draft::Draft202012),
+            Some(_) => opts,
+        }
+    };
+    options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(schema)
+        .or_else(|_| options().build(schema))
+        .map_err(|e| e.to_string())
 }
 
 /// The compiled schemas of one source.

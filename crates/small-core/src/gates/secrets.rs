@@ -1421,6 +1421,9 @@ pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
 /// the anchor automaton and one over the bytes decide which detectors can find anything, so
 /// an ordinary string costs two passes and no allocation.
 fn scan_text(value: &str, out: &mut Vec<Finding>) {
+    if is_inert(value.as_bytes()) {
+        return;
+    }
     let pats = compiled();
     let c = candidates(pats, value);
     let runs = token_runs(value.as_bytes());
@@ -1436,6 +1439,43 @@ fn scan_text(value: &str, out: &mut Vec<Finding>) {
     if out.is_empty() && runs.padded >= 24 {
         scan_encoded(value, out);
     }
+}
+
+/// Bytes of hashes, ids and UUIDs as tools write them: lower-case hex digits and dashes.
+/// (Upper-case hex can hold a case-sensitive anchor: `ACCA` starts AWS key ids.)
+fn hex_byte(c: u8) -> bool {
+    c.is_ascii_digit() || (b'a'..=b'f').contains(&c) || c == b'-'
+}
+
+/// Bytes of timestamps (RFC 3339, with or without a fraction or an offset).
+fn stamp_byte(c: u8) -> bool {
+    c.is_ascii_digit() || matches!(c, b'-' | b':' | b'.' | b'+' | b'T' | b'Z' | b't' | b'z')
+}
+
+/// Whether no detector can find anything in a string, decided in one byte pass: hashes and
+/// replay IDs (lower-case hex digits and dashes), and timestamp-like text whose longest token is short.
+/// Every progress entry holds two such values. Why nothing can be found: no anchor is made of
+/// these bytes alone (a test checks every anchor), so no format or assignment is a candidate;
+/// the formats without an anchor need a dot and a 24-byte token; a run of hex digits and
+/// dashes is never a random token nor base64 worth decoding; and in timestamp-like text no
+/// token reaches the 24 bytes the token detectors start at.
+fn is_inert(b: &[u8]) -> bool {
+    let (mut hex, mut stamp) = (true, true);
+    let (mut run, mut longest) = (0usize, 0usize);
+    for &c in b {
+        hex &= hex_byte(c);
+        stamp &= stamp_byte(c);
+        if !(hex || stamp) {
+            return false;
+        }
+        if token_byte(c) {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    hex || longest < 24
 }
 
 /// [`scan_text`] without the prefilter: every format, every detector (the differential

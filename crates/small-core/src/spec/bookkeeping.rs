@@ -41,6 +41,13 @@ pub fn is_bookkeeping(evidence: Option<&str>, notes: Option<&str>) -> bool {
     if CANNED_EVIDENCE.contains(&ev) {
         return true;
     }
+    // Every phrase starts with one of these words; most evidence is spared the split.
+    if !["Added", "Updated", "Recorded"]
+        .iter()
+        .any(|w| ev.starts_with(w))
+    {
+        return false;
+    }
     let words: Vec<&str> = ev.split_whitespace().collect();
     matches!(
         words.as_slice(),

@@ -324,6 +324,9 @@ pub struct Workspace {
     pub diagnostics: Vec<Diagnostic>,
     /// Text of files that were read but did not load (YAML errors), for error snippets.
     failed_sources: Vec<(String, String)>,
+    /// The progress log's text when it was checked without being held (see
+    /// [`Workspace::set_progress_unread`]): read the first time a snippet needs it.
+    unread_progress: Option<std::sync::OnceLock<Option<String>>>,
 }
 
 impl Workspace {
@@ -365,6 +368,7 @@ impl Workspace {
             metadata_exists: false,
             diagnostics: Vec::new(),
             failed_sources: Vec::new(),
+            unread_progress: None,
         };
         let mut kinds = opts.artifacts.clone();
         kinds.sort();
@@ -493,6 +497,7 @@ impl Workspace {
     /// Second half of [`Workspace::stream_progress`]: record the progress log read by
     /// [`Workspace::read_progress`] and parsed (streamed) into `parsed`.
     pub fn set_progress(&mut self, text: String, parsed: Result<yaml::Node, yaml::YamlError>) {
+        self.unread_progress = None;
         let kind = ArtifactKind::Progress;
         let path = self.small_dir.join(kind.file_name());
         let rel = rel_path(kind.file_name());
@@ -514,6 +519,21 @@ impl Workspace {
             },
         }
         crate::diag::sort(&mut self.diagnostics);
+    }
+
+    /// Record the progress log as checked without holding its text (the gates' cache vouched
+    /// for all but its tail; see [`crate::gates::progress_check::check_file_resumed`]): `root`
+    /// is its document without entries. The artifact's `source` is left empty, and
+    /// [`Workspace::source_of`] reads the file again if a snippet asks for it.
+    pub fn set_progress_unread(&mut self, root: yaml::Node) {
+        let kind = ArtifactKind::Progress;
+        let rel = rel_path(kind.file_name());
+        self.diagnostics
+            .retain(|d| d.file.as_deref() != Some(rel.as_str()));
+        self.failed_sources.retain(|(r, _)| *r != rel);
+        self.progress = None;
+        self.set_progress(String::new(), Ok(root));
+        self.unread_progress = Some(std::sync::OnceLock::new());
     }
 
     /// The loaded artifact of a kind, if loaded.
@@ -557,6 +577,16 @@ impl Workspace {
     /// The source text of a file named by a diagnostic (`.small/plan.small.yml`): loaded
     /// files, and files that were read but failed to parse.
     pub fn source_of(&self, rel_path: &str) -> Option<&str> {
+        let progress = rel_path == self::rel_path(ArtifactKind::Progress.file_name());
+        if let (true, Some(unread), Some(p)) = (progress, &self.unread_progress, &self.progress) {
+            return unread
+                .get_or_init(|| {
+                    fsio::read_bounded(&p.path, fsio::MAX_READ_BYTES)
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok())
+                })
+                .as_deref();
+        }
         self.artifacts()
             .find(|a| a.rel_path == rel_path)
             .map(|a| a.document.source.as_str())

@@ -94,6 +94,19 @@ pub struct Part {
     /// part's shape first: when the walk then returns `None`, some items may have been sent,
     /// and the caller must discard what its sink did with them.
     pub one_pass: bool,
+    /// The text is the file with a stretch left out (see [`Splice`]).
+    pub splice: Option<Splice>,
+}
+
+/// A text that is its file with one stretch left out: the head of the file (up to the
+/// sequence's first item line) joined to a tail. Positions are reported in the file's
+/// offsets; lines count from the resume point, which must be the tail's first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Splice {
+    /// Where the tail starts in the text.
+    pub at: usize,
+    /// How many bytes of the file were left out there.
+    pub skipped: usize,
 }
 
 /// What a walk found.
@@ -155,6 +168,11 @@ fn walk<'t>(
         column: 1,
         offset: to_u32(base),
     };
+    // A text offset as an offset in the file.
+    let in_file = |at: usize| match part.splice {
+        Some(s) if at >= s.at => at + s.skipped,
+        _ => at,
+    };
 
     let flush = |item: &mut Item<'t>,
                  sink: &mut Option<&mut dyn FnMut(usize, Node)>,
@@ -199,7 +217,7 @@ fn walk<'t>(
                     line[..col].chars().count()
                 } + 1,
             ),
-            offset: to_u32(base + line_start + col),
+            offset: to_u32(base + in_file(line_start) + col),
         };
         match classify(line)? {
             Line::Blank => continue,
@@ -308,7 +326,7 @@ fn walk<'t>(
                     flush(&mut item, sink, &mut in_seq, last_end);
                     let (seq_indent, seq_start, count) = in_seq?;
                     last_item = Some(Resume {
-                        offset: line_start,
+                        offset: in_file(line_start),
                         line: line_no,
                         index: count,
                         seq_indent,
@@ -348,7 +366,7 @@ fn walk<'t>(
     let end_pos = Pos {
         line: to_u32(line_no + 1),
         column: 1,
-        offset: to_u32(base + offset),
+        offset: to_u32(base + in_file(offset)),
     };
     let count = in_seq.map_or(0, |s| s.2);
     let mut total = count;

@@ -24,7 +24,7 @@ use crate::diag::{Pos, Span};
 mod deep;
 mod fast;
 
-pub use fast::{Part, Resume, Walked};
+pub use fast::{Part, Resume, Splice, Walked};
 
 /// Resource limits for one file.
 #[derive(Debug, Clone, Copy)]
@@ -481,6 +481,13 @@ pub fn stream_fast_part(
         },
         first_item_only: part.first_item_only,
         one_pass: part.one_pass,
+        splice: match part.splice {
+            Some(s) => Some(Splice {
+                at: s.at.checked_sub(bom_len)?,
+                ..s
+            }),
+            None => None,
+        },
     };
     let mut walked = fast::stream_part(text, bom_len, stream_key, inner, sink)?;
     if let Some(r) = walked.last_item.as_mut() {

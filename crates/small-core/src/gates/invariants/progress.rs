@@ -35,9 +35,10 @@ pub struct ProgressLinter<'p> {
     plan: &'p PlanIndex,
     scope: String,
     prev: Option<(Instant, usize)>,
-    /// When set, timestamps are recorded here instead of being compared with the previous
-    /// entry's (a part of the log checked apart from the rest; see [`check_order`]).
-    deferred: Option<Vec<Stamp>>,
+    /// The first valid timestamp seen, and its entry: a part of the log checked apart from
+    /// the entries before it is ordered exactly as in one pass when this is later than their
+    /// latest timestamp (see [`ProgressLinter::first_stamp`]).
+    first: Option<(Instant, usize)>,
     /// Only gather facts; report nothing (the entries were linted elsewhere).
     facts_only: bool,
     pub facts: ProgressFacts,
@@ -51,28 +52,20 @@ impl<'p> ProgressLinter<'p> {
             plan,
             scope: scope.to_string(),
             prev: None,
-            deferred: None,
+            first: None,
             facts_only: false,
             facts: ProgressFacts::default(),
             diags: Vec::new(),
         }
     }
 
-    /// Check entry `i` of `entries`.
-    /// Record each entry's timestamp (see [`ProgressLinter::take_stamps`]) rather than
-    /// checking the order, for a part of the log checked apart from the entries before it.
-    /// `expected`: about how many entries will be checked (the room reserved).
-    pub fn defer_order(mut self, expected: usize) -> Self {
-        self.deferred = Some(Vec::with_capacity(expected));
-        self
-    }
-
-    /// The recorded timestamps (with [`ProgressLinter::defer_order`]).
-    pub fn take_stamps(&mut self) -> Vec<Stamp> {
-        self.deferred
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+    /// The first valid timestamp this linter saw, and its entry. A part of the log checked
+    /// apart from (and at the same time as) the entries before it orders its entries among
+    /// themselves; that is exactly what one pass over the whole log reports when this stamp is
+    /// later than the latest timestamp before the part, because every timestamp the part
+    /// compares with is then its own. Otherwise the caller checks the log in one pass.
+    pub fn first_stamp(&self) -> Option<(Instant, usize)> {
+        self.first
     }
 
     /// The latest timestamp so far and its entry (what the next entry must be later than).
@@ -152,21 +145,17 @@ impl<'p> ProgressLinter<'p> {
                 Err(err) => self.diags.push(ts_err(format!(
                     "entries[{i}].timestamp {ts_text:?} is {err}"
                 ))),
-                Ok(t) => match self.deferred.as_mut() {
-                    Some(stamps) => stamps.push(Stamp {
-                        index: i,
-                        at: t,
-                        span: ts_node.map_or(e.span, |n| n.span),
-                    }),
-                    None => order_step(
+                Ok(t) => {
+                    self.first.get_or_insert((t, i));
+                    order_step(
                         &mut self.prev,
                         i,
                         t,
                         ts_text,
                         ts_node.map_or(e.span, |n| n.span),
                         &mut self.diags,
-                    ),
-                },
+                    )
+                }
             },
             Some(_) => self.diags.push(ts_err(format!(
                 "entries[{i}].timestamp must be a string, found {}",
@@ -268,15 +257,6 @@ impl<'p> ProgressLinter<'p> {
     }
 }
 
-/// A valid timestamp of one entry, recorded for a later order check (its text is read back
-/// from the source at `span` when it is reported).
-#[derive(Debug, Clone)]
-pub struct Stamp {
-    pub index: usize,
-    pub at: Instant,
-    pub span: Span,
-}
-
 const TS_HELP: &str = "write RFC 3339 with fractional seconds, later than the previous entry, e.g. \"2026-01-02T15:04:05.123456Z\"";
 
 /// TS ordering of one entry: it must be later than `prev` (the latest timestamp so far),
@@ -303,23 +283,6 @@ fn order_step(
             .with_help(TS_HELP),
         ),
         _ => *prev = Some((t, i)),
-    }
-}
-
-/// The TS ordering rule over timestamps recorded apart (see [`ProgressLinter::defer_order`]),
-/// in log order, continuing from `prev`: exactly what checking them in one pass reports.
-/// `text_of`: the timestamp's text (only asked for those reported).
-pub fn check_order(
-    stamps: impl IntoIterator<Item = Stamp>,
-    prev: &mut Option<(Instant, usize)>,
-    out: &mut Vec<Diagnostic>,
-    text_of: &dyn Fn(&Stamp) -> String,
-) {
-    for s in stamps {
-        match *prev {
-            Some((p, _)) if s.at <= p => order_step(prev, s.index, s.at, &text_of(&s), s.span, out),
-            _ => *prev = Some((s.at, s.index)),
-        }
     }
 }
 

@@ -310,3 +310,64 @@ fn every_format_compiles() {
         assert!(p.re().is_some(), "{} does not compile", p.kind);
     }
 }
+
+#[test]
+fn no_anchor_is_made_of_inert_bytes() {
+    // `is_inert` relies on this: a hash or a timestamp can hold no anchor, so no format and
+    // no assignment is ever a candidate in one.
+    let fits = |a: &Anchor, alphabet: fn(u8) -> bool| {
+        a.text.bytes().all(|c| {
+            alphabet(c)
+                || a.ignore_case
+                    && (alphabet(c.to_ascii_lowercase()) || alphabet(c.to_ascii_uppercase()))
+        })
+    };
+    for a in &compiled().anchor_info {
+        assert!(!fits(a, hex_byte), "anchor {:?} fits in a hash", a.text);
+        assert!(
+            !fits(a, stamp_byte),
+            "anchor {:?} fits in a timestamp",
+            a.text
+        );
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn inert_strings_hold_nothing_for_any_detector(
+        v in proptest::string::string_regex(
+            "[0-9a-fA-F-]{0,90}|[0-9:.+TZtz-]{0,40}|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(Z|[+-][0-9]{2}:[0-9]{2})"
+        ).unwrap()
+    ) {
+        let mut all = Vec::new();
+        scan_text_exhaustive(&v, &mut all);
+        if is_inert(v.as_bytes()) {
+            proptest::prop_assert!(all.is_empty(), "{v:?}: {all:?}");
+        }
+        let mut fast = Vec::new();
+        scan_text(&v, &mut fast);
+        proptest::prop_assert_eq!(dedup(fast), dedup(all));
+    }
+}
+
+#[test]
+fn hashes_and_timestamps_are_inert_and_words_are_not() {
+    for v in [
+        "b0a8376814f0bb470496af301862b16da2cafcfb7e0971c3f5bf8239ae8c7221",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "2026-01-01T00:00:00.000000Z",
+        "2026-01-01T00:00:00+02:00",
+        "",
+    ] {
+        assert!(is_inert(v.as_bytes()), "{v}");
+    }
+    for v in [
+        "in_progress",
+        "ACCAABCDEF2345672345",
+        "task-1",
+        "12:012345678901234567890123456789",
+        "AKIA",
+    ] {
+        assert!(!is_inert(v.as_bytes()), "{v}");
+    }
+}
