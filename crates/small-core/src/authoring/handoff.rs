@@ -373,7 +373,12 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
             use crate::gates::progress_check::Method;
             matches!(
                 s.method,
-                Some(Method::Sequential | Method::Parallel(_) | Method::Resumed(_))
+                Some(
+                    Method::Sequential
+                        | Method::Parallel(_)
+                        | Method::Resumed(_)
+                        | Method::Streamed(_)
+                )
             )
             .then(|| s.facts.with_entries.clone())
         }

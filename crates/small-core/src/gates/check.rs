@@ -132,9 +132,11 @@ pub fn load_overlay(
         };
         let given = overlay(&rel);
         let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
-        // With the cache, a log that only grew a little is checked without reading it whole.
+        // A log on disk is checked without holding it whole: from the cache when it only
+        // grew a little, else read piece by piece.
         let unread = match &given {
             None => progress_check::check_file_resumed(&path, &lo.limits, &rules, &scan)
+                .or_else(|| progress_check::check_file_streamed(&path, &lo.limits, &rules, &scan))
                 .and_then(|c| Some((c.root.ok()?, c.results, c.method))),
             Some(_) => None,
         };

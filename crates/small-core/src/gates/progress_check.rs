@@ -31,6 +31,9 @@ use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
+mod file;
+pub use file::{check_file_resumed, check_file_streamed};
+
 /// Directory of the gates' cache, beside `.small/`.
 pub const CACHE_DIR: &str = ".small-cache";
 /// The cache file of the progress check with these rules, in [`CACHE_DIR`] (one per set of
@@ -98,6 +101,9 @@ pub enum Method {
     Parallel(usize),
     /// From the cache, parsing only from this entry on.
     Resumed(usize),
+    /// The fast path over the file read in this many pieces, checked on several threads
+    /// (the log is never held whole).
+    Streamed(usize),
 }
 
 /// The checked log: its document with `entries` empty (see
@@ -158,118 +164,6 @@ fn cache_key(rules: &EntryRules, opts: &ScanOptions) -> Option<String> {
         .as_ref()
         .filter(|_| cacheable)
         .map(|_| context_key(rules))
-}
-
-/// The longest tail (the bytes after the cached part) [`check_file_resumed`] checks; a longer
-/// one is checked by [`check_log`] on the whole log, which moves the cache up to it.
-const RESUMED_TAIL_MAX_BYTES: u64 = 256 << 10;
-
-/// The longest head (the lines up to the log's first entry) [`check_file_resumed`] reads.
-const RESUMED_HEAD_MAX_BYTES: usize = 64 << 10;
-
-/// The log at `path` checked from the cache without reading it whole: the cached part is
-/// hashed piece by piece straight from the file (every byte of it is still compared, by its
-/// BLAKE3 hash, with what the cache vouches for), and only the lines before the first entry
-/// and the entries after the cached part are kept in memory, joined (see [`yaml::Splice`]);
-/// positions in the results are the file's. The document returned has no entries, as with
-/// [`check_log`].
-///
-/// `None` when this cannot be done (no usable cache, a changed byte, a tail longer than
-/// [`RESUMED_TAIL_MAX_BYTES`], a byte-order mark, an unusual shape): the caller then reads the
-/// log whole and calls [`check_log`], which reports whatever made this give up. Nothing is
-/// written to the cache here.
-pub fn check_file_resumed(
-    path: &Path,
-    limits: &Limits,
-    rules: &EntryRules,
-    opts: &ScanOptions,
-) -> Option<Checked> {
-    let key = cache_key(rules, opts)?;
-    let body = read_cache(opts.cache_dir.as_deref()?, &cache_file(rules), &key)?;
-    resumed_from_file(path, limits, rules, body)
-}
-
-#[cfg(not(unix))]
-fn resumed_from_file(_: &Path, _: &Limits, _: &EntryRules, _: CacheBody) -> Option<Checked> {
-    None
-}
-
-#[cfg(unix)]
-fn resumed_from_file(
-    path: &Path,
-    limits: &Limits,
-    rules: &EntryRules,
-    body: CacheBody,
-) -> Option<Checked> {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::FileExt;
-    let mut file = crate::workspace::fsio::open_read(path).ok()?;
-    let size = file.metadata().ok()?.len();
-    let n = body.prefix_len;
-    let n64 = n as u64;
-    if size > limits.max_bytes as u64
-        || n64 > size
-        || size - n64 > RESUMED_TAIL_MAX_BYTES
-        || body.resume.0 != n
-    {
-        return None;
-    }
-    // The head: up to the end of the line of the log's first entry, inside the cached part.
-    let seq_start = pos_in(&body.resume.4).offset as usize;
-    let mut head = vec![0u8; n.min(RESUMED_HEAD_MAX_BYTES)];
-    file.read_exact_at(&mut head, 0).ok()?;
-    if head.starts_with("\u{feff}".as_bytes()) || seq_start >= head.len() {
-        return None;
-    }
-    let h = seq_start + memchr::memchr(b'\n', &head[seq_start..])? + 1;
-    if h > n {
-        return None;
-    }
-    head.truncate(h);
-    if hash_parallel(&FileInput(&file), n)?.to_hex().as_str() != body.prefix_hash {
-        return None;
-    }
-    // The tail, bounded like the whole file (it may have grown since).
-    file.seek(SeekFrom::Start(n64)).ok()?;
-    let room = (limits.max_bytes as u64).saturating_sub(n64);
-    let mut text = head;
-    (&mut file)
-        .take(room.saturating_add(1))
-        .read_to_end(&mut text)
-        .ok()?;
-    if (text.len() - h) as u64 > room {
-        return None;
-    }
-    let text = String::from_utf8(text).ok()?;
-    let (mut r, resume) = runner_from(body, rules)?;
-    let walked = yaml::stream_fast_part(
-        &text,
-        limits,
-        "entries",
-        Part {
-            resume: Some(Resume {
-                offset: h,
-                ..resume
-            }),
-            // On `None` the runner is dropped and the log checked in full.
-            one_pass: true,
-            splice: Some(yaml::Splice {
-                at: h,
-                skipped: n - h,
-            }),
-            ..Part::default()
-        },
-        &mut |i, node| r.push(i, node),
-    )?;
-    if walked.last_item.is_none_or(|l| l.index < resume.index) {
-        return None;
-    }
-    r.finish();
-    Some(Checked {
-        root: Ok(walked.root?),
-        results: r.results(),
-        method: Method::Resumed(resume.index),
-    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -460,36 +354,12 @@ fn parallel(
             .map(|(k, &resume)| {
                 let stop = (k < last).then(|| ends[k]);
                 s.spawn(move || {
-                    let mut r = Runner::new(rules);
-                    let walked = yaml::stream_fast_part(
-                        src,
-                        limits,
-                        "entries",
-                        Part {
-                            resume: Some(resume),
-                            stop,
-                            first_item_only: false,
-                            // On `None` the part's runner is dropped with the whole result.
-                            one_pass: true,
-                            splice: None,
-                        },
-                        &mut |i, n| r.push(i, n),
-                    )?;
-                    // Only the last part's state before its last entry is cached.
-                    let snap = if stop.is_none() {
-                        r.finish()
-                    } else {
-                        r.finish();
-                        None
+                    let part = Part {
+                        resume: Some(resume),
+                        stop,
+                        ..Part::default()
                     };
-                    let (first, latest) = (r.linter.first_stamp(), r.linter.order_state());
-                    Some(PartResult {
-                        runner_results: r.results(),
-                        first,
-                        latest,
-                        snap,
-                        walked,
-                    })
+                    check_part(src, limits, rules, part)
                 })
             })
             .collect();
@@ -499,10 +369,43 @@ fn parallel(
             .collect()
     });
     let parts: Vec<PartResult> = parts.into_iter().collect::<Option<_>>()?;
+    let starts: Vec<usize> = resumes.iter().map(|r| r.index).collect();
+    let n = parts.len();
+    merge_parts(parts, &starts, Method::Parallel(n))
+}
+
+/// Check one part of the log (see [`Part`]; `one_pass` is implied). Only the last part
+/// (without `stop`) keeps its state before its last entry, for the cache.
+fn check_part(src: &str, limits: &Limits, rules: &EntryRules, part: Part) -> Option<PartResult> {
+    let mut r = Runner::new(rules);
+    let part = Part {
+        // On `None` the part's runner is dropped with the whole result.
+        one_pass: true,
+        ..part
+    };
+    let walked = yaml::stream_fast_part(src, limits, "entries", part, &mut |i, n| r.push(i, n))?;
+    let snap = r.finish().filter(|_| part.stop.is_none());
+    let (first, latest) = (r.linter.first_stamp(), r.linter.order_state());
+    Some(PartResult {
+        runner_results: r.results(),
+        first,
+        latest,
+        snap,
+        walked,
+    })
+}
+
+/// The results of parts of the log checked apart, in log order, as one pass over the log
+/// reports them (`None` when they cannot be joined: then the log is checked in one pass).
+/// `starts`: the index of each part's first entry.
+fn merge_parts(
+    parts: Vec<PartResult>,
+    starts: &[usize],
+    method: Method,
+) -> Option<(Checked, Option<CacheSnap>)> {
     // Each part must have ended where the next one starts, with the entries counted.
     for (k, p) in parts.iter().enumerate() {
-        let expected_end = resumes.get(k + 1).map(|r| r.index);
-        if let Some(e) = expected_end {
+        if let Some(&e) = starts.get(k + 1) {
             if p.walked.count != e {
                 return None;
             }
@@ -545,7 +448,7 @@ fn parallel(
                 Checked {
                     root: Ok(p.walked.root?),
                     results,
-                    method: Method::Parallel(n),
+                    method,
                 },
                 snap_out,
             ));
@@ -730,33 +633,6 @@ impl Input for [u8] {
     }
 }
 
-/// A file, read through a small buffer per piece: hashing it never holds it whole (and never
-/// makes the kernel zero a buffer the size of the log).
-#[cfg(unix)]
-struct FileInput<'f>(&'f std::fs::File);
-
-/// The buffer each piece of a [`FileInput`] is read through.
-#[cfg(unix)]
-const FILE_READ_BYTES: usize = 256 << 10;
-
-#[cfg(unix)]
-impl Input for FileInput<'_> {
-    fn feed(&self, offset: u64, len: usize, h: &mut blake3::Hasher) -> Option<()> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = vec![0u8; FILE_READ_BYTES.min(len)];
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(buf.len());
-            self.0
-                .read_exact_at(&mut buf[..n], offset + done as u64)
-                .ok()?;
-            h.update(&buf[..n]);
-            done += n;
-        }
-        Some(())
-    }
-}
-
 /// `blake3::hash` of the first `len` bytes of `input`, computed on several threads for a
 /// large input: BLAKE3 is a tree, so its subtrees are hashed apart and joined (see the
 /// differential test).
@@ -816,6 +692,12 @@ fn subtree_cv<I: Input + ?Sized>(
 /// The cache file's text: the BLAKE3 hash of the body on the first line, then the body (so a
 /// damaged file is recognised and ignored).
 fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
+    let hash = prefix_hash(&src.as_bytes()[..snap.resume.offset]);
+    write_cache_hashed(dir, file, key, hash, snap);
+}
+
+/// [`write_cache`], the log's bytes before the snapshot's resume point hashed already.
+fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, snap: &CacheSnap) {
     let r = snap.resume;
     // Destructured so that a new fact cannot be left out of the cache.
     let ProgressFacts {
@@ -829,7 +711,7 @@ fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
     let body = CacheBody {
         context: key.to_string(),
         prefix_len: r.offset,
-        prefix_hash: prefix_hash(&src.as_bytes()[..r.offset]),
+        prefix_hash,
         resume: (
             r.offset,
             r.line,
@@ -1203,7 +1085,7 @@ mod tests {
         assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
         let mut long_tail = longer.clone();
         let mut i = 95;
-        while (long_tail.len() - n) as u64 <= RESUMED_TAIL_MAX_BYTES {
+        while (long_tail.len() - n) as u64 <= file::RESUMED_TAIL_MAX_BYTES {
             long_tail.push_str(&entry(i, 3));
             i += 1;
         }
@@ -1216,6 +1098,81 @@ mod tests {
         damaged[last] ^= 1;
         std::fs::write(&cached, &damaged).unwrap();
         assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+    }
+
+    #[test]
+    fn the_log_read_piece_by_piece_equals_the_whole_log_checked() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("progress.small.yml");
+        let limits = Limits::default();
+        // In order (every piece may be joined), with comments and blank lines between
+        // entries and a key after the list; then with entries out of order here and there.
+        let ordered: Vec<u8> = (0..160u8).filter(|k| k % 11 != 0).collect();
+        let mut commented = String::new();
+        for (i, line) in log(&ordered).lines().enumerate() {
+            commented.push_str(line);
+            commented.push('\n');
+            if i % 17 == 5 {
+                commented.push_str("\n# a comment\n");
+            }
+        }
+        commented.push_str("extra: 1\n");
+        let mixed = log(&(0..200u8).collect::<Vec<_>>());
+        for strict in [true, false] {
+            let rules = rules(&plan, &schemas, strict);
+            for (src, always) in [(&commented, true), (&mixed, false)] {
+                std::fs::write(&path, src).unwrap();
+                let mut joined = 0;
+                for piece in [400, 700, 1000, 4096, 1 << 20] {
+                    for threads in [1, 2, 3] {
+                        let opts = ScanOptions {
+                            threads,
+                            ..no_cache()
+                        };
+                        match file::streamed(&path, &limits, &rules, &opts, piece, 0) {
+                            Some((c, n)) => {
+                                joined += 1;
+                                assert_eq!(c.method, Method::Streamed(n));
+                                assert_same(c, src, &rules);
+                            }
+                            None => assert!(!always, "piece {piece}, threads {threads}"),
+                        }
+                    }
+                }
+                assert!(joined > 0);
+            }
+        }
+        // An entry longer than a piece, a log below the size streamed: read whole instead.
+        let rules = rules(&plan, &schemas, true);
+        std::fs::write(&path, &commented).unwrap();
+        assert!(file::streamed(&path, &limits, &rules, &no_cache(), 60, 0).is_none());
+        assert!(file::streamed(&path, &limits, &rules, &no_cache(), 1000, 1 << 30).is_none());
+    }
+
+    #[test]
+    fn a_log_read_piece_by_piece_writes_the_cache_a_later_check_resumes_from() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(CACHE_DIR);
+        let path = tmp.path().join("progress.small.yml");
+        let limits = Limits::default();
+        let kinds: Vec<u8> = (0..120u8).filter(|k| k % 11 != 0).collect();
+        let mut src = log(&kinds);
+        std::fs::write(&path, &src).unwrap();
+        let (c, n) = file::streamed(&path, &limits, &rules, &with_cache(&dir), 700, 0).unwrap();
+        assert!(n > 3);
+        assert_same(c, &src, &rules);
+        let last = kinds.len() - 1;
+        let c = check_log(&src, &limits, &rules, &with_cache(&dir));
+        assert_eq!(c.method, Method::Resumed(last));
+        assert_same(c, &src, &rules);
+        src.push_str(&entry(500, 4));
+        std::fs::write(&path, &src).unwrap();
+        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        assert_eq!(c.method, Method::Resumed(last));
+        assert_same(c, &src, &rules);
     }
 
     #[test]
@@ -1390,10 +1347,14 @@ mod tests {
         let f = std::fs::File::open(&path).unwrap();
         for len in [0, chunk + 1, 100_003, (1 << 20) + 1, data.len()] {
             let want = blake3::hash(&data[..len]);
-            assert_eq!(hash_parallel(&FileInput(&f), len), Some(want), "len {len}");
-            assert_eq!(hash_tree(&FileInput(&f), len, 3 * chunk), Some(want));
+            assert_eq!(
+                hash_parallel(&file::FileInput(&f), len),
+                Some(want),
+                "len {len}"
+            );
+            assert_eq!(hash_tree(&file::FileInput(&f), len, 3 * chunk), Some(want));
         }
-        assert_eq!(hash_parallel(&FileInput(&f), data.len() + 1), None);
+        assert_eq!(hash_parallel(&file::FileInput(&f), data.len() + 1), None);
     }
 
     proptest! {

@@ -85,8 +85,9 @@ pub struct Resume {
 pub struct Part {
     /// Start at this item (see [`Resume`]) instead of the sequence's first item.
     pub resume: Option<Resume>,
-    /// Stop at this byte offset, which must start the line of an item of the sequence: the
-    /// item before it is complete there. The walk then returns no root.
+    /// Stop at this byte offset, which must start the line of an item of the sequence (or be
+    /// the end of the text, the next item being elsewhere): the item before it is complete
+    /// there. The walk then returns no root.
     pub stop: Option<usize>,
     /// Stop at the sequence's first item (to learn where it is); nothing is streamed.
     pub first_item_only: bool,
@@ -358,6 +359,17 @@ fn walk<'t>(
                 last_end = pos(line.len());
             }
         }
+    }
+    if part.stop == Some(text.len()) && !part.first_item_only && resume.is_none() {
+        // A part that ends with the text (the next item is in another text), inside the
+        // sequence.
+        in_seq?;
+        flush(&mut item, sink, &mut in_seq, last_end);
+        return Some(Walked {
+            root: None,
+            last_item,
+            count: in_seq.map_or(0, |s| s.2),
+        });
     }
     if part.stop.is_some() || part.first_item_only || resume.is_some() {
         // The stop (or the first item, or the resume point) was never reached.
