@@ -272,6 +272,19 @@ pub fn scan_tail(
     limits: &Limits,
     wanted: &HashSet<String>,
 ) -> Option<Activity> {
+    scan_tail_in(src, None, run_id, limits, wanted)
+}
+
+/// [`scan_tail`] on a text holding only the log's ends: its head, up to the end of the line of
+/// its first entry, then from byte `tail_at` of the text on, the log's last bytes, starting
+/// where an entry starts (see [`log_ends`]). `None` when the answer needs what lies between.
+pub fn scan_tail_in(
+    src: &str,
+    tail_at: Option<usize>,
+    run_id: Option<&str>,
+    limits: &Limits,
+    wanted: &HashSet<String>,
+) -> Option<Activity> {
     let first = yaml::stream_fast_part(
         src,
         limits,
@@ -285,13 +298,18 @@ pub fn scan_tail(
     .last_item?;
     let bytes = src.as_bytes();
     let budget = (bytes.len() - first.offset) / 16;
+    // The lowest entry the text holds the rest of the log from.
+    let floor = tail_at.unwrap_or(first.offset);
+    if floor < first.offset || floor > bytes.len() {
+        return None;
+    }
     let mut chunk = TAIL_CHUNK;
     let mut end = bytes.len();
     let mut acc = Partial::default();
     loop {
         let target = end.saturating_sub(chunk);
-        let start = if target <= first.offset {
-            first.offset
+        let start = if target <= floor {
+            floor
         } else {
             match yaml::item_line_at_or_after(bytes, target, first.seq_indent) {
                 Some(at) if at < end => at,
@@ -339,12 +357,47 @@ pub fn scan_tail(
         if settled {
             return Some(acc.activity());
         }
-        if bytes.len() - start > budget {
+        // Nothing more to read: the rest of the log is not in the text. A whole log is read
+        // from its end only as far as its last sixteenth.
+        if start == floor || tail_at.is_none() && bytes.len() - start > budget {
             return None;
         }
         end = start;
         chunk = chunk.saturating_mul(2);
     }
+}
+
+/// The text [`scan_tail_in`] reads, from the log's `head` (its first bytes) and `tail` (its
+/// last bytes, starting anywhere): the head up to the end of the first entry's line, then the
+/// tail from its first entry on, and where that starts in the text. `None` when the two
+/// overlap (`tail_offset`: where the tail starts in the log) or either lacks an entry.
+pub fn log_ends(
+    head: &[u8],
+    tail_offset: u64,
+    tail: &[u8],
+    limits: &Limits,
+) -> Option<(String, usize)> {
+    let head = &head[..memchr::memrchr(b'\n', head)? + 1];
+    let first = yaml::stream_fast_part(
+        std::str::from_utf8(head).ok()?,
+        limits,
+        "entries",
+        Part {
+            first_item_only: true,
+            ..Part::default()
+        },
+        &mut |_, _| {},
+    )?
+    .last_item?;
+    let h = first.offset + memchr::memchr(b'\n', &head[first.offset..])? + 1;
+    if tail_offset < h as u64 {
+        return None;
+    }
+    let line = memchr::memchr(b'\n', tail)? + 1;
+    let at = yaml::item_line_at_or_after(tail, line, first.seq_indent)?;
+    let mut text = head[..h].to_vec();
+    text.extend_from_slice(&tail[at..]);
+    Some((String::from_utf8(text).ok()?, h))
 }
 
 /// What the cache keeps: the fold of the entries before `resume` (the log's last entry).
@@ -750,6 +803,55 @@ mod tests {
             }
         }
         assert!(answered > 20, "the tail scan answered {answered} times");
+    }
+
+    #[test]
+    fn the_scan_of_the_log_ends_equals_the_general_parser_where_it_answers() {
+        let run = "a".repeat(64);
+        let sets: Vec<HashSet<String>> = vec![
+            HashSet::new(),
+            ["task-3".to_string()].into(),
+            (1..=7).map(|i| format!("task-{i}")).collect(),
+        ];
+        let limits = Limits::default();
+        let (mut answered, mut declined) = (0, 0);
+        for tail in [&[0u8, 0, 4][..], &[1, 5], &[2, 3], &[0, 1, 3, 3]] {
+            for resets in [true, false] {
+                let mut kinds: Vec<u8> = (0..3_000u32)
+                    .map(|i| (i * 7 % 13) as u8)
+                    .map(|k| if !resets && k % 6 == 1 { 0 } else { k })
+                    .collect();
+                kinds.extend_from_slice(tail);
+                let src = log(&kinds);
+                let b = src.as_bytes();
+                for keep in [300, 5_000, 40_000, b.len() / 3] {
+                    let at = b.len() - keep;
+                    let (text, tail_at) =
+                        log_ends(&b[..4096.min(b.len())], at as u64, &b[at..], &limits).unwrap();
+                    for r in [None, Some(run.as_str())] {
+                        let want = general(&src, r);
+                        for wanted in &sets {
+                            match scan_tail_in(&text, Some(tail_at), r, &limits, wanted) {
+                                Some(got) => {
+                                    answered += 1;
+                                    assert_eq!(seen(&got, wanted), seen(&want, wanted));
+                                }
+                                None => declined += 1,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            answered > 20 && declined > 0,
+            "{answered} answered, {declined} declined"
+        );
+        // Ends that overlap the head, or a head without an entry: no text.
+        let src = log(&[2, 3, 4, 5]);
+        let b = src.as_bytes();
+        assert!(log_ends(b, 10, &b[10..], &limits).is_none());
+        assert!(log_ends(&b[..20], 200, &b[200..], &limits).is_none());
     }
 
     #[test]

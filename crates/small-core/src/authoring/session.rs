@@ -217,16 +217,35 @@ fn activity_for(
     if let Some(named) = log_tasks {
         let open: HashSet<String> = open.intersection(named).cloned().collect();
         let rel = progress::progress_rel();
-        if let Some(text) = txn.read(&rel)?.and_then(|b| String::from_utf8(b).ok()) {
-            let run = handoff::run_replay_id(txn)?;
-            let limits = crate::yaml::Limits::default();
-            if let Some(a) = activity::scan_tail(&text, run.as_deref(), &limits, &open) {
-                return Ok(a);
+        let run = handoff::run_replay_id(txn)?;
+        let limits = crate::yaml::Limits::default();
+        let len = txn.len(&rel)?.unwrap_or(0);
+        let found = if len > 4 * TAIL_READ_MIN {
+            // A long log: only its first bytes and its last sixteenth are read.
+            let head = txn.read_head(&rel, 64 << 10)?;
+            let tail = txn.read_tail(&rel, len / 16 + TAIL_READ_MIN)?;
+            match (head, tail) {
+                (Some(head), Some((at, tail))) => activity::log_ends(&head, at, &tail, &limits)
+                    .and_then(|(text, at)| {
+                        activity::scan_tail_in(&text, Some(at), run.as_deref(), &limits, &open)
+                    }),
+                _ => None,
             }
+        } else {
+            txn.read(&rel)?
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|text| activity::scan_tail(&text, run.as_deref(), &limits, &open))
+        };
+        if let Some(a) = found {
+            return Ok(a);
         }
     }
     current_activity(txn)
 }
+
+/// Logs up to four times this long are read whole for the handoff's activity; a longer one
+/// is read from its ends (its last sixteenth, and at least this much).
+const TAIL_READ_MIN: u64 = 1 << 20;
 
 fn clip(s: &str, max: usize) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
