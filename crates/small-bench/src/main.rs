@@ -319,6 +319,12 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Read,
     },
     Bench {
+        name: "lint after progress add",
+        ours: &["lint", "--strict"],
+        reference: Some(&["lint", "--strict"]),
+        kind: Kind::CheckAfterAdd,
+    },
+    Bench {
         name: "verify --strict",
         ours: &["verify", "--strict", "--no-cache"],
         reference: Some(&["verify", "--strict"]),
@@ -653,7 +659,7 @@ fn strings_of<'a>(node: &'a small_core::yaml::Node, out: &mut Vec<(Option<&'a st
             Value::Str(s) => out.push((key, s.as_str())),
             Value::Seq(items) => stack.extend(items.iter().map(|i| (i, None))),
             Value::Map(entries) => {
-                stack.extend(entries.iter().map(|e| (&e.value, Some(e.key.as_str()))))
+                stack.extend(entries.iter().map(|e| (&e.value, Some(e.key.as_ref()))))
             }
             _ => {}
         }

@@ -114,7 +114,7 @@ fn progress_violations(schemas: &SchemaSet, root: &Node) -> Vec<Violation> {
                 } else {
                     e.value.to_json()
                 };
-                map.insert(e.key.clone(), v);
+                map.insert(e.key.to_string(), v);
             }
             serde_json::Value::Object(map)
         }

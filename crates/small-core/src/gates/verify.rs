@@ -265,12 +265,12 @@ fn changed_fields(old: &Node, new: &Node) -> Vec<String> {
     for e in o {
         match n.iter().find(|f| f.key == e.key) {
             Some(f) if same_value(&e.value, &f.value) => {}
-            _ => keys.push(e.key.clone()),
+            _ => keys.push(e.key.to_string()),
         }
     }
     for f in n {
         if !o.iter().any(|e| e.key == f.key) {
-            keys.push(f.key.clone());
+            keys.push(f.key.to_string());
         }
     }
     keys

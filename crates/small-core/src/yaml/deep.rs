@@ -421,7 +421,7 @@ fn push_entry(
         }));
     }
     entries.push(Entry {
-        key,
+        key: key.into(),
         key_span,
         value,
     });

@@ -272,9 +272,9 @@ fn walk<'t>(
                     };
                     top.push(Entry {
                         key: if build {
-                            key.to_string()
+                            super::known_key(key)
                         } else {
-                            String::new()
+                            std::borrow::Cow::Borrowed("")
                         },
                         key_span,
                         value: node,
@@ -336,7 +336,7 @@ fn walk<'t>(
                     let mut entries = Vec::new();
                     if build {
                         entries.push(Entry {
-                            key: key.to_string(),
+                            key: super::known_key(key),
                             key_span,
                             value: value_node,
                         });
@@ -350,7 +350,7 @@ fn walk<'t>(
                     keys.push(key);
                     if build {
                         entries.push(Entry {
-                            key: key.to_string(),
+                            key: super::known_key(key),
                             key_span,
                             value: value_node,
                         });

@@ -77,9 +77,47 @@ pub enum Value {
 /// One `key: value` pair of a mapping. Keys are scalars, kept as their text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    pub key: String,
+    /// The key; the protocol's own keys are borrowed from [`known_key`] rather than allocated
+    /// for every entry of a long log.
+    pub key: std::borrow::Cow<'static, str>,
     pub key_span: Span,
     pub value: Node,
+}
+
+/// Keys of the protocol's files, shared by every mapping that has them.
+const KNOWN_KEYS: [&str; 24] = [
+    "timestamp",
+    "task_id",
+    "status",
+    "evidence",
+    "verification",
+    "command",
+    "command_summary",
+    "command_sha256",
+    "command_ref",
+    "test",
+    "link",
+    "commit",
+    "notes",
+    "replayId",
+    "small_version",
+    "owner",
+    "entries",
+    "tasks",
+    "id",
+    "title",
+    "depends_on",
+    "value",
+    "source",
+    "summary",
+];
+
+/// A mapping key: borrowed when it is one of the protocol's keys, else owned.
+pub fn known_key(key: &str) -> std::borrow::Cow<'static, str> {
+    match KNOWN_KEYS.iter().find(|k| **k == key) {
+        Some(k) => std::borrow::Cow::Borrowed(k),
+        None => std::borrow::Cow::Owned(key.to_string()),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -208,7 +246,7 @@ impl Node {
             Value::Map(entries) => {
                 let mut map = serde_json::Map::with_capacity(entries.len());
                 for e in entries {
-                    map.insert(e.key.clone(), e.value.to_json());
+                    map.insert(e.key.to_string(), e.value.to_json());
                 }
                 J::Object(map)
             }
@@ -638,7 +676,7 @@ impl MapFrame {
 
     fn remember(&mut self, key: &str) {
         if self.seen.is_none() && self.entries.len() >= 16 {
-            self.seen = Some(self.entries.iter().map(|e| e.key.clone()).collect());
+            self.seen = Some(self.entries.iter().map(|e| e.key.to_string()).collect());
         }
         if let Some(set) = &mut self.seen {
             set.insert(key.to_string());
@@ -883,7 +921,7 @@ impl<'a, 's> Builder<'a, 's> {
                     }
                     m.remember(&key);
                     m.entries.push(Entry {
-                        key,
+                        key: key.into(),
                         key_span,
                         value: node,
                     });
@@ -906,7 +944,7 @@ fn apply_merges(m: MapFrame) -> (Vec<Entry>, usize, Style, Span) {
         ..
     } = m;
     if !merges.is_empty() {
-        let mut present: HashSet<String> = entries.iter().map(|e| e.key.clone()).collect();
+        let mut present: HashSet<String> = entries.iter().map(|e| e.key.to_string()).collect();
         for (source, _) in merges {
             let sources: Vec<Node> = match source.value {
                 Value::Seq(items) => items,
@@ -915,7 +953,7 @@ fn apply_merges(m: MapFrame) -> (Vec<Entry>, usize, Style, Span) {
             for src in sources {
                 if let Value::Map(merged) = src.value {
                     for e in merged {
-                        if present.insert(e.key.clone()) {
+                        if present.insert(e.key.to_string()) {
                             entries.push(e);
                         }
                     }

@@ -100,7 +100,7 @@ pub(super) fn check_common(kind: ArtifactKind, root: &Node, out: &mut Vec<Diagno
     }
     let allowed = allowed_keys(kind);
     for e in root.as_map().unwrap_or(&[]) {
-        if !allowed.contains(&e.key.as_str()) {
+        if !allowed.contains(&e.key.as_ref()) {
             out.push(
                 diag(
                     "KEYS",
