@@ -68,6 +68,23 @@ fn cache_files(dir: &Path) -> Vec<String> {
     names
 }
 
+/// `progress add` of a completed entry for task `a`.
+fn add_completed(dir: &Path, evidence: &str) {
+    let args = [
+        "progress",
+        "add",
+        "--task",
+        "a",
+        "--status",
+        "completed",
+        "--evidence",
+    ];
+    let mut args = args.to_vec();
+    args.push(evidence);
+    let (code, _, err) = small(dir, &args);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Every gate, with the cache and without: the same output and exit code.
 fn assert_gates_agree(dir: &Path) {
     for args in [
@@ -96,20 +113,7 @@ fn gates_after_appends_answer_as_a_full_check() {
     assert!(!cache_files(dir).is_empty());
     assert!(dir.join(".small-cache/.gitignore").is_file());
     // An append with a problem in it (a secret-looking value, an insecure link).
-    let (code, _, err) = small(
-        dir,
-        &[
-            "progress",
-            "add",
-            "--task",
-            "a",
-            "--status",
-            "completed",
-            "--evidence",
-            "see http://example.com/report",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    add_completed(dir, "see http://example.com/report");
     assert_gates_agree(dir);
     let (code, out, _) = small(dir, &["check", "--strict", "--json"]);
     assert_eq!(code, 1);
@@ -169,20 +173,7 @@ fn a_log_checked_from_its_tail_still_shows_snippets_of_old_entries() {
     );
     let first = small(dir, &["check", "--strict"]);
     assert_eq!(first, full);
-    let (code, _, err) = small(
-        dir,
-        &[
-            "progress",
-            "add",
-            "--task",
-            "a",
-            "--status",
-            "completed",
-            "--evidence",
-            "ok",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    add_completed(dir, "ok");
     let resumed = small(dir, &["check", "--strict"]);
     let full = small(dir, &["check", "--strict", "--no-cache"]);
     assert_eq!(resumed, full);

@@ -285,17 +285,7 @@ pub fn scan_tail_in(
     limits: &Limits,
     wanted: &HashSet<String>,
 ) -> Option<Activity> {
-    let first = yaml::stream_fast_part(
-        src,
-        limits,
-        "entries",
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
+    let first = yaml::first_item(src, limits, "entries")?;
     let bytes = src.as_bytes();
     let budget = (bytes.len() - first.offset) / 16;
     // The lowest entry the text holds the rest of the log from.
@@ -377,19 +367,7 @@ pub fn log_ends(
     tail: &[u8],
     limits: &Limits,
 ) -> Option<(String, usize)> {
-    let head = &head[..memchr::memrchr(b'\n', head)? + 1];
-    let first = yaml::stream_fast_part(
-        std::str::from_utf8(head).ok()?,
-        limits,
-        "entries",
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
-    let h = first.offset + memchr::memchr(b'\n', &head[first.offset..])? + 1;
+    let (first, h) = yaml::head_first_item(head, limits, "entries")?;
     if tail_offset < h as u64 {
         return None;
     }

@@ -918,6 +918,16 @@ mod tests {
         (c.root.unwrap(), normalized(c.results))
     }
 
+    /// A temporary directory, its cache directory and where its log goes.
+    fn log_file() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, path) = (
+            tmp.path().join(CACHE_DIR),
+            tmp.path().join("progress.small.yml"),
+        );
+        (tmp, dir, path)
+    }
+
     fn with_cache(dir: &Path) -> ScanOptions {
         ScanOptions {
             threads: 1,
@@ -1037,9 +1047,7 @@ mod tests {
     fn the_log_checked_from_the_file_equals_the_whole_log_checked() {
         let (plan, schemas) = (plan(), SchemaSet::embedded());
         let rules = rules(&plan, &schemas, true);
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(CACHE_DIR);
-        let path = tmp.path().join("progress.small.yml");
+        let (_tmp, dir, path) = log_file();
         let limits = Limits::default();
         let src = log(&(0..80u8).collect::<Vec<_>>());
         std::fs::write(&path, &src).unwrap();
@@ -1103,8 +1111,7 @@ mod tests {
     #[test]
     fn the_log_read_piece_by_piece_equals_the_whole_log_checked() {
         let (plan, schemas) = (plan(), SchemaSet::embedded());
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("progress.small.yml");
+        let (_tmp, _, path) = log_file();
         let limits = Limits::default();
         // In order (every piece may be joined), with comments and blank lines between
         // entries and a key after the list; then with entries out of order here and there.
@@ -1154,9 +1161,7 @@ mod tests {
     fn a_log_read_piece_by_piece_writes_the_cache_a_later_check_resumes_from() {
         let (plan, schemas) = (plan(), SchemaSet::embedded());
         let rules = rules(&plan, &schemas, true);
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(CACHE_DIR);
-        let path = tmp.path().join("progress.small.yml");
+        let (_tmp, dir, path) = log_file();
         let limits = Limits::default();
         let kinds: Vec<u8> = (0..120u8).filter(|k| k % 11 != 0).collect();
         let mut src = log(&kinds);

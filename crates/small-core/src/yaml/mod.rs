@@ -423,17 +423,7 @@ pub fn split_points(
     stream_key: &str,
     threads: usize,
 ) -> Option<(Resume, Vec<usize>)> {
-    let first = stream_fast_part(
-        src,
-        limits,
-        stream_key,
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
+    let first = first_item(src, limits, stream_key)?;
     let bytes = src.as_bytes();
     let span = bytes.len() - first.offset;
     let mut starts = vec![first.offset];
@@ -470,6 +460,25 @@ pub fn item_line_at_or_after(bytes: &[u8], at: usize, indent: usize) -> Option<u
             return None;
         }
     }
+}
+
+/// Where the sequence under `stream_key` starts: its first item (see [`Resume`]), found by
+/// the line-level fast path; `None` when the text is not of its shape up to there.
+pub fn first_item(src: &str, limits: &Limits, stream_key: &str) -> Option<Resume> {
+    let only_first = Part {
+        first_item_only: true,
+        ..Part::default()
+    };
+    stream_fast_part(src, limits, stream_key, only_first, &mut |_, _| {})?.last_item
+}
+
+/// [`first_item`] in the complete lines of `head` (the first bytes of a file), and the end of
+/// the first item's line (the start of the next line).
+pub fn head_first_item(head: &[u8], limits: &Limits, stream_key: &str) -> Option<(Resume, usize)> {
+    let lines = &head[..memchr::memrchr(b'\n', head)? + 1];
+    let first = first_item(std::str::from_utf8(lines).ok()?, limits, stream_key)?;
+    let end = first.offset + memchr::memchr(b'\n', &lines[first.offset..])? + 1;
+    Some((first, end))
 }
 
 /// Lines and item lines in `bytes[from..to]` (`from` starts a line).

@@ -230,20 +230,8 @@ pub(super) fn streamed(
     if head.starts_with("\u{feff}".as_bytes()) {
         return None;
     }
-    head.truncate(memchr::memrchr(b'\n', &head)? + 1);
-    let first = yaml::stream_fast_part(
-        std::str::from_utf8(&head).ok()?,
-        limits,
-        "entries",
-        Part {
-            first_item_only: true,
-            ..Part::default()
-        },
-        &mut |_, _| {},
-    )?
-    .last_item?;
+    let (first, h) = yaml::head_first_item(&head, limits, "entries")?;
     let l0 = first.offset;
-    let h = l0 + memchr::memchr(b'\n', &head[l0..])? + 1;
     head.truncate(h);
     let indent = first.seq_indent;
     let cache = match (cache_key(rules, opts), &opts.cache_dir) {
