@@ -217,7 +217,7 @@ pub(super) fn streamed(
 ) -> Option<(Checked, usize)> {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::FileExt;
-    use std::sync::{mpsc, Mutex};
+    use std::sync::{mpsc, Arc, Mutex};
     let limit = limits.max_bytes as u64;
     let mut file = crate::workspace::fsio::open_read(path).ok()?;
     let size = file.metadata().ok()?.len();
@@ -248,15 +248,18 @@ pub(super) fn streamed(
         n => n,
     };
     let (job_tx, job_rx) = mpsc::sync_channel::<Job>(1);
-    let job_rx = Mutex::new(job_rx);
+    // Held by the checkers alone: if they all stop (a panic), sending fails instead of
+    // waiting for them.
+    let job_rx = Arc::new(Mutex::new(job_rx));
     let (done_tx, done_rx) = mpsc::channel::<Done>();
     let mut pieces: Vec<Piece> = Vec::new();
     let mut starts: Vec<usize> = Vec::new();
     let mut done: Vec<Done> = Vec::new();
     let read_ok = std::thread::scope(|s| {
+        let mut checkers = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let (job_rx, done_tx) = (&job_rx, done_tx.clone());
-            s.spawn(move || loop {
+            let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
+            checkers.push(s.spawn(move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
                     Err(_) => return,
@@ -270,9 +273,9 @@ pub(super) fn streamed(
                 if done_tx.send((k, result, text)).is_err() {
                     return;
                 }
-            });
+            }));
         }
-        drop(done_tx);
+        drop((done_tx, job_rx));
         // The reader: this thread.
         let mut spare: Vec<Vec<u8>> = Vec::new();
         let (mut pos, mut line, mut index) = (l0 as u64, first.line, 0usize);
@@ -345,7 +348,9 @@ pub(super) fn streamed(
         };
         drop(job_tx);
         done.extend(done_rx.iter());
-        ok
+        // Joined here, a checker's panic is an answer (`None`), not this thread's panic.
+        let joined = checkers.into_iter().all(|c| c.join().is_ok());
+        ok && joined
     });
     if !read_ok || done.len() != pieces.len() {
         return None;
