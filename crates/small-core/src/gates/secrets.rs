@@ -145,8 +145,12 @@ struct Patterns {
     list: Vec<Pattern>,
     /// Every anchor of every format, and the key-name words, in one case-insensitive
     /// automaton: one pass over a string says which formats can match and whether a secret
-    /// key name can occur in it. Most strings contain none and are dismissed there.
+    /// key name can occur in it. Most strings contain none and are dismissed there. This one
+    /// is quick to build, for commands that scan a few strings (`status` masks what it shows).
     anchors: AhoCorasick,
+    /// The same anchors as a DFA: slower to build, faster to run; built once the scans have
+    /// read [`DFA_AFTER_BYTES`] (a gate over a long log).
+    anchors_dfa: OnceLock<Option<AhoCorasick>>,
     anchor_info: Vec<Anchor>,
     /// Formats with no literal (matched when the string has a long enough token).
     unanchored: Vec<usize>,
@@ -580,17 +584,13 @@ fn compiled() -> &'static Patterns {
         debug_assert!(list.len() <= 128, "candidate formats are a 128-bit set");
         let anchors = AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
+            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
             .build(anchor_info.iter().map(|a| a.text))
-            .or_else(|_| {
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(anchor_info.iter().map(|a| a.text))
-            })
             .expect("the anchor automaton builds");
         Patterns {
             list,
             anchors,
+            anchors_dfa: OnceLock::new(),
             anchor_info,
             unanchored,
         }
@@ -598,7 +598,7 @@ fn compiled() -> &'static Patterns {
 }
 
 /// What one string can contain, from one pass of the anchor automaton.
-#[derive(Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Candidates {
     /// Formats whose anchor occurs (bit i: `FORMATS[i]`).
     formats: u128,
@@ -610,10 +610,44 @@ fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// Bytes scanned before the anchors' DFA is built (see [`Patterns::anchors_dfa`]).
+const DFA_AFTER_BYTES: usize = 256 << 10;
+
+/// Bytes the scans have read so far, in this process.
+static SCANNED_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Patterns {
+    /// The anchors' automaton to run on `len` more bytes: the DFA once the scans have read
+    /// enough for its build to pay (both find the same matches).
+    fn automaton(&self, len: usize) -> &AhoCorasick {
+        use std::sync::atomic::Ordering;
+        if let Some(Some(dfa)) = self.anchors_dfa.get() {
+            return dfa;
+        }
+        if SCANNED_BYTES.fetch_add(len, Ordering::Relaxed) < DFA_AFTER_BYTES {
+            return &self.anchors;
+        }
+        self.anchors_dfa
+            .get_or_init(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(self.anchor_info.iter().map(|a| a.text))
+                    .ok()
+            })
+            .as_ref()
+            .unwrap_or(&self.anchors)
+    }
+}
+
 fn candidates(pats: &Patterns, value: &str) -> Candidates {
+    candidates_with(pats, pats.automaton(value.len()), value)
+}
+
+fn candidates_with(pats: &Patterns, anchors: &AhoCorasick, value: &str) -> Candidates {
     let mut c = Candidates::default();
     let b = value.as_bytes();
-    for m in pats.anchors.find_overlapping_iter(value) {
+    for m in anchors.find_overlapping_iter(value) {
         let a = &pats.anchor_info[m.pattern().as_usize()];
         if a.word_start && m.start() > 0 && is_word_byte(b[m.start() - 1]) {
             continue;

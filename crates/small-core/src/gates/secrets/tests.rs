@@ -371,3 +371,27 @@ fn hashes_and_timestamps_are_inert_and_words_are_not() {
         assert!(!is_inert(v.as_bytes()), "{v}");
     }
 }
+
+#[test]
+fn both_anchor_automata_find_the_same_candidates() {
+    let pats = compiled();
+    let dfa = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(pats.anchor_info.iter().map(|a| a.text))
+        .unwrap();
+    let mut texts = corpus_texts();
+    texts.extend([
+        "passed 214 tests".to_string(),
+        "ghp_ then sk- then xoxb-".into(),
+    ]);
+    for t in &texts {
+        for v in [t.clone(), t.to_ascii_uppercase(), t.to_ascii_lowercase()] {
+            assert_eq!(
+                candidates_with(pats, &pats.anchors, &v),
+                candidates_with(pats, &dfa, &v),
+                "{v:?}"
+            );
+        }
+    }
+}
