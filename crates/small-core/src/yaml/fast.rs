@@ -143,6 +143,10 @@ pub fn stream_part(
 }
 
 type Item<'t> = Option<(Vec<Entry>, Vec<&'t str>, Pos)>;
+
+/// Fields an item usually has (a progress entry's timestamp, task, status, evidence, command,
+/// notes and replay ID, and one more).
+const ITEM_FIELDS: usize = 8;
 type Seq = Option<(usize, Option<Pos>, usize)>;
 
 fn walk<'t>(
@@ -333,7 +337,8 @@ fn walk<'t>(
                         seq_indent,
                         seq_start: seq_start?,
                     });
-                    let mut entries = Vec::new();
+                    // Room for a progress entry's usual fields: no growing on the way.
+                    let mut entries = Vec::with_capacity(if build { ITEM_FIELDS } else { 0 });
                     if build {
                         entries.push(Entry {
                             key: super::known_key(key),
@@ -341,7 +346,9 @@ fn walk<'t>(
                             value: value_node,
                         });
                     }
-                    item = Some((entries, vec![key], key_span.start));
+                    let mut keys = Vec::with_capacity(ITEM_FIELDS);
+                    keys.push(key);
+                    item = Some((entries, keys, key_span.start));
                 } else {
                     let (entries, keys, start) = item.as_mut()?;
                     if to_u32(key_col) + 1 != start.column || keys.contains(&key) {

@@ -55,6 +55,9 @@ pub fn check_links_at(
     strict: bool,
     out: &mut Vec<Diagnostic>,
 ) {
+    if !any_string(node, &|s| s.contains("http://")) {
+        return;
+    }
     let allow_local = kind == ArtifactKind::Progress;
     let mut path = prefix.to_string();
     walk_strings(node, &mut path, &mut |p, node, s| {
@@ -81,6 +84,16 @@ pub fn check_links_at(
             out.push(d);
         }
     });
+}
+
+/// Whether some string in `node` satisfies `f` (no pointers built: most nodes have no link).
+fn any_string(node: &Node, f: &dyn Fn(&str) -> bool) -> bool {
+    match &node.value {
+        Value::Str(s) => f(s),
+        Value::Seq(items) => items.iter().any(|it| any_string(it, f)),
+        Value::Map(entries) => entries.iter().any(|e| any_string(&e.value, f)),
+        _ => false,
+    }
 }
 
 fn walk_strings(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node, &str)) {
