@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use crate::diag::Pos;
 use crate::gates::invariants::scalar_text;
 use crate::spec::bookkeeping::{self, RESET_TASK};
-use crate::spec::consts::TOOL_VERSION;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
 /// The last piece of evidence recorded in the current run.
@@ -493,30 +492,12 @@ fn parallel(
 
 /// Everything the cached fold depends on besides the log's bytes.
 fn context_key(run_id: Option<&str>) -> String {
-    let mut h = blake3::Hasher::new();
-    let mut put = |s: &str| {
-        h.update(&(s.len() as u64).to_le_bytes());
-        h.update(s.as_bytes());
-    };
-    put("small run-activity cache v1");
-    put(TOOL_VERSION);
-    // The binary itself: another build may fold differently.
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| std::fs::metadata(&p).ok().map(|m| (p, m)));
-    match exe {
-        Some((p, m)) => {
-            put(&p.display().to_string());
-            put(&m.len().to_string());
-            put(&format!("{:?}", m.modified().ok()));
-        }
-        None => put("unknown binary"),
-    }
+    let mut key = crate::workspace::cache::ContextKey::new("small run-activity cache v1");
     match run_id {
-        Some(r) => put(&format!("run {}", r.to_ascii_lowercase())),
-        None => put("no run"),
+        Some(r) => key.put(&format!("run {}", r.to_ascii_lowercase())),
+        None => key.put("no run"),
     }
-    h.finalize().to_hex().to_string()
+    key.finish()
 }
 
 #[derive(Serialize, Deserialize)]

@@ -27,7 +27,7 @@ use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
 use crate::gates::invariants::{PlanIndex, ProgressFacts, ProgressLinter};
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
-use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
+use crate::spec::consts::ArtifactKind;
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
@@ -481,25 +481,8 @@ fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
 
 /// Everything the cached results depend on besides the log's bytes.
 fn context_key(rules: &EntryRules) -> String {
-    let mut h = blake3::Hasher::new();
-    let mut put = |s: &str| {
-        h.update(&(s.len() as u64).to_le_bytes());
-        h.update(s.as_bytes());
-    };
-    put("small progress-check cache v2");
-    put(TOOL_VERSION);
-    // The binary itself: another build may check differently.
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| std::fs::metadata(&p).ok().map(|m| (p, m)));
-    match exe {
-        Some((p, m)) => {
-            put(&p.display().to_string());
-            put(&m.len().to_string());
-            put(&format!("{:?}", m.modified().ok()));
-        }
-        None => put("unknown binary"),
-    }
+    let mut key = crate::workspace::cache::ContextKey::new("small progress-check cache v2");
+    let mut put = |s: &str| key.put(s);
     put(match rules.schemas {
         None => "no schemas",
         Some(_) => "embedded schemas",
@@ -520,7 +503,7 @@ fn context_key(rules: &EntryRules) -> String {
     for id in ids {
         put(id);
     }
-    h.finalize().to_hex().to_string()
+    key.finish()
 }
 
 #[derive(Serialize, Deserialize)]

@@ -49,6 +49,43 @@ pub(crate) fn read_sealed(dir: &Path, file: &str, max: u64) -> Option<String> {
     Some(text.split_off(at))
 }
 
+/// The key of what a cache's results depend on besides the bytes they vouch for: the cache's
+/// name and format, the tool's version and the running binary (another build may check
+/// differently), then whatever the caller adds with [`ContextKey::put`].
+pub(crate) struct ContextKey(blake3::Hasher);
+
+impl ContextKey {
+    /// Start a key for the cache `name` (with its format version).
+    pub fn new(name: &str) -> ContextKey {
+        let mut key = ContextKey(blake3::Hasher::new());
+        key.put(name);
+        key.put(crate::spec::consts::TOOL_VERSION);
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| std::fs::metadata(&p).ok().map(|m| (p, m)));
+        match exe {
+            Some((p, m)) => {
+                key.put(&p.display().to_string());
+                key.put(&m.len().to_string());
+                key.put(&format!("{:?}", m.modified().ok()));
+            }
+            None => key.put("unknown binary"),
+        }
+        key
+    }
+
+    /// Add one part (length-prefixed, so parts cannot run into each other).
+    pub fn put(&mut self, s: &str) {
+        self.0.update(&(s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+    }
+
+    /// The key, in hex.
+    pub fn finish(self) -> String {
+        self.0.finalize().to_hex().to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +116,20 @@ mod tests {
         std::fs::write(&dir, "not a directory").unwrap();
         write_sealed(&dir, "x.v1", "{}");
         assert_eq!(std::fs::read_to_string(&dir).unwrap(), "not a directory");
+    }
+
+    #[test]
+    fn context_keys_tell_their_parts_apart() {
+        let key = |name: &str, parts: &[&str]| {
+            let mut k = super::ContextKey::new(name);
+            for p in parts {
+                k.put(p);
+            }
+            k.finish()
+        };
+        assert_eq!(key("a v1", &["x", "y"]), key("a v1", &["x", "y"]));
+        assert_ne!(key("a v1", &["x"]), key("b v1", &["x"]));
+        assert_ne!(key("a v1", &["ab", "c"]), key("a v1", &["a", "bc"]));
+        assert_ne!(key("a v1", &[]), key("a v1", &[""]));
     }
 }
