@@ -2,7 +2,7 @@
 //! printed the way the gates print theirs, or as JSON with `--json`. Snapshots reviewed by
 //! hand (tests/testsuite/snapshots/).
 
-use crate::author_support::Ws;
+use crate::author_support::{progress_add, Ws};
 
 /// `$ small ARGS`, the exit code, stdout and stderr, as one reviewed text.
 fn transcript(ws: &Ws, args: &[&str]) -> String {
@@ -53,18 +53,11 @@ fn a_bad_timestamp_is_an_entry_error() {
     let ws = Ws::new();
     insta::assert_snapshot!(transcript(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
+        &progress_add(
             "task-1",
-            "--status",
             "in_progress",
-            "--evidence",
-            "started",
-            "--at",
-            "yesterday",
-        ]
+            &["--evidence", "started", "--at", "yesterday"]
+        )
     ));
 }
 

@@ -2,7 +2,7 @@
 //! written: the agent learns at once, not when the gate fails, and nothing lands in the
 //! append-only log. The refusal names the format and shows the secret masked only.
 
-use crate::author_support::Ws;
+use crate::author_support::{progress_add, Ws};
 
 /// Built from parts so that the source holds no scanner-shaped credential.
 fn github_token() -> String {
@@ -50,18 +50,11 @@ fn progress_add_refuses_a_pasted_token() {
     let notes = format!("pushed with {token} from the CI box");
     let out = refused(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
+        &progress_add(
             "task-1",
-            "--status",
             "in_progress",
-            "--evidence",
-            "pushed the branch",
-            "--notes",
-            &notes,
-        ],
+            &["--evidence", "pushed the branch", "--notes", &notes],
+        ),
         hidden(&token),
         "GitHub token",
     );
@@ -74,17 +67,7 @@ fn progress_add_refuses_a_pasted_token() {
     let cmd = format!("psql postgres://app:{password}@db.internal:5432/app");
     let out = refused(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
-            "task-1",
-            "--status",
-            "in_progress",
-            "--command",
-            &cmd,
-            "--json",
-        ],
+        &progress_add("task-1", "in_progress", &["--command", &cmd, "--json"]),
         &password,
         "password in a URL",
     );
@@ -98,29 +81,15 @@ fn progress_add_refuses_a_pasted_token() {
     // An assignment in prose is refused too; ordinary text is written.
     refused(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
+        &progress_add(
             "task-1",
-            "--status",
             "in_progress",
-            "--evidence",
-            "ran DB_PASSWORD=Xk9#mQ2vLp7z ./migrate",
-        ],
+            &["--evidence", "ran DB_PASSWORD=Xk9#mQ2vLp7z ./migrate"],
+        ),
         "Xk9#mQ2vLp7z",
         "secret assignment",
     );
-    ws.ok(&[
-        "progress",
-        "add",
-        "--task",
-        "task-1",
-        "--status",
-        "in_progress",
-        "--evidence",
-        "exported GITHUB_TOKEN=$GITHUB_TOKEN from the vault, commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
-    ]);
+    ws.ok(&progress_add("task-1", "in_progress", &["--evidence", "exported GITHUB_TOKEN=$GITHUB_TOKEN from the vault, commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39"]));
     assert_eq!(ws.entries().len(), 1);
 }
 

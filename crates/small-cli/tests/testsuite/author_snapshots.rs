@@ -2,7 +2,7 @@
 //! (tests/testsuite/snapshots/): apply, fix, checkpoint, progress add, plan, handoff, start
 //! and reset. Times, replay IDs, durations and the workspace path are redacted.
 
-use crate::author_support::Ws;
+use crate::author_support::{progress_add, Ws};
 
 /// `$ small ARGS`, the exit code, stdout and stderr, redacted, as one reviewed text.
 fn transcript(ws: &Ws, args: &[&str]) -> String {
@@ -215,29 +215,11 @@ fn progress_add_and_an_unknown_task() {
     let ws = Ws::new();
     let ok = transcript(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
-            "task-1",
-            "--status",
-            "in_progress",
-            "--evidence",
-            "half",
-        ],
+        &progress_add("task-1", "in_progress", &["--evidence", "half"]),
     );
     let unknown = transcript(
         &ws,
-        &[
-            "progress",
-            "add",
-            "--task",
-            "tsk-1",
-            "--status",
-            "in_progress",
-            "--evidence",
-            "x",
-        ],
+        &progress_add("tsk-1", "in_progress", &["--evidence", "x"]),
     );
     insta::assert_snapshot!(format!("{ok}\n{unknown}"));
 }
@@ -255,16 +237,11 @@ fn plan_add_and_done_refusals() {
 #[test]
 fn handoff_mid_run_and_final() {
     let ws = Ws::new();
-    ws.ok(&[
-        "progress",
-        "add",
-        "--task",
+    ws.ok(&progress_add(
         "task-1",
-        "--status",
         "in_progress",
-        "--evidence",
-        "started",
-    ]);
+        &["--evidence", "started"],
+    ));
     let mid = transcript(&ws, &["handoff"]);
     let fin = transcript(&ws, &["handoff", "--final"]);
     insta::assert_snapshot!(format!("{mid}\n{fin}"));

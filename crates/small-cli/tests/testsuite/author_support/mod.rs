@@ -149,3 +149,10 @@ pub fn assert_increasing(entries: &[serde_json::Value]) {
         last = Some(t);
     }
 }
+
+/// `progress add --task TASK --status STATUS` followed by `rest`.
+pub fn progress_add<'a>(task: &'a str, status: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["progress", "add", "--task", task, "--status", status];
+    args.extend_from_slice(rest);
+    args
+}
