@@ -133,10 +133,15 @@ pub fn load_overlay(
         let given = overlay(&rel);
         let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
         // A log on disk is checked without holding it whole: from the cache when it only
-        // grew a little, else read piece by piece.
+        // grew a little; read piece by piece when there is no cache to resume from (with one,
+        // the whole text is resumed from it below).
         let unread = match &given {
             None => progress_check::check_file_resumed(&path, &lo.limits, &rules, &scan)
-                .or_else(|| progress_check::check_file_streamed(&path, &lo.limits, &rules, &scan))
+                .or_else(|| {
+                    (!progress_check::has_cache(&rules, &scan)).then(|| {
+                        progress_check::check_file_streamed(&path, &lo.limits, &rules, &scan)
+                    })?
+                })
                 .and_then(|c| Some((c.root.ok()?, c.results, c.method))),
             Some(_) => None,
         };

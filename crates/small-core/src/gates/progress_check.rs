@@ -153,6 +153,17 @@ pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOpti
     general(src, limits, rules)
 }
 
+/// Whether a cache file for these rules is there to resume from (not whether it is valid).
+/// A gate with one reads the log whole when the file's tail is too long to read alone:
+/// resuming costs what was appended, and moves the cache up; reading the log in pieces would
+/// check it all again.
+pub fn has_cache(rules: &EntryRules, opts: &ScanOptions) -> bool {
+    match (cache_key(rules, opts), &opts.cache_dir) {
+        (Some(_), Some(dir)) => dir.join(cache_file(rules)).is_file(),
+        _ => false,
+    }
+}
+
 /// The key of the cache these rules may use: `None` without a cache directory, and for
 /// schemas from a directory (only the embedded ones are known by version; a directory's may
 /// change).
@@ -1055,6 +1066,9 @@ mod tests {
         assert_eq!(c.method, Method::Resumed(79));
         // Without a cache directory, or with --no-cache: nothing.
         assert!(check_file_resumed(&path, &limits, &rules, &no_cache()).is_none());
+        assert!(has_cache(&rules, &with_cache(&dir)));
+        assert!(!has_cache(&rules, &no_cache()));
+        assert!(!has_cache(&rules, &with_cache(&dir.join("elsewhere"))));
         // A changed byte anywhere in the cached part (same length): never resumed.
         let cached = dir.join(cache_file(&rules));
         let n = read_cache(&dir, &cache_file(&rules), &context_key(&rules))
