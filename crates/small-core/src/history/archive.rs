@@ -206,6 +206,11 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    // The commit is asked of git while the files are copied.
+    let git_sha = {
+        let root = root.to_path_buf();
+        std::thread::spawn(move || runs::git_head(&root).map(|(sha, _)| sha))
+    };
     let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
     let copied = live.copy_into(&staged, &names)?;
     drop(live);
@@ -259,7 +264,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let entry = IndexEntry {
         replay_id: replay_id.clone(),
         timestamp: manifest.archived_at.clone(),
-        git_sha: runs::git_info(root, &[&store, &dest]).sha,
+        git_sha: git_sha.join().ok().flatten().unwrap_or_default(),
         summary: handoff.summary,
         previous_replay_id: String::new(),
         reason: "archive".into(),

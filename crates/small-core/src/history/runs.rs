@@ -434,18 +434,43 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Commit and branch of the repository holding `root`, in one `git` run: `None` when `root`
+/// is not in a git work tree (or git is not installed). A repository without commits yet has
+/// neither: `("", "")`. A detached HEAD has no branch.
+pub fn git_head(root: &Path) -> Option<(String, String)> {
+    // `rev-parse` answers each argument on its own line; `--abbrev-ref` applies to the
+    // revisions after it.
+    if let Some(out) = git(
+        root,
+        &[
+            "rev-parse",
+            "--is-inside-work-tree",
+            "HEAD",
+            "--abbrev-ref",
+            "HEAD",
+        ],
+    ) {
+        let mut lines = out.lines();
+        if lines.next() != Some("true") {
+            return None;
+        }
+        let sha = lines.next().unwrap_or_default().to_string();
+        let branch = lines.next().filter(|b| *b != "HEAD").unwrap_or_default();
+        return Some((sha, branch.to_string()));
+    }
+    // It fails outside a work tree, and inside one whose HEAD has no commit yet.
+    (git(root, &["rev-parse", "--is-inside-work-tree"]).as_deref() == Some("true"))
+        .then(|| (String::new(), String::new()))
+}
+
 /// Commit, dirty flag and branch of the repository holding `root`; empty when `root` is not
 /// in a git work tree or git is not installed. The dirty flag covers the whole work tree
 /// except what `small` itself writes beside `.small/`: `.small-cache/` (the workspace lock),
 /// `.small-archive/`, and the paths listed in `exclude` (such as the run store).
 pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
-    if git(root, &["rev-parse", "--is-inside-work-tree"]).as_deref() != Some("true") {
+    let Some((sha, branch)) = git_head(root) else {
         return GitInfo::default();
-    }
-    let sha = git(root, &["rev-parse", "--verify", "-q", "HEAD"]).unwrap_or_default();
-    let branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])
-        .filter(|b| b != "HEAD")
-        .unwrap_or_default();
+    };
     let mut args: Vec<String> = vec![
         "status".into(),
         "--porcelain".into(),
@@ -664,6 +689,12 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     let kind = workspace_kind(root)?;
 
     let gens = generations(store, &replay_id)?;
+    // Git is asked while the files are copied: its answers do not depend on `.small/` or
+    // the store, and `git status` can take as long as the copy.
+    let git = {
+        let (root, store) = (root.to_path_buf(), store.to_path_buf());
+        std::thread::spawn(move || git_info(&root, &[&store]))
+    };
     // Copied (and hashed) once, under the lock, into a staged directory beside the store's
     // snapshots; it is published below, or removed when dropped.
     let staged = safe::StagedDir::new(store, ".tmp-snapshot-")?;
@@ -700,7 +731,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         }
     }
 
-    let git = git_info(root, &[store]);
+    let git = git.join().unwrap_or_default();
     let mut meta = Meta {
         replay_id: replay_id.clone(),
         created_at: now_rfc3339(),
@@ -1241,5 +1272,55 @@ mod generation_tests {
         assert!(check_query("abcd~x").is_err());
         assert!(check_query("~2").is_err());
         assert!(check_query("../x").is_err());
+    }
+}
+
+#[cfg(test)]
+mod git_tests {
+    use super::*;
+
+    fn run_git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// `git_head` answers in one run what three used to: outside a work tree, before the
+    /// first commit, on a branch, and detached.
+    #[test]
+    fn head_in_every_state_of_a_repository() {
+        let outside = tempfile::tempdir().unwrap();
+        assert_eq!(git_head(outside.path()), None);
+        assert_eq!(git_info(outside.path(), &[]), GitInfo::default());
+
+        let repo = tempfile::tempdir().unwrap();
+        run_git(repo.path(), &["init", "-q", "-b", "work"]);
+        assert_eq!(git_head(repo.path()), Some((String::new(), String::new())));
+
+        run_git(repo.path(), &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let (sha, branch) = git_head(repo.path()).unwrap();
+        assert!(
+            sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{sha}"
+        );
+        assert_eq!(branch, "work");
+        let info = git_info(repo.path(), &[]);
+        assert_eq!(
+            (info.sha.as_str(), info.branch.as_str()),
+            (sha.as_str(), "work")
+        );
+        assert!(!info.dirty);
+        std::fs::write(repo.path().join("new.txt"), "x").unwrap();
+        assert!(git_info(repo.path(), &[]).dirty);
+
+        run_git(repo.path(), &["checkout", "-q", "--detach"]);
+        assert_eq!(git_head(repo.path()), Some((sha, String::new())));
     }
 }
