@@ -663,7 +663,8 @@ fn candidates_with(pats: &Patterns, anchors: &AhoCorasick, value: &str) -> Candi
     c
 }
 
-/// Longest runs of token bytes in a string, and whether it has an assignment separator.
+/// Longest runs of token bytes in a string, whether it has an assignment separator, and
+/// whether it is made of inert bytes only (see [`is_inert`]).
 #[derive(Default, Clone, Copy)]
 struct Runs {
     /// Longest run of the base64 / URL-safe alphabet.
@@ -674,6 +675,10 @@ struct Runs {
     separator: bool,
     /// A `.` occurs (the formats without a literal have dots between their parts).
     dot: bool,
+    /// Every byte is a [`hex_byte`].
+    all_hex: bool,
+    /// Every byte is a [`stamp_byte`].
+    all_stamp: bool,
 }
 
 impl Runs {
@@ -682,35 +687,74 @@ impl Runs {
     fn unanchored(&self) -> bool {
         self.token >= 24 && self.dot
     }
+
+    /// Whether no detector can find anything in the string (see [`is_inert`]).
+    fn inert(&self) -> bool {
+        self.all_hex || self.all_stamp && self.token < 24
+    }
 }
 
-fn token_runs(b: &[u8]) -> Runs {
-    let mut r = Runs::default();
-    let (mut tok, mut pad) = (0usize, 0usize);
-    for &c in b {
+/// Byte classes, one bit each, for [`token_runs`]' single pass.
+const C_TOKEN: u8 = 1;
+const C_EQUALS: u8 = 2;
+const C_SEPARATOR: u8 = 4;
+const C_DOT: u8 = 8;
+const C_HEX: u8 = 16;
+const C_STAMP: u8 = 32;
+
+/// The classes of every byte, built from the predicates that define them.
+static CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        let mut k = 0;
         if token_byte(c) {
-            tok += 1;
-            pad += 1;
-            continue;
+            k |= C_TOKEN;
         }
-        r.token = r.token.max(tok);
-        tok = 0;
         if c == b'=' {
-            pad += 1;
-            r.separator = true;
-            continue;
+            k |= C_EQUALS | C_SEPARATOR;
         }
-        r.padded = r.padded.max(pad);
-        pad = 0;
         if c == b':' || c == b' ' {
-            r.separator = true;
-        } else if c == b'.' {
-            r.dot = true;
+            k |= C_SEPARATOR;
         }
+        if c == b'.' {
+            k |= C_DOT;
+        }
+        if hex_byte(c) {
+            k |= C_HEX;
+        }
+        if stamp_byte(c) {
+            k |= C_STAMP;
+        }
+        t[i] = k;
+        i += 1;
     }
-    r.token = r.token.max(tok);
-    r.padded = r.padded.max(pad);
-    r
+    t
+};
+
+/// [`Runs`] of a string in one pass without branches: a run's length is multiplied by
+/// zero where it breaks.
+fn token_runs(b: &[u8]) -> Runs {
+    let (mut tok, mut pad, mut longest, mut padded) = (0usize, 0usize, 0usize, 0usize);
+    let (mut any, mut all) = (0u8, u8::MAX);
+    for &c in b {
+        let k = CLASSES[c as usize];
+        any |= k;
+        all &= k;
+        tok = (tok + 1) * usize::from(k & C_TOKEN != 0);
+        pad = (pad + 1) * usize::from(k & (C_TOKEN | C_EQUALS) != 0);
+        longest = longest.max(tok);
+        padded = padded.max(pad);
+    }
+    Runs {
+        token: longest,
+        padded,
+        separator: any & C_SEPARATOR != 0,
+        dot: any & C_DOT != 0,
+        all_hex: all & C_HEX != 0,
+        all_stamp: all & C_STAMP != 0,
+    }
 }
 
 fn char_classes(s: &str) -> (bool, bool, bool) {
@@ -1045,8 +1089,19 @@ fn ident_byte(c: u8) -> bool {
 /// name says it holds a secret.
 fn scan_assignments(value: &str, out: &mut Vec<Finding>) {
     let b = value.as_bytes();
+    // A space separates only after a `--flag`: without a `--` the spaces need no look.
+    let flags = memchr::memmem::find(b, b"--").is_some();
     let mut i = 0;
     while i < b.len() {
+        // Straight to the next byte that can separate a name from its value.
+        let next = match flags {
+            true => memchr::memchr3(b'=', b':', b' ', &b[i..]),
+            false => memchr::memchr2(b'=', b':', &b[i..]),
+        };
+        let Some(skip) = next else {
+            break;
+        };
+        i += skip;
         let c = b[i];
         let flag_space = c == b' ' && i >= 2 && is_flag_before(b, i);
         if !(c == b'=' || c == b':' || flag_space) {
@@ -1146,7 +1201,7 @@ fn is_flag_before(b: &[u8], i: usize) -> bool {
 // ---------------------------------------------------------------------------------------
 // Random-looking tokens
 
-fn token_byte(c: u8) -> bool {
+const fn token_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-')
 }
 
@@ -1455,12 +1510,12 @@ pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
 /// the anchor automaton and one over the bytes decide which detectors can find anything, so
 /// an ordinary string costs two passes and no allocation.
 fn scan_text(value: &str, out: &mut Vec<Finding>) {
-    if is_inert(value.as_bytes()) {
+    let runs = token_runs(value.as_bytes());
+    if runs.inert() {
         return;
     }
     let pats = compiled();
     let c = candidates(pats, value);
-    let runs = token_runs(value.as_bytes());
     if c.formats != 0 || runs.unanchored() {
         scan_formats_in(pats, value, c.formats, runs.unanchored(), out);
     }
@@ -1477,39 +1532,25 @@ fn scan_text(value: &str, out: &mut Vec<Finding>) {
 
 /// Bytes of hashes, ids and UUIDs as tools write them: lower-case hex digits and dashes.
 /// (Upper-case hex can hold a case-sensitive anchor: `ACCA` starts AWS key ids.)
-fn hex_byte(c: u8) -> bool {
-    c.is_ascii_digit() || (b'a'..=b'f').contains(&c) || c == b'-'
+const fn hex_byte(c: u8) -> bool {
+    c.is_ascii_digit() || matches!(c, b'a'..=b'f' | b'-')
 }
 
 /// Bytes of timestamps (RFC 3339, with or without a fraction or an offset).
-fn stamp_byte(c: u8) -> bool {
+const fn stamp_byte(c: u8) -> bool {
     c.is_ascii_digit() || matches!(c, b'-' | b':' | b'.' | b'+' | b'T' | b'Z' | b't' | b'z')
 }
 
-/// Whether no detector can find anything in a string, decided in one byte pass: hashes and
-/// replay IDs (lower-case hex digits and dashes), and timestamp-like text whose longest token is short.
-/// Every progress entry holds two such values. Why nothing can be found: no anchor is made of
-/// these bytes alone (a test checks every anchor), so no format or assignment is a candidate;
-/// the formats without an anchor need a dot and a 24-byte token; a run of hex digits and
-/// dashes is never a random token nor base64 worth decoding; and in timestamp-like text no
-/// token reaches the 24 bytes the token detectors start at.
+/// Whether no detector can find anything in a string: hashes and replay IDs (lower-case hex
+/// digits and dashes), and timestamp-like text whose longest token is short. Every progress
+/// entry holds two such values. Why nothing can be found: no anchor is made of these bytes
+/// alone (a test checks every anchor), so no format or assignment is a candidate; the
+/// formats without an anchor need a dot and a 24-byte token; a run of hex digits and dashes
+/// is never a random token nor base64 worth decoding; and in timestamp-like text no token
+/// reaches the 24 bytes the token detectors start at.
+#[cfg(test)]
 fn is_inert(b: &[u8]) -> bool {
-    let (mut hex, mut stamp) = (true, true);
-    let (mut run, mut longest) = (0usize, 0usize);
-    for &c in b {
-        hex &= hex_byte(c);
-        stamp &= stamp_byte(c);
-        if !(hex || stamp) {
-            return false;
-        }
-        if token_byte(c) {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    hex || longest < 24
+    token_runs(b).inert()
 }
 
 /// [`scan_text`] without the prefilter: every format, every detector (the differential
@@ -1827,6 +1868,21 @@ fn pointer(prefix: &str, segs: &[Seg<'_>]) -> String {
 /// Walk a node found at JSON pointer `prefix` (paths in the hits start with it).
 pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
     let mut hits = Vec::new();
+    // A mapping of scalars (a progress entry, nearly always) needs no walk.
+    if let Value::Map(entries) = &node.value {
+        if entries.iter().all(|e| !e.value.is_collection()) {
+            for e in entries {
+                scan_scalar(
+                    &e.value,
+                    Some(&e.key),
+                    prefix,
+                    &[Seg::Key(&e.key)],
+                    &mut hits,
+                );
+            }
+            return hits;
+        }
+    }
     // Iterative walk: deeply nested documents must not exhaust the stack. Each item is a
     // node, the key holding it, its depth and its last pointer segment; `path` holds the
     // segments of the node being visited (a path is only formatted for a hit).
@@ -1838,33 +1894,6 @@ pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
             path.push(seg);
         }
         match &node.value {
-            Value::Str(s) => {
-                if let Some(f) = scan_str(key, s) {
-                    let masked = f.masked(s);
-                    hits.push(Hit {
-                        span: secret_span(node, s, &f.range),
-                        what: format!("{} `{masked}`", f.kind),
-                        kind: f.kind,
-                        masked,
-                        path: pointer(prefix, &path),
-                    });
-                }
-            }
-            Value::Int(i) => {
-                // A number under a secret-named key (`pin: 123456`) is still a secret.
-                if let Some(k) = key {
-                    if is_secret_key_name(k) && i.unsigned_abs() >= 1000 {
-                        let masked = mask_text("", i.to_string().len());
-                        hits.push(Hit {
-                            path: pointer(prefix, &path),
-                            span: node.span,
-                            kind: "value of a secret-named key",
-                            what: format!("value of a secret-named key `{masked}`"),
-                            masked,
-                        });
-                    }
-                }
-            }
             Value::Seq(items) => {
                 for (i, item) in items.iter().enumerate().rev() {
                     stack.push((item, None, depth + 1, Some(Seg::Index(i))));
@@ -1875,10 +1904,50 @@ pub fn scan_node(node: &Node, prefix: &str) -> Vec<Hit> {
                     stack.push((&e.value, Some(&e.key), depth + 1, Some(Seg::Key(&e.key))));
                 }
             }
-            Value::Null | Value::Bool(_) | Value::Float(_) => {}
+            _ => scan_scalar(node, key, prefix, &path, &mut hits),
         }
     }
     hits
+}
+
+/// The secret in one scalar held by `key`, found at `prefix` followed by `path`, if any.
+fn scan_scalar(
+    node: &Node,
+    key: Option<&str>,
+    prefix: &str,
+    path: &[Seg<'_>],
+    hits: &mut Vec<Hit>,
+) {
+    match &node.value {
+        Value::Str(s) => {
+            if let Some(f) = scan_str(key, s) {
+                let masked = f.masked(s);
+                hits.push(Hit {
+                    span: secret_span(node, s, &f.range),
+                    what: format!("{} `{masked}`", f.kind),
+                    kind: f.kind,
+                    masked,
+                    path: pointer(prefix, path),
+                });
+            }
+        }
+        Value::Int(i) => {
+            // A number under a secret-named key (`pin: 123456`) is still a secret.
+            if let Some(k) = key {
+                if is_secret_key_name(k) && i.unsigned_abs() >= 1000 {
+                    let masked = mask_text("", i.to_string().len());
+                    hits.push(Hit {
+                        path: pointer(prefix, path),
+                        span: node.span,
+                        kind: "value of a secret-named key",
+                        what: format!("value of a secret-named key `{masked}`"),
+                        masked,
+                    });
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Float(_) | Value::Seq(_) | Value::Map(_) => {}
+    }
 }
 
 /// The span of the secret itself when the scalar is written on one line exactly as its

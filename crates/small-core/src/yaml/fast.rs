@@ -142,7 +142,8 @@ pub fn stream_part(
     walk(text, base, stream_key, part, &mut Some(sink))
 }
 
-type Item<'t> = Option<(Vec<Entry>, Vec<&'t str>, Pos)>;
+/// The item mapping being built: its entries and start.
+type Item = Option<(Vec<Entry>, Pos)>;
 
 /// Fields an item usually has (a progress entry's timestamp, task, status, evidence, command,
 /// notes and replay ID, and one more).
@@ -162,8 +163,9 @@ fn walk<'t>(
     // The sequence under the stream key, while inside it: (item indent, seq start, count).
     let mut in_seq: Seq = None;
     let mut seq_done = false;
-    // The item mapping being built: (entries, keys, start).
-    let mut item: Item<'t> = None;
+    // The item mapping being built, and its keys (one list, reused item after item).
+    let mut item: Item = None;
+    let mut item_keys: Vec<&'t str> = Vec::with_capacity(ITEM_FIELDS);
     let mut last_item: Option<Resume> = None;
     let mut resume = part.resume;
     let mut line_no = 0usize;
@@ -179,11 +181,11 @@ fn walk<'t>(
         _ => at,
     };
 
-    let flush = |item: &mut Item<'t>,
+    let flush = |item: &mut Item,
                  sink: &mut Option<&mut dyn FnMut(usize, Node)>,
                  seq: &mut Seq,
                  end: Pos| {
-        if let (Some((entries, _, start)), Some((_, _, count))) = (item.take(), seq.as_mut()) {
+        if let (Some((entries, start)), Some((_, _, count))) = (item.take(), seq.as_mut()) {
             if let Some(sink) = sink {
                 let node = Node {
                     value: Value::Map(entries),
@@ -346,15 +348,15 @@ fn walk<'t>(
                             value: value_node,
                         });
                     }
-                    let mut keys = Vec::with_capacity(ITEM_FIELDS);
-                    keys.push(key);
-                    item = Some((entries, keys, key_span.start));
+                    item_keys.clear();
+                    item_keys.push(key);
+                    item = Some((entries, key_span.start));
                 } else {
-                    let (entries, keys, start) = item.as_mut()?;
-                    if to_u32(key_col) + 1 != start.column || keys.contains(&key) {
+                    let (entries, start) = item.as_mut()?;
+                    if to_u32(key_col) + 1 != start.column || item_keys.contains(&key) {
                         return None;
                     }
-                    keys.push(key);
+                    item_keys.push(key);
                     if build {
                         entries.push(Entry {
                             key: super::known_key(key),
@@ -432,7 +434,7 @@ fn classify(line: &str) -> Option<Line<'_>> {
     if rest.is_empty() || rest.starts_with('#') {
         return Some(Line::Blank);
     }
-    if rest.contains('\t') || rest.contains('\r') {
+    if memchr::memchr2(b'\t', b'\r', rest.as_bytes()).is_some() {
         return None;
     }
     let (item, key_col) = match rest.strip_prefix("- ") {
@@ -487,24 +489,26 @@ fn token(s: &str, col: usize) -> Option<Tok<'_>> {
     let bytes = s.as_bytes();
     let (len, kind) = match bytes[0] {
         b'"' => {
+            // The closing quote: the first `"` not escaped by a backslash.
             let mut i = 1;
             loop {
-                match bytes.get(i)? {
-                    b'\\' => i += 2,
-                    b'"' => break,
-                    _ => i += 1,
+                i += memchr::memchr2(b'\\', b'"', bytes.get(i..)?)?;
+                if bytes[i] == b'"' {
+                    break;
                 }
+                i += 2;
             }
             (i + 1, TokKind::Double)
         }
         b'\'' => {
+            // The closing quote: the first `'` not doubled.
             let mut i = 1;
             loop {
-                match bytes.get(i)? {
-                    b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
-                    b'\'' => break,
-                    _ => i += 1,
+                i += memchr::memchr(b'\'', bytes.get(i..)?)?;
+                if bytes.get(i + 1) != Some(&b'\'') {
+                    break;
                 }
+                i += 2;
             }
             (i + 1, TokKind::Single)
         }
@@ -596,7 +600,7 @@ pub(super) fn decode_scalar(raw: &str) -> Option<String> {
 
 /// Decode the escapes of a double-quoted scalar; `None` for anything unusual.
 fn unescape(s: &str) -> Option<String> {
-    if !s.contains('\\') {
+    if memchr::memchr(b'\\', s.as_bytes()).is_none() {
         return Some(s.to_string());
     }
     let mut out = String::with_capacity(s.len());

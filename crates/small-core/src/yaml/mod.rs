@@ -179,6 +179,11 @@ impl Node {
         matches!(self.value, Value::Null)
     }
 
+    /// Whether the node is a sequence or a mapping (it has nodes inside).
+    pub fn is_collection(&self) -> bool {
+        matches!(self.value, Value::Seq(_) | Value::Map(_))
+    }
+
     /// A short name of the node's type, for messages: `string`, `mapping`, ...
     pub fn type_name(&self) -> &'static str {
         match self.value {

@@ -44,24 +44,25 @@ pub fn insecure_urls(s: &str) -> Vec<&str> {
 
 /// LINK: non-local `http://` links (localhost allowed in progress only, as the reference).
 pub fn check_links(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
-    check_links_at(kind, root, "", strict, out);
+    check_links_at(kind, root, &String::new, strict, out);
 }
 
-/// LINK on a node found at JSON pointer `prefix`.
+/// LINK on a node found at the JSON pointer `prefix` gives (asked for only when the node
+/// holds an `http://` link).
 pub fn check_links_at(
     kind: ArtifactKind,
     node: &Node,
-    prefix: &str,
+    prefix: &dyn Fn() -> String,
     strict: bool,
     out: &mut Vec<Diagnostic>,
 ) {
-    if !any_string(node, &|s| s.contains("http://")) {
+    if !any_string(node, &has_http) {
         return;
     }
     let allow_local = kind == ArtifactKind::Progress;
-    let mut path = prefix.to_string();
+    let mut path = prefix();
     walk_strings(node, &mut path, &mut |p, node, s| {
-        if !s.contains("http://") {
+        if !has_http(s) {
             return;
         }
         if let Some(url) = insecure_urls(s)
@@ -84,6 +85,14 @@ pub fn check_links_at(
             out.push(d);
         }
     });
+}
+
+/// Whether `s` holds `http://` (searched for with one finder built once: this runs on every
+/// string of every entry).
+fn has_http(s: &str) -> bool {
+    static HTTP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("http://"));
+    HTTP.find(s.as_bytes()).is_some()
 }
 
 /// Whether some string in `node` satisfies `f` (no pointers built: most nodes have no link).

@@ -93,7 +93,8 @@ impl<'p> ProgressLinter<'p> {
     pub fn entry_all(&mut self, i: usize, e: &Node, strict: bool) {
         self.entry(i, e);
         if !self.facts_only {
-            let prefix = format!("/entries/{i}");
+            // The entry's pointer, built only for a finding.
+            let prefix = || format!("/entries/{i}");
             check_secrets_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
             check_links_at(ArtifactKind::Progress, e, &prefix, strict, &mut self.diags);
         }

@@ -8,18 +8,25 @@ use crate::yaml::Node;
 
 /// INV1: secrets in one artifact.
 pub fn check_secrets(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
-    check_secrets_at(kind, root, "", strict, out);
+    check_secrets_at(kind, root, &String::new, strict, out);
 }
 
-/// INV1 on a node found at JSON pointer `prefix` (a progress entry while streaming).
+/// INV1 on a node found at the JSON pointer `prefix` gives (a progress entry while
+/// streaming); it is asked for only when something is found.
 pub fn check_secrets_at(
     kind: ArtifactKind,
     node: &Node,
-    prefix: &str,
+    prefix: &dyn Fn() -> String,
     strict: bool,
     out: &mut Vec<Diagnostic>,
 ) {
-    for hit in crate::gates::secrets::scan_node(node, prefix) {
+    let hits = crate::gates::secrets::scan_node(node, "");
+    if hits.is_empty() {
+        return;
+    }
+    let prefix = prefix();
+    for mut hit in hits {
+        hit.path.insert_str(0, &prefix);
         let mut d = diag(
             "INV1",
             kind,

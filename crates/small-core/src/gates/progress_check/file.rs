@@ -287,10 +287,16 @@ pub(super) fn streamed(
                 done.push(d);
             }
             let mut text = spare.pop().unwrap_or_default();
-            text.clear();
             let at = if k == 0 { l0 } else { h };
-            text.extend_from_slice(if k == 0 { &head[..l0] } else { &head[..h] });
             let last = pos + piece as u64 >= size;
+            // A reused text keeps its bytes (they are overwritten below): only the part
+            // it never had is zeroed, not the whole piece again.
+            let want = if last { at } else { at + piece };
+            if text.len() < want {
+                text.resize(want, 0);
+            }
+            text.truncate(want);
+            text[..at].copy_from_slice(&head[..at]);
             if last {
                 // The rest of the file, bounded like the whole file (it may have grown).
                 if file.seek(SeekFrom::Start(pos)).is_err() {
@@ -303,7 +309,6 @@ pub(super) fn streamed(
                     break false;
                 }
             } else {
-                text.resize(at + piece, 0);
                 if file.read_exact_at(&mut text[at..], pos).is_err() {
                     break false;
                 }

@@ -58,6 +58,12 @@ fn assignments_anywhere_in_text() {
         "secret assignment"
     );
     assert_eq!(kind("login --token Zq81Lm0PpXr7Tt2wq"), "secret assignment");
+    // Separators before and after a flag, and a flag at the very end.
+    assert_eq!(
+        kind("ran: a=b then --api-key Zq81Lm0PpXr7Tt2wq: ok"),
+        "secret assignment"
+    );
+    assert!(!flagged(Some("command"), "ran: a=b then --token"));
     // References, placeholders, words, names.
     for ok in [
         "DB_PASSWORD=$DB_PASSWORD ./migrate",
