@@ -18,7 +18,6 @@
 //!
 //! All three produce the same diagnostics and facts (see the differential tests).
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -758,7 +757,7 @@ fn runner_from<'a>(body: CacheBody, rules: &EntryRules<'a>) -> Option<(Runner<'a
     r.schema = body.schema.into_iter().map(diag_in).collect();
     r.linter.diags = body.lint.into_iter().map(diag_in).collect();
     r.linter.facts = ProgressFacts {
-        with_entries: body.with_entries.into_iter().collect::<HashSet<_>>(),
+        with_entries: body.with_entries.into_iter().collect(),
         with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
         with_completion: body.with_completion.into_iter().collect(),
         with_completion_evidence: body.with_completion_evidence.into_iter().collect(),

@@ -3,6 +3,10 @@
 
 use std::collections::HashSet;
 
+/// A set of task ids. Looked up for every progress entry, so hashed with a fast hash
+/// (seeded per process) rather than SipHash.
+pub type IdSet = HashSet<String, foldhash::fast::RandomState>;
+
 use crate::diag::Span;
 use crate::yaml::{Node, Value};
 
@@ -48,7 +52,7 @@ impl TaskInfo {
 #[derive(Debug, Clone, Default)]
 pub struct PlanIndex {
     pub tasks: Vec<TaskInfo>,
-    pub ids: HashSet<String>,
+    pub ids: IdSet,
 }
 
 impl PlanIndex {

@@ -1,13 +1,11 @@
 //! The progress log, entry by entry: timestamps (TS), evidence (INV2), and the facts the
 //! cross-file rules need. The log can be very long; nothing here needs all of it at once.
 
-use std::collections::HashSet;
-
 use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
 use crate::spec::model::TaskStatus;
-use crate::spec::plan::{trimmed_text, PlanIndex};
+use crate::spec::plan::{trimmed_text, IdSet, PlanIndex};
 use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
 
@@ -15,14 +13,14 @@ use crate::yaml::{Node, Value};
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ProgressFacts {
     /// Task ids (trimmed) that have at least one entry.
-    pub with_entries: HashSet<String>,
+    pub with_entries: IdSet,
     /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
-    pub with_strict_evidence: HashSet<String>,
+    pub with_strict_evidence: IdSet,
     /// Task ids with a completion record of their own: an entry that is not the tool's
     /// bookkeeping (`crate::spec::bookkeeping`) whose status is `completed` (or absent).
-    pub with_completion: HashSet<String>,
+    pub with_completion: IdSet,
     /// Like `with_completion`, with non-empty `evidence` or `notes` (S1 for completed tasks).
-    pub with_completion_evidence: HashSet<String>,
+    pub with_completion_evidence: IdSet,
     /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
     pub s2_offenders: Vec<(usize, String, Span)>,
     /// Number of entries seen.
