@@ -361,3 +361,19 @@ fn dirty_flag_covers_the_whole_repository_but_not_smalls_own_directories() {
     ]);
     assert_eq!(v["meta"]["git_dirty"], true, "{v}");
 }
+
+/// A change that keeps every length (one word's case) is still a new generation: equal
+/// lengths send the comparison on to the hashes.
+#[test]
+fn a_change_of_the_same_length_is_still_a_new_generation() {
+    let ws = Ws::new();
+    ws.ok(&["run", "snapshot"]);
+    let same_length = PLAN.replace("Add the flag", "Add the FLAG");
+    assert_eq!(same_length.len(), PLAN.len());
+    assert_ne!(same_length, PLAN);
+    ws.write("plan.small.yml", &same_length);
+    let out = ws.ok(&["run", "snapshot"]);
+    assert!(out.contains("generation 2") && out.contains("~2"), "{out}");
+    let out = ws.ok(&["run", "snapshot"]);
+    assert!(out.contains("nothing written"), "{out}");
+}

@@ -630,6 +630,19 @@ fn generations(store: &Path, replay_id: &str) -> Result<Vec<(u32, String)>, RunE
 /// Whether the snapshot directory holds exactly `files` (same names, same bytes: the same
 /// length and SHA-256, read through a fixed buffer).
 fn same_content(dir: &Path, files: &[CopiedFile]) -> Result<bool, RunError> {
+    // Lengths first: a log that grew since (the usual next snapshot) is told apart without
+    // reading it. What is not a plain file is left to the hashing below to refuse.
+    for name in snapshot_file_names() {
+        let live = files.iter().find(|f| f.name == name).map(|f| f.len);
+        let stored = match std::fs::symlink_metadata(dir.join(name)) {
+            Ok(m) if m.file_type().is_file() => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            _ => continue,
+        };
+        if stored != live {
+            return Ok(false);
+        }
+    }
     for name in snapshot_file_names() {
         let stored = safe::hash_stored_file(&dir.join(name))?;
         let live = files
