@@ -663,13 +663,18 @@ fn candidates_with(pats: &Patterns, anchors: &AhoCorasick, value: &str) -> Candi
     c
 }
 
+/// The shortest run of token bytes any detector looks at (the formats without a literal,
+/// base64 worth decoding); shorter strings are not measured.
+const RUN_MIN: usize = 24;
+
 /// Longest runs of token bytes in a string, whether it has an assignment separator, and
 /// whether it is made of inert bytes only (see [`is_inert`]).
 #[derive(Default, Clone, Copy)]
 struct Runs {
-    /// Longest run of the base64 / URL-safe alphabet.
+    /// Longest run of the base64 / URL-safe alphabet (0 in a string shorter than
+    /// [`RUN_MIN`]).
     token: usize,
-    /// Longest run of that alphabet and `=` (base64 with padding).
+    /// Longest run of that alphabet and `=`, base64 with padding (0 likewise).
     padded: usize,
     /// `=`, `:` or a space occurs.
     separator: bool,
@@ -685,12 +690,24 @@ impl Runs {
     /// Whether a format without a literal can match: they need a token of 24+ characters
     /// and a dot (a Discord bot token's parts).
     fn unanchored(&self) -> bool {
-        self.token >= 24 && self.dot
+        self.token >= RUN_MIN && self.dot
+    }
+
+    /// The runs, and the classes found in some byte (`any`) and in every byte (`all`).
+    fn classes(any: u8, all: u8, token: usize, padded: usize) -> Runs {
+        Runs {
+            token,
+            padded,
+            separator: any & C_SEPARATOR != 0,
+            dot: any & C_DOT != 0,
+            all_hex: all & C_HEX != 0,
+            all_stamp: all & C_STAMP != 0,
+        }
     }
 
     /// Whether no detector can find anything in the string (see [`is_inert`]).
     fn inert(&self) -> bool {
-        self.all_hex || self.all_stamp && self.token < 24
+        self.all_hex || self.all_stamp && self.token < RUN_MIN
     }
 }
 
@@ -733,28 +750,69 @@ static CLASSES: [u8; 256] = {
     t
 };
 
-/// [`Runs`] of a string in one pass without branches: a run's length is multiplied by
-/// zero where it breaks.
+/// [`Runs`] of a string in one pass: each block of 64 bytes becomes two bit masks (token
+/// bytes; token bytes and `=`) whose runs of ones are then measured a word at a time. Unlike
+/// a count carried from byte to byte, no byte waits for the one before it.
 fn token_runs(b: &[u8]) -> Runs {
-    let (mut tok, mut pad, mut longest, mut padded) = (0usize, 0usize, 0usize, 0usize);
     let (mut any, mut all) = (0u8, u8::MAX);
-    for &c in b {
-        let k = CLASSES[c as usize];
-        any |= k;
-        all &= k;
-        tok = (tok + 1) * usize::from(k & C_TOKEN != 0);
-        pad = (pad + 1) * usize::from(k & (C_TOKEN | C_EQUALS) != 0);
-        longest = longest.max(tok);
-        padded = padded.max(pad);
+    if b.len() < RUN_MIN {
+        // No run can reach what the detectors look for: the classes alone.
+        for &c in b {
+            let k = CLASSES[c as usize];
+            any |= k;
+            all &= k;
+        }
+        return Runs::classes(any, all, 0, 0);
     }
-    Runs {
-        token: longest,
-        padded,
-        separator: any & C_SEPARATOR != 0,
-        dot: any & C_DOT != 0,
-        all_hex: all & C_HEX != 0,
-        all_stamp: all & C_STAMP != 0,
+    let (mut tok, mut pad) = (OnesRun::default(), OnesRun::default());
+    for block in b.chunks(64) {
+        let (mut t, mut p) = (0u64, 0u64);
+        for (i, &c) in block.iter().enumerate() {
+            let k = CLASSES[c as usize];
+            any |= k;
+            all &= k;
+            t |= u64::from(k & C_TOKEN) << i;
+            p |= u64::from((k | k >> 1) & C_TOKEN) << i;
+        }
+        tok.add(t, block.len());
+        pad.add(p, block.len());
     }
+    Runs::classes(any, all, tok.longest, pad.longest)
+}
+
+// The masks above take a token byte's bit, and an `=`'s shifted onto it.
+const _: () = assert!(C_TOKEN == 1 && C_EQUALS == 2);
+
+/// The longest run of ones in a bit string given up to 64 bits at a time.
+#[derive(Default)]
+struct OnesRun {
+    /// The run that reaches the end of the bits so far.
+    open: usize,
+    longest: usize,
+}
+
+impl OnesRun {
+    /// The next `n` bits (1..=64), lowest first, in `m` (bits from `n` up are zero).
+    fn add(&mut self, m: u64, n: usize) {
+        let low = m.trailing_ones() as usize;
+        if low >= n {
+            self.open += n;
+            self.longest = self.longest.max(self.open);
+            return;
+        }
+        self.longest = self.longest.max(self.open + low).max(longest_ones(m));
+        self.open = (m << (64 - n)).leading_ones() as usize;
+    }
+}
+
+/// The longest run of ones in `m`: each step shortens every run by one.
+fn longest_ones(mut m: u64) -> usize {
+    let mut n = 0;
+    while m != 0 {
+        m &= m << 1;
+        n += 1;
+    }
+    n
 }
 
 fn char_classes(s: &str) -> (bool, bool, bool) {
@@ -1525,7 +1583,7 @@ fn scan_text(value: &str, out: &mut Vec<Finding>) {
     if runs.token >= 32 {
         scan_random(value, out);
     }
-    if out.is_empty() && runs.padded >= 24 {
+    if out.is_empty() && runs.padded >= RUN_MIN {
         scan_encoded(value, out);
     }
 }

@@ -401,3 +401,51 @@ fn both_anchor_automata_find_the_same_candidates() {
         }
     }
 }
+
+/// The runs measured on bit masks equal the runs counted byte by byte, across the 64-byte
+/// blocks too (a string too short for any detector's run is not measured).
+#[test]
+fn token_runs_equal_a_byte_by_byte_count() {
+    fn counted(b: &[u8]) -> (usize, usize) {
+        let (mut run, mut longest, mut prun, mut padded) = (0, 0, 0, 0);
+        for &c in b {
+            run = if token_byte(c) { run + 1 } else { 0 };
+            prun = if token_byte(c) || c == b'=' {
+                prun + 1
+            } else {
+                0
+            };
+            longest = usize::max(longest, run);
+            padded = usize::max(padded, prun);
+        }
+        (longest, padded)
+    }
+    let alphabet = b"aZ9+/_-= .:#\xc3";
+    proptest::proptest!(proptest::test_runner::Config::with_cases(2000), |(
+        picks in proptest::collection::vec(0usize..64, 0..300),
+        tokens in 0usize..8,
+    )| {
+        // Mostly a few letters of the alphabet, so that long runs (and runs across the
+        // blocks) happen.
+        let b: Vec<u8> = picks
+            .iter()
+            .map(|&p| alphabet[if p < 48 { p % (tokens + 1) } else { p % alphabet.len() }])
+            .collect();
+        let r = token_runs(&b);
+        let want = if b.len() < RUN_MIN { (0, 0) } else { counted(&b) };
+        proptest::prop_assert_eq!(
+            (r.token, r.padded),
+            want,
+            "{:?}",
+            String::from_utf8_lossy(&b)
+        );
+    });
+    for n in [24, 63, 64, 65, 127, 128, 129, 200] {
+        let b = vec![b'a'; n];
+        assert_eq!((token_runs(&b).token, token_runs(&b).padded), (n, n));
+        let mut c = b.clone();
+        c.push(b' ');
+        c.extend(std::iter::repeat_n(b'=', n + 1));
+        assert_eq!((token_runs(&c).token, token_runs(&c).padded), (n, n + 1));
+    }
+}
