@@ -59,6 +59,18 @@ fn parse_count(s: &str) -> Result<usize, String> {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let format: LogFormat = args.log_format.parse().map_err(CliError::usage)?;
     small_server::init_logging(format);
+    // Each connection is an open file, as are the store's: what a full server needs.
+    let wanted = args.max_connections as u64 + small_server::conn::OVERFLOW_SLOTS as u64 + 64;
+    if let Some(limit) = raise_open_file_limit() {
+        if limit < wanted {
+            tracing::warn!(
+                target: "small::server",
+                limit,
+                max_connections = args.max_connections,
+                "the open-file limit is below what --max-connections needs; raise it (ulimit -n) or lower --max-connections"
+            );
+        }
+    }
     let config = ServerConfig {
         addr: args.addr,
         store: StoreLocation::parse(&args.store),
@@ -87,4 +99,41 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .await
             .map_err(|e| CliError::usage(e.to_string()))
     })
+}
+
+/// Raise the soft limit on open files to the hard limit, as servers do (Go's runtime does
+/// it for every program): the common default of 1024 is below the default
+/// `--max-connections` once the store and the overflow connections are counted, and an
+/// accept that fails for want of a descriptor cannot even answer 503. Returns the soft limit
+/// in force afterwards; `None` where it cannot be read.
+#[cfg(unix)]
+// `rlim_t` is not `u64` on every Unix.
+#[allow(clippy::unnecessary_cast)]
+fn raise_open_file_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given, which lives on this stack.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    // An unlimited hard limit is not a number the kernel accepts for open files.
+    let target = lim.rlim_max.min(1 << 20);
+    if lim.rlim_cur < target {
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit only reads the struct; a refusal leaves the limit as it was.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(target as u64);
+        }
+    }
+    Some(lim.rlim_cur as u64)
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() -> Option<u64> {
+    None
 }

@@ -605,3 +605,67 @@ fn serve_honours_small_store() {
         "{help}"
     );
 }
+
+/// `small serve` raises its soft open-file limit to the hard one (each connection is a file;
+/// the usual soft default of 1024 is below what --max-connections needs), and says so when
+/// even the hard limit is too low.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_raises_its_open_file_limit() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let mut hard = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct on this stack.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) },
+        0
+    );
+    let hard = hard.rlim_max.min(1 << 20);
+    assert!(hard > 256, "this test needs a hard limit above 256");
+    let soft_of = |pid: u32| -> u64 {
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap()
+            .to_string();
+        line.split_whitespace().nth(3).unwrap().parse().unwrap()
+    };
+    let d = tempfile::tempdir().unwrap();
+    for (max, warned) in [("100", false), ("1000000", true)] {
+        let mut c = StdCommand::new(assert_cmd::cargo::cargo_bin("small"));
+        c.args(["serve", "--addr", "127.0.0.1:0", "--store", "memory"])
+            .args(["--max-connections", max])
+            .current_dir(d.path())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: only async-signal-safe setrlimit runs between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                let mut lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+                lim.rlim_cur = 256;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                Ok(())
+            });
+        }
+        let mut child = c.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("listening on"), "{line}");
+        assert_eq!(soft_of(child.id()), hard, "--max-connections {max}");
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.contains("open-file limit"), warned, "{err}");
+    }
+}
