@@ -43,14 +43,24 @@ pub fn run_shell(g: &GlobalArgs, spec: &RunSpec, echo: Echo) -> RunResult {
             true,
         ),
     ];
-    let pumps: Vec<_> = streams
+    let pumps: Vec<std::thread::JoinHandle<()>> = streams
         .into_iter()
         .map(|(stream, is_err)| {
             let show = if is_err { echo.1 } else { echo.0 };
             let (captured, log_file) = (Arc::clone(&captured), log_file.clone());
-            std::thread::spawn(move || pump(stream, is_err, show, &captured, log_file.as_deref()))
+            std::thread::Builder::new()
+                .spawn(move || pump(stream, is_err, show, &captured, log_file.as_deref()))
         })
-        .collect();
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            // Without a reader its output would fill the pipe and stop it: stop it now.
+            let _ = child.kill();
+            let _ = child.wait();
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot start a thread to read the command's output: {e}"),
+            )
+        })?;
     let status = child.wait().map_err(|e| {
         std::io::Error::new(e.kind(), format!("waiting for the command failed: {e}"))
     })?;

@@ -3,6 +3,7 @@
 //! ends on it.
 //!
 //! The folders are the architecture; dependencies point down this list, never up:
+//! - `par`: work on a second thread that still gets done when no thread can be started.
 //! - `diag`: the one diagnostic shape every rule and operation reports through.
 //! - `yaml`, `json`: loading YAML with positions; canonical JSON.
 //! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
@@ -12,6 +13,8 @@
 //! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).
 //! - `history`: run snapshots and archives.
 //! - `api`: manifests and replay for the HTTP API.
+
+pub mod par;
 
 pub mod diag;
 pub mod json;

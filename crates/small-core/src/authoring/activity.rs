@@ -438,7 +438,7 @@ fn parallel(
             .enumerate()
             .map(|(k, &resume)| {
                 let stop = (k < last).then(|| ends[k]);
-                s.spawn(move || {
+                crate::par::spawn(s, move || {
                     scan_part(
                         src,
                         limits,

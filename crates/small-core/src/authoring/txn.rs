@@ -762,10 +762,14 @@ fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
         .try_clone()
         .map_err(|e| TxnError::io("lock", &path, e))?;
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let helper = std::thread::Builder::new().spawn(move || {
         let r = fs4::FileExt::lock(&dup);
         let _ = tx.send(r);
     });
+    if helper.is_err() {
+        // No thread can be started: poll instead.
+        return poll_for_lock(file, path, timeout);
+    }
     match rx.recv_timeout(timeout) {
         Ok(Ok(())) => Ok(file),
         Ok(Err(e)) => Err(TxnError::io("lock", &path, e)),
@@ -780,6 +784,11 @@ fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
 /// Elsewhere: poll with a short backoff.
 #[cfg(not(unix))]
 fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
+    poll_for_lock(file, path, timeout)
+}
+
+/// Take the lock by trying again and again with a short backoff, until `timeout`.
+fn poll_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<File> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(500);
     loop {

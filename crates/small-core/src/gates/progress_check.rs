@@ -336,7 +336,11 @@ fn parallel(
         let handles: Vec<_> = starts
             .iter()
             .zip(&ends)
-            .map(|(&a, &b)| s.spawn(move || yaml::count_item_lines(bytes, a, b, first.seq_indent)))
+            .map(|(&a, &b)| {
+                crate::par::spawn(s, move || {
+                    yaml::count_item_lines(bytes, a, b, first.seq_indent)
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -363,7 +367,7 @@ fn parallel(
             .enumerate()
             .map(|(k, &resume)| {
                 let stop = (k < last).then(|| ends[k]);
-                s.spawn(move || {
+                crate::par::spawn(s, move || {
                     let part = Part {
                         resume: Some(resume),
                         stop,
@@ -649,7 +653,7 @@ fn hash_tree<I: Input + ?Sized>(input: &I, len: usize, piece: usize) -> Option<b
     }
     let left = left_subtree_len(len as u64) as usize;
     let (lcv, rcv) = std::thread::scope(|s| {
-        let h = s.spawn(|| subtree_cv(input, 0, left, piece));
+        let h = crate::par::spawn(s, || subtree_cv(input, 0, left, piece));
         let rcv = subtree_cv(input, left as u64, len - left, piece);
         (h.join(), rcv)
     });
@@ -674,7 +678,7 @@ fn subtree_cv<I: Input + ?Sized>(
     }
     let left = left_subtree_len(len as u64) as usize;
     let (lcv, rcv) = std::thread::scope(|s| {
-        let h = s.spawn(|| subtree_cv(input, offset, left, piece));
+        let h = crate::par::spawn(s, || subtree_cv(input, offset, left, piece));
         let rcv = subtree_cv(input, offset + left as u64, len - left, piece);
         (h.join(), rcv)
     });
@@ -977,6 +981,35 @@ mod tests {
                 assert_eq!(normalized(p.results), normalized(s.results));
             }
         }
+    }
+
+    /// Where the system refuses threads, the parts are checked one after the other on the
+    /// calling thread, with the same result; the piece reader, whose checkers cannot run in
+    /// its place, declines, and the caller reads the log whole.
+    #[test]
+    fn refused_threads_check_the_same_on_one() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let kinds: Vec<u8> = (0..120u8).filter(|k| k % 11 != 0).collect();
+        let src = log(&kinds);
+        let rules = rules(&plan, &schemas, true);
+        let (c, _) =
+            crate::par::without_threads(|| parallel(&src, &Limits::default(), &rules, 3)).unwrap();
+        assert_eq!(c.method, Method::Parallel(3));
+        assert_same(c, &src, &rules);
+        let (_tmp, _, path) = log_file();
+        std::fs::write(&path, &src).unwrap();
+        let opts = ScanOptions {
+            threads: 2,
+            ..no_cache()
+        };
+        let refused = crate::par::without_threads(|| {
+            file::streamed(&path, &Limits::default(), &rules, &opts, 700, 0)
+        });
+        assert!(refused.is_none());
+        assert!(file::streamed(&path, &Limits::default(), &rules, &opts, 700, 0).is_some());
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let tree = crate::par::without_threads(|| hash_tree(&data[..], data.len(), 4096));
+        assert_eq!(tree, Some(blake3::hash(&data)));
     }
 
     #[test]

@@ -209,7 +209,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     // The commit is asked of git while the files are copied.
     let git_sha = {
         let root = root.to_path_buf();
-        std::thread::spawn(move || runs::git_head(&root).map(|(sha, _)| sha))
+        std::thread::Builder::new().spawn(move || runs::git_head(&root).map(|(sha, _)| sha))
     };
     let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
     let copied = live.copy_into(&staged, &names)?;
@@ -264,7 +264,12 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let entry = IndexEntry {
         replay_id: replay_id.clone(),
         timestamp: manifest.archived_at.clone(),
-        git_sha: git_sha.join().ok().flatten().unwrap_or_default(),
+        // Asked here when no thread could be started.
+        git_sha: match git_sha {
+            Ok(h) => h.join().ok().flatten(),
+            Err(_) => runs::git_head(root).map(|(sha, _)| sha),
+        }
+        .unwrap_or_default(),
         summary: handoff.summary,
         previous_replay_id: String::new(),
         reason: "archive".into(),

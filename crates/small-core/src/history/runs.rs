@@ -706,7 +706,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     // the store, and `git status` can take as long as the copy.
     let git = {
         let (root, store) = (root.to_path_buf(), store.to_path_buf());
-        std::thread::spawn(move || git_info(&root, &[&store]))
+        std::thread::Builder::new().spawn(move || git_info(&root, &[&store]))
     };
     // Copied (and hashed) once, under the lock, into a staged directory beside the store's
     // snapshots; it is published below, or removed when dropped.
@@ -744,7 +744,11 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         }
     }
 
-    let git = git.join().unwrap_or_default();
+    // Asked here when no thread could be started.
+    let git = match git {
+        Ok(h) => h.join().unwrap_or_default(),
+        Err(_) => git_info(root, &[store]),
+    };
     let mut meta = Meta {
         replay_id: replay_id.clone(),
         created_at: now_rfc3339(),

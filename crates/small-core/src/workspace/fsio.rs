@@ -198,7 +198,7 @@ fn read_parallel(f: &File, size: u64, limit: u64) -> io::Result<Option<Vec<u8>>>
     let half = len / 2;
     let (a, b) = buf.split_at_mut(half);
     let (first, second) = std::thread::scope(|s| {
-        let h = s.spawn(|| f.read_exact_at(b, half as u64));
+        let h = crate::par::spawn(s, || f.read_exact_at(b, half as u64));
         let first = f.read_exact_at(a, 0);
         (first, h.join())
     });

@@ -259,7 +259,9 @@ pub(super) fn streamed(
         let mut checkers = Vec::with_capacity(workers);
         for _ in 0..workers {
             let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
-            checkers.push(s.spawn(move || loop {
+            // A checker the system refuses is left out; with none, the first piece cannot
+            // be handed on and the caller reads the log whole.
+            let started = crate::par::start(s, move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
                     Err(_) => return,
@@ -273,7 +275,10 @@ pub(super) fn streamed(
                 if done_tx.send((k, result, text)).is_err() {
                     return;
                 }
-            }));
+            });
+            if let Ok(h) = started {
+                checkers.push(h);
+            }
         }
         drop((done_tx, job_rx));
         // The reader: this thread.

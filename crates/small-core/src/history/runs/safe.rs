@@ -158,7 +158,7 @@ const CHUNK: usize = 1 << 20;
 /// A file longer than one chunk is hashed on a second thread while the next chunk is read
 /// and handed on (SHA-256 is the slower half of a copy): the hasher gets every chunk, in
 /// order, after `out` has had it, and gives the buffer back for reuse, so at most
-/// [`CHUNKS_IN_FLIGHT`] chunks are held.
+/// [`CHUNKS_IN_FLIGHT`] chunks are held. Where no thread can be started, it is hashed here.
 fn stream_hashed(
     src: &mut File,
     path: &Path,
@@ -170,25 +170,41 @@ fn stream_hashed(
         return Ok((hex::encode(Sha256::digest([])), 0));
     };
     out(&buf[..n])?;
-    if n < CHUNK {
-        // One short read is usually the whole file: hash it here unless more follows.
-        let mut hasher = Sha256::new();
-        hasher.update(&buf[..n]);
-        loop {
-            match read_chunk(src, path, &mut buf, &mut len)? {
-                Some(n) => {
-                    out(&buf[..n])?;
-                    hasher.update(&buf[..n]);
-                }
-                None => return Ok((hex::encode(hasher.finalize()), len)),
-            }
+    // One short read is usually the whole file: it is hashed here.
+    if n == CHUNK {
+        if let Some(r) = hash_on_a_thread(src, path, out, &mut buf, n, &mut len) {
+            return r;
         }
     }
+    let mut hasher = Sha256::new();
+    hasher.update(&buf[..n]);
+    loop {
+        match read_chunk(src, path, &mut buf, &mut len)? {
+            Some(n) => {
+                out(&buf[..n])?;
+                hasher.update(&buf[..n]);
+            }
+            None => return Ok((hex::encode(hasher.finalize()), len)),
+        }
+    }
+}
+
+/// The rest of [`stream_hashed`] with the hashing on a second thread, from the first chunk
+/// (`buf[..n]`, already handed to `out`). `None`, with `buf` untouched, when no thread can be
+/// started.
+fn hash_on_a_thread(
+    src: &mut File,
+    path: &Path,
+    out: &mut dyn FnMut(&[u8]) -> Result<(), RunError>,
+    buf: &mut Vec<u8>,
+    n: usize,
+    len: &mut u64,
+) -> Option<Result<(String, u64), RunError>> {
     use std::sync::mpsc;
     let (to_hasher, chunks) = mpsc::sync_channel::<(Vec<u8>, usize)>(CHUNKS_IN_FLIGHT - 2);
     let (give_back, spare) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|s| {
-        let hasher = s.spawn(move || {
+        let hasher = crate::par::start(s, move || {
             let mut hasher = Sha256::new();
             for (b, n) in chunks {
                 hasher.update(&b[..n]);
@@ -196,8 +212,9 @@ fn stream_hashed(
                 let _ = give_back.send(b);
             }
             hasher.finalize()
-        });
-        let mut pending = Some((buf, n));
+        })
+        .ok()?;
+        let mut pending = Some((std::mem::take(buf), n));
         let read = (|| {
             while let Some((b, n)) = pending.take() {
                 if to_hasher.send((b, n)).is_err() {
@@ -205,7 +222,7 @@ fn stream_hashed(
                     return Ok(());
                 }
                 let mut b = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
-                if let Some(n) = read_chunk(src, path, &mut b, &mut len)? {
+                if let Some(n) = read_chunk(src, path, &mut b, len)? {
                     out(&b[..n])?;
                     pending = Some((b, n));
                 }
@@ -214,14 +231,13 @@ fn stream_hashed(
         })();
         drop(to_hasher);
         let digest = hasher.join();
-        read?;
-        match digest {
-            Ok(d) => Ok((hex::encode(d), len)),
+        Some(read.and_then(|()| match digest {
+            Ok(d) => Ok((hex::encode(d), *len)),
             Err(_) => Err(RunError::usage(format!(
                 "{}: hashing stopped unexpectedly",
                 path.display()
             ))),
-        }
+        }))
     })
 }
 
@@ -650,6 +666,20 @@ mod tests {
             assert_eq!(got, (sha256_hex(&bytes), size as u64), "size {size}");
             assert_eq!(std::fs::read(staged.path().join(&name)).unwrap(), bytes);
         }
+    }
+
+    /// Where no thread can be started, a long copy is hashed on the reading thread.
+    #[test]
+    fn a_copy_without_threads_hashes_the_same() {
+        let parent = tempfile::tempdir().unwrap();
+        let staged = StagedDir::new(parent.path(), ".tmp-").unwrap();
+        let bytes: Vec<u8> = (0..(CHUNK * 3 + 5)).map(|i| (i * 13 % 241) as u8).collect();
+        let src_path = parent.path().join("src");
+        std::fs::write(&src_path, &bytes).unwrap();
+        let mut src = open_live_file(&src_path).unwrap().unwrap();
+        let got = crate::par::without_threads(|| staged.copy_in("c", &mut src, &src_path)).unwrap();
+        assert_eq!(got, (sha256_hex(&bytes), bytes.len() as u64));
+        assert_eq!(std::fs::read(staged.path().join("c")).unwrap(), bytes);
     }
 
     /// A chunk the copy cannot take stops the copy with that error, whichever thread hashes.
