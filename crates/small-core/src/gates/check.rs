@@ -72,6 +72,37 @@ pub struct Streamed {
     pub method: Option<progress_check::Method>,
 }
 
+/// Check the progress log of `ws` entry by entry and leave it in `ws` (`given`: its bytes
+/// from an overlay instead of the file). A log on disk is checked without holding it whole:
+/// from the cache when it only grew a little, or read piece by piece when there is no cache
+/// to resume from; otherwise (with a cache, or given) the whole text is checked, resuming
+/// from the cache when it can. `None` when there is no log to check.
+pub fn check_progress(
+    ws: &mut Workspace,
+    limits: &crate::yaml::Limits,
+    rules: &EntryRules,
+    scan: &ScanOptions,
+    given: Option<Vec<u8>>,
+) -> Option<(progress_check::EntryResults, progress_check::Method)> {
+    if given.is_none() {
+        let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
+        let unread = progress_check::check_file_resumed(&path, limits, rules, scan)
+            .or_else(|| {
+                (!progress_check::has_cache(rules, scan))
+                    .then(|| progress_check::check_file_streamed(&path, limits, rules, scan))?
+            })
+            .and_then(|c| Some((c.root.ok()?, c.results, c.method)));
+        if let Some((root, results, method)) = unread {
+            ws.set_progress_unread(root);
+            return Some((results, method));
+        }
+    }
+    let text = ws.read_progress_from(limits, given)?;
+    let checked = progress_check::check_log(&text, limits, rules, scan);
+    ws.set_progress(text, checked.root);
+    Some((checked.results, checked.method))
+}
+
 /// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
 /// schemas while streaming (lint passes `None`).
 pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
@@ -130,34 +161,13 @@ pub fn load_overlay(
             cache_dir: opts.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
-        let given = overlay(&rel);
-        let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
-        // A log on disk is checked without holding it whole: from the cache when it only
-        // grew a little; read piece by piece when there is no cache to resume from (with one,
-        // the whole text is resumed from it below).
-        let unread = match &given {
-            None => progress_check::check_file_resumed(&path, &lo.limits, &rules, &scan)
-                .or_else(|| {
-                    (!progress_check::has_cache(&rules, &scan)).then(|| {
-                        progress_check::check_file_streamed(&path, &lo.limits, &rules, &scan)
-                    })?
-                })
-                .and_then(|c| Some((c.root.ok()?, c.results, c.method))),
-            Some(_) => None,
-        };
-        if let Some((root, results, m)) = unread {
+        if let Some((results, m)) =
+            check_progress(&mut ws, &lo.limits, &rules, &scan, overlay(&rel))
+        {
             method = Some(m);
-            ws.set_progress_unread(root);
             schema_diags = results.schema;
             linter.diags = results.lint;
             linter.facts = results.facts;
-        } else if let Some(text) = ws.read_progress_from(&lo.limits, given) {
-            let checked = progress_check::check_log(&text, &lo.limits, &rules, &scan);
-            method = Some(checked.method);
-            ws.set_progress(text, checked.root);
-            schema_diags = checked.results.schema;
-            linter.diags = checked.results.lint;
-            linter.facts = checked.results.facts;
         }
     } else {
         ws.stream_progress(&lo.limits, &mut |i, node| {

@@ -385,10 +385,10 @@ pub fn validate(req: &ValidateRequest) -> Validated {
             cache_dir: req.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
-        if let Some(text) = ws.read_progress(&opts.limits) {
-            let checked = progress_check::check_log(&text, &opts.limits, &rules, &scan);
-            ws.set_progress(text, checked.root);
-            entry_diags = checked.results.schema;
+        if let Some((results, _)) =
+            check::check_progress(&mut ws, &opts.limits, &rules, &scan, None)
+        {
+            entry_diags = results.schema;
         }
         ws
     } else {
@@ -544,6 +544,48 @@ mod tests {
         let (name, _, skipped) = c.failed_stage().unwrap();
         assert_eq!(name, "validate");
         assert_eq!(skipped, vec!["lint", "verify"]);
+    }
+
+    /// A log long enough to be validated piece by piece from its file (over 4 MiB) reports a
+    /// violation deep in it where it is, as when the log is read whole.
+    #[test]
+    fn a_violation_deep_in_a_long_log_is_reported_where_it_is() {
+        let tmp = fresh();
+        let path = tmp.path().join(".small/progress.small.yml");
+        let mut log = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n");
+        let bad = 17_000;
+        let mut bad_line = 0;
+        for i in 0..19_000 {
+            if i == bad {
+                bad_line = log.lines().count() + 1;
+                log.push_str("  - timestamp: 20260101\n");
+            } else {
+                log.push_str(&format!("  - timestamp: \"2026-01-01T00:00:00.{i:06}Z\"\n"));
+            }
+            log.push_str(&format!(
+                "    task_id: \"task-{}\"\n    status: \"in_progress\"\n    evidence: \"cargo test: {i} passed, 0 failed, and then some more words\"\n    notes: \"step {i} of the long log, written for the streamed validation\"\n",
+                i % 50
+            ));
+        }
+        assert!(log.len() > 4 << 20, "{}", log.len());
+        std::fs::write(&path, &log).unwrap();
+        let v = validate(&ValidateRequest {
+            dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        });
+        assert_eq!(v.verdict, Verdict::Invalid);
+        let found: Vec<_> = v.diagnostics.iter().filter(|d| d.is_error()).collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        let d = found[0];
+        assert_eq!(
+            d.path.as_deref(),
+            Some(format!("/entries/{bad}/timestamp").as_str())
+        );
+        assert_eq!(
+            d.span.map(|s| s.start.line as usize),
+            Some(bad_line),
+            "{d:?}"
+        );
     }
 
     #[test]
