@@ -727,15 +727,20 @@ mod tests {
         (w, a.last_evidence.clone())
     }
 
-    #[test]
-    fn the_tail_scan_equals_the_general_parser_where_it_answers() {
-        let run = "a".repeat(64);
-        let sets: Vec<HashSet<String>> = vec![
+    /// Open tasks to ask the scans about: none, one, several.
+    fn task_sets() -> Vec<HashSet<String>> {
+        vec![
             HashSet::new(),
             ["task-3".to_string()].into(),
             (1..=7).map(|i| format!("task-{i}")).collect(),
-            ["task-99".to_string()].into(),
-        ];
+        ]
+    }
+
+    #[test]
+    fn the_tail_scan_equals_the_general_parser_where_it_answers() {
+        let run = "a".repeat(64);
+        let mut sets = task_sets();
+        sets.push(["task-99".to_string()].into());
         let mut answered = 0;
         for tail in [&[0u8, 0, 4][..], &[1, 5], &[2, 3], &[1], &[0, 1, 3, 3]] {
             for (len, resets) in [
@@ -767,11 +772,7 @@ mod tests {
     #[test]
     fn the_scan_of_the_log_ends_equals_the_general_parser_where_it_answers() {
         let run = "a".repeat(64);
-        let sets: Vec<HashSet<String>> = vec![
-            HashSet::new(),
-            ["task-3".to_string()].into(),
-            (1..=7).map(|i| format!("task-{i}")).collect(),
-        ];
+        let sets = task_sets();
         let limits = Limits::default();
         let (mut answered, mut declined) = (0, 0);
         for tail in [&[0u8, 0, 4][..], &[1, 5], &[2, 3], &[0, 1, 3, 3]] {

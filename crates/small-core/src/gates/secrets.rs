@@ -668,8 +668,8 @@ fn candidates_with(pats: &Patterns, anchors: &AhoCorasick, value: &str) -> Candi
 const RUN_MIN: usize = 24;
 
 /// Longest runs of token bytes in a string, whether it has an assignment separator, and
-/// whether it is made of inert bytes only (see [`is_inert`]).
-#[derive(Default, Clone, Copy)]
+/// whether it is made of inert bytes only (see [`Runs::inert`]).
+#[derive(Clone, Copy)]
 struct Runs {
     /// Longest run of the base64 / URL-safe alphabet (0 in a string shorter than
     /// [`RUN_MIN`]).
@@ -705,7 +705,13 @@ impl Runs {
         }
     }
 
-    /// Whether no detector can find anything in the string (see [`is_inert`]).
+    /// Whether no detector can find anything in the string: hashes and replay IDs (lower-case
+    /// hex digits and dashes), and timestamp-like text whose longest token is short. Every
+    /// progress entry holds two such values. Why nothing can be found: no anchor is made of
+    /// these bytes alone (a test checks every anchor), so no format or assignment is a
+    /// candidate; the formats without an anchor need a dot and a 24-byte token; a run of hex
+    /// digits and dashes is never a random token nor base64 worth decoding; and in
+    /// timestamp-like text no token reaches the 24 bytes the token detectors start at.
     fn inert(&self) -> bool {
         self.all_hex || self.all_stamp && self.token < RUN_MIN
     }
@@ -1599,13 +1605,7 @@ const fn stamp_byte(c: u8) -> bool {
     c.is_ascii_digit() || matches!(c, b'-' | b':' | b'.' | b'+' | b'T' | b'Z' | b't' | b'z')
 }
 
-/// Whether no detector can find anything in a string: hashes and replay IDs (lower-case hex
-/// digits and dashes), and timestamp-like text whose longest token is short. Every progress
-/// entry holds two such values. Why nothing can be found: no anchor is made of these bytes
-/// alone (a test checks every anchor), so no format or assignment is a candidate; the
-/// formats without an anchor need a dot and a 24-byte token; a run of hex digits and dashes
-/// is never a random token nor base64 worth decoding; and in timestamp-like text no token
-/// reaches the 24 bytes the token detectors start at.
+/// [`Runs::inert`] of a string (the tests ask it of single strings).
 #[cfg(test)]
 fn is_inert(b: &[u8]) -> bool {
     token_runs(b).inert()
