@@ -50,9 +50,24 @@ pub fn render_all<'a>(
     color: bool,
 ) -> String {
     let mut out = String::new();
+    // One cursor per file: diagnostics come mostly in file order, so a long log with many
+    // findings is read once, not once per finding.
+    let mut cursors: Vec<(&str, Lines<'a>)> = Vec::new();
     for d in diags {
-        let src = d.file.as_deref().and_then(&sources);
-        out.push_str(&render(d, src, color));
+        let line = match (d.file.as_deref(), d.span) {
+            (Some(file), Some(span)) if span.start.line > 0 => {
+                let i = match cursors.iter().position(|(f, _)| *f == file) {
+                    Some(i) => Some(i),
+                    None => sources(file).map(|src| {
+                        cursors.push((file, Lines::new(src)));
+                        cursors.len() - 1
+                    }),
+                };
+                i.and_then(|i| cursors[i].1.nth(span.start.line as usize))
+            }
+            _ => None,
+        };
+        out.push_str(&render_line(d, line, color));
         out.push('\n');
     }
     out
@@ -78,6 +93,17 @@ pub fn render_plain(d: &Diagnostic) -> String {
 
 /// Render one diagnostic; `source` is the text of its file, if available.
 pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
+    let line = match (source, d.span) {
+        (Some(src), Some(span)) if span.start.line > 0 => {
+            Lines::new(src).nth(span.start.line as usize)
+        }
+        _ => None,
+    };
+    render_line(d, line, color)
+}
+
+/// Render one diagnostic given the text of the line its span starts on, if known.
+fn render_line(d: &Diagnostic, line_text: Option<&str>, color: bool) -> String {
     let st = Style { on: color };
     let (label, label_style) = match d.severity {
         Severity::Error => ("error", BOLD_RED),
@@ -93,10 +119,6 @@ pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     ));
     out.push('\n');
 
-    let line_text = match (source, d.span) {
-        (Some(src), Some(span)) if span.start.line > 0 => nth_line(src, span.start.line as usize),
-        _ => None,
-    };
     let line_no = d.span.map(|s| s.start.line).unwrap_or(0);
     let gutter_width = if line_text.is_some() {
         digits(line_no)
@@ -237,31 +259,49 @@ fn digits(n: u32) -> usize {
     n.max(1).to_string().len()
 }
 
-/// The `n`th line (1-based) of `src`; lines end at `\n`, `\r\n` or a lone `\r`.
-fn nth_line(src: &str, n: usize) -> Option<&str> {
-    let mut line = 1;
-    let mut start = 0;
-    let bytes = src.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'\n' || b == b'\r' {
-            if line == n {
-                return Some(&src[start..i]);
-            }
-            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                i += 1;
-            }
-            line += 1;
-            start = i + 1;
+/// Lines of one text (ending at `\n`, `\r\n` or a lone `\r`), found from where the last one
+/// asked for was: asking in order reads the text once.
+struct Lines<'a> {
+    src: &'a str,
+    /// The 1-based number of the line starting at `start`.
+    line: usize,
+    start: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(src: &'a str) -> Self {
+        Lines {
+            src,
+            line: 1,
+            start: 0,
         }
-        i += 1;
     }
-    if line == n {
-        Some(&src[start..])
-    } else {
-        None
+
+    /// The `n`th line (1-based), if the text has that many.
+    fn nth(&mut self, n: usize) -> Option<&'a str> {
+        if n < self.line {
+            (self.line, self.start) = (1, 0);
+        }
+        let bytes = self.src.as_bytes();
+        loop {
+            let Some(len) = memchr::memchr2(b'\n', b'\r', &bytes[self.start..]) else {
+                return (self.line == n).then(|| &self.src[self.start..]);
+            };
+            let end = self.start + len;
+            if self.line == n {
+                return Some(&self.src[self.start..end]);
+            }
+            let crlf = bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
+            self.start = end + 1 + usize::from(crlf);
+            self.line += 1;
+        }
     }
+}
+
+/// The `n`th line (1-based) of `src`.
+#[cfg(test)]
+fn nth_line(src: &str, n: usize) -> Option<&str> {
+    Lines::new(src).nth(n)
 }
 
 #[cfg(test)]
@@ -343,6 +383,16 @@ mod tests {
         assert_eq!(nth_line("a\rb\r\nc\nd", 2), Some("b"));
         assert_eq!(nth_line("a\rb\r\nc\nd", 4), Some("d"));
         assert_eq!(nth_line("a\n", 3), None);
+        assert_eq!(nth_line("a\n", 2), Some(""));
+        // Asked out of order, the cursor starts again.
+        let mut lines = Lines::new("a\rb\r\nc\nd");
+        for n in [3, 4, 1, 5, 2, 2, 4] {
+            assert_eq!(
+                lines.nth(n),
+                ["a", "b", "c", "d"].get(n - 1).copied(),
+                "line {n}"
+            );
+        }
     }
 
     #[test]

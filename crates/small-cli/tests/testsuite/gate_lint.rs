@@ -232,3 +232,40 @@ fn no_workspace_is_exit_2_in_json_too() {
         }
     }
 }
+
+#[test]
+fn many_findings_in_a_long_log_each_show_their_own_line() {
+    // 3 000 entries naming tasks that are not in the plan (two ids, each close to a plan
+    // task), one diagnostic each: every finding must quote its own line,
+    // and the suggestion must not depend on how often an id was seen.
+    // The handoff's run: only its entries must name plan tasks.
+    const RUN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut progress = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n");
+    progress.push_str(
+        "  - task_id: \"a\"\n    timestamp: \"2026-01-01T10:00:00.000001Z\"\n    status: \"completed\"\n    evidence: \"tests pass\"\n",
+    );
+    for i in 0..3000 {
+        let id = if i % 2 == 0 { "aa" } else { "bb" };
+        progress.push_str(&format!(
+            "  - task_id: \"{id}\"\n    timestamp: \"2026-01-01T10:00:01.{i:06}Z\"\n    status: \"in_progress\"\n    evidence: \"entry {i}\"\n    replayId: \"{RUN}\"\n"
+        ));
+    }
+    let ws = workspace(&[("progress.small.yml", &progress)]);
+    let (code, _, err) = small(ws.path(), &["lint", "--strict", "--no-cache"]);
+    assert_eq!(code, 1, "{err}");
+    let findings: Vec<&str> = err.split("\n\n").filter(|b| b.contains("[S2]")).collect();
+    assert_eq!(findings.len(), 3000, "{}", &err[..err.len().min(2000)]);
+    for (i, f) in findings.iter().enumerate() {
+        let (id, close) = if i % 2 == 0 { ("aa", "a") } else { ("bb", "b") };
+        let line = 8 + 5 * i;
+        assert!(
+            f.contains(&format!("progress.small.yml:{line}:")),
+            "{i}: {f}"
+        );
+        assert!(
+            f.contains(&format!("{line} |   - task_id: \"{id}\"")),
+            "{i}: {f}"
+        );
+        assert!(f.contains(&format!("did you mean {close}?")), "{i}: {f}");
+    }
+}

@@ -1,5 +1,7 @@
 //! Cross-file rules: S1-S3 (strict mode) and the evidence gate `verify` applies (GATE).
 
+use std::collections::HashMap;
+
 use super::{diag, ProgressFacts};
 use crate::diag::Diagnostic;
 use crate::spec::consts::{ArtifactKind, META_TASK_PREFIX};
@@ -57,8 +59,12 @@ pub fn check_s2(plan: &PlanIndex, scope: &str, facts: &ProgressFacts, out: &mut 
     } else {
         scope
     };
+    // A log can name the same unknown task in many entries: each is looked up once.
+    let mut suggestions: HashMap<&str, Vec<String>> = HashMap::new();
     for (i, id, span) in &facts.s2_offenders {
-        let closest = plan.closest(id, 3);
+        let closest = suggestions
+            .entry(id.as_str())
+            .or_insert_with(|| plan.closest(id, 3));
         let mut d = diag(
             "S2",
             ArtifactKind::Progress,
