@@ -403,7 +403,8 @@ fn both_anchor_automata_find_the_same_candidates() {
 }
 
 /// The runs measured on bit masks equal the runs counted byte by byte, across the 64-byte
-/// blocks too (a string too short for any detector's run is not measured).
+/// blocks too (a string too short for any detector's run is not measured, nor is a run
+/// shorter than any detector's).
 #[test]
 fn token_runs_equal_a_byte_by_byte_count() {
     fn counted(b: &[u8]) -> (usize, usize) {
@@ -432,20 +433,69 @@ fn token_runs_equal_a_byte_by_byte_count() {
             .map(|&p| alphabet[if p < 48 { p % (tokens + 1) } else { p % alphabet.len() }])
             .collect();
         let r = token_runs(&b);
+        // Exact from RUN_MIN up; a shorter run is only known to be shorter.
+        let measured = |n: usize| if n >= RUN_MIN { n } else { 0 };
         let want = if b.len() < RUN_MIN { (0, 0) } else { counted(&b) };
         proptest::prop_assert_eq!(
-            (r.token, r.padded),
-            want,
+            (measured(r.token), measured(r.padded)),
+            (measured(want.0), measured(want.1)),
             "{:?}",
             String::from_utf8_lossy(&b)
         );
     });
-    for n in [24, 63, 64, 65, 127, 128, 129, 200] {
+    for n in [24, 25, 30, 63, 64, 65, 127, 128, 129, 200] {
         let b = vec![b'a'; n];
         assert_eq!((token_runs(&b).token, token_runs(&b).padded), (n, n));
         let mut c = b.clone();
         c.push(b' ');
         c.extend(std::iter::repeat_n(b'=', n + 1));
         assert_eq!((token_runs(&c).token, token_runs(&c).padded), (n, n + 1));
+    }
+}
+
+/// Whatever computes the runs on this machine (SSE2 compares on x86-64) agrees with the
+/// byte classes of the table, on every byte value, every length and every class.
+#[test]
+fn token_runs_equal_the_table_on_any_bytes() {
+    let alphabet = b"aAfgzZ09+/_-=.: TtZz#\x00\x7f\x80\xc3\xff";
+    proptest::proptest!(proptest::test_runner::Config::with_cases(3000), |(
+        picks in proptest::collection::vec(0usize..256, 0..200),
+        narrow in proptest::bool::ANY,
+    )| {
+        // Every byte value, or (for long runs and whole-string classes) a few chosen ones.
+        let b: Vec<u8> = picks
+            .iter()
+            .map(|&p| if narrow { alphabet[p % alphabet.len()] } else { p as u8 })
+            .collect();
+        proptest::prop_assert_eq!(token_runs(&b), token_runs_by_table(&b), "{:?}", b);
+    });
+    for s in [
+        "",
+        "2026-01-01T00:00:00.000000Z",
+        "b0a8376814f0bb47-",
+        "ABC",
+        "x.y:z=w v",
+    ] {
+        assert_eq!(
+            token_runs(s.as_bytes()),
+            token_runs_by_table(s.as_bytes()),
+            "{s}"
+        );
+    }
+}
+
+/// A run of ones is long enough for the detectors exactly when it has RUN_MIN ones, wherever
+/// it lies in the word and whatever surrounds it.
+#[test]
+fn has_run_min_finds_runs_of_run_min() {
+    for len in 1..=64usize {
+        for at in 0..=(64 - len) {
+            let run = (u64::MAX >> (64 - len)) << at;
+            // Alternate ones around the run (never a run of 2 beside it).
+            let noise = 0x5555_5555_5555_5555u64 & !(run << 1 | run | run >> 1);
+            for m in [run, run | noise] {
+                assert_eq!(has_run_min(m), longest_ones(m) >= RUN_MIN, "{m:064b}");
+            }
+        }
     }
 }
