@@ -109,7 +109,14 @@ pub struct StatusRequest {
 pub struct CheckRequest {
     /// Strict mode (default true): warnings of the strict rules are errors
     pub strict: Option<bool>,
+    /// At most this many diagnostics in each list of the answer (default 100; 0 for all).
+    /// `total_diagnostics` counts them all and `omitted` says how many were left out
+    pub limit: Option<usize>,
 }
+
+/// Diagnostics a `check` answer lists when the caller names no limit: enough to act on, and
+/// an answer an agent can read whole even when a log of 100 000 entries fails every one.
+const CHECK_LIMIT: usize = 100;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct PlanRequest {
@@ -269,7 +276,7 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Run the gates (validate, lint, verify; strict by default) and return every diagnostic with code, file, line, column and help (same as `small check --strict --json`)."
+        description = "Run the gates (validate, lint, verify; strict by default) and return the diagnostics with code, file, line, column and help (same as `small check --strict --json`). At most `limit` (default 100, 0 for all) per list; `total_diagnostics` counts them all and `omitted` says how many were left out."
     )]
     async fn check(&self, Parameters(req): Parameters<CheckRequest>) -> ToolResult {
         let loc = tri!(self.locate());
@@ -280,10 +287,28 @@ impl SmallMcp {
         let schemas = SchemaSet::embedded();
         let loaded = check::load(loc, Some(&schemas), &opts);
         let report = check::run_check(&loaded, &schemas, &opts);
-        let diagnostics: Vec<JsonDiagnostic> =
-            report.diagnostics.iter().map(|(_, d)| d.into()).collect();
+        let limit = match req.limit.unwrap_or(CHECK_LIMIT) {
+            0 => usize::MAX,
+            n => n,
+        };
+        let total = report.diagnostics.len();
+        let diagnostics: Vec<JsonDiagnostic> = report
+            .diagnostics
+            .iter()
+            .take(limit)
+            .map(|(_, d)| d.into())
+            .collect();
         let mut v = serde_json::to_value(&report).unwrap_or_default();
+        for stage in ["validate", "lint", "verify"] {
+            for list in ["errors", "warnings"] {
+                if let Some(items) = v[stage][list].as_array_mut() {
+                    items.truncate(limit);
+                }
+            }
+        }
         v["passed"] = json!(report.exit_code == 0);
+        v["total_diagnostics"] = json!(total);
+        v["omitted"] = json!(total - diagnostics.len());
         v["diagnostics"] = serde_json::to_value(&diagnostics).unwrap_or_default();
         if report.exit_code == 0 {
             ok(v)

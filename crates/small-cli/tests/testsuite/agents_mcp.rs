@@ -191,6 +191,48 @@ async fn a_whole_workflow_over_mcp() {
     ws.strict_ok();
 }
 
+/// A workspace failing hundreds of rules answers `check` with a bounded list: the first
+/// `limit` diagnostics (100 unless asked), the whole count, and how many were left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_lists_a_bounded_number_of_diagnostics() {
+    let ws = Ws::new();
+    let mut plan = String::from("small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n");
+    for i in 0..250 {
+        plan.push_str(&format!(
+            "  - id: \"t{i}\"\n    title: \"Task {i}\"\n    status: \"completed\"\n"
+        ));
+    }
+    ws.write("plan.small.yml", &plan);
+    let c = connect(ws.root()).await;
+    let s1 = |v: &Value| {
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["code"] == "S1")
+            .count()
+    };
+    let (ok, v) = call(&c, "check", json!({})).await;
+    assert!(!ok);
+    assert_eq!(v["passed"], false);
+    let total = v["total_diagnostics"].as_u64().unwrap();
+    assert!(total >= 250, "{total}");
+    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 100);
+    assert_eq!(v["omitted"].as_u64().unwrap(), total - 100);
+    assert_eq!(v["lint"]["errors"].as_array().unwrap().len(), 100);
+    assert_eq!(v["diagnostics"][0]["code"], "S1", "{}", v["diagnostics"][0]);
+
+    let (_, v) = call(&c, "check", json!({"limit": 7})).await;
+    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 7);
+    assert_eq!(v["omitted"].as_u64().unwrap(), total - 7);
+
+    let (_, v) = call(&c, "check", json!({"limit": 0})).await;
+    assert_eq!(v["diagnostics"].as_array().unwrap().len() as u64, total);
+    assert_eq!(v["omitted"], 0);
+    assert_eq!(s1(&v), 250);
+    c.cancel().await.unwrap();
+}
+
 /// The Python MCP SDK's client (PyPI `mcp`) drives init, plan, progress, checkpoint, handoff
 /// and check through `small mcp` (`ci/mcp_client.py`). The interpreter is
 /// `SMALL_TEST_MCP_PYTHON` (CI points it at a venv with `mcp` installed), else `python3`;
