@@ -325,6 +325,7 @@ pub fn scan_tail_in(
                 // On `None` the scan is dropped with everything it saw.
                 one_pass: true,
                 splice: None,
+                lists: false,
             },
         )?;
         if stop.is_none() {
@@ -450,6 +451,7 @@ fn parallel(
                             // On `None` the scan is dropped with everything it saw.
                             one_pass: true,
                             splice: None,
+                            lists: false,
                         },
                     )
                 })
@@ -583,6 +585,7 @@ fn resume(
             // On `None` the scan is dropped with everything it saw.
             one_pass: true,
             splice: None,
+            lists: false,
         },
     )?;
     walked.root.as_ref()?;

@@ -413,11 +413,42 @@ const FLOW_LIMIT: &str = "nesting is deeper than the YAML parser allows for flow
 
 /// Build the tree; a flow collection too deep for the parser is read by [`deep`].
 fn build(text: &str, base: usize, limits: &Limits) -> Result<Node, YamlError> {
+    if let Some(root) = fast_plan(text, base, limits) {
+        return Ok(root);
+    }
     match Builder::new(text, base, limits).run() {
         Err(e) if e.message == FLOW_LIMIT => deep::parse(text, base, limits).unwrap_or(Err(e)),
         r => r,
     }
 }
+/// A plan of the fast path's shape (tasks whose fields are one-line scalars or lists of
+/// them), read by the fast path: every command reads the plan, and the general parser takes
+/// milliseconds over a plan of a thousand tasks. Anything else, or a limit the walk cannot
+/// honour, is left to the general parser.
+fn fast_plan(text: &str, base: usize, limits: &Limits) -> Option<Node> {
+    const KEY: &str = "tasks";
+    // Document, task mapping, field, list: the deepest the fast path goes.
+    if limits.max_depth < 4 || !(text.starts_with("tasks:") || text.contains("\ntasks:")) {
+        return None;
+    }
+    let mut tasks = Vec::new();
+    let part = Part {
+        lists: true,
+        ..Part::default()
+    };
+    let mut root =
+        fast::stream_part(text, base, KEY, part, &mut |_, task| tasks.push(task))?.root?;
+    let Value::Map(fields) = &mut root.value else {
+        return None;
+    };
+    let seq = &mut fields.iter_mut().find(|e| e.key == KEY)?.value;
+    match &mut seq.value {
+        Value::Seq(items) => *items = tasks,
+        _ => return None,
+    }
+    Some(root)
+}
+
 /// Where to split the block sequence under `stream_key` to walk it on `threads` threads: its
 /// first item (as a [`Resume`]) and the start offsets of the parts, each the first item line
 /// at or after an equal share of the bytes. `None` when the text is not of the fast path's
@@ -533,6 +564,7 @@ pub fn stream_fast_part(
         },
         first_item_only: part.first_item_only,
         one_pass: part.one_pass,
+        lists: part.lists,
         splice: match part.splice {
             Some(s) => Some(Splice {
                 at: s.at.checked_sub(bom_len)?,
