@@ -165,13 +165,21 @@ struct Nested<'t> {
     dash: Option<usize>,
     /// Where its first marker is.
     start: Option<Pos>,
+    /// Its items, when the walk builds.
     items: Vec<Node>,
+    /// How many items it has (built or not).
     len: usize,
 }
 
 /// End the nested sequence being read, if any, as an entry of the item. `None` when it has
 /// no items (`key:` alone is a null, left to the general parser).
-fn close_nested(nested: &mut Option<Nested<'_>>, item: &mut Item, end: Pos) -> Option<()> {
+/// A walk that only checks the shape (`build` false) keeps no items and builds no entries.
+fn close_nested(
+    nested: &mut Option<Nested<'_>>,
+    item: &mut Item,
+    end: Pos,
+    build: bool,
+) -> Option<()> {
     let Some(n) = nested.take() else {
         return Some(());
     };
@@ -179,8 +187,7 @@ fn close_nested(nested: &mut Option<Nested<'_>>, item: &mut Item, end: Pos) -> O
         return None;
     }
     let (entries, _) = item.as_mut()?;
-    // A walk that only checks the shape keeps no items and builds no entries.
-    if n.len == n.items.len() {
+    if build {
         entries.push(Entry {
             key: super::known_key(n.key),
             key_span: n.key_span,
@@ -260,7 +267,7 @@ fn walk<'t, const LISTS: bool>(
         line_no += 1;
         if part.stop == Some(line_start) {
             if LISTS {
-                close_nested(&mut nested, &mut item, last_end)?;
+                close_nested(&mut nested, &mut item, last_end, build)?;
             }
             flush(&mut item, sink, &mut in_seq, last_end);
             return Some(Walked {
@@ -310,7 +317,7 @@ fn walk<'t, const LISTS: bool>(
                 value,
             } => {
                 if LISTS {
-                    close_nested(&mut nested, &mut item, last_end)?;
+                    close_nested(&mut nested, &mut item, last_end, build)?;
                 }
                 let key_span = Span {
                     start: pos(key_col),
@@ -468,7 +475,7 @@ fn walk<'t, const LISTS: bool>(
         }
     }
     if LISTS {
-        close_nested(&mut nested, &mut item, last_end)?;
+        close_nested(&mut nested, &mut item, last_end, build)?;
     }
     if part.stop == Some(text.len()) && !part.first_item_only && resume.is_none() {
         // A part that ends with the text (the next item is in another text), inside the
@@ -979,12 +986,18 @@ mod tests {
     #[test]
     fn a_plan_parses_to_the_same_tree_either_way() {
         let plan = "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n  - id: \"a\"\n    title: \"First\"\n    status: \"completed\"\n  - id: \"b\"\n    title: 'Second'\n    dependencies:\n      - \"a\"\n      - c\n    status: pending\n";
-        for text in [plan, &plan.replace("tasks:", "tasks: []\nx:")] {
+        // The plan as written, and with `tasks:` first and a comment between the tasks:
+        // both taken by the fast path, both the tree the general parser builds.
+        let first = "tasks:\n  - id: a # first\n\n  # next\n  - id: b\n    dependencies:\n      - a\nowner: agent\n";
+        for text in [plan, first] {
+            assert!(
+                super::super::fast_plan(text, 0, &Limits::default()).is_some(),
+                "{text}"
+            );
             let general = Builder::new(text, 0, &Limits::default()).run().unwrap();
             let parsed = parse_str(text, &Limits::default()).unwrap().root;
             same(&parsed, &general).unwrap();
         }
-        assert!(super::super::fast_plan(plan, 0, &Limits::default()).is_some());
     }
 
     #[test]
