@@ -286,7 +286,7 @@ impl SmallMcp {
         };
         let schemas = SchemaSet::embedded();
         let loaded = check::load(loc, Some(&schemas), &opts);
-        let report = check::run_check(&loaded, &schemas, &opts);
+        let mut report = check::run_check(&loaded, &schemas, &opts);
         let limit = match req.limit.unwrap_or(CHECK_LIMIT) {
             0 => usize::MAX,
             n => n,
@@ -298,14 +298,12 @@ impl SmallMcp {
             .take(limit)
             .map(|(_, d)| d.into())
             .collect();
-        let mut v = serde_json::to_value(&report).unwrap_or_default();
-        for stage in ["validate", "lint", "verify"] {
-            for list in ["errors", "warnings"] {
-                if let Some(items) = v[stage][list].as_array_mut() {
-                    items.truncate(limit);
-                }
-            }
+        // Cut before serializing: the left-out part is never turned into JSON.
+        for stage in [&mut report.validate, &mut report.lint, &mut report.verify] {
+            stage.errors.truncate(limit);
+            stage.warnings.truncate(limit);
         }
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
         v["passed"] = json!(report.exit_code == 0);
         v["total_diagnostics"] = json!(total);
         v["omitted"] = json!(total - diagnostics.len());
