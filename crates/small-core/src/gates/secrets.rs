@@ -25,7 +25,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::automaton::Automaton;
+use aho_corasick::{dfa, nfa::noncontiguous, Anchored};
 use base64::Engine as _;
 use regex::Regex;
 
@@ -147,10 +148,12 @@ struct Patterns {
     /// automaton: one pass over a string says which formats can match and whether a secret
     /// key name can occur in it. Most strings contain none and are dismissed there. This one
     /// is quick to build, for commands that scan a few strings (`status` masks what it shows).
-    anchors: AhoCorasick,
+    /// Neither automaton has a prefilter: the strings are short and the anchors' first bytes
+    /// common, so the plain walk in [`candidates_in`] is the fast way through them.
+    anchors: noncontiguous::NFA,
     /// The same anchors as a DFA: slower to build, faster to run; built once the scans have
     /// read [`DFA_AFTER_BYTES`] (a gate over a long log).
-    anchors_dfa: OnceLock<Option<AhoCorasick>>,
+    anchors_dfa: OnceLock<Option<dfa::DFA>>,
     anchor_info: Vec<Anchor>,
     /// Formats with no literal (matched when the string has a long enough token).
     unanchored: Vec<usize>,
@@ -582,9 +585,9 @@ fn compiled() -> &'static Patterns {
             });
         }
         debug_assert!(list.len() <= 128, "candidate formats are a 128-bit set");
-        let anchors = AhoCorasick::builder()
+        let anchors = noncontiguous::Builder::new()
             .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+            .prefilter(false)
             .build(anchor_info.iter().map(|a| a.text))
             .expect("the anchor automaton builds");
         Patterns {
@@ -617,47 +620,72 @@ const DFA_AFTER_BYTES: usize = 256 << 10;
 static SCANNED_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Patterns {
-    /// The anchors' automaton to run on `len` more bytes: the DFA once the scans have read
-    /// enough for its build to pay (both find the same matches).
-    fn automaton(&self, len: usize) -> &AhoCorasick {
+    /// The anchors' DFA, once the scans have read enough for its build to pay (both
+    /// automata find the same matches); `None` until then.
+    fn dfa(&self, len: usize) -> Option<&dfa::DFA> {
         use std::sync::atomic::Ordering;
-        if let Some(Some(dfa)) = self.anchors_dfa.get() {
-            return dfa;
+        if let Some(built) = self.anchors_dfa.get() {
+            return built.as_ref();
         }
         if SCANNED_BYTES.fetch_add(len, Ordering::Relaxed) < DFA_AFTER_BYTES {
-            return &self.anchors;
+            return None;
         }
         self.anchors_dfa
             .get_or_init(|| {
-                AhoCorasick::builder()
+                dfa::Builder::new()
                     .ascii_case_insensitive(true)
-                    .kind(Some(AhoCorasickKind::DFA))
+                    .prefilter(false)
                     .build(self.anchor_info.iter().map(|a| a.text))
                     .ok()
             })
             .as_ref()
-            .unwrap_or(&self.anchors)
     }
 }
 
 fn candidates(pats: &Patterns, value: &str) -> Candidates {
-    candidates_with(pats, pats.automaton(value.len()), value)
+    match pats.dfa(value.len()) {
+        Some(dfa) => candidates_in(pats, dfa, value),
+        None => candidates_in(pats, &pats.anchors, value),
+    }
 }
 
-fn candidates_with(pats: &Patterns, anchors: &AhoCorasick, value: &str) -> Candidates {
+/// One pass of an anchors' automaton over `value`, every match at every end (the automata
+/// are built with the standard, overlapping semantics: a match state lists each anchor that
+/// ends there). A hand-written walk rather than the crate's overlapping iterator, which costs
+/// several times more per byte on strings this short.
+#[inline]
+fn candidates_in<A: Automaton>(pats: &Patterns, aut: &A, value: &str) -> Candidates {
     let mut c = Candidates::default();
     let b = value.as_bytes();
-    for m in anchors.find_overlapping_iter(value) {
-        let a = &pats.anchor_info[m.pattern().as_usize()];
-        if a.word_start && m.start() > 0 && is_word_byte(b[m.start() - 1]) {
+    let Ok(mut sid) = aut.start_state(Anchored::No) else {
+        return c;
+    };
+    for (i, &byte) in b.iter().enumerate() {
+        sid = aut.next_state(Anchored::No, sid, byte);
+        if !aut.is_special(sid) {
             continue;
         }
-        if !a.ignore_case && &b[m.start()..m.end()] != a.text.as_bytes() {
+        if aut.is_dead(sid) {
+            break;
+        }
+        if !aut.is_match(sid) {
             continue;
         }
-        match a.format {
-            Some(i) => c.formats |= 1u128 << i,
-            None => c.key_name = true,
+        let end = i + 1;
+        for k in 0..aut.match_len(sid) {
+            let pid = aut.match_pattern(sid, k);
+            let start = end - aut.pattern_len(pid);
+            let a = &pats.anchor_info[pid.as_usize()];
+            if a.word_start && start > 0 && is_word_byte(b[start - 1]) {
+                continue;
+            }
+            if !a.ignore_case && &b[start..end] != a.text.as_bytes() {
+                continue;
+            }
+            match a.format {
+                Some(f) => c.formats |= 1u128 << f,
+                None => c.key_name = true,
+            }
         }
     }
     c

@@ -79,11 +79,12 @@ impl<'p> ProgressLinter<'p> {
     /// Check entry `i` of `entries`.
     pub fn entry(&mut self, i: usize, e: &Node) {
         self.facts.count += 1;
+        let f = Fields::of(e);
         if !self.facts_only {
-            self.diagnose(i, e);
+            self.diagnose(i, e, &f);
         }
         if e.as_map().is_some() {
-            self.gather(i, e);
+            self.gather(i, e, &f);
         }
     }
 
@@ -98,7 +99,7 @@ impl<'p> ProgressLinter<'p> {
         }
     }
 
-    fn diagnose(&mut self, i: usize, e: &Node) {
+    fn diagnose(&mut self, i: usize, e: &Node, f: &Fields<'_>) {
         let k = ArtifactKind::Progress;
         // The entry's pointer, built only for a diagnostic.
         let base = || format!("/entries/{i}");
@@ -112,7 +113,7 @@ impl<'p> ProgressLinter<'p> {
             ));
             return;
         }
-        let task_node = e.get("task_id");
+        let task_node = f.task_id;
         let task_id = trimmed_cow(task_node);
         if !non_empty_str(task_node) {
             self.diags.push(
@@ -127,7 +128,7 @@ impl<'p> ProgressLinter<'p> {
             );
         }
         // Timestamps.
-        let ts_node = e.get("timestamp");
+        let ts_node = f.timestamp;
         let ts_text = ts_node.and_then(Node::as_str).unwrap_or("");
         let ts_span = Some(ts_node.map_or(e.span, |n| n.span));
         let ts_err = |why: String| {
@@ -162,14 +163,7 @@ impl<'p> ProgressLinter<'p> {
             ))),
         }
         // Invariant 2: evidence.
-        let has_evidence = EVIDENCE_FIELDS
-            .iter()
-            .any(|f| match e.get(f).map(|n| &n.value) {
-                None | Some(Value::Null) => false,
-                Some(Value::Str(s)) => !s.trim().is_empty(),
-                Some(_) => true,
-            });
-        if !has_evidence {
+        if !f.has_evidence {
             let shown = if task_id.is_empty() {
                 String::new()
             } else {
@@ -189,8 +183,8 @@ impl<'p> ProgressLinter<'p> {
     }
 
     /// Facts for S1, S2 and the evidence gate.
-    fn gather(&mut self, i: usize, e: &Node) {
-        let task_node = e.get("task_id");
+    fn gather(&mut self, i: usize, e: &Node, f: &Fields<'_>) {
+        let task_node = f.task_id;
         let task_cow = trimmed_cow(task_node);
         let task_id: &str = &task_cow;
         if task_id.is_empty() {
@@ -198,20 +192,14 @@ impl<'p> ProgressLinter<'p> {
         }
         // Evidence for S1: `notes` or any seed-000 evidence field (evidence, verification,
         // command, test, link, commit).
-        let strict_evidence = EVIDENCE_FIELDS
-            .iter()
-            .chain(["notes"].iter())
-            .map(|f| e.get(f))
-            .any(|n| match n.map(|n| &n.value) {
-                None | Some(Value::Null) => false,
-                Some(Value::Str(s)) => !s.trim().is_empty(),
-                Some(_) => true,
-            });
-        let text = |k: &str| match e.get(k).map(|n| &n.value) {
-            Some(Value::Str(s)) => Some(s.trim()),
-            _ => None,
-        };
-        let bookkeeping = crate::spec::bookkeeping::is_bookkeeping(text("evidence"), text("notes"));
+        let strict_evidence = f.has_evidence || holds_something(f.notes);
+        fn text(n: Option<&Node>) -> Option<&str> {
+            match n.map(|n| &n.value) {
+                Some(Value::Str(s)) => Some(s.trim()),
+                _ => None,
+            }
+        }
+        let bookkeeping = crate::spec::bookkeeping::is_bookkeeping(text(f.evidence), text(f.notes));
         if bookkeeping {
             // The tool's own records (a task added, set back to pending, canned text) are
             // history, not evidence: they count for nothing below but `with_entries`.
@@ -219,7 +207,7 @@ impl<'p> ProgressLinter<'p> {
             if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
                 self.facts.with_strict_evidence.insert(task_id.to_string());
             }
-            let completes = match e.get("status").map(|n| &n.value) {
+            let completes = match f.status.map(|n| &n.value) {
                 None | Some(Value::Null) => true,
                 Some(Value::Str(s)) => TaskStatus::Completed.is(s),
                 Some(_) => false,
@@ -236,7 +224,7 @@ impl<'p> ProgressLinter<'p> {
         let in_scope = if self.scope.is_empty() {
             true
         } else {
-            let rid = trimmed_cow(e.get("replayId"));
+            let rid = trimmed_cow(f.replay_id);
             !rid.is_empty() && *rid == *self.scope
         };
         if in_scope
@@ -253,6 +241,64 @@ impl<'p> ProgressLinter<'p> {
         if !self.facts.with_entries.contains(task_id) {
             self.facts.with_entries.insert(task_id.to_string());
         }
+    }
+}
+
+/// The fields of one entry the rules read, found in one pass over its keys. Each is the
+/// first of its key, as [`Node::get`] finds it.
+#[derive(Default)]
+struct Fields<'n> {
+    task_id: Option<&'n Node>,
+    timestamp: Option<&'n Node>,
+    status: Option<&'n Node>,
+    evidence: Option<&'n Node>,
+    notes: Option<&'n Node>,
+    replay_id: Option<&'n Node>,
+    /// One of [`EVIDENCE_FIELDS`] holds something (invariant 2).
+    has_evidence: bool,
+}
+
+impl<'n> Fields<'n> {
+    fn of(e: &'n Node) -> Fields<'n> {
+        let mut f = Fields::default();
+        let Some(map) = e.as_map() else {
+            return f;
+        };
+        // Evidence fields already seen (bit i: `EVIDENCE_FIELDS[i]`).
+        let mut seen = 0u8;
+        for entry in map {
+            let key: &str = &entry.key;
+            let slot = match key {
+                "task_id" => &mut f.task_id,
+                "timestamp" => &mut f.timestamp,
+                "status" => &mut f.status,
+                "notes" => &mut f.notes,
+                "replayId" => &mut f.replay_id,
+                _ => {
+                    if let Some(b) = EVIDENCE_FIELDS.iter().position(|k| *k == key) {
+                        if seen & 1 << b == 0 {
+                            seen |= 1 << b;
+                            f.has_evidence |= holds_something(Some(&entry.value));
+                            if key == "evidence" {
+                                f.evidence = Some(&entry.value);
+                            }
+                        }
+                    }
+                    continue;
+                }
+            };
+            slot.get_or_insert(&entry.value);
+        }
+        f
+    }
+}
+
+/// Whether a field counts as holding something: not null, and not a blank string.
+fn holds_something(n: Option<&Node>) -> bool {
+    match n.map(|n| &n.value) {
+        None | Some(Value::Null) => false,
+        Some(Value::Str(s)) => !s.trim().is_empty(),
+        Some(_) => true,
     }
 }
 
@@ -323,4 +369,54 @@ pub fn progress_facts(plan: &PlanIndex, scope: &str, progress: Option<&Node>) ->
         }
     }
     pl.facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::{parse_str, Limits};
+
+    /// The codes one entry gets, and whether its task counts as having strict evidence.
+    fn lint(entry: &str) -> (Vec<String>, bool) {
+        let doc = parse_str(entry, &Limits::default()).unwrap();
+        let plan = PlanIndex::default();
+        let mut l = ProgressLinter::new(&plan, "");
+        l.entry(0, &doc.root);
+        let codes = l.diags.iter().map(|d| d.code.clone()).collect();
+        (codes, l.facts.with_strict_evidence.contains("task-1"))
+    }
+
+    #[test]
+    fn every_evidence_field_counts_and_blank_or_null_does_not() {
+        let head = "task_id: \"task-1\"\ntimestamp: \"2026-01-01T00:00:00.1Z\"\n";
+        for field in EVIDENCE_FIELDS {
+            assert_eq!(
+                lint(&format!("{head}{field}: \"x\"\n")),
+                (vec![], true),
+                "{field}"
+            );
+            assert_eq!(
+                lint(&format!("{head}{field}: 3\n")),
+                (vec![], true),
+                "{field}"
+            );
+            let blank = lint(&format!("{head}{field}: \"  \"\n"));
+            assert_eq!(blank, (vec!["INV2".to_string()], false), "{field}");
+            let null = lint(&format!("{head}{field}: null\n"));
+            assert_eq!(null, (vec!["INV2".to_string()], false), "{field}");
+        }
+        // Notes are evidence for S1 only.
+        let notes = lint(&format!("{head}notes: \"did it\"\n"));
+        assert_eq!(notes, (vec!["INV2".to_string()], true));
+        let none = lint(&format!("{head}summary: \"x\"\n"));
+        assert_eq!(none, (vec!["INV2".to_string()], false));
+    }
+
+    #[test]
+    fn the_fields_are_read_wherever_they_stand() {
+        let late = "evidence: \"x\"\ncommand: \"y\"\nnotes: \"z\"\ntimestamp: \"2026-01-01T00:00:00Z\"\ntask_id: \"task-1\"\n";
+        assert_eq!(lint(late), (vec!["TS".to_string()], true));
+        let no_task = "timestamp: \"2026-01-01T00:00:00.1Z\"\nevidence: \"x\"\n";
+        assert_eq!(lint(no_task).0, vec!["SHAPE".to_string()]);
+    }
 }

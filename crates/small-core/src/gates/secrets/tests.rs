@@ -1,4 +1,5 @@
 use super::*;
+use proptest::strategy::Strategy as _;
 
 /// Tokens are assembled from parts so that the source holds no scanner-shaped credential.
 fn tok(parts: &[&str]) -> String {
@@ -378,27 +379,83 @@ fn hashes_and_timestamps_are_inert_and_words_are_not() {
     }
 }
 
-#[test]
-fn both_anchor_automata_find_the_same_candidates() {
-    let pats = compiled();
-    let dfa = AhoCorasick::builder()
+/// The candidates by the plain definition: every overlapping match of the anchors, found by
+/// the crate's own iterator.
+fn candidates_by_iterator(pats: &Patterns, value: &str) -> Candidates {
+    let ac = aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .kind(Some(AhoCorasickKind::DFA))
         .build(pats.anchor_info.iter().map(|a| a.text))
         .unwrap();
+    let b = value.as_bytes();
+    let mut c = Candidates::default();
+    for m in ac.find_overlapping_iter(value) {
+        let a = &pats.anchor_info[m.pattern().as_usize()];
+        if a.word_start && m.start() > 0 && is_word_byte(b[m.start() - 1]) {
+            continue;
+        }
+        if !a.ignore_case && &b[m.start()..m.end()] != a.text.as_bytes() {
+            continue;
+        }
+        match a.format {
+            Some(i) => c.formats |= 1u128 << i,
+            None => c.key_name = true,
+        }
+    }
+    c
+}
+
+fn anchors_dfa(pats: &Patterns) -> &'static dfa::DFA {
+    static DFA: OnceLock<dfa::DFA> = OnceLock::new();
+    DFA.get_or_init(|| {
+        dfa::Builder::new()
+            .ascii_case_insensitive(true)
+            .prefilter(false)
+            .build(pats.anchor_info.iter().map(|a| a.text))
+            .unwrap()
+    })
+}
+
+#[test]
+fn both_anchor_automata_find_the_candidates_the_iterator_does() {
+    let pats = compiled();
+    let dfa = anchors_dfa(pats);
     let mut texts = corpus_texts();
     texts.extend([
         "passed 214 tests".to_string(),
         "ghp_ then sk- then xoxb-".into(),
+        "xghp_ AKIAx _AKIA pwdpasskeytoken".into(),
     ]);
     for t in &texts {
         for v in [t.clone(), t.to_ascii_uppercase(), t.to_ascii_lowercase()] {
-            assert_eq!(
-                candidates_with(pats, &pats.anchors, &v),
-                candidates_with(pats, &dfa, &v),
-                "{v:?}"
-            );
+            let want = candidates_by_iterator(pats, &v);
+            assert_eq!(candidates_in(pats, &pats.anchors, &v), want, "{v:?}");
+            assert_eq!(candidates_in(pats, dfa, &v), want, "{v:?}");
         }
+    }
+}
+
+proptest::proptest! {
+    /// Strings made of anchors (in any case), word and non-word bytes, and any text: the
+    /// walks over either automaton find what the crate's overlapping iterator finds.
+    #[test]
+    fn anchor_walks_equal_the_overlapping_iterator(
+        parts in proptest::collection::vec(
+            proptest::prop_oneof![
+                (0usize..64, proptest::bool::ANY).prop_map(|(i, upper)| {
+                    let a = compiled().anchor_info[i % compiled().anchor_info.len()].text;
+                    if upper { a.to_ascii_uppercase() } else { a.to_string() }
+                }),
+                proptest::string::string_regex("[a-zA-Z0-9_ .:/=-]{0,6}").unwrap(),
+                proptest::prelude::any::<String>(),
+            ],
+            0..12,
+        )
+    ) {
+        let pats = compiled();
+        let v = parts.concat();
+        let want = candidates_by_iterator(pats, &v);
+        proptest::prop_assert_eq!(candidates_in(pats, &pats.anchors, &v), want);
+        proptest::prop_assert_eq!(candidates_in(pats, anchors_dfa(pats), &v), want);
     }
 }
 
