@@ -1744,6 +1744,85 @@ pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
 /// the anchor automaton and one over the bytes decide which detectors can find anything, so
 /// an ordinary string costs two passes and no allocation.
 fn scan_text(value: &str, out: &mut Vec<Finding>) {
+    if clean::seen(value) {
+        return;
+    }
+    scan_text_unseen(value, out);
+    if out.is_empty() {
+        clean::remember(value);
+    }
+}
+
+/// Short strings found to hold nothing, remembered per thread: a log repeats most of its
+/// values (statuses, task ids, commands, the replay ID), and each one is scanned once instead
+/// of in every entry. A slot keeps the string's bytes, so a hit is an exact match, never a
+/// guess; a slot taken by another string is simply overwritten.
+mod clean {
+    use std::cell::RefCell;
+    use std::hash::BuildHasher;
+
+    /// The longest string remembered.
+    const MAX: usize = 64;
+    /// Slots (a power of two).
+    const SLOTS: usize = 1024;
+
+    #[derive(Clone, Copy)]
+    struct Slot {
+        hash: u64,
+        /// Length + 1 (0: empty).
+        len: u8,
+        text: [u8; MAX],
+    }
+
+    thread_local! {
+        static SLOTS_OF_THREAD: RefCell<Option<Box<[Slot]>>> = const { RefCell::new(None) };
+    }
+
+    fn hash(value: &str) -> u64 {
+        foldhash::fast::FixedState::with_seed(0x5ca1_ab1e).hash_one(value)
+    }
+
+    /// Whether `value` was found clean before, on this thread.
+    pub(super) fn seen(value: &str) -> bool {
+        if value.len() > MAX {
+            return false;
+        }
+        let h = hash(value);
+        SLOTS_OF_THREAD.with_borrow(|slots| {
+            slots.as_ref().is_some_and(|slots| {
+                let s = &slots[h as usize & (SLOTS - 1)];
+                s.hash == h
+                    && usize::from(s.len) == value.len() + 1
+                    && &s.text[..value.len()] == value.as_bytes()
+            })
+        })
+    }
+
+    /// Remember that `value` holds nothing.
+    pub(super) fn remember(value: &str) {
+        if value.len() > MAX {
+            return;
+        }
+        let h = hash(value);
+        SLOTS_OF_THREAD.with_borrow_mut(|slots| {
+            let slots = slots.get_or_insert_with(|| {
+                let empty = Slot {
+                    hash: 0,
+                    len: 0,
+                    text: [0; MAX],
+                };
+                vec![empty; SLOTS].into_boxed_slice()
+            });
+            let s = &mut slots[h as usize & (SLOTS - 1)];
+            s.hash = h;
+            s.len = value.len() as u8 + 1;
+            s.text[..value.len()].copy_from_slice(value.as_bytes());
+        });
+    }
+}
+
+/// [`scan_text`] of a string not known to be clean.
+fn scan_text_unseen(value: &str, out: &mut Vec<Finding>) {
     let runs = token_runs(value.as_bytes());
     if runs.inert() {
         return;

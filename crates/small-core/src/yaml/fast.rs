@@ -42,6 +42,8 @@ struct Tok<'a> {
     /// The token's source text.
     raw: &'a str,
     kind: TokKind,
+    /// The token's line has no backslash (nothing to unescape).
+    plain: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -260,6 +262,10 @@ fn walk<'t, const LISTS: bool>(
     };
 
     let bytes = text.as_bytes();
+    // The next tab, carriage return or backslash at or after `special_from` (the text's
+    // length if none): one search over the text says which lines hold none of them, instead
+    // of a search on every line.
+    let (mut special_from, mut special) = (0usize, 0usize);
     while offset < text.len() {
         let line_start = offset;
         let line_end = memchr::memchr(b'\n', &bytes[offset..]).map_or(text.len(), |i| offset + i);
@@ -290,7 +296,12 @@ fn walk<'t, const LISTS: bool>(
             ),
             offset: to_u32(base + in_file(line_start) + col),
         };
-        match classify(line)? {
+        if special < line_start || special_from > line_start {
+            special_from = line_start;
+            special = memchr::memchr3(b'\t', b'\r', b'\\', &bytes[line_start..])
+                .map_or(text.len(), |i| line_start + i);
+        }
+        match classify(line, special >= line_end)? {
             Line::Blank => continue,
             Line::Scalar { indent, tok } => {
                 if !LISTS {
@@ -534,15 +545,16 @@ fn walk<'t, const LISTS: bool>(
     })
 }
 
-/// Classify a line, or `None` if it is outside the simple shape.
-fn classify(line: &str) -> Option<Line<'_>> {
+/// Classify a line, or `None` if it is outside the simple shape. `plain`: the line is known
+/// to hold no tab, carriage return or backslash.
+fn classify(line: &str, plain: bool) -> Option<Line<'_>> {
     let bytes = line.as_bytes();
     let indent = bytes.iter().take_while(|&&b| b == b' ').count();
     let rest = &line[indent..];
     if rest.is_empty() || rest.starts_with('#') {
         return Some(Line::Blank);
     }
-    if memchr::memchr2(b'\t', b'\r', rest.as_bytes()).is_some() {
+    if !plain && memchr::memchr2(b'\t', b'\r', rest.as_bytes()).is_some() {
         return None;
     }
     let (item, key_col) = match rest.strip_prefix("- ") {
@@ -558,15 +570,15 @@ fn classify(line: &str) -> Option<Line<'_>> {
         .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
         .count();
     if key_len == 0 || after_key_start.starts_with('-') || after_key_start.starts_with('.') {
-        return scalar_item(item, indent, after_key_start, key_col);
+        return scalar_item(item, indent, after_key_start, key_col, plain);
     }
     let key = &after_key_start[..key_len];
     let after_key = &after_key_start[key_len..];
     let Some(after_colon) = after_key.strip_prefix(':') else {
-        return scalar_item(item, indent, after_key_start, key_col);
+        return scalar_item(item, indent, after_key_start, key_col, plain);
     };
     if !(after_colon.is_empty() || after_colon.starts_with(' ')) {
-        return scalar_item(item, indent, after_key_start, key_col);
+        return scalar_item(item, indent, after_key_start, key_col, plain);
     }
     let spaces = after_colon.bytes().take_while(|&b| b == b' ').count();
     let value_col = key_col + key_len + 1 + spaces;
@@ -583,7 +595,7 @@ fn classify(line: &str) -> Option<Line<'_>> {
             value: None,
         });
     }
-    let tok = token(value_text, value_col)?;
+    let tok = token(value_text, value_col, plain)?;
     Some(Line::Pair {
         indent,
         item,
@@ -597,11 +609,11 @@ fn classify(line: &str) -> Option<Line<'_>> {
 /// otherwise outside the simple shape. Kept out of [`classify`]'s common path.
 #[cold]
 #[inline(never)]
-fn scalar_item(item: bool, indent: usize, text: &str, col: usize) -> Option<Line<'_>> {
+fn scalar_item(item: bool, indent: usize, text: &str, col: usize, plain: bool) -> Option<Line<'_>> {
     if !item {
         return None;
     }
-    let tok = token(text, col)?;
+    let tok = token(text, col, plain)?;
     match tok.kind {
         TokKind::Plain | TokKind::Single | TokKind::Double => Some(Line::Scalar { indent, tok }),
         TokKind::EmptySeq | TokKind::EmptyMap => None,
@@ -609,8 +621,8 @@ fn scalar_item(item: bool, indent: usize, text: &str, col: usize) -> Option<Line
 }
 
 /// The one-line scalar at the start of `s` (which starts at byte column `col`), checking
-/// that only spaces or a comment follow it.
-fn token(s: &str, col: usize) -> Option<Tok<'_>> {
+/// that only spaces or a comment follow it. `plain`: see [`classify`].
+fn token(s: &str, col: usize, plain: bool) -> Option<Tok<'_>> {
     let bytes = s.as_bytes();
     let (len, kind) = match bytes[0] {
         b'"' => {
@@ -661,6 +673,7 @@ fn token(s: &str, col: usize) -> Option<Tok<'_>> {
                 col,
                 raw: text,
                 kind: TokKind::Plain,
+                plain,
             });
         }
     };
@@ -673,6 +686,7 @@ fn token(s: &str, col: usize) -> Option<Tok<'_>> {
         col,
         raw: &s[..len],
         kind,
+        plain,
     })
 }
 
@@ -706,7 +720,16 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
         }
         TokKind::Double => {
             let inner = &tok.raw[1..tok.raw.len() - 1];
-            (Value::Str(unescape(inner)?), Style::DoubleQuoted)
+            let text = if tok.plain {
+                if build {
+                    inner.to_string()
+                } else {
+                    String::new()
+                }
+            } else {
+                unescape(inner)?
+            };
+            (Value::Str(text), Style::DoubleQuoted)
         }
         TokKind::EmptySeq => (Value::Seq(Vec::new()), Style::Flow),
         TokKind::EmptyMap => (Value::Map(Vec::new()), Style::Flow),
@@ -1011,6 +1034,42 @@ mod tests {
         assert_eq!(agree("entries:\n  - a: 1\n  - a: 1\n    a: 2\n"), Ok(false));
         assert_eq!(agree("entries:\nother: 1\n"), Ok(false));
         assert!(parse_str(log, &Limits::default()).is_ok());
+    }
+
+    /// Lines are told plain (no tab, carriage return or backslash) by one search ahead of
+    /// the walk: escapes, a tab or a carriage return on any line, before or after plain
+    /// ones, are still seen there.
+    #[test]
+    fn escapes_tabs_and_returns_are_seen_on_whichever_line_they_are() {
+        let entry = |i: usize, ev: &str| {
+            format!("  - timestamp: \"2026-01-01T00:00:0{i}.1Z\"\n    task_id: \"task-{i}\"\n    evidence: {ev}\n")
+        };
+        for special in 0..6 {
+            let mut log = String::from("small_version: \"1.0.0\"\nentries:\n");
+            for i in 0..6 {
+                log += &entry(
+                    i,
+                    if i == special {
+                        "\"a\\tb \\\"q\\\" \\u00e9\""
+                    } else {
+                        "\"ok\""
+                    },
+                );
+            }
+            let (_, items) = fast(&log, "entries").expect("escapes stay on the fast path");
+            let want = ["a\tb \"q\" é", "ok"];
+            for (i, it) in items.iter().enumerate() {
+                let ev = it.get("evidence").and_then(Node::as_str);
+                assert_eq!(ev, Some(want[usize::from(i != special)]), "{log}");
+            }
+            assert_eq!(agree(&log), Ok(true), "{log}");
+            for raw in ["\t", "\r"] {
+                let at = log.match_indices("\"ok\"").nth(special.min(4)).unwrap().0;
+                let mut bad = log.clone();
+                bad.insert_str(at + 2, raw);
+                assert_eq!(agree(&bad), Ok(false), "{bad:?}");
+            }
+        }
     }
 
     #[test]

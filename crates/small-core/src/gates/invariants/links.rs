@@ -87,12 +87,13 @@ pub fn check_links_at(
     });
 }
 
-/// Whether `s` holds `http://` (searched for with one finder built once: this runs on every
-/// string of every entry).
+/// Whether `s` holds `http://`. This runs on every string of every entry, most of them short
+/// and without a colon, so it looks for the colon first (one vector search) and checks the
+/// bytes around each one found.
 fn has_http(s: &str) -> bool {
-    static HTTP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("http://"));
-    HTTP.find(s.as_bytes()).is_some()
+    let b = s.as_bytes();
+    memchr::memchr_iter(b':', b)
+        .any(|i| i >= 4 && &b[i - 4..i] == b"http" && b[i + 1..].starts_with(b"//"))
 }
 
 /// Whether some string in `node` satisfies `f` (no pointers built: most nodes have no link).
@@ -127,5 +128,35 @@ fn walk_strings(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node, &
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_http_finds_the_scheme_anywhere() {
+        for (s, want) in [
+            ("http://x", true),
+            ("see http://example.com/a", true),
+            ("a: b, then http://", true),
+            ("https://example.com", false),
+            ("http:/x", false),
+            ("HTTP://x", false),
+            ("ttp://x", false),
+            ("http:", false),
+            (":http://", true),
+            ("", false),
+        ] {
+            assert_eq!(has_http(s), want, "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn has_http_is_contains(s in "([htp:/ a]{0,12}(http://)?){0,4}|\\PC{0,40}") {
+            proptest::prop_assert_eq!(has_http(&s), s.contains("http://"));
+        }
     }
 }

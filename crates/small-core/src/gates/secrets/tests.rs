@@ -556,3 +556,37 @@ fn has_run_min_finds_runs_of_run_min() {
         }
     }
 }
+
+#[test]
+fn clean_strings_are_remembered_and_nothing_else() {
+    let plain = "cargo test -p app: 214 passed (memo check)";
+    assert!(!clean::seen(plain));
+    assert!(scan_all(Some("evidence"), plain).is_empty());
+    assert!(clean::seen(plain), "a clean string is remembered");
+    assert!(scan_all(Some("evidence"), plain).is_empty());
+    // A secret is never remembered, however often it is scanned.
+    let secret = tok(&["token ghp_", "1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"]);
+    for _ in 0..3 {
+        assert_eq!(kind(&secret), "GitHub token");
+        assert!(!clean::seen(&secret));
+    }
+    // A remembered string is matched exactly: a string that starts with it is scanned.
+    let near = format!("{plain} {secret}");
+    assert_eq!(kind(&near), "GitHub token");
+    // Long strings are not remembered.
+    let long = "x ".repeat(40);
+    assert!(scan_all(None, &long).is_empty());
+    assert!(!clean::seen(&long));
+}
+
+#[test]
+fn many_strings_through_the_memo_still_find_every_secret() {
+    let secret = tok(&["AKIA", "IOSFODNN7EXAMPLQ"]);
+    for i in 0..5000 {
+        let v = format!("step {i}: done");
+        assert!(scan_all(Some("notes"), &v).is_empty());
+        if i % 97 == 0 {
+            assert_eq!(kind(&secret), "AWS access key ID", "round {i}");
+        }
+    }
+}
