@@ -605,8 +605,9 @@ fn compiled() -> &'static Patterns {
 struct Candidates {
     /// Formats whose anchor occurs (bit i: `FORMATS[i]`).
     formats: u128,
-    /// A word of secret key names occurs, so an assignment may.
-    key_name: bool,
+    /// Where the first word of secret key names starts, if one occurs (an assignment may
+    /// then, with its name at or after that word's start).
+    key_word: Option<usize>,
 }
 
 fn is_word_byte(c: u8) -> bool {
@@ -684,7 +685,9 @@ fn candidates_in<A: Automaton>(pats: &Patterns, aut: &A, value: &str) -> Candida
             }
             match a.format {
                 Some(f) => c.formats |= 1u128 << f,
-                None => c.key_name = true,
+                None => {
+                    c.key_word = Some(c.key_word.map_or(start, |w| w.min(start)));
+                }
             }
         }
     }
@@ -1321,6 +1324,17 @@ fn ident_byte(c: u8) -> bool {
 
 /// `NAME=value`, `NAME: value`, `"name": "value"`, `--name=value`, `--name value` where the
 /// name says it holds a secret.
+/// Whether a separator [`scan_assignments`] looks at comes after `from`: `=` or `:`, or a
+/// space once a `--flag` occurs. An assignment's name contains a word of secret key names
+/// (see [`is_secret_key_name`]) and ends at its separator, so with none after the first such
+/// word there is no assignment to find (`214 passed, 0 failed`).
+fn separates_after(value: &str, from: usize) -> bool {
+    let b = &value.as_bytes()[from..];
+    memchr::memchr2(b'=', b':', b).is_some()
+        || memchr::memchr(b' ', b).is_some()
+            && memchr::memmem::find(value.as_bytes(), b"--").is_some()
+}
+
 fn scan_assignments(value: &str, out: &mut Vec<Finding>) {
     let b = value.as_bytes();
     // A space separates only after a `--flag`: without a `--` the spaces need no look.
@@ -1699,14 +1713,14 @@ fn scan_encoded_with(value: &str, out: &mut Vec<Finding>, exhaustive: bool) {
         let c = if exhaustive {
             Candidates {
                 formats: u128::MAX >> (128 - pats.list.len()),
-                key_name: true,
+                key_word: Some(0),
             }
         } else {
             candidates(pats, text)
         };
         let unanchored = exhaustive || token_runs(text.as_bytes()).unanchored();
         scan_formats_in(pats, text, c.formats, unanchored, &mut inner);
-        if c.key_name {
+        if c.key_word.is_some() {
             scan_assignments(text, &mut inner);
         }
         if !inner.is_empty() {
@@ -1832,7 +1846,9 @@ fn scan_text_unseen(value: &str, out: &mut Vec<Finding>) {
     if c.formats != 0 || runs.unanchored() {
         scan_formats_in(pats, value, c.formats, runs.unanchored(), out);
     }
-    if c.key_name && value.len() >= 8 && runs.separator {
+    if c.key_word
+        .is_some_and(|w| value.len() >= 8 && runs.separator && separates_after(value, w))
+    {
         scan_assignments(value, out);
     }
     if runs.token >= 32 {

@@ -517,8 +517,38 @@ pub fn head_first_item(head: &[u8], limits: &Limits, stream_key: &str) -> Option
     Some((first, end))
 }
 
-/// Lines and item lines in `bytes[from..to]` (`from` starts a line).
+/// Lines and item lines in `bytes[from..to]` (`from` starts a line). Two passes that do not
+/// stop at each line: a count of the newlines, and a search for a newline followed by the
+/// indent and the `- ` marker (such matches cannot overlap, as only the first byte of the
+/// pattern is a newline). An item line may run past `to`, as [`is_item_line`] allows.
 pub fn count_item_lines(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
+    let lines = count_newlines(&bytes[from..to]);
+    let mut items = usize::from(is_item_line(bytes, from, indent));
+    let mut marker = Vec::with_capacity(indent + 3);
+    marker.push(b'\n');
+    marker.resize(indent + 1, b' ');
+    marker.extend_from_slice(b"- ");
+    let end = bytes.len().min(to.saturating_add(marker.len()));
+    items += memchr::memmem::find_iter(&bytes[from..end.max(from)], &marker)
+        .take_while(|&nl| from + nl + 1 < to)
+        .count();
+    (lines, items)
+}
+
+/// The newlines in `b`, counted 64 bytes at a time into a byte (which the compiler turns
+/// into vector compares and adds; a plain filtered count is not).
+fn count_newlines(b: &[u8]) -> usize {
+    let blocks = b.chunks_exact(64);
+    let tail = blocks.remainder().iter().filter(|&&c| c == b'\n').count();
+    blocks
+        .map(|block| usize::from(block.iter().map(|&c| u8::from(c == b'\n')).sum::<u8>()))
+        .sum::<usize>()
+        + tail
+}
+
+/// [`count_item_lines`] line by line (the definition the tests compare it with).
+#[cfg(test)]
+fn count_item_lines_by_line(bytes: &[u8], from: usize, to: usize, indent: usize) -> (usize, usize) {
     let mut lines = 0;
     let mut items = usize::from(is_item_line(bytes, from, indent));
     for nl in memchr::memchr_iter(b'\n', &bytes[from..to]) {
@@ -1154,6 +1184,51 @@ fn parse_float(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_lines_count_at_every_cut() {
+        let text = b"entries:\n- a: 1\n  b: 2\n  - c\n- d: 3\n-\n- \n  - e\n";
+        for indent in 0..3 {
+            for from in (0..=text.len()).filter(|&f| f == 0 || text[f - 1] == b'\n') {
+                for to in from..=text.len() {
+                    assert_eq!(
+                        count_item_lines(text, from, to, indent),
+                        count_item_lines_by_line(text, from, to, indent),
+                        "{from}..{to}, indent {indent}"
+                    );
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn newlines_count_in_blocks_as_one_by_one(text in "[a\n]{0,400}") {
+            let b = text.as_bytes();
+            proptest::prop_assert_eq!(count_newlines(b), b.iter().filter(|&&c| c == b'\n').count());
+        }
+    }
+
+    proptest::proptest! {
+        /// Counting by whole-text passes equals counting line by line, for any range and
+        /// indent, items running past the range included.
+        #[test]
+        fn item_lines_count_as_line_by_line(
+            text in "[ \n\\-a]{0,80}",
+            cut in (0usize..90, 0usize..90),
+            indent in 0usize..4,
+        ) {
+            let b = text.as_bytes();
+            let (x, y) = (cut.0.min(b.len()), cut.1.min(b.len()));
+            let (from, to) = (x.min(y), x.max(y));
+            // `from` starts a line.
+            let from = b[..from].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+            proptest::prop_assert_eq!(
+                count_item_lines(b, from, to, indent),
+                count_item_lines_by_line(b, from, to, indent)
+            );
+        }
+    }
 
     fn parse(src: &str) -> Result<Document, YamlError> {
         parse_str(src, &Limits::default())

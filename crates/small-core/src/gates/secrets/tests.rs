@@ -398,7 +398,9 @@ fn candidates_by_iterator(pats: &Patterns, value: &str) -> Candidates {
         }
         match a.format {
             Some(i) => c.formats |= 1u128 << i,
-            None => c.key_name = true,
+            None => {
+                c.key_word = Some(c.key_word.map_or(m.start(), |w| w.min(m.start())));
+            }
         }
     }
     c
@@ -589,4 +591,45 @@ fn many_strings_through_the_memo_still_find_every_secret() {
             assert_eq!(kind(&secret), "AWS access key ID", "round {i}");
         }
     }
+}
+
+proptest::proptest! {
+    /// Assignment-shaped strings (secret-named keys and near misses, every separator, flags,
+    /// words of key names after the separators): the prefilters, the check for a separator
+    /// after the first key word among them, drop nothing the exhaustive scan finds.
+    #[test]
+    fn assignments_are_found_whatever_stands_around_them(
+        parts in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::sample::select(vec![
+                    "password", "DB_PASSWORD", "passed", "api_key", "key", "token", "tokens",
+                    "pwd", "cred", "github_pat", "secret", "--password", "--token", "-p",
+                ]).prop_map(str::to_string),
+                proptest::sample::select(vec![
+                    "=", ":", ": ", " = ", " ", "  ", "\"", "'", ", ", "--", ":=", "==",
+                ]).prop_map(str::to_string),
+                "[a-zA-Z0-9#%]{6,14}",
+            ],
+            1..9,
+        )
+    ) {
+        let v = parts.concat();
+        let mut fast = Vec::new();
+        scan_text(&v, &mut fast);
+        let mut all = Vec::new();
+        scan_text_exhaustive(&v, &mut all);
+        proptest::prop_assert_eq!(dedup(fast), dedup(all), "{:?}", v);
+    }
+}
+
+#[test]
+fn a_separator_after_the_first_key_word_is_needed() {
+    assert!(!separates_after(
+        "cargo test -p app: 214 passed, 0 failed",
+        23
+    ));
+    assert!(separates_after("214 passed, then password: x", 4));
+    assert!(separates_after("passed; password=x", 0));
+    assert!(!separates_after("passed and password x", 0));
+    assert!(separates_after("run --password x", 6));
 }
