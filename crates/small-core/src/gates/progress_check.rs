@@ -225,6 +225,7 @@ impl<'a> Runner<'a> {
     fn push(&mut self, i: usize, node: Node) {
         if let Some((j, held)) = self.held.take() {
             self.run(j, &held);
+            yaml::recycle(held);
         }
         self.held = Some((i, node));
     }

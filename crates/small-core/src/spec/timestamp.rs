@@ -110,11 +110,10 @@ pub fn parse(text: &str) -> Result<Instant, TimestampError> {
                 return Err(TimestampError::Malformed("no digits after `.`".into()));
             }
             has_fraction = true;
-            let mut n: i128 = 0;
-            for (k, d) in digits.iter().take(9).enumerate() {
-                n += i128::from(d - b'0') * 10i128.pow(8 - k as u32);
-            }
-            nanos = n;
+            // Nanoseconds: the first nine digits, scaled up when there are fewer.
+            let nine = &digits[..digits.len().min(9)];
+            let n = nine.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+            nanos = i128::from(n * 10i64.pow(9 - nine.len() as u32));
         }
         Some(b',') => return Err(TimestampError::CommaFraction),
         _ => {}

@@ -456,7 +456,11 @@ fn walk<'t, const LISTS: bool>(
                         seq_start: seq_start?,
                     });
                     // Room for a progress entry's usual fields: no growing on the way.
-                    let mut entries = Vec::with_capacity(if build { ITEM_FIELDS } else { 0 });
+                    let mut entries = if build {
+                        super::spare::item(ITEM_FIELDS)
+                    } else {
+                        Vec::new()
+                    };
                     if build {
                         entries.push(Entry {
                             key: super::known_key(key),
@@ -722,7 +726,7 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
             let inner = &tok.raw[1..tok.raw.len() - 1];
             let text = if tok.plain {
                 if build {
-                    inner.to_string()
+                    super::spare::string(inner)
                 } else {
                     String::new()
                 }

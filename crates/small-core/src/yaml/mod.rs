@@ -23,6 +23,9 @@ use crate::diag::{Pos, Span};
 
 mod deep;
 mod fast;
+mod spare;
+
+pub use spare::recycle;
 
 pub use fast::{Part, Resume, Splice, Walked};
 
