@@ -1331,14 +1331,19 @@ fn ident_byte(c: u8) -> bool {
 fn separates_after(value: &str, from: usize) -> bool {
     let b = &value.as_bytes()[from..];
     memchr::memchr2(b'=', b':', b).is_some()
-        || memchr::memchr(b' ', b).is_some()
-            && memchr::memmem::find(value.as_bytes(), b"--").is_some()
+        || memchr::memchr(b' ', b).is_some() && has_double_dash(value.as_bytes())
+}
+
+/// Whether `--` occurs (a `--flag` may): dashes are few in most values, so each one found
+/// is looked at, which costs less than a substring search on a short string.
+fn has_double_dash(b: &[u8]) -> bool {
+    memchr::memchr_iter(b'-', b).any(|i| b.get(i + 1) == Some(&b'-'))
 }
 
 fn scan_assignments(value: &str, out: &mut Vec<Finding>) {
     let b = value.as_bytes();
     // A space separates only after a `--flag`: without a `--` the spaces need no look.
-    let flags = memchr::memmem::find(b, b"--").is_some();
+    let flags = has_double_dash(b);
     let mut i = 0;
     while i < b.len() {
         // Straight to the next byte that can separate a name from its value.
@@ -1773,7 +1778,6 @@ fn scan_text(value: &str, out: &mut Vec<Finding>) {
 /// guess; a slot taken by another string is simply overwritten.
 mod clean {
     use std::cell::RefCell;
-    use std::hash::BuildHasher;
 
     /// The longest string remembered.
     const MAX: usize = 64;
@@ -1792,8 +1796,29 @@ mod clean {
         static SLOTS_OF_THREAD: RefCell<Option<Box<[Slot]>>> = const { RefCell::new(None) };
     }
 
+    /// A slot's hash: the length and the first and last eight bytes, mixed. Strings that
+    /// differ elsewhere only share a slot (each hit is checked byte for byte), and the values
+    /// of a log differ at their ends (counters, ids, times), so this is as good as hashing
+    /// every byte and costs less.
     fn hash(value: &str) -> u64 {
-        foldhash::fast::FixedState::with_seed(0x5ca1_ab1e).hash_one(value)
+        let v = value.as_bytes();
+        let n = v.len();
+        let word = |b: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            u64::from_le_bytes(w)
+        };
+        let (head, tail) = if n >= 8 {
+            (word(&v[..8]), word(&v[n - 8..]))
+        } else {
+            (word(v), 0)
+        };
+        (head ^ tail.rotate_left(29) ^ (n as u64) << 56).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// The slot of a hash: its top bits (the best mixed).
+    fn slot(h: u64) -> usize {
+        (h >> (64 - SLOTS.trailing_zeros())) as usize
     }
 
     /// Whether `value` was found clean before, on this thread.
@@ -1804,7 +1829,7 @@ mod clean {
         let h = hash(value);
         SLOTS_OF_THREAD.with_borrow(|slots| {
             slots.as_ref().is_some_and(|slots| {
-                let s = &slots[h as usize & (SLOTS - 1)];
+                let s = &slots[slot(h)];
                 s.hash == h
                     && usize::from(s.len) == value.len() + 1
                     && &s.text[..value.len()] == value.as_bytes()
@@ -1827,7 +1852,7 @@ mod clean {
                 };
                 vec![empty; SLOTS].into_boxed_slice()
             });
-            let s = &mut slots[h as usize & (SLOTS - 1)];
+            let s = &mut slots[slot(h)];
             s.hash = h;
             s.len = value.len() as u8 + 1;
             s.text[..value.len()].copy_from_slice(value.as_bytes());

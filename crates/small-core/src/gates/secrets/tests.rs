@@ -623,6 +623,23 @@ proptest::proptest! {
 }
 
 #[test]
+fn double_dashes_are_found_anywhere() {
+    for (v, want) in [
+        ("--x", true),
+        ("a --b", true),
+        ("a-b-c", false),
+        ("x-", false),
+        ("-", false),
+        ("", false),
+        ("a---", true),
+        ("a-", false),
+        ("end--", true),
+    ] {
+        assert_eq!(has_double_dash(v.as_bytes()), want, "{v}");
+    }
+}
+
+#[test]
 fn a_separator_after_the_first_key_word_is_needed() {
     assert!(!separates_after(
         "cargo test -p app: 214 passed, 0 failed",
@@ -632,4 +649,20 @@ fn a_separator_after_the_first_key_word_is_needed() {
     assert!(separates_after("passed; password=x", 0));
     assert!(!separates_after("passed and password x", 0));
     assert!(separates_after("run --password x", 6));
+}
+
+#[test]
+fn strings_sharing_a_memo_slot_are_told_apart_byte_for_byte() {
+    let secret = tok(&["ghp_", "1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"]);
+    let clean = format!("token: {} end", "-".repeat(secret.len()));
+    let with = format!("token: {secret} end");
+    assert_eq!(clean.len(), with.len());
+    assert!(with.len() <= 64, "both are remembered when clean");
+    assert!(scan_all(None, &clean).is_empty());
+    assert!(clean::seen(&clean));
+    // Same length, same first and last eight bytes: the same slot, not the same string.
+    assert!(!clean::seen(&with));
+    assert_eq!(kind(&with), "GitHub token");
+    // A secret takes no slot: the clean string is still remembered.
+    assert!(clean::seen(&clean));
 }
