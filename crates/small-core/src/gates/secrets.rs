@@ -1763,12 +1763,13 @@ pub fn scan_all(key: Option<&str>, value: &str) -> Vec<Finding> {
 /// the anchor automaton and one over the bytes decide which detectors can find anything, so
 /// an ordinary string costs two passes and no allocation.
 fn scan_text(value: &str, out: &mut Vec<Finding>) {
-    if clean::seen(value) {
+    let hash = clean::hash_of(value);
+    if hash.is_some_and(|h| clean::holds(h, value)) {
         return;
     }
     scan_text_unseen(value, out);
-    if out.is_empty() {
-        clean::remember(value);
+    if let (Some(h), true) = (hash, out.is_empty()) {
+        clean::remember(h, value);
     }
 }
 
@@ -1796,11 +1797,15 @@ mod clean {
         static SLOTS_OF_THREAD: RefCell<Option<Box<[Slot]>>> = const { RefCell::new(None) };
     }
 
-    /// A slot's hash: the length and the first and last eight bytes, mixed. Strings that
-    /// differ elsewhere only share a slot (each hit is checked byte for byte), and the values
-    /// of a log differ at their ends (counters, ids, times), so this is as good as hashing
-    /// every byte and costs less.
-    fn hash(value: &str) -> u64 {
+    /// The hash of a string short enough to be remembered (`None` for a longer one), for
+    /// [`holds`] and [`remember`]: the length and the first and last eight bytes, mixed.
+    /// Strings that differ elsewhere only share a slot (each hit is checked byte for byte),
+    /// and the values of a log differ at their ends (counters, ids, times), so this is as
+    /// good as hashing every byte and costs less.
+    pub(super) fn hash_of(value: &str) -> Option<u64> {
+        if value.len() > MAX {
+            return None;
+        }
         let v = value.as_bytes();
         let n = v.len();
         let word = |b: &[u8]| {
@@ -1813,7 +1818,7 @@ mod clean {
         } else {
             (word(v), 0)
         };
-        (head ^ tail.rotate_left(29) ^ (n as u64) << 56).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        Some((head ^ tail.rotate_left(29) ^ (n as u64) << 56).wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
 
     /// The slot of a hash: its top bits (the best mixed).
@@ -1822,11 +1827,13 @@ mod clean {
     }
 
     /// Whether `value` was found clean before, on this thread.
+    #[cfg(test)]
     pub(super) fn seen(value: &str) -> bool {
-        if value.len() > MAX {
-            return false;
-        }
-        let h = hash(value);
+        hash_of(value).is_some_and(|h| holds(h, value))
+    }
+
+    /// Whether the slot of hash `h` (from [`hash_of`]) holds `value`.
+    pub(super) fn holds(h: u64, value: &str) -> bool {
         SLOTS_OF_THREAD.with_borrow(|slots| {
             slots.as_ref().is_some_and(|slots| {
                 let s = &slots[slot(h)];
@@ -1837,12 +1844,8 @@ mod clean {
         })
     }
 
-    /// Remember that `value` holds nothing.
-    pub(super) fn remember(value: &str) {
-        if value.len() > MAX {
-            return;
-        }
-        let h = hash(value);
+    /// Remember that `value` (whose hash is `h`) holds nothing.
+    pub(super) fn remember(h: u64, value: &str) {
         SLOTS_OF_THREAD.with_borrow_mut(|slots| {
             let slots = slots.get_or_insert_with(|| {
                 let empty = Slot {
