@@ -268,7 +268,7 @@ fn walk<'t, const LISTS: bool>(
     let (mut special_from, mut special) = (0usize, 0usize);
     while offset < text.len() {
         let line_start = offset;
-        let line_end = memchr::memchr(b'\n', &bytes[offset..]).map_or(text.len(), |i| offset + i);
+        let line_end = super::find::one(&bytes[offset..], b'\n').map_or(text.len(), |i| offset + i);
         offset = (line_end + 1).min(text.len());
         line_no += 1;
         if part.stop == Some(line_start) {
@@ -549,6 +549,18 @@ fn walk<'t, const LISTS: bool>(
     })
 }
 
+/// The bytes a key on the fast path is made of: ASCII letters and digits, `_`, `-`, `.`, `/`.
+const KEY_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/');
+        c += 1;
+    }
+    t
+};
+
 /// Classify a line, or `None` if it is outside the simple shape. `plain`: the line is known
 /// to hold no tab, carriage return or backslash.
 fn classify(line: &str, plain: bool) -> Option<Line<'_>> {
@@ -571,7 +583,7 @@ fn classify(line: &str, plain: bool) -> Option<Line<'_>> {
     let after_key_start = &line[key_col..];
     let key_len = after_key_start
         .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
+        .take_while(|&b| KEY_BYTES[usize::from(b)])
         .count();
     if key_len == 0 || after_key_start.starts_with('-') || after_key_start.starts_with('.') {
         return scalar_item(item, indent, after_key_start, key_col, plain);
@@ -633,7 +645,7 @@ fn token(s: &str, col: usize, plain: bool) -> Option<Tok<'_>> {
             // The closing quote: the first `"` not escaped by a backslash.
             let mut i = 1;
             loop {
-                i += memchr::memchr2(b'\\', b'"', bytes.get(i..)?)?;
+                i += super::find::two(bytes.get(i..)?, b'\\', b'"')?;
                 if bytes[i] == b'"' {
                     break;
                 }

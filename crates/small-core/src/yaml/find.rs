@@ -1,0 +1,121 @@
+//! Searches for one or two bytes in the short stretches the fast walk looks at (the rest of a
+//! line, a quoted value), done inline 16 bytes at a time. A library search is as fast per
+//! byte but pays a dispatch and a set-up on every call; the walk makes several calls per line
+//! of a few dozen bytes, where that overhead is most of the cost. Past [`INLINE_BYTES`] the
+//! search is handed to `memchr`, so a long line costs what it always did.
+
+/// How far the inline search goes before handing the rest to `memchr`.
+const INLINE_BYTES: usize = 64;
+
+/// The offset of the first `a` or `b` in `hay`.
+#[inline(always)]
+pub(super) fn two(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+    let mut i = 0;
+    while i + 16 <= hay.len() {
+        if i >= INLINE_BYTES {
+            return memchr::memchr2(a, b, &hay[i..]).map(|k| i + k);
+        }
+        let m = block::mask(&hay[i..i + 16], a, b);
+        if m != 0 {
+            return Some(i + m.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    let rest = hay.len() - i;
+    if rest == 0 {
+        return None;
+    }
+    // The last bytes: a block ending with the text, its bytes already searched masked off
+    // (or, in a text shorter than a block, the text copied into one).
+    let m = if hay.len() >= 16 {
+        block::mask(&hay[hay.len() - 16..], a, b) >> (16 - rest)
+    } else {
+        let mut tail = [0u8; 16];
+        tail[..rest].copy_from_slice(hay);
+        block::mask(&tail, a, b) & ((1 << rest) - 1)
+    };
+    (m != 0).then(|| i + m.trailing_zeros() as usize)
+}
+
+/// The offset of the first `a` in `hay`.
+#[inline(always)]
+pub(super) fn one(hay: &[u8], a: u8) -> Option<usize> {
+    two(hay, a, a)
+}
+
+/// Bit `i` set when byte `i` of a 16-byte block is `a` or `b`.
+#[cfg(target_arch = "x86_64")]
+mod block {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+
+    #[inline(always)]
+    #[allow(unused_unsafe)]
+    pub(super) fn mask(block: &[u8], a: u8, b: u8) -> u32 {
+        assert!(block.len() >= 16);
+        // SAFETY: the load reads 16 bytes of `block` (checked above) and needs no alignment;
+        // SSE2 is part of every x86-64 target, so its intrinsics are always available.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+            let hit = _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(a as i8)),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)),
+            );
+            _mm_movemask_epi8(hit) as u32 & 0xffff
+        }
+    }
+}
+
+/// The portable block: byte by byte.
+#[cfg(not(target_arch = "x86_64"))]
+mod block {
+    #[inline(always)]
+    pub(super) fn mask(block: &[u8], a: u8, b: u8) -> u32 {
+        block[..16]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &c)| m | (u32::from(c == a || c == b) << i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn finds_what_memchr_finds_at_every_length_and_place() {
+        // Every length around the block size and the inline limit, the byte at every place
+        // (and nowhere), with the other byte after it.
+        for len in 0..=INLINE_BYTES + 40 {
+            for at in 0..=len {
+                let mut hay = vec![b'x'; len];
+                if at < len {
+                    hay[at] = b'"';
+                }
+                if at + 3 < len {
+                    hay[at + 3] = b'\\';
+                }
+                assert_eq!(one(&hay, b'"'), memchr::memchr(b'"', &hay), "{len} {at}");
+                assert_eq!(
+                    two(&hay, b'\\', b'"'),
+                    memchr::memchr2(b'\\', b'"', &hay),
+                    "{len} {at}"
+                );
+                assert_eq!(one(&hay, b'\n'), None);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_memchr(hay in proptest::collection::vec(
+            prop_oneof![Just(b'a'), Just(b'\n'), Just(b'"'), Just(0u8), Just(0xffu8)], 0..200)
+        ) {
+            prop_assert_eq!(one(&hay, b'\n'), memchr::memchr(b'\n', &hay));
+            prop_assert_eq!(one(&hay, 0), memchr::memchr(0, &hay));
+            prop_assert_eq!(two(&hay, b'"', 0xff), memchr::memchr2(b'"', 0xff, &hay));
+        }
+    }
+}
