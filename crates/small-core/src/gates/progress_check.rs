@@ -230,6 +230,14 @@ impl<'a> Runner<'a> {
         self.held = Some((i, node));
     }
 
+    /// Check the held-back entry, keeping nothing of the state before it (which costs a copy
+    /// of the facts gathered so far: a thousand task ids, in every part of a long log).
+    fn finish_unsnapped(&mut self) {
+        if let Some((j, held)) = self.held.take() {
+            self.run(j, &held);
+        }
+    }
+
     /// Check the held-back entry; returns the state before it (if there was one).
     fn finish(&mut self) -> Option<Snapshot> {
         let (j, held) = self.held.take()?;
@@ -399,7 +407,13 @@ fn check_part(src: &str, limits: &Limits, rules: &EntryRules, part: Part) -> Opt
         ..part
     };
     let walked = yaml::stream_fast_part(src, limits, "entries", part, &mut |i, n| r.push(i, n))?;
-    let snap = r.finish().filter(|_| part.stop.is_none());
+    let snap = match part.stop {
+        None => r.finish(),
+        Some(_) => {
+            r.finish_unsnapped();
+            None
+        }
+    };
     let (first, latest) = (r.linter.first_stamp(), r.linter.order_state());
     Some(PartResult {
         runner_results: r.results(),

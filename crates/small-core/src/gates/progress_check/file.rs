@@ -140,7 +140,7 @@ fn resumed_from_file(
     if walked.last_item.is_none_or(|l| l.index < resume.index) {
         return None;
     }
-    r.finish();
+    r.finish_unsnapped();
     Some(Checked {
         root: Ok(walked.root?),
         results: r.results(),
