@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::automaton::Automaton;
+use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{dfa, nfa::noncontiguous, Anchored};
 use base64::Engine as _;
 use regex::Regex;
@@ -661,14 +661,14 @@ fn candidates_in<A: Automaton>(pats: &Patterns, aut: &A, value: &str) -> Candida
     let Ok(mut sid) = aut.start_state(Anchored::No) else {
         return c;
     };
-    for (i, &byte) in b.iter().enumerate() {
-        sid = aut.next_state(Anchored::No, sid, byte);
-        if !aut.is_special(sid) {
-            continue;
-        }
-        if aut.is_dead(sid) {
+    let mut from = 0;
+    loop {
+        let i;
+        (i, sid) = to_special(aut, b, from, sid);
+        if i == b.len() || aut.is_dead(sid) {
             break;
         }
+        from = i + 1;
         if !aut.is_match(sid) {
             continue;
         }
@@ -692,6 +692,21 @@ fn candidates_in<A: Automaton>(pats: &Patterns, aut: &A, value: &str) -> Candida
         }
     }
     c
+}
+
+/// The automaton's walk over `b` from byte `from` in state `sid`, up to the first byte that
+/// leads to a special state (a match, or the dead state): that byte's index and the state, or
+/// `b`'s length and the state after the last byte. Kept apart from the handling of matches so
+/// that the loop over ordinary bytes, nearly all of them, holds its few values in registers.
+#[inline(never)]
+fn to_special<A: Automaton>(aut: &A, b: &[u8], from: usize, mut sid: StateID) -> (usize, StateID) {
+    for (i, &byte) in b.iter().enumerate().skip(from) {
+        sid = aut.next_state(Anchored::No, sid, byte);
+        if aut.is_special(sid) {
+            return (i, sid);
+        }
+    }
+    (b.len(), sid)
 }
 
 /// The shortest run of token bytes any detector looks at (the formats without a literal,
