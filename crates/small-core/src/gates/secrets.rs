@@ -847,35 +847,37 @@ fn token_runs_by_table(b: &[u8]) -> Runs {
 const _: () = assert!(C_TOKEN == 1 && C_EQUALS == 2);
 
 /// [`token_runs`] on SSE2, which every x86-64 processor has: each byte class is a few
-/// compares over 16 bytes and a `movemask`, so a string costs a handful of instructions per
-/// 16 bytes instead of a table lookup per byte.
+/// compares over 16 bytes, so a string costs a handful of instructions per 16 bytes instead
+/// of a table lookup per byte. The whole-string classes are gathered as vectors and read once
+/// at the end; only the run masks are read block by block, and only in a string long enough
+/// for a run to matter.
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use super::{OnesRun, Runs, C_DOT, C_HEX, C_SEPARATOR, C_STAMP, RUN_MIN};
     use std::arch::x86_64::{
         __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,
-        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128,
     };
 
-    /// Bit masks of 16 bytes, bit i for byte i.
-    struct Masks {
-        token: u64,
-        /// Token bytes and `=`.
-        padded: u64,
-        /// The classes [`Runs::classes`] reads.
-        separator: u64,
-        dot: u64,
-        hex: u64,
-        stamp: u64,
+    /// The classes of 16 bytes, a lane per byte (all ones where the byte is in the class).
+    struct Classes {
+        token: __m128i,
+        equals: __m128i,
+        separator: __m128i,
+        dot: __m128i,
+        hex: __m128i,
+        stamp: __m128i,
     }
 
-    /// The classes of 16 bytes (see `CLASSES`: the same predicates, as compares).
-    #[inline]
+    /// The classes of the 16 bytes at the start of `block` (see `CLASSES`: the same
+    /// predicates, as compares).
+    #[inline(always)]
     #[allow(unused_unsafe)]
-    fn masks(block: &[u8; 16]) -> Masks {
-        // SAFETY: the load reads the 16 bytes of `block` and needs no alignment; SSE2 is
-        // part of every x86-64 target, so its intrinsics are always available (they are safe
-        // to call on newer compilers, hence the allowance for this block).
+    fn classes(block: &[u8]) -> Classes {
+        assert!(block.len() >= 16);
+        // SAFETY: the load reads 16 bytes of `block` (checked above) and needs no alignment;
+        // SSE2 is part of every x86-64 target, so its intrinsics are always available (they
+        // are safe to call on newer compilers, hence the allowance for this block).
         unsafe {
             let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
             // ASCII letters in lower case (other bytes change too, but only letters can then
@@ -890,7 +892,6 @@ mod sse2 {
                 )
             };
             let or = |a: __m128i, b: __m128i| _mm_or_si128(a, b);
-            let bits = |m: __m128i| u64::from(_mm_movemask_epi8(m) as u16);
             let digit = within(v, b'0', b'9');
             let dash = is(v, b'-');
             let plus = is(v, b'+');
@@ -898,49 +899,118 @@ mod sse2 {
             let colon = is(v, b':');
             let dot = is(v, b'.');
             let digit_dash = or(digit, dash);
-            let token = or(
-                or(digit_dash, within(folded, b'a', b'z')),
-                or(plus, or(is(v, b'/'), is(v, b'_'))),
-            );
-            let token_bits = bits(token);
-            Masks {
-                token: token_bits,
-                padded: token_bits | bits(equals),
-                separator: bits(or(or(equals, colon), is(v, b' '))),
-                dot: bits(dot),
-                hex: bits(or(digit_dash, within(v, b'a', b'f'))),
-                stamp: bits(or(
+            Classes {
+                token: or(
+                    or(digit_dash, within(folded, b'a', b'z')),
+                    or(plus, or(is(v, b'/'), is(v, b'_'))),
+                ),
+                equals,
+                separator: or(or(equals, colon), is(v, b' ')),
+                dot,
+                hex: or(digit_dash, within(v, b'a', b'f')),
+                stamp: or(
                     or(digit_dash, or(colon, dot)),
                     or(plus, or(is(folded, b't'), is(folded, b'z'))),
-                )),
+                ),
             }
         }
     }
 
+    /// Bit i set for lane i of `m`.
+    #[inline(always)]
+    #[allow(unused_unsafe)]
+    fn bits(m: __m128i) -> u64 {
+        // SAFETY: SSE2 is part of every x86-64 target.
+        unsafe { u64::from(_mm_movemask_epi8(m) as u16) }
+    }
+
+    /// The whole-string classes, gathered block by block: a class some byte is in (`any`),
+    /// a class every byte is in (`all`).
+    struct Gathered {
+        separator: __m128i,
+        dot: __m128i,
+        hex: __m128i,
+        stamp: __m128i,
+    }
+
+    impl Gathered {
+        /// Before any block: no byte in any class, every byte in every class.
+        #[inline(always)]
+        #[allow(unused_unsafe)]
+        fn new() -> Gathered {
+            // SAFETY: SSE2 is part of every x86-64 target.
+            let (none, every) = unsafe { (_mm_setzero_si128(), _mm_set1_epi8(-1)) };
+            Gathered {
+                separator: none,
+                dot: none,
+                hex: every,
+                stamp: every,
+            }
+        }
+
+        #[inline(always)]
+        #[allow(unused_unsafe)]
+        fn add(&mut self, c: &Classes) {
+            // SAFETY: SSE2 is part of every x86-64 target.
+            unsafe {
+                self.separator = _mm_or_si128(self.separator, c.separator);
+                self.dot = _mm_or_si128(self.dot, c.dot);
+                self.hex = _mm_and_si128(self.hex, c.hex);
+                self.stamp = _mm_and_si128(self.stamp, c.stamp);
+            }
+        }
+
+        fn runs(&self, token: usize, padded: usize) -> Runs {
+            let flag = |found: bool, bit: u8| if found { bit } else { 0 };
+            let any =
+                flag(bits(self.separator) != 0, C_SEPARATOR) | flag(bits(self.dot) != 0, C_DOT);
+            let all =
+                flag(bits(self.hex) == 0xffff, C_HEX) | flag(bits(self.stamp) == 0xffff, C_STAMP);
+            Runs::classes(any, all, token, padded)
+        }
+    }
+
     pub(super) fn token_runs(b: &[u8]) -> Runs {
+        let len = b.len();
+        if len < 16 {
+            // One block, padded with a digit: in the classes every byte must be in (hex,
+            // stamp) and in none that some byte must be in (separator, dot). No run is
+            // measured in a string this short.
+            let mut block = [b'0'; 16];
+            block[..len].copy_from_slice(b);
+            let mut gathered = Gathered::new();
+            gathered.add(&classes(&block));
+            return gathered.runs(0, 0);
+        }
+        let mut gathered = Gathered::new();
+        // The last block ends with the string; where the string is not a whole number of
+        // blocks it overlaps the one before, which is harmless for the whole-string classes
+        // (its bytes are the string's) and is shifted off the run masks.
+        let last = len - 16;
+        if len < RUN_MIN {
+            gathered.add(&classes(b));
+            gathered.add(&classes(&b[last..]));
+            return gathered.runs(0, 0);
+        }
         let (mut tok, mut pad) = (OnesRun::default(), OnesRun::default());
-        // Bytes of each class found, and bytes outside it, over the whole string.
-        let (mut separator, mut dot, mut not_hex, mut not_stamp) = (0u64, 0u64, 0u64, 0u64);
         // Masks gathered into 64 bits (`n` of them filled) before their runs are measured.
         let (mut t, mut p, mut n) = (0u64, 0u64, 0usize);
-        for piece in b.chunks(16) {
-            let len = piece.len();
-            let m = match <&[u8; 16]>::try_from(piece) {
-                Ok(block) => masks(block),
-                Err(_) => {
-                    let mut block = [0u8; 16];
-                    block[..len].copy_from_slice(piece);
-                    masks(&block)
-                }
+        let mut at = 0;
+        while at < len {
+            let (c, new) = if at + 16 <= len {
+                (classes(&b[at..]), 16)
+            } else {
+                (classes(&b[last..]), len - at)
             };
-            let valid = (1u64 << len) - 1;
-            separator |= m.separator & valid;
-            dot |= m.dot & valid;
-            not_hex |= !m.hex & valid;
-            not_stamp |= !m.stamp & valid;
-            t |= (m.token & valid) << n;
-            p |= (m.padded & valid) << n;
-            n += len;
+            gathered.add(&c);
+            let token = bits(c.token) >> (16 - new);
+            // SAFETY: SSE2 is part of every x86-64 target.
+            #[allow(unused_unsafe)]
+            let padded = bits(unsafe { _mm_or_si128(c.token, c.equals) }) >> (16 - new);
+            t |= token << n;
+            p |= padded << n;
+            n += new;
+            at += new;
             if n == 64 {
                 tok.add(t, 64);
                 pad.add(p, 64);
@@ -951,13 +1021,7 @@ mod sse2 {
             tok.add(t, n);
             pad.add(p, n);
         }
-        let flag = |found: bool, bit: u8| if found { bit } else { 0 };
-        let any = flag(separator != 0, C_SEPARATOR) | flag(dot != 0, C_DOT);
-        let all = flag(not_hex == 0, C_HEX) | flag(not_stamp == 0, C_STAMP);
-        if b.len() < RUN_MIN {
-            return Runs::classes(any, all, 0, 0);
-        }
-        Runs::classes(any, all, tok.longest, pad.longest)
+        gathered.runs(tok.longest, pad.longest)
     }
 }
 
