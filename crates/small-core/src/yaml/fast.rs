@@ -334,11 +334,11 @@ fn walk<'t, const LISTS: bool>(
                     start: pos(key_col),
                     end: pos(key_col + key.len()),
                 };
-                let value_node = match value {
-                    Some(tok) => Some(scalar(tok, &pos, build)?),
-                    None => None,
-                };
                 if indent == 0 && !is_item {
+                    let value_node = match value {
+                        Some(tok) => Some(scalar(tok, &pos, build)?),
+                        None => None,
+                    };
                     // A top-level key ends the sequence (and its last item).
                     if let Some((_, seq_start, _)) = in_seq {
                         flush(&mut item, sink, &mut in_seq, last_end);
@@ -385,7 +385,7 @@ fn walk<'t, const LISTS: bool>(
                 }
                 // Inside the stream sequence.
                 let (seq_indent, seq_start, count) = in_seq.as_mut()?;
-                let Some(value_node) = value_node else {
+                let Some(tok) = value else {
                     // `key:` alone inside an item: a sequence of scalars follows.
                     if !LISTS {
                         return None;
@@ -407,6 +407,7 @@ fn walk<'t, const LISTS: bool>(
                     last_end = pos(line.len());
                     continue;
                 };
+                let value_node = scalar(tok, &pos, build)?;
                 if is_item {
                     if *seq_indent == usize::MAX {
                         *seq_indent = indent;
