@@ -30,11 +30,11 @@ pub const CANNED_EVIDENCE: [&str; 2] = [
 /// record of work. `meta/…` entries are never work either, but they are not bookkeeping in
 /// this sense (they record resets, repairs, self-heals); callers skip them by id.
 pub fn is_bookkeeping(evidence: Option<&str>, notes: Option<&str>) -> bool {
-    let notes = notes.map(str::trim).unwrap_or("");
+    let notes = notes.map(super::trim).unwrap_or("");
     if BOOKKEEPING_NOTES.contains(&notes) {
         return true;
     }
-    let ev = evidence.map(str::trim).unwrap_or("");
+    let ev = evidence.map(super::trim).unwrap_or("");
     if ev.is_empty() {
         return false;
     }
@@ -68,7 +68,7 @@ pub fn is_bookkeeping(evidence: Option<&str>, notes: Option<&str>) -> bool {
 
 /// Whether a task id names bookkeeping of the workspace itself (`meta/…`).
 pub fn is_meta(task_id: &str) -> bool {
-    task_id.trim().starts_with(META_TASK_PREFIX)
+    super::trim(task_id).starts_with(META_TASK_PREFIX)
 }
 
 /// The task id of the entry that opens a new run (`small reset`).

@@ -45,7 +45,7 @@ impl TaskStatus {
 
     /// Parse a status as written by hand: case-insensitive, surrounding spaces ignored.
     pub fn parse(text: &str) -> Option<TaskStatus> {
-        let t = text.trim();
+        let t = super::trim(text);
         TaskStatus::ALL
             .into_iter()
             .find(|s| s.as_str().eq_ignore_ascii_case(t))

@@ -66,7 +66,7 @@ impl std::error::Error for TimestampError {}
 
 /// Parse a progress timestamp (RFC 3339 with mandatory fractional seconds).
 pub fn parse(text: &str) -> Result<Instant, TimestampError> {
-    let s = text.trim();
+    let s = super::trim(text);
     if s.is_empty() {
         return Err(TimestampError::Missing);
     }

@@ -195,7 +195,7 @@ impl<'p> ProgressLinter<'p> {
         let strict_evidence = f.has_evidence || holds_something(f.notes);
         fn text(n: Option<&Node>) -> Option<&str> {
             match n.map(|n| &n.value) {
-                Some(Value::Str(s)) => Some(s.trim()),
+                Some(Value::Str(s)) => Some(crate::spec::trim(s)),
                 _ => None,
             }
         }
@@ -297,7 +297,7 @@ impl<'n> Fields<'n> {
 fn holds_something(n: Option<&Node>) -> bool {
     match n.map(|n| &n.value) {
         None | Some(Value::Null) => false,
-        Some(Value::Str(s)) => !s.trim().is_empty(),
+        Some(Value::Str(s)) => !crate::spec::trim(s).is_empty(),
         Some(_) => true,
     }
 }
@@ -334,7 +334,7 @@ fn order_step(
 /// A scalar's text, trimmed, borrowed when it is a string.
 fn trimmed_cow(node: Option<&Node>) -> std::borrow::Cow<'_, str> {
     match node.map(|n| &n.value) {
-        Some(Value::Str(s)) => std::borrow::Cow::Borrowed(s.trim()),
+        Some(Value::Str(s)) => std::borrow::Cow::Borrowed(crate::spec::trim(s)),
         Some(_) => std::borrow::Cow::Owned(trimmed_text(node)),
         None => std::borrow::Cow::Borrowed(""),
     }
