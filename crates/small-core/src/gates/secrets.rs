@@ -31,7 +31,7 @@ use base64::Engine as _;
 use regex::Regex;
 
 use crate::diag::{Diagnostic, Pos, Span};
-use crate::yaml::{Node, Style, Value};
+use crate::yaml::{find, Node, Style, Value};
 
 /// Why a value looks like a secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1409,14 +1409,14 @@ fn ident_byte(c: u8) -> bool {
 /// word there is no assignment to find (`214 passed, 0 failed`).
 fn separates_after(value: &str, from: usize) -> bool {
     let b = &value.as_bytes()[from..];
-    memchr::memchr2(b'=', b':', b).is_some()
-        || memchr::memchr(b' ', b).is_some() && has_double_dash(value.as_bytes())
+    find::two(b, b'=', b':').is_some()
+        || find::one(b, b' ').is_some() && has_double_dash(value.as_bytes())
 }
 
 /// Whether `--` occurs (a `--flag` may): dashes are few in most values, so each one found
 /// is looked at, which costs less than a substring search on a short string.
 fn has_double_dash(b: &[u8]) -> bool {
-    memchr::memchr_iter(b'-', b).any(|i| b.get(i + 1) == Some(&b'-'))
+    find::each(b, b'-').any(|i| b.get(i + 1) == Some(&b'-'))
 }
 
 fn scan_assignments(value: &str, out: &mut Vec<Finding>) {

@@ -1,7 +1,8 @@
-//! Searches for one or two bytes in the short stretches the fast walk looks at (the rest of a
-//! line, a quoted value), done inline 16 bytes at a time. A library search is as fast per
-//! byte but pays a dispatch and a set-up on every call; the walk makes several calls per line
-//! of a few dozen bytes, where that overhead is most of the cost. Past [`INLINE_BYTES`] the
+//! Searches for one or two bytes in the short stretches the fast walk and the rules look at
+//! (the rest of a line, a quoted value, a string of an entry), done inline 16 bytes at a time.
+//! A library search is as fast per byte but pays a dispatch and a set-up on every call; the
+//! walk makes several calls per line of a few dozen bytes, where that overhead is most of the
+//! cost. Past [`INLINE_BYTES`] the
 //! search is handed to `memchr`, so a long line costs what it always did.
 
 /// How far the inline search goes before handing the rest to `memchr`.
@@ -9,7 +10,7 @@ const INLINE_BYTES: usize = 64;
 
 /// The offset of the first `a` or `b` in `hay`.
 #[inline(always)]
-pub(super) fn two(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+pub(crate) fn two(hay: &[u8], a: u8, b: u8) -> Option<usize> {
     let mut i = 0;
     while i + 16 <= hay.len() {
         if i >= INLINE_BYTES {
@@ -39,8 +40,18 @@ pub(super) fn two(hay: &[u8], a: u8, b: u8) -> Option<usize> {
 
 /// The offset of the first `a` in `hay`.
 #[inline(always)]
-pub(super) fn one(hay: &[u8], a: u8) -> Option<usize> {
+pub(crate) fn one(hay: &[u8], a: u8) -> Option<usize> {
     two(hay, a, a)
+}
+
+/// The offsets of every `a` in `hay`, in order.
+pub(crate) fn each(hay: &[u8], a: u8) -> impl Iterator<Item = usize> + '_ {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let i = from + one(hay.get(from..)?, a)?;
+        from = i + 1;
+        Some(i)
+    })
 }
 
 /// Bit `i` set when byte `i` of a 16-byte block is `a` or `b`.
@@ -116,6 +127,10 @@ mod tests {
             prop_assert_eq!(one(&hay, b'\n'), memchr::memchr(b'\n', &hay));
             prop_assert_eq!(one(&hay, 0), memchr::memchr(0, &hay));
             prop_assert_eq!(two(&hay, b'"', 0xff), memchr::memchr2(b'"', 0xff, &hay));
+            prop_assert_eq!(
+                each(&hay, b'"').collect::<Vec<_>>(),
+                memchr::memchr_iter(b'"', &hay).collect::<Vec<_>>()
+            );
         }
     }
 }

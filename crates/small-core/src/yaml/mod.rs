@@ -23,7 +23,7 @@ use crate::diag::{Pos, Span};
 
 mod deep;
 mod fast;
-mod find;
+pub(crate) mod find;
 mod spare;
 
 pub use spare::recycle;

@@ -92,7 +92,7 @@ pub fn check_links_at(
 /// bytes around each one found.
 fn has_http(s: &str) -> bool {
     let b = s.as_bytes();
-    memchr::memchr_iter(b':', b)
+    crate::yaml::find::each(b, b':')
         .any(|i| i >= 4 && &b[i - 4..i] == b"http" && b[i + 1..].starts_with(b"//"))
 }
 
