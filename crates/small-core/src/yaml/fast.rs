@@ -407,8 +407,8 @@ fn walk<'t, const LISTS: bool>(
                     last_end = pos(line.len());
                     continue;
                 };
-                let value_node = scalar(tok, &pos, build)?;
                 if is_item {
+                    let value_node = scalar(tok, &pos, build)?;
                     if *seq_indent == usize::MAX {
                         *seq_indent = indent;
                         // An indentless sequence (`- ` at the parent key's column) starts
@@ -479,11 +479,21 @@ fn walk<'t, const LISTS: bool>(
                     }
                     item_keys.push(key);
                     if build {
+                        // The field is made in its place in the list: the node is not moved
+                        // from where it is built to where it is kept.
                         entries.push(Entry {
                             key: super::known_key(key),
                             key_span,
-                            value: value_node,
+                            value: Node {
+                                value: Value::Null,
+                                span: key_span,
+                                style: Style::Plain,
+                            },
                         });
+                        let last = entries.len() - 1;
+                        fill(tok, &pos, &mut entries[last].value)?;
+                    } else {
+                        scalar(tok, &pos, false)?;
                     }
                 }
                 last_end = pos(line.len());
@@ -752,6 +762,22 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
         TokKind::EmptyMap => (Value::Map(Vec::new()), Style::Flow),
     };
     Some(Node { value, span, style })
+}
+
+/// [`scalar`] (building) written into `node`, which is left as it was on `None`.
+#[inline(always)]
+fn fill(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, node: &mut Node) -> Option<()> {
+    if tok.kind == TokKind::Double && tok.plain {
+        node.value = Value::Str(super::spare::string(&tok.raw[1..tok.raw.len() - 1]));
+        node.style = Style::DoubleQuoted;
+        node.span = Span {
+            start: pos(tok.col),
+            end: pos(tok.col + tok.raw.len()),
+        };
+        return Some(());
+    }
+    *node = scalar(tok, pos, true)?;
+    Some(())
 }
 
 /// The text of a one-line scalar token (plain, single- or double-quoted).
