@@ -88,12 +88,12 @@ pub fn check_links_at(
 }
 
 /// Whether `s` holds `http://`. This runs on every string of every entry, most of them short
-/// and without a colon, so it looks for the colon first (one vector search) and checks the
-/// bytes around each one found.
+/// and without a slash (timestamps and notes have colons, few values have slashes), so it
+/// looks for the slashes first (one search) and checks the bytes around each one found.
 fn has_http(s: &str) -> bool {
     let b = s.as_bytes();
-    crate::yaml::find::each(b, b':')
-        .any(|i| i >= 4 && &b[i - 4..i] == b"http" && b[i + 1..].starts_with(b"//"))
+    crate::yaml::find::each(b, b'/')
+        .any(|i| i >= 5 && &b[i - 5..i] == b"http:" && b.get(i + 1) == Some(&b'/'))
 }
 
 /// Whether some string in `node` satisfies `f` (no pointers built: most nodes have no link).
