@@ -2,8 +2,8 @@
 //! (the rest of a line, a quoted value, a string of an entry), done inline 16 bytes at a time.
 //! A library search is as fast per byte but pays a dispatch and a set-up on every call; the
 //! walk makes several calls per line of a few dozen bytes, where that overhead is most of the
-//! cost. Past [`INLINE_BYTES`] the
-//! search is handed to `memchr`, so a long line costs what it always did.
+//! cost. Past [`INLINE_BYTES`] the search is handed to `memchr`, so a long line costs what it
+//! always did.
 
 /// How far the inline search goes before handing the rest to `memchr`.
 const INLINE_BYTES: usize = 64;
