@@ -70,6 +70,57 @@ pub fn parse(text: &str) -> Result<Instant, TimestampError> {
     if s.is_empty() {
         return Err(TimestampError::Missing);
     }
+    if let Some(t) = parse_utc_fixed(s.as_bytes()) {
+        return Ok(t);
+    }
+    parse_general(s)
+}
+
+/// The form `small` writes and nearly every log holds, `YYYY-MM-DDTHH:MM:SS.fZ` with 1 to 9
+/// fraction digits, read at its fixed places with no error to build: a progress gate parses
+/// one per entry. `None` for anything else, valid or not, which [`parse_general`] then reads
+/// (and explains). It accepts nothing [`parse_general`] refuses, with the same instant (a
+/// property test compares them).
+fn parse_utc_fixed(b: &[u8]) -> Option<Instant> {
+    let n = b.len();
+    if !(22..=30).contains(&n) || b[n - 1] != b'Z' {
+        return None;
+    }
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if b[19] != b'.' {
+        return None;
+    }
+    let number = |digits: &[u8]| {
+        digits.iter().try_fold(0u64, |acc, &c| {
+            let d = c.wrapping_sub(b'0');
+            (d < 10).then_some(acc * 10 + u64::from(d))
+        })
+    };
+    let year = number(&b[0..4])? as i64;
+    let month = number(&b[5..7])? as u32;
+    let day = number(&b[8..10])? as u32;
+    let hour = number(&b[11..13])?;
+    let minute = number(&b[14..16])?;
+    let second = number(&b[17..19])?;
+    let fraction = &b[20..n - 1];
+    let nanos = number(fraction)? * 10u64.pow(9 - fraction.len() as u32);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let secs =
+        days_from_civil(year, month, day) * 86_400 + (hour * 3600 + minute * 60 + second) as i64;
+    Some(Instant {
+        nanos: i128::from(secs) * 1_000_000_000 + i128::from(nanos),
+    })
+}
+
+/// [`parse`] of any text (trimmed and not empty), saying what is wrong with it.
+fn parse_general(s: &str) -> Result<Instant, TimestampError> {
     let b = s.as_bytes();
     let mut p = Cursor { b, i: 0 };
     let year = p.digits(4, "a four-digit year")? as i64;
@@ -372,6 +423,40 @@ mod tests {
     }
 
     #[test]
+    fn fixed_places_read_the_protocol_form() {
+        for text in [
+            "2026-01-01T00:00:00.000000Z",
+            "2024-02-29T23:59:59.999999999Z",
+            "1970-01-01T00:00:00.1Z",
+            "2026-12-31T12:34:56.5Z",
+        ] {
+            assert_eq!(
+                parse_utc_fixed(text.as_bytes()),
+                parse_general(text).ok(),
+                "{text}"
+            );
+            assert!(parse_utc_fixed(text.as_bytes()).is_some(), "{text}");
+        }
+        // Left to the general parser: other offsets, more digits, and errors to explain.
+        for text in [
+            "2026-01-01T00:00:00.000000+00:00",
+            "2026-01-01T00:00:00.1234567891Z",
+            "2023-02-29T00:00:00.1Z",
+            "2026-01-01T24:00:00.1Z",
+            "2026-01-01T00:60:00.1Z",
+            "2026-01-01T00:00:60.1Z",
+            "2026-13-01T00:00:00.1Z",
+            "2026-00-01T00:00:00.1Z",
+            "2026-01-00T00:00:00.1Z",
+            "2026-01-01t00:00:00.1Z",
+            "2026-01-01T00:00:00,1Z",
+            "2026-01-01T00:00:0x.1Z",
+        ] {
+            assert_eq!(parse_utc_fixed(text.as_bytes()), None, "{text}");
+        }
+    }
+
+    #[test]
     fn epoch_and_format_round_trip() {
         assert_eq!(
             parse("1970-01-01T00:00:00.000000001Z")
@@ -432,6 +517,28 @@ mod tests {
         #[test]
         fn never_panics(s in ".{0,40}") {
             let _ = parse(&s);
+        }
+
+        // The fixed-place reading accepts only what the general parser accepts, as the same
+        // instant: on the protocol's form, on near misses of it, and on text of its bytes.
+        #[test]
+        fn fixed_places_agree_with_the_general_parser(
+            s in prop_oneof![
+                "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{0,11}Z",
+                "[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\\.[0-9]{1,9}[Zz+]",
+                "[0-9T:.Z+-]{20,31}",
+            ]
+        ) {
+            let general = parse_general(&s);
+            match parse_utc_fixed(s.as_bytes()) {
+                Some(t) => prop_assert_eq!(Ok(t), general),
+                None => {
+                    // What it leaves is either refused, or outside its form.
+                    let n = s.len();
+                    let in_form = (22..=30).contains(&n) && s.ends_with('Z');
+                    prop_assert!(general.is_err() || !in_form || s.as_bytes()[19] != b'.');
+                }
+            }
         }
     }
 }
