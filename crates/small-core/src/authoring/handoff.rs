@@ -327,7 +327,7 @@ pub struct Strict {
     /// opening an item at the sequence's indentation then starts an entry, so a reader may
     /// start at any such line, and a task not named here has no entry at all
     /// ([`crate::authoring::activity::scan_tail`]).
-    pub log_tasks: Option<crate::spec::plan::IdSet>,
+    pub log_tasks: Option<crate::spec::plan::TaskSet>,
 }
 
 /// The strict check of `small check --strict` (validate, lint with S1-S4, verify), run on the

@@ -212,12 +212,12 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
 fn activity_for(
     txn: &Transaction,
     open: &HashSet<String>,
-    log_tasks: Option<&crate::spec::plan::IdSet>,
+    log_tasks: Option<&crate::spec::plan::TaskSet>,
 ) -> Result<Activity, TxnError> {
     if let Some(named) = log_tasks {
         let open: HashSet<String> = open
             .iter()
-            .filter(|t| named.contains(*t))
+            .filter(|t| named.contains(t))
             .cloned()
             .collect();
         let rel = progress::progress_rel();
@@ -916,10 +916,14 @@ mod tests {
             .map(|t| t.id.clone())
             .collect();
         // task-41..45 never have work.
-        let named: crate::spec::plan::IdSet = (1..=40).map(|i| format!("task-{i}")).collect();
+        let named: crate::spec::plan::TaskSet = (1..=40).map(|i| format!("task-{i}")).collect();
         let whole = activity_for(&txn, &open, None).unwrap();
         // Without the names: the tail read cannot settle, and the whole log is read.
-        let all: crate::spec::plan::IdSet = open.iter().chain(&named).cloned().collect();
+        let all: crate::spec::plan::TaskSet = open
+            .iter()
+            .cloned()
+            .chain(named.iter().map(String::from))
+            .collect();
         let unsettled = activity_for(&txn, &open, Some(&all)).unwrap();
         assert_eq!(unsettled, whole);
         // With them: task-41..45 cannot have work, and the tail answers.

@@ -66,6 +66,8 @@ pub struct Streamed {
     /// Lint diagnostics of the entries (`TS`, `INV2`, `SHAPE`, `INV1`, `LINK`).
     pub lint: Vec<Diagnostic>,
     pub facts: ProgressFacts,
+    /// The plan's index the facts were gathered with.
+    pub plan: PlanIndex,
     /// The append-only proof, when `--since` was given.
     pub append: Option<Result<Vec<Diagnostic>, SinceError>>,
     /// How the log was read (`None`: not by [`progress_check::check_log`]).
@@ -197,6 +199,7 @@ pub fn load_overlay(
         schema: schema_diags,
         lint: linter.diags,
         facts: linter.facts,
+        plan,
         append,
         method,
     };
@@ -247,8 +250,9 @@ pub fn validate_stage(l: &Loaded, schemas: &SchemaSet) -> Vec<Diagnostic> {
 pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnostic>> {
     let ws = &l.ws;
     let streamed = l.streamed.as_ref().map(|s| StreamedLint {
-        diags: s.lint.clone(),
-        facts: s.facts.clone(),
+        diags: &s.lint,
+        facts: &s.facts,
+        plan: &s.plan,
     });
     let mut out = invariants::lint_with(
         &docs(ws),

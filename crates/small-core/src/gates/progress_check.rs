@@ -27,6 +27,7 @@ use crate::gates::invariants::{PlanIndex, ProgressFacts, ProgressLinter};
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
 use crate::spec::consts::ArtifactKind;
+use crate::spec::plan::TaskSet;
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
@@ -527,7 +528,7 @@ fn context_key(rules: &EntryRules) -> String {
     } else {
         "plan"
     });
-    let mut ids: Vec<&str> = rules.plan.ids.iter().map(String::as_str).collect();
+    let mut ids: Vec<&str> = rules.plan.ids().collect();
     ids.sort_unstable();
     for id in ids {
         put(id);
@@ -733,10 +734,10 @@ fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, sn
         ),
         schema: snap.results.schema.iter().map(diag_out).collect(),
         lint: snap.results.lint.iter().map(diag_out).collect(),
-        with_entries: with_entries.iter().cloned().collect(),
-        with_strict_evidence: with_strict_evidence.iter().cloned().collect(),
-        with_completion: with_completion.iter().cloned().collect(),
-        with_completion_evidence: with_completion_evidence.iter().cloned().collect(),
+        with_entries: with_entries.iter().map(String::from).collect(),
+        with_strict_evidence: with_strict_evidence.iter().map(String::from).collect(),
+        with_completion: with_completion.iter().map(String::from).collect(),
+        with_completion_evidence: with_completion_evidence.iter().map(String::from).collect(),
         s2_offenders: s2_offenders
             .iter()
             .map(|(i, id, s)| (*i, id.clone(), span_out(*s)))
@@ -776,10 +777,10 @@ fn runner_from<'a>(body: CacheBody, rules: &EntryRules<'a>) -> Option<(Runner<'a
     r.schema = body.schema.into_iter().map(diag_in).collect();
     r.linter.diags = body.lint.into_iter().map(diag_in).collect();
     r.linter.facts = ProgressFacts {
-        with_entries: body.with_entries.into_iter().collect(),
-        with_strict_evidence: body.with_strict_evidence.into_iter().collect(),
-        with_completion: body.with_completion.into_iter().collect(),
-        with_completion_evidence: body.with_completion_evidence.into_iter().collect(),
+        with_entries: TaskSet::from_ids(rules.plan, body.with_entries),
+        with_strict_evidence: TaskSet::from_ids(rules.plan, body.with_strict_evidence),
+        with_completion: TaskSet::from_ids(rules.plan, body.with_completion),
+        with_completion_evidence: TaskSet::from_ids(rules.plan, body.with_completion_evidence),
         s2_offenders: body
             .s2_offenders
             .into_iter()
@@ -1199,6 +1200,27 @@ mod tests {
         std::fs::write(&path, &commented).unwrap();
         assert!(file::streamed(&path, &limits, &rules, &no_cache(), 60, 0).is_none());
         assert!(file::streamed(&path, &limits, &rules, &no_cache(), 1000, 1 << 30).is_none());
+    }
+
+    /// Near its end the log is read in smaller pieces (so that the checkers finish
+    /// together), with the same result.
+    #[test]
+    fn the_last_pieces_of_a_streamed_log_are_smaller() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let (_tmp, _, path) = log_file();
+        let src = log(&(0..240u8).map(|k| 3 + k % 8).collect::<Vec<_>>());
+        std::fs::write(&path, &src).unwrap();
+        let piece = 4096;
+        let opts = ScanOptions {
+            threads: 2,
+            ..no_cache()
+        };
+        let (c, n) = file::streamed(&path, &Limits::default(), &rules, &opts, piece, 0).unwrap();
+        assert_same(c, &src, &rules);
+        // Pieces of the full size would be at most this many.
+        let whole = src.len().div_ceil(piece - 200);
+        assert!(n > whole + 2, "{n} pieces, {whole} of the full size");
     }
 
     #[test]

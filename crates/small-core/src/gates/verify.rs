@@ -146,8 +146,8 @@ pub fn check_plan_links(
     out: &mut Vec<Diagnostic>,
 ) {
     let Some(plan_root) = plan else { return };
-    let idx = PlanIndex::from_plan(Some(plan_root));
     if !strict {
+        let idx = PlanIndex::from_plan(Some(plan_root));
         invariants::check_s3(&idx, handoff, out);
         if progress.is_some() {
             let computed;

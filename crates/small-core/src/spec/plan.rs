@@ -1,7 +1,8 @@
 //! The plan model the gates and the write side share: a plan's tasks in order, indexed by id,
 //! read from the parsed YAML with their positions.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A set of task ids. Looked up for every progress entry, so hashed with a fast hash
 /// (seeded per process) rather than SipHash.
@@ -52,8 +53,20 @@ impl TaskInfo {
 #[derive(Debug, Clone, Default)]
 pub struct PlanIndex {
     pub tasks: Vec<TaskInfo>,
-    pub ids: IdSet,
+    /// The distinct non-empty ids, numbered in plan order.
+    slots: Arc<Slots>,
 }
+
+/// The distinct task ids of one plan, numbered in plan order: what a [`TaskSet`] counts by.
+#[derive(Debug, Default)]
+struct Slots {
+    by_id: HashMap<String, u32, foldhash::fast::RandomState>,
+    ids: Vec<String>,
+}
+
+/// The number of a plan task id in its [`PlanIndex`] (see [`PlanIndex::slot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot(u32);
 
 impl PlanIndex {
     pub fn from_plan(plan: Option<&Node>) -> PlanIndex {
@@ -61,6 +74,7 @@ impl PlanIndex {
         let Some(tasks) = plan.and_then(|p| p.get("tasks")).and_then(Node::as_seq) else {
             return idx;
         };
+        let mut slots = Slots::default();
         for (i, t) in tasks.iter().enumerate() {
             if t.as_map().is_none() {
                 continue;
@@ -77,8 +91,9 @@ impl PlanIndex {
                 })
                 .unwrap_or_default();
             let span = t.get("id").map_or(t.span, |n| n.span);
-            if !id.is_empty() {
-                idx.ids.insert(id.clone());
+            if !id.is_empty() && !slots.by_id.contains_key(&id) {
+                slots.by_id.insert(id.clone(), slots.ids.len() as u32);
+                slots.ids.push(id.clone());
             }
             idx.tasks.push(TaskInfo {
                 index: i,
@@ -89,11 +104,24 @@ impl PlanIndex {
                 span,
             });
         }
+        idx.slots = Arc::new(slots);
         idx
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.ids.contains(id)
+        self.slots.by_id.contains_key(id)
+    }
+
+    /// The number of `id` among the plan's distinct ids, when the plan has it: one lookup
+    /// that both answers [`PlanIndex::contains`] and files the id in any of this plan's
+    /// [`TaskSet`]s.
+    pub fn slot(&self, id: &str) -> Option<Slot> {
+        self.slots.by_id.get(id).map(|&n| Slot(n))
+    }
+
+    /// The distinct non-empty ids, in plan order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.slots.ids.iter().map(String::as_str)
     }
 
     /// Up to `limit` plan ids closest to `id` (see [`closest_ids`]). Used for "did you mean"
@@ -101,6 +129,147 @@ impl PlanIndex {
     pub fn closest(&self, id: &str, limit: usize) -> Vec<String> {
         let ids: Vec<&str> = self.tasks.iter().map(|t| t.id.as_str()).collect();
         closest_ids(id, &ids, limit)
+    }
+}
+
+/// A set of task ids gathered from a progress log. The ids of the plan it was made for are
+/// bits numbered by their [`Slot`], so that filing an entry's task costs no lookup beyond the
+/// plan's, and the sets of a log checked in parts are joined word by word; any other id is
+/// kept by name.
+#[derive(Clone, Default)]
+pub struct TaskSet {
+    slots: Arc<Slots>,
+    bits: Vec<u64>,
+    other: IdSet,
+}
+
+impl TaskSet {
+    /// An empty set for the ids of `plan`.
+    pub fn new(plan: &PlanIndex) -> TaskSet {
+        TaskSet {
+            slots: Arc::clone(&plan.slots),
+            bits: Vec::new(),
+            other: IdSet::default(),
+        }
+    }
+
+    /// `ids`, filed by the slots of `plan`.
+    pub fn from_ids(plan: &PlanIndex, ids: impl IntoIterator<Item = String>) -> TaskSet {
+        let mut set = TaskSet::new(plan);
+        for id in ids {
+            match plan.slot(&id) {
+                Some(slot) => set.insert_slot(slot),
+                None => {
+                    set.other.insert(id);
+                }
+            }
+        }
+        set
+    }
+
+    /// Add `id`, whose slot in this set's plan is `slot` (from [`PlanIndex::slot`] of that
+    /// plan: `None` for an id it does not have).
+    pub fn insert(&mut self, slot: Option<Slot>, id: &str) {
+        match slot {
+            Some(slot) => self.insert_slot(slot),
+            None => {
+                if !self.other.contains(id) {
+                    self.other.insert(id.to_string());
+                }
+            }
+        }
+    }
+
+    fn insert_slot(&mut self, Slot(n): Slot) {
+        debug_assert!(
+            (n as usize) < self.slots.ids.len(),
+            "a slot of another plan"
+        );
+        let (word, bit) = (n as usize / 64, n % 64);
+        if self.bits.len() <= word {
+            self.bits.resize(self.slots.ids.len().div_ceil(64), 0);
+        }
+        self.bits[word] |= 1 << bit;
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        match self.slots.by_id.get(id) {
+            Some(&n) => self
+                .bits
+                .get(n as usize / 64)
+                .is_some_and(|w| w & (1 << (n % 64)) != 0),
+            None => self.other.contains(id),
+        }
+    }
+
+    /// The ids: the plan's in plan order, then the others in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let known = self.bits.iter().enumerate().flat_map(move |(w, &word)| {
+            (0..64)
+                .filter(move |b| word & (1u64 << b) != 0)
+                .map(move |b| self.slots.ids[w * 64 + b].as_str())
+        });
+        known.chain(self.other.iter().map(String::as_str))
+    }
+
+    pub fn len(&self) -> usize {
+        let known: u32 = self.bits.iter().map(|w| w.count_ones()).sum();
+        known as usize + self.other.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Add every id of `from`: word by word when both sets count by the same plan.
+    pub fn extend(&mut self, from: TaskSet) {
+        if self.is_empty() {
+            *self = from;
+        } else if Arc::ptr_eq(&self.slots, &from.slots) {
+            if self.bits.len() < from.bits.len() {
+                self.bits.resize(from.bits.len(), 0);
+            }
+            for (w, f) in self.bits.iter_mut().zip(&from.bits) {
+                *w |= f;
+            }
+            self.other.extend(from.other);
+        } else {
+            for id in from.iter() {
+                match self.slots.by_id.get(id) {
+                    Some(&n) => self.insert_slot(Slot(n)),
+                    None => {
+                        self.other.insert(id.to_string());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sets are equal when they hold the same ids, whatever plan they count by.
+impl PartialEq for TaskSet {
+    fn eq(&self, other: &TaskSet) -> bool {
+        self.len() == other.len() && self.iter().all(|id| other.contains(id))
+    }
+}
+
+impl Eq for TaskSet {}
+
+impl std::fmt::Debug for TaskSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut ids: Vec<&str> = self.iter().collect();
+        ids.sort_unstable();
+        f.debug_set().entries(ids).finish()
+    }
+}
+
+/// Ids kept by name, for no plan.
+impl FromIterator<String> for TaskSet {
+    fn from_iter<I: IntoIterator<Item = String>>(ids: I) -> TaskSet {
+        TaskSet {
+            other: ids.into_iter().collect(),
+            ..TaskSet::default()
+        }
     }
 }
 
@@ -223,8 +392,74 @@ pub fn handoff_replay_scope(handoff: Option<&Node>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::closest_ids;
+    use super::{closest_ids, IdSet, PlanIndex, TaskSet};
     use proptest::prelude::*;
+
+    fn plan_of(ids: &[&str]) -> PlanIndex {
+        let mut text = String::from("tasks:\n");
+        for id in ids {
+            text.push_str(&format!("  - id: \"{id}\"\n"));
+        }
+        let doc = crate::yaml::parse_str(&text, &crate::yaml::Limits::default()).unwrap();
+        PlanIndex::from_plan(Some(&doc.root))
+    }
+
+    #[test]
+    fn plan_ids_have_slots_in_plan_order() {
+        let plan = plan_of(&["b", " a ", "b", ""]);
+        assert_eq!(plan.ids().collect::<Vec<_>>(), ["b", "a"]);
+        assert_eq!(plan.tasks.len(), 4);
+        assert!(plan.contains("a") && plan.contains("b") && !plan.contains(""));
+        assert!(plan.slot("a").is_some() && plan.slot("c").is_none());
+        assert_ne!(plan.slot("a"), plan.slot("b"));
+    }
+
+    proptest! {
+        // A task set holds exactly the ids put in it, whether the plan has them or not,
+        // and sets joined word by word, joined across plans, or compared across plans
+        // behave as sets of names.
+        #[test]
+        fn task_sets_are_sets_of_names(
+            n in 0usize..150,
+            picks in proptest::collection::vec((0usize..200, any::<bool>()), 0..80),
+        ) {
+            let names: Vec<String> = (0..n).map(|i| format!("task-{i}")).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let plan = plan_of(&refs);
+            let other_plan = plan_of(&refs[..n / 2]);
+            let (mut a, mut b) = (TaskSet::new(&plan), TaskSet::new(&plan));
+            let mut c = TaskSet::new(&other_plan);
+            let (mut want_a, mut want_b) = (IdSet::default(), IdSet::default());
+            for (i, to_a) in picks {
+                let id = format!("task-{i}");
+                let (set, want) = if to_a { (&mut a, &mut want_a) } else { (&mut b, &mut want_b) };
+                set.insert(plan.slot(&id), &id);
+                c.insert(other_plan.slot(&id), &id);
+                want.insert(id);
+            }
+            let names_of = |s: &TaskSet| s.iter().map(String::from).collect::<IdSet>();
+            prop_assert_eq!(names_of(&a), want_a.clone());
+            prop_assert_eq!(a.len(), want_a.len());
+            for i in 0..200 {
+                let id = format!("task-{i}");
+                prop_assert_eq!(a.contains(&id), want_a.contains(&id));
+            }
+            let all: IdSet = want_a.union(&want_b).cloned().collect();
+            let mut joined = a.clone();
+            joined.extend(b.clone());
+            prop_assert_eq!(names_of(&joined), all.clone());
+            // Across plans, and into an empty set.
+            let mut across = TaskSet::new(&other_plan);
+            across.insert(other_plan.slot("task-0"), "task-0");
+            across.extend(a.clone());
+            across.extend(b.clone());
+            let mut with_first: IdSet = all.clone();
+            with_first.insert("task-0".into());
+            prop_assert_eq!(names_of(&across), with_first);
+            prop_assert_eq!(&c, &joined);
+            prop_assert_eq!(c.is_empty(), all.is_empty());
+        }
+    }
 
     /// The definition [`closest_ids`] implements, written plainly: lower-case copies,
     /// substring tests and a full edit distance for every pair.

@@ -176,11 +176,12 @@ pub fn lint(docs: &Docs, opts: Options) -> Vec<Diagnostic> {
 }
 
 /// What streaming the progress log produced for lint: the entries' diagnostics (from
-/// [`ProgressLinter::entry_all`]) and the facts.
-#[derive(Debug, Default)]
-pub struct StreamedLint {
-    pub diags: Vec<Diagnostic>,
-    pub facts: ProgressFacts,
+/// [`ProgressLinter::entry_all`]), the facts, and the plan's index they were gathered with.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamedLint<'a> {
+    pub diags: &'a [Diagnostic],
+    pub facts: &'a ProgressFacts,
+    pub plan: &'a PlanIndex,
 }
 
 /// [`lint`], with the progress entries already checked while streaming (the progress
@@ -188,11 +189,19 @@ pub struct StreamedLint {
 pub fn lint_with(
     docs: &Docs,
     opts: Options,
-    mut streamed: Option<StreamedLint>,
+    streamed: Option<StreamedLint<'_>>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let plan = PlanIndex::from_plan(docs.plan);
+    let built;
+    let plan = match streamed {
+        Some(sl) => sl.plan,
+        None => {
+            built = PlanIndex::from_plan(docs.plan);
+            &built
+        }
+    };
     let scope = handoff_replay_scope(docs.handoff);
+    let mut gathered = None;
     let mut facts = None;
     for kind in ArtifactKind::ALL {
         let Some(root) = docs.get(kind) else { continue };
@@ -205,17 +214,17 @@ pub fn lint_with(
             ArtifactKind::Plan => shape::check_plan(root, &mut out),
             ArtifactKind::Handoff => shape::check_handoff(root, &mut out),
             ArtifactKind::Progress => {
-                if let Some(sl) = streamed.take() {
+                if let Some(sl) = streamed {
                     progress::check_progress_header(root, &mut out);
-                    out.extend(sl.diags);
+                    out.extend_from_slice(sl.diags);
                     facts = Some(sl.facts);
                 } else if let Some(entries) = progress::check_progress_header(root, &mut out) {
-                    let mut pl = ProgressLinter::new(&plan, &scope);
+                    let mut pl = ProgressLinter::new(plan, &scope);
                     for (i, e) in entries.iter().enumerate() {
                         pl.entry(i, e);
                     }
                     out.append(&mut pl.diags);
-                    facts = Some(pl.facts);
+                    facts = Some(&*gathered.insert(pl.facts));
                 }
             }
         }
@@ -223,12 +232,12 @@ pub fn lint_with(
         check_links(kind, root, opts.strict, &mut out);
     }
     if opts.strict {
-        if let (Some(_), Some(f)) = (docs.plan, facts.as_ref()) {
-            check_s1(&plan, f, &mut out);
-            check_s2(&plan, &scope, f, &mut out);
+        if let (Some(_), Some(f)) = (docs.plan, facts) {
+            check_s1(plan, f, &mut out);
+            check_s2(plan, &scope, f, &mut out);
         }
         if docs.plan.is_some() && docs.plan.and_then(|p| p.as_map()).is_some() {
-            check_s3(&plan, docs.handoff, &mut out);
+            check_s3(plan, docs.handoff, &mut out);
         }
     }
     crate::diag::sort(&mut out);

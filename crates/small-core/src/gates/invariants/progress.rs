@@ -5,7 +5,7 @@ use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
 use crate::spec::model::TaskStatus;
-use crate::spec::plan::{trimmed_text, IdSet, PlanIndex};
+use crate::spec::plan::{trimmed_text, PlanIndex, TaskSet};
 use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
 
@@ -13,18 +13,32 @@ use crate::yaml::{Node, Value};
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ProgressFacts {
     /// Task ids (trimmed) that have at least one entry.
-    pub with_entries: IdSet,
+    pub with_entries: TaskSet,
     /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
-    pub with_strict_evidence: IdSet,
+    pub with_strict_evidence: TaskSet,
     /// Task ids with a completion record of their own: an entry that is not the tool's
     /// bookkeeping (`crate::spec::bookkeeping`) whose status is `completed` (or absent).
-    pub with_completion: IdSet,
+    pub with_completion: TaskSet,
     /// Like `with_completion`, with non-empty `evidence` or `notes` (S1 for completed tasks).
-    pub with_completion_evidence: IdSet,
+    pub with_completion_evidence: TaskSet,
     /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
     pub s2_offenders: Vec<(usize, String, Span)>,
     /// Number of entries seen.
     pub count: usize,
+}
+
+impl ProgressFacts {
+    /// No facts yet, the task sets counting by the ids of `plan`.
+    pub fn new(plan: &PlanIndex) -> ProgressFacts {
+        ProgressFacts {
+            with_entries: TaskSet::new(plan),
+            with_strict_evidence: TaskSet::new(plan),
+            with_completion: TaskSet::new(plan),
+            with_completion_evidence: TaskSet::new(plan),
+            s2_offenders: Vec::new(),
+            count: 0,
+        }
+    }
 }
 
 /// Checks progress entries one at a time (timestamps, evidence, task ids) and gathers the
@@ -52,7 +66,7 @@ impl<'p> ProgressLinter<'p> {
             prev: None,
             first: None,
             facts_only: false,
-            facts: ProgressFacts::default(),
+            facts: ProgressFacts::new(plan),
             diags: Vec::new(),
         }
     }
@@ -200,12 +214,14 @@ impl<'p> ProgressLinter<'p> {
             }
         }
         let bookkeeping = crate::spec::bookkeeping::is_bookkeeping(text(f.evidence), text(f.notes));
+        // One lookup files the id in every set below and answers S2.
+        let slot = self.plan.slot(task_id);
         if bookkeeping {
             // The tool's own records (a task added, set back to pending, canned text) are
             // history, not evidence: they count for nothing below but `with_entries`.
         } else {
-            if strict_evidence && !self.facts.with_strict_evidence.contains(task_id) {
-                self.facts.with_strict_evidence.insert(task_id.to_string());
+            if strict_evidence {
+                self.facts.with_strict_evidence.insert(slot, task_id);
             }
             let completes = match f.status.map(|n| &n.value) {
                 None | Some(Value::Null) => true,
@@ -213,11 +229,9 @@ impl<'p> ProgressLinter<'p> {
                 Some(_) => false,
             };
             if completes {
-                self.facts.with_completion.insert(task_id.to_string());
+                self.facts.with_completion.insert(slot, task_id);
                 if strict_evidence {
-                    self.facts
-                        .with_completion_evidence
-                        .insert(task_id.to_string());
+                    self.facts.with_completion_evidence.insert(slot, task_id);
                 }
             }
         }
@@ -230,7 +244,7 @@ impl<'p> ProgressLinter<'p> {
         if in_scope
             && !task_id.starts_with(META_TASK_PREFIX)
             && !self.plan.tasks.is_empty()
-            && !self.plan.contains(task_id)
+            && slot.is_none()
         {
             self.facts.s2_offenders.push((
                 i,
@@ -238,9 +252,7 @@ impl<'p> ProgressLinter<'p> {
                 task_node.map_or(e.span, |n| n.span),
             ));
         }
-        if !self.facts.with_entries.contains(task_id) {
-            self.facts.with_entries.insert(task_id.to_string());
-        }
+        self.facts.with_entries.insert(slot, task_id);
     }
 }
 

@@ -293,36 +293,52 @@ pub(super) fn streamed(
             }
             let mut text = spare.pop().unwrap_or_default();
             let at = if k == 0 { l0 } else { h };
-            let last = pos + piece as u64 >= size;
-            // A reused text keeps its bytes (they are overwritten below): only the part
-            // it never had is zeroed, not the whole piece again.
-            let want = if last { at } else { at + piece };
-            if text.len() < want {
-                text.resize(want, 0);
-            }
-            text.truncate(want);
-            text[..at].copy_from_slice(&head[..at]);
-            if last {
-                // The rest of the file, bounded like the whole file (it may have grown).
-                if file.seek(SeekFrom::Start(pos)).is_err() {
-                    break false;
+            // Near the end the pieces shrink, so that the checkers finish together: the
+            // last pieces are what one checker may still be working on while the others
+            // have nothing left.
+            let left = size.saturating_sub(pos);
+            let mut now = (left / (2 * workers as u64)).clamp(piece as u64 / 8, piece as u64);
+            // Whether this piece is the last (`None`: it could not be read).
+            let last = loop {
+                let last = pos + now >= size;
+                // A reused text keeps its bytes (they are overwritten below): only the part
+                // it never had is zeroed, not the whole piece again.
+                let want = if last { at } else { at + now as usize };
+                if text.len() < want {
+                    text.resize(want, 0);
                 }
-                let room = limit.saturating_sub(pos);
-                if (&mut file).take(room + 1).read_to_end(&mut text).is_err()
-                    || (text.len() - at) as u64 > room
-                {
-                    break false;
+                text.truncate(want);
+                text[..at].copy_from_slice(&head[..at]);
+                if last {
+                    // The rest of the file, bounded like the whole file (it may have grown).
+                    if file.seek(SeekFrom::Start(pos)).is_err() {
+                        break None;
+                    }
+                    let room = limit.saturating_sub(pos);
+                    if (&mut file).take(room + 1).read_to_end(&mut text).is_err()
+                        || (text.len() - at) as u64 > room
+                    {
+                        break None;
+                    }
+                    break Some(true);
                 }
-            } else {
                 if file.read_exact_at(&mut text[at..], pos).is_err() {
-                    break false;
+                    break None;
                 }
                 // End the piece where its last entry starts; that entry goes with the next.
-                let Some(cut) = last_item_line(&text[at..], indent) else {
-                    break false;
-                };
-                text.truncate(at + cut);
-            }
+                match last_item_line(&text[at..], indent) {
+                    Some(cut) => {
+                        text.truncate(at + cut);
+                        break Some(false);
+                    }
+                    // A shrunk piece that holds no entry's start: a whole piece instead.
+                    None if now < piece as u64 => now = piece as u64,
+                    None => break None,
+                }
+            };
+            let Some(last) = last else {
+                break false;
+            };
             let bytes = &text[at..];
             if let Some(hs) = hasher.as_mut().filter(|_| !last) {
                 hs.update(bytes);
