@@ -215,11 +215,7 @@ fn activity_for(
     log_tasks: Option<&crate::spec::plan::TaskSet>,
 ) -> Result<Activity, TxnError> {
     if let Some(named) = log_tasks {
-        let open: HashSet<String> = open
-            .iter()
-            .filter(|t| named.contains(t))
-            .cloned()
-            .collect();
+        let open: HashSet<String> = open.iter().filter(|t| named.contains(t)).cloned().collect();
         let rel = progress::progress_rel();
         let run = handoff::run_replay_id(txn)?;
         let limits = crate::yaml::Limits::default();

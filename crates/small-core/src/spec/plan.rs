@@ -25,9 +25,14 @@ pub fn scalar_text(node: &Node) -> Option<String> {
 }
 
 pub fn trimmed_text(node: Option<&Node>) -> String {
-    node.and_then(scalar_text)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    match node.map(|n| &n.value) {
+        // A string is trimmed where it is, not copied first.
+        Some(Value::Str(s)) => super::trim(s).to_string(),
+        _ => node
+            .and_then(scalar_text)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+    }
 }
 
 /// One plan task, as the cross-file rules need it.

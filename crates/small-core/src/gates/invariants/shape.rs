@@ -174,7 +174,8 @@ pub(super) fn check_intent(root: &Node, out: &mut Vec<Diagnostic>) {
 
 /// Report ids that occur more than once in a list of mappings.
 fn check_unique_ids(kind: ArtifactKind, list: &str, items: &[Node], out: &mut Vec<Diagnostic>) {
-    let mut first: HashMap<String, usize> = HashMap::new();
+    // Ids borrowed from the items, hashed fast: a plan can hold thousands.
+    let mut first: HashMap<&str, usize, foldhash::fast::RandomState> = HashMap::default();
     for (i, item) in items.iter().enumerate() {
         let Some(idn) = item.get("id") else { continue };
         let Some(id) = idn.as_str().map(str::trim).filter(|s| !s.is_empty()) else {
@@ -192,7 +193,7 @@ fn check_unique_ids(kind: ArtifactKind, list: &str, items: &[Node], out: &mut Ve
                 .with_help("give every item its own id"),
             );
         } else {
-            first.insert(id.to_string(), i);
+            first.insert(id, i);
         }
     }
 }
