@@ -172,7 +172,10 @@ pub fn stream_part(
 }
 
 /// The item mapping being built: its entries and start.
-type Item = Option<(Vec<Entry>, Pos)>;
+/// The item being built: its list of fields, where it starts, and how many of the list's
+/// fields are its own (a recycled list holds an earlier item's fields after them, to be
+/// written over).
+type Item = Option<(Vec<Entry>, Pos, usize)>;
 
 /// A sequence of one-line scalars under a key of a streamed item (`dependencies:` then
 /// `- "task-1"` lines, deeper than the key), being read.
@@ -205,9 +208,9 @@ fn close_nested(
     if n.len == 0 {
         return None;
     }
-    let (entries, _) = item.as_mut()?;
+    let (entries, _, filled) = item.as_mut()?;
     if build {
-        entries.push(Entry {
+        let field = Entry {
             key: super::known_key(n.key),
             key_span: n.key_span,
             value: Node {
@@ -218,7 +221,12 @@ fn close_nested(
                 },
                 style: Style::Block,
             },
-        });
+        };
+        match entries.get_mut(*filled) {
+            Some(old) => *old = field,
+            None => entries.push(field),
+        }
+        *filled += 1;
     }
     Some(())
 }
@@ -265,8 +273,11 @@ fn walk<'t, const LISTS: bool>(
                  sink: &mut Option<&mut dyn FnMut(usize, Node)>,
                  seq: &mut Seq,
                  end: Pos| {
-        if let (Some((entries, start)), Some((_, _, count))) = (item.take(), seq.as_mut()) {
+        if let (Some((mut entries, start, filled)), Some((_, _, count))) =
+            (item.take(), seq.as_mut())
+        {
             if let Some(sink) = sink {
+                entries.truncate(filled);
                 let node = Node {
                     value: Value::Map(entries),
                     span: Span { start, end },
@@ -407,7 +418,7 @@ fn walk<'t, const LISTS: bool>(
                     if !LISTS {
                         return None;
                     }
-                    let (_, start) = item.as_ref()?;
+                    let (_, start, _) = item.as_ref()?;
                     if is_item || to_u32(key_col) + 1 != start.column || item_keys.contains(&key) {
                         return None;
                     }
@@ -425,7 +436,9 @@ fn walk<'t, const LISTS: bool>(
                     continue;
                 };
                 if is_item {
-                    let value_node = scalar(tok, &pos, build)?;
+                    if !build {
+                        scalar(tok, &pos, false)?;
+                    }
                     if *seq_indent == usize::MAX {
                         *seq_indent = indent;
                         // An indentless sequence (`- ` at the parent key's column) starts
@@ -473,42 +486,28 @@ fn walk<'t, const LISTS: bool>(
                         seq_indent,
                         seq_start: seq_start?,
                     });
-                    // Room for a progress entry's usual fields: no growing on the way.
+                    // Room for a progress entry's usual fields: no growing on the way. A
+                    // recycled list keeps an earlier item's fields, written over one by one.
                     let mut entries = if build {
                         super::spare::item(ITEM_FIELDS)
                     } else {
                         Vec::new()
                     };
                     if build {
-                        entries.push(Entry {
-                            key: super::known_key(key),
-                            key_span,
-                            value: value_node,
-                        });
+                        put(&mut entries, 0, key, key_span, tok, &pos)?;
                     }
                     item_keys.clear();
                     item_keys.push(key);
-                    item = Some((entries, key_span.start));
+                    item = Some((entries, key_span.start, usize::from(build)));
                 } else {
-                    let (entries, start) = item.as_mut()?;
+                    let (entries, start, filled) = item.as_mut()?;
                     if to_u32(key_col) + 1 != start.column || item_keys.contains(&key) {
                         return None;
                     }
                     item_keys.push(key);
                     if build {
-                        // The field is made in its place in the list: the node is not moved
-                        // from where it is built to where it is kept.
-                        entries.push(Entry {
-                            key: super::known_key(key),
-                            key_span,
-                            value: Node {
-                                value: Value::Null,
-                                span: key_span,
-                                style: Style::Plain,
-                            },
-                        });
-                        let last = entries.len() - 1;
-                        fill(tok, &pos, &mut entries[last].value)?;
+                        put(entries, *filled, key, key_span, tok, &pos)?;
+                        *filled += 1;
                     } else {
                         scalar(tok, &pos, false)?;
                     }
@@ -763,7 +762,7 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
             let inner = tok.inner();
             let text = if tok.plain {
                 if build {
-                    super::spare::string(inner)
+                    inner.to_string()
                 } else {
                     String::new()
                 }
@@ -778,11 +777,46 @@ fn scalar(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, build: bool) -> Option<Node>
     Some(Node { value, span, style })
 }
 
-/// [`scalar`] (building) written into `node`, which is left as it was on `None`.
+/// Field `k` of an item's list, `key: tok`, made in its place: over the field a recycled
+/// list holds there (its string keeps its buffer), or added after the last. The node is not
+/// moved from where it is built to where it is kept.
+#[inline(always)]
+fn put(
+    entries: &mut Vec<Entry>,
+    k: usize,
+    key: &str,
+    key_span: Span,
+    tok: Tok<'_>,
+    pos: &dyn Fn(usize) -> Pos,
+) -> Option<()> {
+    if k == entries.len() {
+        entries.push(Entry {
+            key: std::borrow::Cow::Borrowed(""),
+            key_span,
+            value: Node {
+                value: Value::Null,
+                span: key_span,
+                style: Style::Plain,
+            },
+        });
+    }
+    let field = entries.get_mut(k)?;
+    field.key = super::known_key(key);
+    field.key_span = key_span;
+    fill(tok, pos, &mut field.value)
+}
+
+/// [`scalar`] (building) written into `node`, reusing its string when it holds one.
 #[inline(always)]
 fn fill(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, node: &mut Node) -> Option<()> {
     if tok.kind == TokKind::Double && tok.plain {
-        node.value = Value::Str(super::spare::string(tok.inner()));
+        match &mut node.value {
+            Value::Str(old) => {
+                old.clear();
+                old.push_str(tok.inner());
+            }
+            other => *other = Value::Str(tok.inner().to_string()),
+        }
         node.style = Style::DoubleQuoted;
         node.span = tok.span(pos);
         return Some(());
@@ -871,13 +905,19 @@ mod tests {
         Ok((root, items))
     }
 
+    /// What the fast path streams for `src`. Each item is given back once copied, as the
+    /// gates do, so that the next items are written over recycled ones.
     fn fast(src: &str, key: &str) -> Option<(Node, Vec<Node>)> {
         let mut items = Vec::new();
         let part = super::Part {
             lists: true,
             ..Default::default()
         };
-        let root = super::stream_part(src, 0, key, part, &mut |_, n| items.push(n))?.root?;
+        let mut sink = |_, n: Node| {
+            items.push(n.clone());
+            super::super::recycle(n);
+        };
+        let root = super::stream_part(src, 0, key, part, &mut sink)?.root?;
         Some((root, items))
     }
 

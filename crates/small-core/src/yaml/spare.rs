@@ -1,36 +1,26 @@
-//! Buffers of items already checked, handed back for the next ones. A long log is read as
-//! one small mapping per entry, each with a handful of strings; building them anew for every
-//! entry costs an allocation and a free per string, about a tenth of a gate's time. The walk
-//! takes its buffers from here; whoever is done with an item gives it back with [`recycle`].
+//! Items already checked, handed back for the next ones. A long log is read as one small
+//! mapping per entry, each with a handful of strings; building them anew for every entry
+//! costs an allocation and a free per string, about a tenth of a gate's time. Whoever is done
+//! with an item gives it back with [`recycle`]; the walk takes the list back with its fields
+//! and writes the next item over them, each string into the buffer of the one before it.
 //! Each thread keeps its own few spares (bounded in number and size), so nothing is shared.
 
 use std::cell::RefCell;
 
 use super::{Entry, Node, Value};
 
-/// Spare strings and item lists kept per thread, at most.
+/// Spare item lists kept per thread, at most.
 const KEEP: usize = 32;
-/// A string longer than this is freed, not kept.
+/// A string value longer than this is freed, not kept.
 const KEEP_BYTES: usize = 256;
 
 thread_local! {
-    static STRINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
     static ITEMS: RefCell<Vec<Vec<Entry>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A string holding `s`, in a spare buffer when there is one.
-pub(super) fn string(s: &str) -> String {
-    match STRINGS.with_borrow_mut(Vec::pop) {
-        Some(mut t) => {
-            t.clear();
-            t.push_str(s);
-            t
-        }
-        None => s.to_string(),
-    }
-}
-
-/// An empty list for an item's fields, with room for `n`.
+/// A list for an item's fields, with room for `n`: an earlier item's list when there is one,
+/// still holding its fields (the walk writes over them, reusing their strings, and cuts off
+/// what it did not write).
 pub(super) fn item(n: usize) -> Vec<Entry> {
     match ITEMS.with_borrow_mut(Vec::pop) {
         Some(v) if v.capacity() >= n => v,
@@ -38,21 +28,19 @@ pub(super) fn item(n: usize) -> Vec<Entry> {
     }
 }
 
-/// Give back a checked item: a mapping's list and its string values are kept for the next
-/// items; anything else is simply dropped.
+/// Give back a checked item: a mapping's list is kept whole for the next items, its short
+/// string values in place; anything else in it (a long string, a list) is freed now, so
+/// that what is kept stays small.
 pub fn recycle(node: Node) {
     let Value::Map(mut entries) = node.value else {
         return;
     };
-    STRINGS.with_borrow_mut(|spare| {
-        for e in entries.drain(..) {
-            if let Value::Str(s) = e.value.value {
-                if spare.len() < KEEP && s.capacity() <= KEEP_BYTES {
-                    spare.push(s);
-                }
-            }
+    for e in &mut entries {
+        let keep = matches!(&e.value.value, Value::Str(s) if s.capacity() <= KEEP_BYTES);
+        if !keep {
+            e.value.value = Value::Null;
         }
-    });
+    }
     ITEMS.with_borrow_mut(|spare| {
         if spare.len() < KEEP {
             spare.push(entries);
@@ -66,24 +54,36 @@ mod tests {
     use crate::yaml::{parse_str, Limits};
 
     #[test]
-    fn recycled_buffers_come_back_empty_and_bounded() {
-        let doc = parse_str("a: \"one\"\nb: \"two\"\nc: 3\n", &Limits::default()).unwrap();
-        let before = STRINGS.with_borrow(Vec::len);
+    fn recycled_items_keep_short_strings_and_are_bounded() {
+        let text = format!(
+            "a: \"one\"\nb: 3\nc: \"{}\"\nd:\n  - x\n",
+            "y".repeat(KEEP_BYTES + 1)
+        );
+        let doc = parse_str(&text, &Limits::default()).unwrap();
+        ITEMS.with_borrow_mut(Vec::clear);
         recycle(doc.root);
-        assert_eq!(STRINGS.with_borrow(Vec::len), (before + 2).min(KEEP));
-        let s = string("fresh");
-        assert_eq!(s, "fresh");
+        let kept = item(0);
+        // The list comes back whole; a short string stays, anything else is dropped.
+        let values: Vec<&Value> = kept.iter().map(|e| &e.value.value).collect();
+        assert_eq!(
+            values,
+            [
+                &Value::Str("one".into()),
+                &Value::Null,
+                &Value::Null,
+                &Value::Null
+            ]
+        );
+        // Without spares, a new list with room for what is asked.
         let v = item(4);
         assert!(v.is_empty() && v.capacity() >= 4);
-        // Long strings are not kept, and the spares never exceed the bound.
-        let long = format!("x: \"{}\"\n", "y".repeat(KEEP_BYTES + 1));
-        let n = STRINGS.with_borrow(Vec::len);
-        recycle(parse_str(&long, &Limits::default()).unwrap().root);
-        assert_eq!(STRINGS.with_borrow(Vec::len), n);
         for _ in 0..KEEP + 5 {
             recycle(parse_str("a: \"s\"\n", &Limits::default()).unwrap().root);
         }
-        assert!(STRINGS.with_borrow(Vec::len) <= KEEP);
-        assert!(ITEMS.with_borrow(Vec::len) <= KEEP);
+        assert_eq!(ITEMS.with_borrow(Vec::len), KEEP);
+        // Not a mapping: nothing is kept.
+        ITEMS.with_borrow_mut(Vec::clear);
+        recycle(parse_str("- 1\n", &Limits::default()).unwrap().root);
+        assert_eq!(ITEMS.with_borrow(Vec::len), 0);
     }
 }
