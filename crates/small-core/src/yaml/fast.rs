@@ -171,7 +171,6 @@ pub fn stream_part(
     walk(text, base, stream_key, part, &mut Some(sink))
 }
 
-/// The item mapping being built: its entries and start.
 /// The item being built: its list of fields, where it starts, and how many of the list's
 /// fields are its own (a recycled list holds an earlier item's fields after them, to be
 /// written over).
@@ -440,6 +439,11 @@ fn walk<'t, const LISTS: bool>(
                         scalar(tok, &pos, false)?;
                     }
                     if *seq_indent == usize::MAX {
+                        // Checked here too when building: the first item may be left
+                        // below (for the resume point, or as the answer) before it is built.
+                        if build {
+                            scalar(tok, &pos, false)?;
+                        }
                         *seq_indent = indent;
                         // An indentless sequence (`- ` at the parent key's column) starts
                         // at its first key, as the general parser reports it.
