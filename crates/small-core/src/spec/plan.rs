@@ -162,14 +162,15 @@ impl TaskSet {
     pub fn from_ids(plan: &PlanIndex, ids: impl IntoIterator<Item = String>) -> TaskSet {
         let mut set = TaskSet::new(plan);
         for id in ids {
-            match plan.slot(&id) {
-                Some(slot) => set.insert_slot(slot),
-                None => {
-                    set.other.insert(id);
-                }
-            }
+            set.insert_name(&id);
         }
         set
+    }
+
+    /// Add `id`, looked up in this set's plan.
+    fn insert_name(&mut self, id: &str) {
+        let slot = self.slots.by_id.get(id).map(|&n| Slot(n));
+        self.insert(slot, id);
     }
 
     /// Add `id`, whose slot in this set's plan is `slot` (from [`PlanIndex::slot`] of that
@@ -240,12 +241,7 @@ impl TaskSet {
             self.other.extend(from.other);
         } else {
             for id in from.iter() {
-                match self.slots.by_id.get(id) {
-                    Some(&n) => self.insert_slot(Slot(n)),
-                    None => {
-                        self.other.insert(id.to_string());
-                    }
-                }
+                self.insert_name(id);
             }
         }
     }

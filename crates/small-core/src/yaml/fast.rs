@@ -435,15 +435,13 @@ fn walk<'t, const LISTS: bool>(
                     continue;
                 };
                 if is_item {
-                    if !build {
+                    // Checked without building; when building, only the sequence's first
+                    // item, which may be left below (for the resume point, or as the
+                    // answer) before it is built. Built values are checked as they are made.
+                    if !build || *seq_indent == usize::MAX {
                         scalar(tok, &pos, false)?;
                     }
                     if *seq_indent == usize::MAX {
-                        // Checked here too when building: the first item may be left
-                        // below (for the resume point, or as the answer) before it is built.
-                        if build {
-                            scalar(tok, &pos, false)?;
-                        }
                         *seq_indent = indent;
                         // An indentless sequence (`- ` at the parent key's column) starts
                         // at its first key, as the general parser reports it.
