@@ -367,7 +367,9 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
         ..GateOptions::default()
     };
     let schemas = SchemaSet::embedded();
-    let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, &kinds);
+    // The log is read from its file, followed by what this transaction appends to it.
+    let log = txn.staged(&ArtifactKind::Progress.rel_path());
+    let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, log, &kinds);
     let log_tasks = match &loaded.streamed {
         Some(s) if loaded.ws.progress.is_some() => {
             use crate::gates::progress_check::Method;
@@ -712,6 +714,50 @@ mod tests {
             .unwrap()
             .contains("--workspace any"));
         check_scope(&txn, Scope::Examples).unwrap();
+    }
+
+    /// The strict check of a transaction sees the entries it appends, in a log read whole
+    /// and in one read piece by piece from its file (4 MiB and more), and leaves the file as
+    /// it was.
+    #[test]
+    fn the_strict_check_sees_the_entries_a_transaction_appends() {
+        use crate::authoring::init::{init, InitRequest};
+        let rel = ArtifactKind::Progress.rel_path();
+        for notes in [0usize, 40_000] {
+            let dir = tempfile::tempdir().unwrap();
+            init(&InitRequest {
+                root: dir.path(),
+                intent: Some("Check staged appends"),
+                force: false,
+                agents: None,
+                tasks: &[],
+            })
+            .unwrap();
+            let mut log = std::fs::read_to_string(dir.path().join(&rel)).unwrap();
+            for i in 0..notes {
+                log.push_str(&format!(
+                    "  - task_id: \"meta/note\"\n    status: \"completed\"\n    \
+                     timestamp: \"2099-01-01T00:00:00.{i:06}Z\"\n    evidence: \"note {i}\"\n"
+                ));
+            }
+            std::fs::write(dir.path().join(&rel), &log).unwrap();
+            assert!(log.len() > 4 << 20 || notes == 0);
+            let mut txn = Transaction::begin(dir.path()).unwrap();
+            let before = strict_check(&txn).unwrap();
+            assert!(before.ok, "{}", before.summary);
+            txn.append(
+                &rel,
+                b"  - task_id: \"meta/note\"\n    status: \"completed\"\n    \
+                  timestamp: \"2099-13-01\"\n    evidence: \"staged\"\n"
+                    .to_vec(),
+            )
+            .unwrap();
+            let after = strict_check(&txn).unwrap();
+            assert!(!after.ok, "{notes} notes");
+            assert!(after.summary.contains("timestamp"), "{}", after.summary);
+            drop(txn);
+            assert_eq!(std::fs::read_to_string(dir.path().join(&rel)).unwrap(), log);
+        }
     }
 
     #[test]

@@ -330,6 +330,19 @@ impl Transaction {
         Ok(Some((start, buf)))
     }
 
+    /// What this transaction has staged for `rel`, without reading the file: its whole new
+    /// content, or the bytes to add after the file's length when they were staged.
+    pub fn staged(&self, rel: &str) -> Option<crate::workspace::StagedLog> {
+        use crate::workspace::StagedLog;
+        if let Some(w) = self.writes.get(rel) {
+            return Some(StagedLog::Whole(w.clone()));
+        }
+        self.appends.get(rel).map(|a| StagedLog::Appended {
+            disk_len: a.pre_len,
+            bytes: a.bytes.clone(),
+        })
+    }
+
     /// Whether this transaction has staged a write or an append to `rel`.
     pub fn is_staged(&self, rel: &str) -> bool {
         self.writes.contains_key(rel) || self.appends.contains_key(rel)

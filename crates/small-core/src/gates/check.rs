@@ -24,7 +24,7 @@ use crate::gates::schemas::SchemaSet;
 use crate::gates::validate;
 use crate::gates::verify::{self, SinceError};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
-use crate::workspace::{LoadOptions, Location, Scope, Workspace, CODE_IO};
+use crate::workspace::{LoadOptions, Location, Scope, StagedLog, Workspace, CODE_IO};
 
 /// Flags of the gate commands.
 #[derive(Debug, Clone, Default)]
@@ -74,28 +74,42 @@ pub struct Streamed {
     pub method: Option<progress_check::Method>,
 }
 
-/// Check the progress log of `ws` entry by entry and leave it in `ws` (`given`: its bytes
-/// from an overlay instead of the file). A log on disk is checked without holding it whole:
-/// from the cache when it only grew a little, or read piece by piece when there is no cache
-/// to resume from; otherwise (with a cache, or given) the whole text is checked, resuming
-/// from the cache when it can. `None` when there is no log to check.
+/// Check the progress log of `ws` entry by entry and leave it in `ws` (`given`: a writer's
+/// staged change to it). A log on disk, or a file with staged bytes after it, is checked
+/// without holding it whole: from the cache when it only grew a little, or read piece by
+/// piece when there is no cache to resume from; otherwise (with a cache, or a whole new
+/// content given) the whole text is checked, resuming from the cache when it can. `None`
+/// when there is no log to check.
 pub fn check_progress(
     ws: &mut Workspace,
     limits: &crate::yaml::Limits,
     rules: &EntryRules,
     scan: &ScanOptions,
-    given: Option<Vec<u8>>,
+    given: Option<StagedLog>,
 ) -> Option<(progress_check::EntryResults, progress_check::Method)> {
-    if given.is_none() {
+    let appended = match &given {
+        None => Some(None),
+        Some(StagedLog::Appended { disk_len, bytes }) => Some(Some(progress_check::Appended {
+            disk_len: *disk_len,
+            bytes,
+        })),
+        Some(StagedLog::Whole(_)) => None,
+    };
+    if let Some(appended) = appended {
         let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
-        let unread = progress_check::check_file_resumed(&path, limits, rules, scan)
+        let unread = progress_check::check_file_resumed(&path, appended, limits, rules, scan)
             .or_else(|| {
-                (!progress_check::has_cache(rules, scan))
-                    .then(|| progress_check::check_file_streamed(&path, limits, rules, scan))?
+                (!progress_check::has_cache(rules, scan)).then(|| {
+                    progress_check::check_file_streamed(&path, appended, limits, rules, scan)
+                })?
             })
             .and_then(|c| Some((c.root.ok()?, c.results, c.method)));
         if let Some((root, results, method)) = unread {
-            ws.set_progress_unread(root);
+            let staged = match given {
+                Some(StagedLog::Appended { bytes, .. }) => bytes,
+                _ => Vec::new(),
+            };
+            ws.set_progress_unread(root, staged);
             return Some((results, method));
         }
     }
@@ -108,22 +122,43 @@ pub fn check_progress(
 /// Load the workspace at `loc` for the gates. `schemas`: check progress entries against the
 /// schemas while streaming (lint passes `None`).
 pub fn load(loc: Location, schemas: Option<&SchemaSet>, opts: &GateOptions) -> Loaded {
-    load_overlay(loc, schemas, opts, &|_| None, &ArtifactKind::ALL)
+    load_overlay(loc, schemas, opts, &|_| None, None, &ArtifactKind::ALL)
 }
 
 /// [`load`] of the workspace as a writer will leave it: a file's bytes come from `overlay`
-/// (by workspace-relative path) when it returns `Some`. Only the artifacts in `kinds` are
-/// loaded (and reported missing).
+/// (by workspace-relative path) when it returns `Some`, and the progress log is as `log`
+/// leaves it (when given, `overlay` is not asked for the log). Only the artifacts in `kinds`
+/// are loaded (and reported missing).
 pub fn load_overlay(
     loc: Location,
     schemas: Option<&SchemaSet>,
     opts: &GateOptions,
     overlay: &dyn Fn(&str) -> Option<Vec<u8>>,
+    log: Option<StagedLog>,
     kinds: &[ArtifactKind],
 ) -> Loaded {
+    let rel = ArtifactKind::Progress.rel_path();
     if schemas.is_some_and(|s| !s.progress_splits()) {
+        // The log is loaded whole with the rest: its staged change is applied to its bytes.
+        let log = log.map(|l| match l {
+            StagedLog::Whole(b) => Some(b),
+            StagedLog::Appended { bytes, .. } => {
+                let path = loc.small_dir.join(ArtifactKind::Progress.file_name());
+                let mut b = crate::workspace::fsio::read_bounded(
+                    &path,
+                    crate::workspace::fsio::MAX_READ_BYTES,
+                )
+                .ok()?;
+                b.extend_from_slice(&bytes);
+                Some(b)
+            }
+        });
+        let with_log = |r: &str| match &log {
+            Some(l) if r == rel => l.clone(),
+            _ => overlay(r),
+        };
         return Loaded {
-            ws: Workspace::load_overlay(loc, &LoadOptions::only(kinds), overlay),
+            ws: Workspace::load_overlay(loc, &LoadOptions::only(kinds), &with_log),
             streamed: None,
         };
     }
@@ -146,7 +181,6 @@ pub fn load_overlay(
             }),
         ),
     };
-    let rel = ArtifactKind::Progress.rel_path();
     let mut schema_diags = Vec::new();
     let mut method = None;
     let mut linter = ProgressLinter::new(&plan, &scope);
@@ -163,9 +197,13 @@ pub fn load_overlay(
             cache_dir: opts.cache.then(|| ws.root.join(progress_check::CACHE_DIR)),
             cache_write: true,
         };
-        if let Some((results, m)) =
-            check_progress(&mut ws, &lo.limits, &rules, &scan, overlay(&rel))
-        {
+        if let Some((results, m)) = check_progress(
+            &mut ws,
+            &lo.limits,
+            &rules,
+            &scan,
+            log.or_else(|| overlay(&rel).map(StagedLog::Whole)),
+        ) {
             method = Some(m);
             schema_diags = results.schema;
             linter.diags = results.lint;

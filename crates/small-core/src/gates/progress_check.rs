@@ -32,7 +32,7 @@ use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
 mod file;
-pub use file::{check_file_resumed, check_file_streamed};
+pub use file::{check_file_resumed, check_file_streamed, Appended};
 
 /// Directory of the gates' cache, beside `.small/`.
 pub const CACHE_DIR: &str = ".small-cache";
@@ -1019,10 +1019,10 @@ mod tests {
             ..no_cache()
         };
         let refused = crate::par::without_threads(|| {
-            file::streamed(&path, &Limits::default(), &rules, &opts, 700, 0)
+            file::streamed(&path, None, &Limits::default(), &rules, &opts, 700, 0)
         });
         assert!(refused.is_none());
-        assert!(file::streamed(&path, &Limits::default(), &rules, &opts, 700, 0).is_some());
+        assert!(file::streamed(&path, None, &Limits::default(), &rules, &opts, 700, 0).is_some());
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let tree = crate::par::without_threads(|| hash_tree(&data[..], data.len(), 4096));
         assert_eq!(tree, Some(blake3::hash(&data)));
@@ -1094,11 +1094,11 @@ mod tests {
         let src = log(&(0..80u8).collect::<Vec<_>>());
         std::fs::write(&path, &src).unwrap();
         // No cache yet: nothing to resume from.
-        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
         check_log(&src, &limits, &rules, &with_cache(&dir));
         // Resumed from the file, nothing appended, then entries appended (some invalid): the
         // same document and results as the whole text checked, positions included.
-        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        let c = check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).unwrap();
         assert_eq!(c.method, Method::Resumed(79));
         assert_same(c, &src, &rules);
         let mut longer = src.clone();
@@ -1106,14 +1106,14 @@ mod tests {
             longer.push_str(&entry(i, (i * 7 % 29) as u8));
         }
         std::fs::write(&path, &longer).unwrap();
-        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        let c = check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).unwrap();
         assert_eq!(c.method, Method::Resumed(79));
         assert_same(c, &longer, &rules);
         // It never writes the cache: the whole-text check moves it up.
-        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        let c = check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).unwrap();
         assert_eq!(c.method, Method::Resumed(79));
         // Without a cache directory, or with --no-cache: nothing.
-        assert!(check_file_resumed(&path, &limits, &rules, &no_cache()).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &no_cache()).is_none());
         assert!(has_cache(&rules, &with_cache(&dir)));
         assert!(!has_cache(&rules, &no_cache()));
         assert!(!has_cache(&rules, &with_cache(&dir.join("elsewhere"))));
@@ -1127,15 +1127,15 @@ mod tests {
             bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
             std::fs::write(&path, &bytes).unwrap();
             assert!(
-                check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none(),
+                check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none(),
                 "byte {at}"
             );
         }
         // A byte-order mark, a shorter file, a long tail: the caller reads the log whole.
         std::fs::write(&path, format!("\u{feff}{longer}")).unwrap();
-        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
         std::fs::write(&path, &src[..n - 1]).unwrap();
-        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
         let mut long_tail = longer.clone();
         let mut i = 95;
         while (long_tail.len() - n) as u64 <= file::RESUMED_TAIL_MAX_BYTES {
@@ -1143,14 +1143,14 @@ mod tests {
             i += 1;
         }
         std::fs::write(&path, &long_tail).unwrap();
-        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
         // A damaged cache file.
         std::fs::write(&path, &longer).unwrap();
         let mut damaged = std::fs::read(&cached).unwrap();
         let last = damaged.len() - 2;
         damaged[last] ^= 1;
         std::fs::write(&cached, &damaged).unwrap();
-        assert!(check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).is_none());
+        assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
     }
 
     #[test]
@@ -1182,7 +1182,7 @@ mod tests {
                             threads,
                             ..no_cache()
                         };
-                        match file::streamed(&path, &limits, &rules, &opts, piece, 0) {
+                        match file::streamed(&path, None, &limits, &rules, &opts, piece, 0) {
                             Some((c, n)) => {
                                 joined += 1;
                                 assert_eq!(c.method, Method::Streamed(n));
@@ -1198,8 +1198,8 @@ mod tests {
         // An entry longer than a piece, a log below the size streamed: read whole instead.
         let rules = rules(&plan, &schemas, true);
         std::fs::write(&path, &commented).unwrap();
-        assert!(file::streamed(&path, &limits, &rules, &no_cache(), 60, 0).is_none());
-        assert!(file::streamed(&path, &limits, &rules, &no_cache(), 1000, 1 << 30).is_none());
+        assert!(file::streamed(&path, None, &limits, &rules, &no_cache(), 60, 0).is_none());
+        assert!(file::streamed(&path, None, &limits, &rules, &no_cache(), 1000, 1 << 30).is_none());
     }
 
     /// Near its end the log is read in smaller pieces (so that the checkers finish
@@ -1216,11 +1216,65 @@ mod tests {
             threads: 2,
             ..no_cache()
         };
-        let (c, n) = file::streamed(&path, &Limits::default(), &rules, &opts, piece, 0).unwrap();
+        let (c, n) =
+            file::streamed(&path, None, &Limits::default(), &rules, &opts, piece, 0).unwrap();
         assert_same(c, &src, &rules);
         // Pieces of the full size would be at most this many.
         let whole = src.len().div_ceil(piece - 200);
         assert!(n > whole + 2, "{n} pieces, {whole} of the full size");
+    }
+
+    /// A writer's staged bytes after the file: the log read piece by piece, or resumed from
+    /// the cache, with them equals the whole text checked. Staged after a different length,
+    /// they are not read that way.
+    #[test]
+    fn bytes_staged_after_the_file_are_checked_with_it() {
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let (_tmp, dir, path) = log_file();
+        let limits = Limits::default();
+        let kinds: Vec<u8> = (0..120u8).filter(|k| k % 11 != 0).collect();
+        let disk = log(&kinds);
+        std::fs::write(&path, &disk).unwrap();
+        // A malformed timestamp, an unknown task, no evidence: the staged part has findings.
+        let staged: String = (0..12u8)
+            .map(|k| {
+                entry(
+                    kinds.len() + k as usize,
+                    [3, 1, 4, 7, 13, 5][k as usize % 6],
+                )
+            })
+            .collect();
+        let whole = format!("{disk}{staged}");
+        let disk_len = disk.len() as u64;
+        let appended = Some(Appended {
+            disk_len,
+            bytes: staged.as_bytes(),
+        });
+        let (_, on_disk) = reference(&disk, &rules);
+        assert_ne!(on_disk, reference(&whole, &rules).1);
+        for piece in [400, 700, 1000, 4096] {
+            for threads in [1, 2] {
+                let opts = ScanOptions {
+                    threads,
+                    ..no_cache()
+                };
+                let (c, _) =
+                    file::streamed(&path, appended, &limits, &rules, &opts, piece, 0).unwrap();
+                assert_same(c, &whole, &rules);
+            }
+        }
+        check_log(&disk, &limits, &rules, &with_cache(&dir));
+        let c = check_file_resumed(&path, appended, &limits, &rules, &with_cache(&dir)).unwrap();
+        assert_eq!(c.method, Method::Resumed(kinds.len() - 1));
+        assert_same(c, &whole, &rules);
+        let moved = Some(Appended {
+            disk_len: disk_len - 1,
+            bytes: staged.as_bytes(),
+        });
+        let opts = no_cache();
+        assert!(file::streamed(&path, moved, &limits, &rules, &opts, 700, 0).is_none());
+        assert!(check_file_resumed(&path, moved, &limits, &rules, &with_cache(&dir)).is_none());
     }
 
     #[test]
@@ -1232,7 +1286,8 @@ mod tests {
         let kinds: Vec<u8> = (0..120u8).filter(|k| k % 11 != 0).collect();
         let mut src = log(&kinds);
         std::fs::write(&path, &src).unwrap();
-        let (c, n) = file::streamed(&path, &limits, &rules, &with_cache(&dir), 700, 0).unwrap();
+        let (c, n) =
+            file::streamed(&path, None, &limits, &rules, &with_cache(&dir), 700, 0).unwrap();
         assert!(n > 3);
         assert_same(c, &src, &rules);
         let last = kinds.len() - 1;
@@ -1241,7 +1296,7 @@ mod tests {
         assert_same(c, &src, &rules);
         src.push_str(&entry(500, 4));
         std::fs::write(&path, &src).unwrap();
-        let c = check_file_resumed(&path, &limits, &rules, &with_cache(&dir)).unwrap();
+        let c = check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).unwrap();
         assert_eq!(c.method, Method::Resumed(last));
         assert_same(c, &src, &rules);
     }

@@ -325,8 +325,20 @@ pub struct Workspace {
     /// Text of files that were read but did not load (YAML errors), for error snippets.
     failed_sources: Vec<(String, String)>,
     /// The progress log's text when it was checked without being held (see
-    /// [`Workspace::set_progress_unread`]): read the first time a snippet needs it.
-    unread_progress: Option<std::sync::OnceLock<Option<String>>>,
+    /// [`Workspace::set_progress_unread`]): read the first time a snippet needs it, with the
+    /// bytes a writer staged after the file's.
+    unread_progress: Option<(std::sync::OnceLock<Option<String>>, Vec<u8>)>,
+}
+
+/// A writer's staged change to the progress log, for checking the log as the writer will
+/// leave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StagedLog {
+    /// The log's whole new content.
+    Whole(Vec<u8>),
+    /// Bytes to add after the file's first `disk_len` bytes (its length when they were
+    /// staged).
+    Appended { disk_len: u64, bytes: Vec<u8> },
 }
 
 impl Workspace {
@@ -445,13 +457,12 @@ impl Workspace {
         self.read_progress_from(limits, None)
     }
 
-    /// [`Workspace::read_progress`], with the file's bytes `given` instead of read from disk
-    /// (a writer's staged version; its size is checked by the parser, as in
-    /// [`Workspace::load_overlay`]).
+    /// [`Workspace::read_progress`], as a writer's staged change `given` leaves the file (its
+    /// size is checked by the parser, as in [`Workspace::load_overlay`]).
     pub fn read_progress_from(
         &mut self,
         limits: &Limits,
-        given: Option<Vec<u8>>,
+        given: Option<StagedLog>,
     ) -> Option<String> {
         let kind = ArtifactKind::Progress;
         let path = self.small_dir.join(kind.file_name());
@@ -461,7 +472,13 @@ impl Workspace {
             .retain(|d| d.file.as_deref() != Some(rel.as_str()));
         self.failed_sources.retain(|(r, _)| *r != rel);
         let read = match given {
-            Some(bytes) => Ok(bytes),
+            Some(StagedLog::Whole(bytes)) => Ok(bytes),
+            Some(StagedLog::Appended { bytes, .. }) => {
+                read_file(&path, &rel, limits).map(|mut b| {
+                    b.extend_from_slice(&bytes);
+                    b
+                })
+            }
             None => read_file(&path, &rel, limits),
         };
         let text = match read {
@@ -524,8 +541,9 @@ impl Workspace {
     /// Record the progress log as checked without holding its text (the gates' cache vouched
     /// for all but its tail; see [`crate::gates::progress_check::check_file_resumed`]): `root`
     /// is its document without entries. The artifact's `source` is left empty, and
-    /// [`Workspace::source_of`] reads the file again if a snippet asks for it.
-    pub fn set_progress_unread(&mut self, root: yaml::Node) {
+    /// [`Workspace::source_of`] reads the file again if a snippet asks for it, followed by
+    /// `staged` (the bytes a writer staged after it, if the log was checked with them).
+    pub fn set_progress_unread(&mut self, root: yaml::Node, staged: Vec<u8>) {
         let kind = ArtifactKind::Progress;
         let rel = rel_path(kind.file_name());
         self.diagnostics
@@ -533,7 +551,7 @@ impl Workspace {
         self.failed_sources.retain(|(r, _)| *r != rel);
         self.progress = None;
         self.set_progress(String::new(), Ok(root));
-        self.unread_progress = Some(std::sync::OnceLock::new());
+        self.unread_progress = Some((std::sync::OnceLock::new(), staged));
     }
 
     /// The loaded artifact of a kind, if loaded.
@@ -578,12 +596,14 @@ impl Workspace {
     /// files, and files that were read but failed to parse.
     pub fn source_of(&self, rel_path: &str) -> Option<&str> {
         let progress = rel_path == self::rel_path(ArtifactKind::Progress.file_name());
-        if let (true, Some(unread), Some(p)) = (progress, &self.unread_progress, &self.progress) {
+        if let (true, Some((unread, staged)), Some(p)) =
+            (progress, &self.unread_progress, &self.progress)
+        {
             return unread
                 .get_or_init(|| {
-                    fsio::read_bounded(&p.path, fsio::MAX_READ_BYTES)
-                        .ok()
-                        .and_then(|b| String::from_utf8(b).ok())
+                    let mut bytes = fsio::read_bounded(&p.path, fsio::MAX_READ_BYTES).ok()?;
+                    bytes.extend_from_slice(staged);
+                    String::from_utf8(bytes).ok()
                 })
                 .as_deref();
         }
@@ -880,6 +900,22 @@ mod tests {
             .find(|d| d.file.as_deref() == Some(".small/intent.small.yml"))
             .unwrap();
         assert_eq!(dup.span.unwrap().start.line, 2);
+    }
+
+    /// A log checked without being held: a snippet's source is read again from the file,
+    /// followed by the bytes a writer staged after it.
+    #[test]
+    fn an_unread_log_is_read_again_with_its_staged_bytes() {
+        let progress = "small_version: \"1.0.0\"\nowner: agent\nentries:\n  - task_id: a\n";
+        let tmp = make(&[("progress.small.yml", progress)]);
+        let mut ws = Workspace::open(Some(tmp.path()), &LoadOptions::only(&[])).unwrap();
+        let root = yaml::parse_str(progress, &Limits::default()).unwrap().root;
+        ws.set_progress_unread(root, b"  - task_id: b\n".to_vec());
+        assert_eq!(ws.progress.as_ref().unwrap().document.source, "");
+        assert_eq!(
+            ws.source_of(".small/progress.small.yml"),
+            Some(format!("{progress}  - task_id: b\n").as_str())
+        );
     }
 
     #[test]

@@ -36,6 +36,87 @@ impl Input for FileInput<'_> {
     }
 }
 
+/// Bytes a writer has staged at the end of the log: the log it will leave is the file's
+/// first `disk_len` bytes followed by `bytes`. Checked that way, the log is still read from
+/// its file, not copied whole with the staged bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Appended<'a> {
+    pub disk_len: u64,
+    pub bytes: &'a [u8],
+}
+
+/// The log as a checker reads it: the file, and the bytes staged after it.
+#[cfg(unix)]
+struct LogSource<'a> {
+    file: std::fs::File,
+    /// The file's length when opened (with staged bytes, the file must have exactly the
+    /// length they were staged after).
+    disk: u64,
+    /// Staged bytes (empty when nothing is staged).
+    staged: &'a [u8],
+    /// Whether bytes were staged: the log then ends with them, where a file read alone ends
+    /// wherever it ends when read (it may grow).
+    fixed: bool,
+}
+
+#[cfg(unix)]
+impl<'a> LogSource<'a> {
+    fn open(path: &Path, appended: Option<Appended<'a>>) -> Option<LogSource<'a>> {
+        let file = crate::workspace::fsio::open_read(path).ok()?;
+        let disk = file.metadata().ok()?.len();
+        let (staged, fixed) = match appended {
+            Some(a) if a.disk_len != disk => return None,
+            Some(a) => (a.bytes, true),
+            None => (&[][..], false),
+        };
+        Some(LogSource {
+            file,
+            disk,
+            staged,
+            fixed,
+        })
+    }
+
+    /// The log's length as it stands.
+    fn size(&self) -> u64 {
+        self.disk + self.staged.len() as u64
+    }
+
+    /// Fill `buf` with the log's bytes from `pos`.
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> Option<()> {
+        use std::os::unix::fs::FileExt;
+        let on_disk = self.disk.saturating_sub(pos).min(buf.len() as u64) as usize;
+        self.file.read_exact_at(&mut buf[..on_disk], pos).ok()?;
+        let rest = &mut buf[on_disk..];
+        if !rest.is_empty() {
+            let from = (pos + on_disk as u64 - self.disk) as usize;
+            rest.copy_from_slice(self.staged.get(from..from.checked_add(rest.len())?)?);
+        }
+        Some(())
+    }
+
+    /// Add the log's bytes from `pos` to its end to `out`, at most `room` of them (`None`
+    /// when there are more, or on a read error).
+    fn read_rest(&mut self, pos: u64, room: u64, out: &mut Vec<u8>) -> Option<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let start = out.len();
+        if self.fixed {
+            let n = self.size().checked_sub(pos)?;
+            if n > room {
+                return None;
+            }
+            out.resize(start + n as usize, 0);
+            return self.read_exact_at(&mut out[start..], pos);
+        }
+        self.file.seek(SeekFrom::Start(pos)).ok()?;
+        (&mut self.file)
+            .take(room.saturating_add(1))
+            .read_to_end(out)
+            .ok()?;
+        ((out.len() - start) as u64 <= room).then_some(())
+    }
+}
+
 /// The longest tail (the bytes after the cached part) [`check_file_resumed`] checks; a longer
 /// one is checked by [`check_log`] on the whole log, which moves the cache up to it.
 pub(super) const RESUMED_TAIL_MAX_BYTES: u64 = 256 << 10;
@@ -50,41 +131,50 @@ const RESUMED_HEAD_MAX_BYTES: usize = 64 << 10;
 /// positions in the results are the file's. The document returned has no entries, as with
 /// [`check_log`].
 ///
+/// `appended`: bytes a writer staged after the file's content (see [`Appended`]).
+///
 /// `None` when this cannot be done (no usable cache, a changed byte, a tail longer than
 /// [`RESUMED_TAIL_MAX_BYTES`], a byte-order mark, an unusual shape): the caller then reads the
 /// log whole and calls [`check_log`], which reports whatever made this give up. Nothing is
 /// written to the cache here.
 pub fn check_file_resumed(
     path: &Path,
+    appended: Option<Appended>,
     limits: &Limits,
     rules: &EntryRules,
     opts: &ScanOptions,
 ) -> Option<Checked> {
     let key = cache_key(rules, opts)?;
     let body = read_cache(opts.cache_dir.as_deref()?, &cache_file(rules), &key)?;
-    resumed_from_file(path, limits, rules, body)
+    resumed_from_file(path, appended, limits, rules, body)
 }
 
 #[cfg(not(unix))]
-fn resumed_from_file(_: &Path, _: &Limits, _: &EntryRules, _: CacheBody) -> Option<Checked> {
+fn resumed_from_file(
+    _: &Path,
+    _: Option<Appended>,
+    _: &Limits,
+    _: &EntryRules,
+    _: CacheBody,
+) -> Option<Checked> {
     None
 }
 
 #[cfg(unix)]
 fn resumed_from_file(
     path: &Path,
+    appended: Option<Appended>,
     limits: &Limits,
     rules: &EntryRules,
     body: CacheBody,
 ) -> Option<Checked> {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::FileExt;
-    let mut file = crate::workspace::fsio::open_read(path).ok()?;
-    let size = file.metadata().ok()?.len();
+    let mut log = LogSource::open(path, appended)?;
+    let size = log.size();
     let n = body.prefix_len;
     let n64 = n as u64;
+    // The cached part is hashed from the file alone.
     if size > limits.max_bytes as u64
-        || n64 > size
+        || n64 > log.disk
         || size - n64 > RESUMED_TAIL_MAX_BYTES
         || body.resume.0 != n
     {
@@ -93,7 +183,7 @@ fn resumed_from_file(
     // The head: up to the end of the line of the log's first entry, inside the cached part.
     let seq_start = pos_in(&body.resume.4).offset as usize;
     let mut head = vec![0u8; n.min(RESUMED_HEAD_MAX_BYTES)];
-    file.read_exact_at(&mut head, 0).ok()?;
+    log.read_exact_at(&mut head, 0)?;
     if head.starts_with("\u{feff}".as_bytes()) || seq_start >= head.len() {
         return None;
     }
@@ -102,20 +192,13 @@ fn resumed_from_file(
         return None;
     }
     head.truncate(h);
-    if hash_parallel(&FileInput(&file), n)?.to_hex().as_str() != body.prefix_hash {
+    if hash_parallel(&FileInput(&log.file), n)?.to_hex().as_str() != body.prefix_hash {
         return None;
     }
     // The tail, bounded like the whole file (it may have grown since).
-    file.seek(SeekFrom::Start(n64)).ok()?;
     let room = (limits.max_bytes as u64).saturating_sub(n64);
     let mut text = head;
-    (&mut file)
-        .take(room.saturating_add(1))
-        .read_to_end(&mut text)
-        .ok()?;
-    if (text.len() - h) as u64 > room {
-        return None;
-    }
+    log.read_rest(n64, room, &mut text)?;
     let text = String::from_utf8(text).ok()?;
     let (mut r, resume) = runner_from(body, rules)?;
     let walked = yaml::stream_fast_part(
@@ -164,20 +247,30 @@ const PIECE_BYTES: usize = 2 << 20;
 ///
 /// `None` when the log is small, is not of the fast path's shape, has an entry longer than a
 /// piece, or changes while it is read: the caller then reads it whole and calls [`check_log`].
+/// `appended`: bytes a writer staged after the file's content (see [`Appended`]).
 pub fn check_file_streamed(
     path: &Path,
+    appended: Option<Appended>,
     limits: &Limits,
     rules: &EntryRules,
     opts: &ScanOptions,
 ) -> Option<Checked> {
     #[cfg(unix)]
     {
-        let (checked, _) = streamed(path, limits, rules, opts, PIECE_BYTES, STREAM_MIN_BYTES)?;
+        let (checked, _) = streamed(
+            path,
+            appended,
+            limits,
+            rules,
+            opts,
+            PIECE_BYTES,
+            STREAM_MIN_BYTES,
+        )?;
         Some(checked)
     }
     #[cfg(not(unix))]
     {
-        let _ = (path, limits, rules, opts);
+        let _ = (path, appended, limits, rules, opts);
         None
     }
 }
@@ -209,24 +302,23 @@ struct Piece {
 #[cfg(unix)]
 pub(super) fn streamed(
     path: &Path,
+    appended: Option<Appended>,
     limits: &Limits,
     rules: &EntryRules,
     opts: &ScanOptions,
     piece: usize,
     min: u64,
 ) -> Option<(Checked, usize)> {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::FileExt;
     use std::sync::{mpsc, Arc, Mutex};
     let limit = limits.max_bytes as u64;
-    let mut file = crate::workspace::fsio::open_read(path).ok()?;
-    let size = file.metadata().ok()?.len();
+    let mut log = LogSource::open(path, appended)?;
+    let size = log.size();
     if size > limit || size < min {
         return None;
     }
     // The lines before the first entry, and the first entry's line.
     let mut head = vec![0u8; (size as usize).min(RESUMED_HEAD_MAX_BYTES)];
-    file.read_exact_at(&mut head, 0).ok()?;
+    log.read_exact_at(&mut head, 0)?;
     if head.starts_with("\u{feff}".as_bytes()) {
         return None;
     }
@@ -310,19 +402,16 @@ pub(super) fn streamed(
                 text.truncate(want);
                 text[..at].copy_from_slice(&head[..at]);
                 if last {
-                    // The rest of the file, bounded like the whole file (it may have grown).
-                    if file.seek(SeekFrom::Start(pos)).is_err() {
-                        break None;
-                    }
-                    let room = limit.saturating_sub(pos);
-                    if (&mut file).take(room + 1).read_to_end(&mut text).is_err()
-                        || (text.len() - at) as u64 > room
+                    // The rest of the log, bounded like the whole file (it may have grown).
+                    if log
+                        .read_rest(pos, limit.saturating_sub(pos), &mut text)
+                        .is_none()
                     {
                         break None;
                     }
                     break Some(true);
                 }
-                if file.read_exact_at(&mut text[at..], pos).is_err() {
+                if log.read_exact_at(&mut text[at..], pos).is_none() {
                     break None;
                 }
                 // End the piece where its last entry starts; that entry goes with the next.
