@@ -24,7 +24,7 @@ use crate::gates::schemas::SchemaSet;
 use crate::gates::validate;
 use crate::gates::verify::{self, SinceError};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
-use crate::workspace::{LoadOptions, Location, Scope, StagedLog, Workspace, CODE_IO};
+use crate::workspace::{fsio, LoadOptions, Location, Scope, StagedLog, Workspace, CODE_IO};
 
 /// Flags of the gate commands.
 #[derive(Debug, Clone, Default)]
@@ -87,15 +87,14 @@ pub fn check_progress(
     scan: &ScanOptions,
     given: Option<StagedLog>,
 ) -> Option<(progress_check::EntryResults, progress_check::Method)> {
-    let appended = match &given {
-        None => Some(None),
-        Some(StagedLog::Appended { disk_len, bytes }) => Some(Some(progress_check::Appended {
-            disk_len: *disk_len,
-            bytes,
-        })),
-        Some(StagedLog::Whole(_)) => None,
-    };
-    if let Some(appended) = appended {
+    if !matches!(given, Some(StagedLog::Whole(_))) {
+        let appended = match &given {
+            Some(StagedLog::Appended { disk_len, bytes }) => Some(progress_check::Appended {
+                disk_len: *disk_len,
+                bytes,
+            }),
+            _ => None,
+        };
         let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
         let unread = progress_check::check_file_resumed(&path, appended, limits, rules, scan)
             .or_else(|| {
@@ -140,18 +139,10 @@ pub fn load_overlay(
     let rel = ArtifactKind::Progress.rel_path();
     if schemas.is_some_and(|s| !s.progress_splits()) {
         // The log is loaded whole with the rest: its staged change is applied to its bytes.
-        let log = log.map(|l| match l {
-            StagedLog::Whole(b) => Some(b),
-            StagedLog::Appended { bytes, .. } => {
-                let path = loc.small_dir.join(ArtifactKind::Progress.file_name());
-                let mut b = crate::workspace::fsio::read_bounded(
-                    &path,
-                    crate::workspace::fsio::MAX_READ_BYTES,
-                )
-                .ok()?;
-                b.extend_from_slice(&bytes);
-                Some(b)
-            }
+        let path = loc.small_dir.join(ArtifactKind::Progress.file_name());
+        let log = log.map(|l| {
+            l.content(|| fsio::read_bounded(&path, fsio::MAX_READ_BYTES))
+                .ok()
         });
         let with_log = |r: &str| match &log {
             Some(l) if r == rel => l.clone(),

@@ -341,6 +341,20 @@ pub enum StagedLog {
     Appended { disk_len: u64, bytes: Vec<u8> },
 }
 
+impl StagedLog {
+    /// The log's whole content: the new content, or the file (as `read` reads it) followed
+    /// by the appended bytes.
+    pub fn content<E>(self, read: impl FnOnce() -> Result<Vec<u8>, E>) -> Result<Vec<u8>, E> {
+        match self {
+            StagedLog::Whole(bytes) => Ok(bytes),
+            StagedLog::Appended { bytes, .. } => read().map(|mut b| {
+                b.extend_from_slice(&bytes);
+                b
+            }),
+        }
+    }
+}
+
 impl Workspace {
     /// Locate the workspace from `dir` (or the current directory) and load it.
     pub fn open(dir: Option<&Path>, opts: &LoadOptions) -> Result<Workspace, LocateError> {
@@ -472,13 +486,7 @@ impl Workspace {
             .retain(|d| d.file.as_deref() != Some(rel.as_str()));
         self.failed_sources.retain(|(r, _)| *r != rel);
         let read = match given {
-            Some(StagedLog::Whole(bytes)) => Ok(bytes),
-            Some(StagedLog::Appended { bytes, .. }) => {
-                read_file(&path, &rel, limits).map(|mut b| {
-                    b.extend_from_slice(&bytes);
-                    b
-                })
-            }
+            Some(log) => log.content(|| read_file(&path, &rel, limits)),
             None => read_file(&path, &rel, limits),
         };
         let text = match read {
