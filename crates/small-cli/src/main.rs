@@ -100,7 +100,9 @@ fn bool_flags_take_values(cmd: clap::Command) -> clap::Command {
             a
         }
     });
-    cmd.mut_subcommands(bool_flags_take_values)
+    // A subcommand's flags are rewritten when clap builds it: for the one being run, or for
+    // all of them (help, completions, manual pages), not for every command on every run.
+    cmd.mut_subcommands(|sub| sub.defer(bool_flags_take_values))
 }
 
 fn main() -> ExitCode {
