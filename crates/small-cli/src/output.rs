@@ -197,12 +197,19 @@ pub fn data(text: &str) -> CmdResult {
     }
 }
 
-/// A pretty-printed JSON document on stdout (see [`GlobalArgs::json`]).
+/// A pretty-printed JSON document on stdout (see [`GlobalArgs::json`]), written as it is
+/// encoded: a report with many findings is not held a second time as text.
 pub fn json(value: &impl serde::Serialize) -> CmdResult {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| CliError::usage(format!("cannot encode the output as JSON: {e}")))?;
-    text.push('\n');
-    data(&text)
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::usage(format!("cannot write the output: {e}"))),
+    }
 }
 
 /// Human text is printed with its control characters escaped (text from workspace files

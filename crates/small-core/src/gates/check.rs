@@ -504,17 +504,16 @@ impl StageReport {
         r
     }
 
-    pub fn from_diagnostics(diags: &[Diagnostic]) -> Self {
+    pub fn from_diagnostics<'a>(
+        diags: impl IntoIterator<Item = &'a Diagnostic, IntoIter: Clone>,
+    ) -> Self {
+        let diags = diags.into_iter();
         let errors: Vec<JsonDiagnostic> = diags
-            .iter()
+            .clone()
             .filter(|d| d.is_error())
             .map(Into::into)
             .collect();
-        let warnings = diags
-            .iter()
-            .filter(|d| !d.is_error())
-            .map(Into::into)
-            .collect();
+        let warnings = diags.filter(|d| !d.is_error()).map(Into::into).collect();
         StageReport {
             status: if errors.is_empty() {
                 StageStatus::Ok

@@ -158,13 +158,7 @@ impl GateOutcome {
 
     /// The `--json` report.
     pub fn json(&self) -> GateJson {
-        let all: Vec<Diagnostic> = self
-            .diagnostics
-            .iter()
-            .chain(self.fatal.iter())
-            .cloned()
-            .collect();
-        let mut r = StageReport::from_diagnostics(&all);
+        let mut r = StageReport::from_diagnostics(self.diagnostics.iter().chain(&self.fatal));
         if self.verdict == Verdict::Error {
             r.status = StageStatus::Error;
         }
