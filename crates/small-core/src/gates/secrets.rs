@@ -144,15 +144,24 @@ struct Anchor {
 
 struct Patterns {
     list: Vec<Pattern>,
-    /// Every anchor of every format, and the key-name words, in one case-insensitive
-    /// automaton: one pass over a string says which formats can match and whether a secret
-    /// key name can occur in it. Most strings contain none and are dismissed there. This one
-    /// is quick to build, for commands that scan a few strings (`status` masks what it shows).
-    /// Neither automaton has a prefilter: the strings are short and the anchors' first bytes
-    /// common, so the plain walk in [`candidates_in`] is the fast way through them.
-    anchors: noncontiguous::NFA,
+    /// Every anchor of every format, and the key-name words, by their first byte in either
+    /// case (indexes into `anchor_info`): one pass over a string, comparing the anchors that
+    /// can start at each byte, says which formats can match and whether a secret key name can
+    /// occur in it. Most strings contain none and are dismissed there. Nothing is built for it,
+    /// which suits the commands that scan a few strings (`status` masks what it shows, a
+    /// writer refuses a secret it is given).
+    by_first: Vec<Vec<u16>>,
+    /// Whether an anchor starts with these two bytes, in any case (bit `lower(b0) << 8 |
+    /// lower(b1)`; every anchor has two bytes at least): most bytes that can start an anchor
+    /// are dismissed by one bit.
+    pairs: Box<[u64; 1024]>,
+    /// The same anchors in one case-insensitive NFA: quick to build, and quicker per byte;
+    /// built once the scans have read [`NFA_AFTER_BYTES`].
+    anchors_nfa: OnceLock<Option<noncontiguous::NFA>>,
     /// The same anchors as a DFA: slower to build, faster to run; built once the scans have
-    /// read [`DFA_AFTER_BYTES`] (a gate over a long log).
+    /// read [`DFA_AFTER_BYTES`] (a gate over a long log). Neither automaton has a prefilter:
+    /// the strings are short and the anchors' first bytes common, so the plain walk in
+    /// [`candidates_in`] is the fast way through them.
     anchors_dfa: OnceLock<Option<dfa::DFA>>,
     anchor_info: Vec<Anchor>,
     /// Formats with no literal (matched when the string has a long enough token).
@@ -585,14 +594,25 @@ fn compiled() -> &'static Patterns {
             });
         }
         debug_assert!(list.len() <= 128, "candidate formats are a 128-bit set");
-        let anchors = noncontiguous::Builder::new()
-            .ascii_case_insensitive(true)
-            .prefilter(false)
-            .build(anchor_info.iter().map(|a| a.text))
-            .expect("the anchor automaton builds");
+        let mut by_first = vec![Vec::new(); 256];
+        let mut pairs = Box::new([0u64; 1024]);
+        for (pid, a) in anchor_info.iter().enumerate() {
+            let t = a.text.as_bytes();
+            debug_assert!(t.len() >= 2, "anchor {:?} is shorter than a pair", a.text);
+            let pair = pair_bit(t[0], t[1]);
+            pairs[pair / 64] |= 1 << (pair % 64);
+            let first = t[0];
+            let pid = u16::try_from(pid).expect("fewer than 65 536 anchors");
+            by_first[usize::from(first.to_ascii_lowercase())].push(pid);
+            if first.to_ascii_uppercase() != first.to_ascii_lowercase() {
+                by_first[usize::from(first.to_ascii_uppercase())].push(pid);
+            }
+        }
         Patterns {
             list,
-            anchors,
+            by_first,
+            pairs,
+            anchors_nfa: OnceLock::new(),
             anchors_dfa: OnceLock::new(),
             anchor_info,
             unanchored,
@@ -614,6 +634,10 @@ fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// Bytes scanned before the anchors' NFA is built (see [`Patterns::anchors_nfa`]): about
+/// what its build costs, in the extra work of [`candidates_by_first_byte`] per byte.
+const NFA_AFTER_BYTES: usize = 16 << 10;
+
 /// Bytes scanned before the anchors' DFA is built (see [`Patterns::anchors_dfa`]).
 const DFA_AFTER_BYTES: usize = 256 << 10;
 
@@ -621,33 +645,101 @@ const DFA_AFTER_BYTES: usize = 256 << 10;
 static SCANNED_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Patterns {
-    /// The anchors' DFA, once the scans have read enough for its build to pay (both
-    /// automata find the same matches); `None` until then.
-    fn dfa(&self, len: usize) -> Option<&dfa::DFA> {
+    /// The anchors' automata, each once the scans have read enough for its build to pay
+    /// (all three ways find the same candidates); `None` until then, or if one fails to
+    /// build.
+    fn automata(&self, len: usize) -> (Option<&dfa::DFA>, Option<&noncontiguous::NFA>) {
         use std::sync::atomic::Ordering;
-        if let Some(built) = self.anchors_dfa.get() {
-            return built.as_ref();
+        if let Some(Some(dfa)) = self.anchors_dfa.get() {
+            return (Some(dfa), None);
         }
-        if SCANNED_BYTES.fetch_add(len, Ordering::Relaxed) < DFA_AFTER_BYTES {
-            return None;
-        }
-        self.anchors_dfa
-            .get_or_init(|| {
-                dfa::Builder::new()
-                    .ascii_case_insensitive(true)
-                    .prefilter(false)
-                    .build(self.anchor_info.iter().map(|a| a.text))
-                    .ok()
+        let read = SCANNED_BYTES.fetch_add(len, Ordering::Relaxed);
+        let build = |n: usize| read >= n;
+        let dfa = build(DFA_AFTER_BYTES)
+            .then(|| {
+                self.anchors_dfa.get_or_init(|| {
+                    dfa::Builder::new()
+                        .ascii_case_insensitive(true)
+                        .prefilter(false)
+                        .build(self.anchor_info.iter().map(|a| a.text))
+                        .ok()
+                })
             })
-            .as_ref()
+            .and_then(Option::as_ref);
+        let nfa = (dfa.is_none() && build(NFA_AFTER_BYTES))
+            .then(|| {
+                self.anchors_nfa.get_or_init(|| {
+                    noncontiguous::Builder::new()
+                        .ascii_case_insensitive(true)
+                        .prefilter(false)
+                        .build(self.anchor_info.iter().map(|a| a.text))
+                        .ok()
+                })
+            })
+            .and_then(Option::as_ref);
+        (dfa, nfa)
     }
 }
 
 fn candidates(pats: &Patterns, value: &str) -> Candidates {
-    match pats.dfa(value.len()) {
-        Some(dfa) => candidates_in(pats, dfa, value),
-        None => candidates_in(pats, &pats.anchors, value),
+    match pats.automata(value.len()) {
+        (Some(dfa), _) => candidates_in(pats, dfa, value),
+        (None, Some(nfa)) => candidates_in(pats, nfa, value),
+        (None, None) => candidates_by_first_byte(pats, value),
     }
+}
+
+impl Candidates {
+    /// Count anchor `a`, found (in any case) at `start..end` of `b`, if it stands there: at
+    /// a word's start when it must, and as written when its format does not ignore case.
+    #[inline]
+    fn note(&mut self, a: &Anchor, b: &[u8], start: usize, end: usize) {
+        if a.word_start && start > 0 && is_word_byte(b[start - 1]) {
+            return;
+        }
+        if !a.ignore_case && &b[start..end] != a.text.as_bytes() {
+            return;
+        }
+        match a.format {
+            Some(f) => self.formats |= 1u128 << f,
+            None => self.key_word = Some(self.key_word.map_or(start, |w| w.min(start))),
+        }
+    }
+}
+
+/// The bit of two bytes in [`Patterns::pairs`].
+#[inline]
+fn pair_bit(b0: u8, b1: u8) -> usize {
+    usize::from(b0.to_ascii_lowercase()) << 8 | usize::from(b1.to_ascii_lowercase())
+}
+
+/// Every anchor at every place in `value`, by [`Patterns::pairs`] and
+/// [`Patterns::by_first`]: what a walk over the anchors' automaton finds, without an
+/// automaton.
+fn candidates_by_first_byte(pats: &Patterns, value: &str) -> Candidates {
+    let mut c = Candidates::default();
+    let b = value.as_bytes();
+    let Some(&first) = b.first() else {
+        return c;
+    };
+    let mut pair = usize::from(first.to_ascii_lowercase());
+    for (next, &byte) in b.iter().enumerate().skip(1) {
+        pair = (pair << 8 | usize::from(byte.to_ascii_lowercase())) & 0xffff;
+        if pats.pairs[pair / 64] & (1 << (pair % 64)) == 0 {
+            continue;
+        }
+        let start = next - 1;
+        for &pid in &pats.by_first[usize::from(b[start])] {
+            let a = &pats.anchor_info[usize::from(pid)];
+            let end = start + a.text.len();
+            if b.get(start..end)
+                .is_some_and(|s| s.eq_ignore_ascii_case(a.text.as_bytes()))
+            {
+                c.note(a, b, start, end);
+            }
+        }
+    }
+    c
 }
 
 /// One pass of an anchors' automaton over `value`, every match at every end (the automata
@@ -675,20 +767,12 @@ fn candidates_in<A: Automaton>(pats: &Patterns, aut: &A, value: &str) -> Candida
         let end = i + 1;
         for k in 0..aut.match_len(sid) {
             let pid = aut.match_pattern(sid, k);
-            let start = end - aut.pattern_len(pid);
-            let a = &pats.anchor_info[pid.as_usize()];
-            if a.word_start && start > 0 && is_word_byte(b[start - 1]) {
-                continue;
-            }
-            if !a.ignore_case && &b[start..end] != a.text.as_bytes() {
-                continue;
-            }
-            match a.format {
-                Some(f) => c.formats |= 1u128 << f,
-                None => {
-                    c.key_word = Some(c.key_word.map_or(start, |w| w.min(start)));
-                }
-            }
+            c.note(
+                &pats.anchor_info[pid.as_usize()],
+                b,
+                end - aut.pattern_len(pid),
+                end,
+            );
         }
     }
     c

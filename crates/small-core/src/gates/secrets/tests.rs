@@ -406,6 +406,17 @@ fn candidates_by_iterator(pats: &Patterns, value: &str) -> Candidates {
     c
 }
 
+fn anchors_nfa(pats: &Patterns) -> &'static noncontiguous::NFA {
+    static NFA: OnceLock<noncontiguous::NFA> = OnceLock::new();
+    NFA.get_or_init(|| {
+        noncontiguous::Builder::new()
+            .ascii_case_insensitive(true)
+            .prefilter(false)
+            .build(pats.anchor_info.iter().map(|a| a.text))
+            .unwrap()
+    })
+}
+
 fn anchors_dfa(pats: &Patterns) -> &'static dfa::DFA {
     static DFA: OnceLock<dfa::DFA> = OnceLock::new();
     DFA.get_or_init(|| {
@@ -418,7 +429,7 @@ fn anchors_dfa(pats: &Patterns) -> &'static dfa::DFA {
 }
 
 #[test]
-fn both_anchor_automata_find_the_candidates_the_iterator_does() {
+fn the_first_byte_scan_and_the_automaton_find_the_candidates_the_iterator_does() {
     let pats = compiled();
     let dfa = anchors_dfa(pats);
     let mut texts = corpus_texts();
@@ -430,7 +441,8 @@ fn both_anchor_automata_find_the_candidates_the_iterator_does() {
     for t in &texts {
         for v in [t.clone(), t.to_ascii_uppercase(), t.to_ascii_lowercase()] {
             let want = candidates_by_iterator(pats, &v);
-            assert_eq!(candidates_in(pats, &pats.anchors, &v), want, "{v:?}");
+            assert_eq!(candidates_by_first_byte(pats, &v), want, "{v:?}");
+            assert_eq!(candidates_in(pats, anchors_nfa(pats), &v), want, "{v:?}");
             assert_eq!(candidates_in(pats, dfa, &v), want, "{v:?}");
         }
     }
@@ -438,7 +450,8 @@ fn both_anchor_automata_find_the_candidates_the_iterator_does() {
 
 proptest::proptest! {
     /// Strings made of anchors (in any case), word and non-word bytes, and any text: the
-    /// walks over either automaton find what the crate's overlapping iterator finds.
+    /// first-byte scan and the walks over either automaton find what the crate's overlapping
+    /// iterator finds.
     #[test]
     fn anchor_walks_equal_the_overlapping_iterator(
         parts in proptest::collection::vec(
@@ -456,7 +469,8 @@ proptest::proptest! {
         let pats = compiled();
         let v = parts.concat();
         let want = candidates_by_iterator(pats, &v);
-        proptest::prop_assert_eq!(candidates_in(pats, &pats.anchors, &v), want);
+        proptest::prop_assert_eq!(candidates_by_first_byte(pats, &v), want);
+        proptest::prop_assert_eq!(candidates_in(pats, anchors_nfa(pats), &v), want);
         proptest::prop_assert_eq!(candidates_in(pats, anchors_dfa(pats), &v), want);
     }
 }
