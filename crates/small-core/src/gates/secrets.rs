@@ -155,8 +155,8 @@ struct Patterns {
     /// lower(b1)`; every anchor has two bytes at least): most bytes that can start an anchor
     /// are dismissed by one bit.
     pairs: Box<[u64; 1024]>,
-    /// The same anchors in one case-insensitive NFA: quick to build, and quicker per byte;
-    /// built once the scans have read [`NFA_AFTER_BYTES`].
+    /// The same anchors in one case-insensitive NFA: quick to build, and quicker per byte
+    /// than the search by first bytes; built once the scans have read [`NFA_AFTER_BYTES`].
     anchors_nfa: OnceLock<Option<noncontiguous::NFA>>,
     /// The same anchors as a DFA: slower to build, faster to run; built once the scans have
     /// read [`DFA_AFTER_BYTES`] (a gate over a long log). Neither automaton has a prefilter:
@@ -654,8 +654,7 @@ impl Patterns {
             return (Some(dfa), None);
         }
         let read = SCANNED_BYTES.fetch_add(len, Ordering::Relaxed);
-        let build = |n: usize| read >= n;
-        let dfa = build(DFA_AFTER_BYTES)
+        let dfa = (read >= DFA_AFTER_BYTES)
             .then(|| {
                 self.anchors_dfa.get_or_init(|| {
                     dfa::Builder::new()
@@ -666,7 +665,7 @@ impl Patterns {
                 })
             })
             .and_then(Option::as_ref);
-        let nfa = (dfa.is_none() && build(NFA_AFTER_BYTES))
+        let nfa = (dfa.is_none() && read >= NFA_AFTER_BYTES)
             .then(|| {
                 self.anchors_nfa.get_or_init(|| {
                     noncontiguous::Builder::new()
