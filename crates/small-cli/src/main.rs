@@ -3,8 +3,11 @@
 
 mod commands;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod harness;
 mod output;
+mod panic_guard;
 mod process;
 mod render;
 mod settings;
@@ -107,59 +110,78 @@ fn bool_flags_take_values(cmd: clap::Command) -> clap::Command {
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let matches = cli_command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    panic_guard::install();
+    let code = match std::panic::catch_unwind(|| run(std::env::args_os())) {
+        Ok(code) => code,
+        Err(_) => error::EXIT_USAGE,
+    };
+    // A panic on another thread that was not carried to this one still fails the run.
+    if panic_guard::happened() {
+        return ExitCode::from(error::EXIT_USAGE);
+    }
+    ExitCode::from(code)
+}
+
+/// Parse `args` (the program name first) and run the command: what `small` does, as an
+/// exit code. Errors are reported on stderr (or as JSON where `--json` was given).
+fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let matches = match cli_command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let g = cli.global.clone();
     let Some(command) = cli.command else {
         if cli.version {
             // `small --version` / `small -V` (and `-v`, as the reference spells it).
             let args = commands::version::Args { json: false };
-            return finish(commands::version::run(args, &g), &g);
+            return finish(commands::version::run(args, &g), &g, false);
         }
         // Bare `small`: the help, on stdout, and success (as the reference does).
         let help = cli_command().render_help().to_string();
-        return finish(g.data(format!("{}\n", help.trim_end())), &g);
+        return finish(g.data(format!("{}\n", help.trim_end())), &g, false);
     };
-    let result = match command {
-        Command::Version(a) => commands::version::run(a, &g),
-        Command::Init(a) => commands::init::run(a, &g),
-        Command::Validate(a) => commands::validate::run(a, &g),
-        Command::Lint(a) => commands::lint::run(a, &g),
-        Command::Check(a) => commands::check::run(a, &g),
-        Command::Verify(a) => commands::verify::run(a, &g),
-        Command::Status(a) => commands::status::run(a, &g),
-        Command::Emit(a) => commands::emit::run(a, &g),
-        Command::Doctor(a) => commands::doctor::run(a, &g),
-        Command::Plan(a) => commands::plan::run(a, &g),
-        Command::Progress(a) => commands::progress::run(a, &g),
-        Command::Checkpoint(a) => commands::checkpoint::run(a, &g),
-        Command::Apply(a) => commands::apply::run(a, &g),
-        Command::Handoff(a) => commands::handoff::run(a, &g),
-        Command::Start(a) => commands::start::run(a, &g),
-        Command::Reset(a) => commands::reset::run(a, &g),
-        Command::Resume(a) => commands::resume::run(a, &g),
-        Command::Fix(a) => commands::fix::run(a, &g),
-        Command::Agents(a) => commands::agents::run(a, &g),
-        Command::Draft(a) => commands::draft::run(a, &g),
-        Command::Accept(a) => commands::accept::run(a, &g),
-        Command::Run(a) => commands::run::run(a, &g),
-        Command::Archive(a) => commands::archive::run(a, &g),
-        Command::Selftest(a) => commands::selftest::run(a, &g),
-        Command::Completion(a) => commands::completion::run(a, &g),
-        Command::Manifest(a) => commands::manifest::run(a, &g),
-        Command::Mcp(a) => commands::mcp::run(a, &g),
-        Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
-        Command::Serve(a) => commands::serve::run(a, &g),
-        Command::Store(a) => commands::store::run(a, &g),
-        Command::Man(a) => commands::man::run(a, &g),
-    };
-    let json = json_requested(&matches);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            e.report(&g, json);
-            ExitCode::from(e.exit)
-        }
+    let result = dispatch(command, &g);
+    finish(result, &g, json_requested(&matches))
+}
+
+/// Run one parsed command.
+fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
+    match command {
+        Command::Version(a) => commands::version::run(a, g),
+        Command::Init(a) => commands::init::run(a, g),
+        Command::Validate(a) => commands::validate::run(a, g),
+        Command::Lint(a) => commands::lint::run(a, g),
+        Command::Check(a) => commands::check::run(a, g),
+        Command::Verify(a) => commands::verify::run(a, g),
+        Command::Status(a) => commands::status::run(a, g),
+        Command::Emit(a) => commands::emit::run(a, g),
+        Command::Doctor(a) => commands::doctor::run(a, g),
+        Command::Plan(a) => commands::plan::run(a, g),
+        Command::Progress(a) => commands::progress::run(a, g),
+        Command::Checkpoint(a) => commands::checkpoint::run(a, g),
+        Command::Apply(a) => commands::apply::run(a, g),
+        Command::Handoff(a) => commands::handoff::run(a, g),
+        Command::Start(a) => commands::start::run(a, g),
+        Command::Reset(a) => commands::reset::run(a, g),
+        Command::Resume(a) => commands::resume::run(a, g),
+        Command::Fix(a) => commands::fix::run(a, g),
+        Command::Agents(a) => commands::agents::run(a, g),
+        Command::Draft(a) => commands::draft::run(a, g),
+        Command::Accept(a) => commands::accept::run(a, g),
+        Command::Run(a) => commands::run::run(a, g),
+        Command::Archive(a) => commands::archive::run(a, g),
+        Command::Selftest(a) => commands::selftest::run(a, g),
+        Command::Completion(a) => commands::completion::run(a, g),
+        Command::Manifest(a) => commands::manifest::run(a, g),
+        Command::Mcp(a) => commands::mcp::run(a, g),
+        Command::MergeDriver(a) => commands::merge_driver::run(a, g),
+        Command::Serve(a) => commands::serve::run(a, g),
+        Command::Store(a) => commands::store::run(a, g),
+        Command::Man(a) => commands::man::run(a, g),
     }
 }
 
@@ -177,12 +199,12 @@ fn json_requested(matches: &clap::ArgMatches) -> bool {
 }
 
 /// Print a command's error (if any) and turn it into the process exit code.
-fn finish(result: error::CmdResult, g: &GlobalArgs) -> ExitCode {
+fn finish(result: error::CmdResult, g: &GlobalArgs, json: bool) -> u8 {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => error::EXIT_OK,
         Err(e) => {
-            e.report(g, false);
-            ExitCode::from(e.exit)
+            e.report(g, json);
+            e.exit
         }
     }
 }

@@ -107,7 +107,7 @@ impl GlobalArgs {
     /// A question for the user: `text` (no newline) on stderr, always, so that stdout stays
     /// clean and `--quiet` cannot hide what is being asked.
     pub fn prompt(&self, text: impl AsRef<str>) {
-        let mut err = std::io::stderr().lock();
+        let mut err = stderr();
         let _ = err
             .write_all(text.as_ref().as_bytes())
             .and_then(|_| err.flush());
@@ -189,7 +189,7 @@ pub fn count(n: usize, what: &str) -> String {
 /// Machine output on stdout (see [`GlobalArgs::data`]). A closed pipe (`small ... | head`)
 /// ends the output quietly instead of failing.
 pub fn data(text: &str) -> CmdResult {
-    let mut out = std::io::stdout().lock();
+    let mut out = stdout();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -200,7 +200,7 @@ pub fn data(text: &str) -> CmdResult {
 /// A pretty-printed JSON document on stdout (see [`GlobalArgs::json`]), written as it is
 /// encoded: a report with many findings is not held a second time as text.
 pub fn json(value: &impl serde::Serialize) -> CmdResult {
-    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout());
     let written = serde_json::to_writer_pretty(&mut out, value)
         .map_err(std::io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
@@ -224,14 +224,81 @@ pub fn error_line(text: &str) {
 }
 
 fn write_out(text: &str) {
-    let mut out = std::io::stdout().lock();
+    let mut out = stdout();
     // A closed pipe ends the output quietly (SIGPIPE is restored in main on Unix).
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
 fn write_err(text: &str) {
-    let mut err = std::io::stderr().lock();
+    let mut err = stderr();
     let _ = err.write_all(text.as_bytes());
+}
+
+/// Where a command's output goes: the process's stream, or nowhere while the in-process
+/// fuzz suite runs commands on this thread (it runs hundreds of thousands; their output is
+/// not what it checks).
+pub enum Stream {
+    Out(std::io::StdoutLock<'static>),
+    Err(std::io::StderrLock<'static>),
+    #[cfg(test)]
+    Muted,
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Out(o) => o.write(buf),
+            Stream::Err(e) => e.write(buf),
+            #[cfg(test)]
+            Stream::Muted => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Out(o) => o.flush(),
+            Stream::Err(e) => e.flush(),
+            #[cfg(test)]
+            Stream::Muted => Ok(()),
+        }
+    }
+}
+
+/// Standard output, locked (see [`Stream`]).
+pub fn stdout() -> Stream {
+    #[cfg(test)]
+    if muted::is_on() {
+        return Stream::Muted;
+    }
+    Stream::Out(std::io::stdout().lock())
+}
+
+/// Standard error, locked (see [`Stream`]).
+pub fn stderr() -> Stream {
+    #[cfg(test)]
+    if muted::is_on() {
+        return Stream::Muted;
+    }
+    Stream::Err(std::io::stderr().lock())
+}
+
+/// Output muted on the current thread, for tests that run commands in-process.
+#[cfg(test)]
+pub mod muted {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn is_on() -> bool {
+        ON.with(Cell::get)
+    }
+
+    /// Mute (or unmute) this thread's output.
+    pub fn set(on: bool) {
+        ON.with(|c| c.set(on));
+    }
 }
 
 #[cfg(test)]

@@ -113,11 +113,11 @@ fn pump(
         let chunk = &buf[..n];
         if show {
             if is_err {
-                let mut e = std::io::stderr().lock();
+                let mut e = crate::output::stderr();
                 let _ = e.write_all(chunk);
                 let _ = e.flush();
             } else {
-                let mut o = std::io::stdout().lock();
+                let mut o = crate::output::stdout();
                 let _ = o.write_all(chunk);
                 let _ = o.flush();
             }

@@ -52,18 +52,26 @@ pub fn render_all<'a>(
     let mut out = String::new();
     // One cursor per file: diagnostics come mostly in file order, so a long log with many
     // findings is read once, not once per finding.
-    let mut cursors: Vec<(&str, Lines<'a>)> = Vec::new();
+    // Beside it, the values of secret-named keys as the parser finds them, read as far as
+    // the cursor goes.
+    let mut cursors: Vec<(&str, Lines<'a>, secrets::SecretValues<'a>)> = Vec::new();
     for d in diags {
         let line = match (d.file.as_deref(), d.span) {
             (Some(file), Some(span)) if span.start.line > 0 => {
-                let i = match cursors.iter().position(|(f, _)| *f == file) {
+                let i = match cursors.iter().position(|(f, ..)| *f == file) {
                     Some(i) => Some(i),
                     None => sources(file).map(|src| {
-                        cursors.push((file, Lines::new(src)));
+                        cursors.push((file, Lines::new(src), secrets::SecretValues::new(src)));
                         cursors.len() - 1
                     }),
                 };
-                i.and_then(|i| cursors[i].1.nth(span.start.line as usize))
+                i.and_then(|i| {
+                    let (_, lines, values) = &mut cursors[i];
+                    lines.nth_at(span.start.line as usize).map(|(text, at)| {
+                        let secret = values.on_line(at..at + text.len());
+                        SourceLine { text, secret }
+                    })
+                })
             }
             _ => None,
         };
@@ -71,6 +79,13 @@ pub fn render_all<'a>(
         out.push('\n');
     }
     out
+}
+
+/// The line a diagnostic's span starts on, with the byte ranges in it that hold the value
+/// of a secret-named key.
+struct SourceLine<'a> {
+    text: &'a str,
+    secret: Vec<std::ops::Range<usize>>,
 }
 
 /// A diagnostic on one or two lines, for error messages: `file:line:col: [CODE] message`
@@ -94,16 +109,21 @@ pub fn render_plain(d: &Diagnostic) -> String {
 /// Render one diagnostic; `source` is the text of its file, if available.
 pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     let line = match (source, d.span) {
-        (Some(src), Some(span)) if span.start.line > 0 => {
-            Lines::new(src).nth(span.start.line as usize)
-        }
+        (Some(src), Some(span)) if span.start.line > 0 => Lines::new(src)
+            .nth_at(span.start.line as usize)
+            .map(|(text, at)| SourceLine {
+                text,
+                secret: secrets::SecretValues::new(src).on_line(at..at + text.len()),
+            }),
         _ => None,
     };
     render_line(d, line, color)
 }
 
-/// Render one diagnostic given the text of the line its span starts on, if known.
-fn render_line(d: &Diagnostic, line_text: Option<&str>, color: bool) -> String {
+/// Render one diagnostic given the line its span starts on, if known.
+fn render_line(d: &Diagnostic, source_line: Option<SourceLine<'_>>, color: bool) -> String {
+    let line_text = source_line.as_ref().map(|l| l.text);
+    let secret_values = source_line.as_ref().map_or(&[][..], |l| &l.secret[..]);
     let st = Style { on: color };
     let (label, label_style) = match d.severity {
         Severity::Error => ("error", BOLD_RED),
@@ -138,7 +158,18 @@ fn render_line(d: &Diagnostic, line_text: Option<&str>, color: bool) -> String {
     }
 
     if let (Some(text), Some(span)) = (line_text, d.span) {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let (text, secret_values) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => {
+                let bom = '\u{feff}'.len_utf8();
+                let shifted: Vec<_> = secret_values
+                    .iter()
+                    .map(|r| r.start.saturating_sub(bom)..r.end.saturating_sub(bom))
+                    .collect();
+                (rest, shifted)
+            }
+            None => (text, secret_values.to_vec()),
+        };
+        let secret_values = &secret_values[..];
         let start_col = span.start.column.max(1) as usize;
         let line_len = text.chars().count();
         let end_col = if span.end.line == span.start.line && span.end.column as usize > start_col {
@@ -151,7 +182,7 @@ fn render_line(d: &Diagnostic, line_text: Option<&str>, color: bool) -> String {
             line_len.max(start_col) + 1
         };
         let end_col = end_col.min(line_len + 1).max(start_col + 1);
-        let snippet = snippet(d, text, start_col - 1, end_col - 1);
+        let snippet = snippet(d, text, secret_values, start_col - 1, end_col - 1);
         let caret_style = if d.severity == Severity::Error {
             BOLD_RED
         } else {
@@ -203,13 +234,19 @@ struct Snippet {
 }
 
 /// Prepare line `text` with the span at 0-based character columns `start..end`.
-fn snippet(d: &Diagnostic, text: &str, start: usize, end: usize) -> Snippet {
+fn snippet(
+    d: &Diagnostic,
+    text: &str,
+    secret_values: &[std::ops::Range<usize>],
+    start: usize,
+    end: usize,
+) -> Snippet {
     // Mask every secret on the line, and the span itself when it is a secret.
     let known: Vec<(std::ops::Range<usize>, String)> = match &d.secret {
         Some(note) => vec![(start..end, note.masked.clone())],
         None => Vec::new(),
     };
-    let red = secrets::redact_line(text, &known);
+    let red = secrets::redact_line(text, secret_values, &known);
     let chars: Vec<char> = red.text.chars().collect();
     let mut s = red.map_column(start, false).min(chars.len());
     let mut e = red.map_column(end, true).min(chars.len() + 1).max(s + 1);
@@ -275,6 +312,12 @@ impl<'a> Lines<'a> {
             line: 1,
             start: 0,
         }
+    }
+
+    /// The `n`th line (1-based), if the text has that many, with its byte offset.
+    fn nth_at(&mut self, n: usize) -> Option<(&'a str, usize)> {
+        let line = self.nth(n)?;
+        Some((line, self.start))
     }
 
     /// The `n`th line (1-based), if the text has that many.

@@ -560,6 +560,30 @@ fn read_small_file(root: &Path, rel: &str) -> Result<String, ErrorData> {
 
 #[tool_handler]
 impl ServerHandler for SmallMcp {
+    /// Every tool call, through the tool router; a panic in a tool (a bug: no arguments may
+    /// cause one) becomes a tool error for that call alone, and the server goes on serving.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        use futures_util::FutureExt as _;
+        let name = request.name.clone();
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        match std::panic::AssertUnwindSafe(Self::tool_router().call(call))
+            .catch_unwind()
+            .await
+        {
+            Ok(result) => result,
+            Err(_) => Ok(diag(
+                "internal",
+                format!("the `{name}` tool hit an internal error (a bug in small); nothing was half-written, and the server is still running"),
+                Some("report it with the arguments you passed".into()),
+            )
+            .into()),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()

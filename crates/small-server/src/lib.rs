@@ -186,11 +186,41 @@ pub fn router(state: AppState) -> Router {
     if let Some(p) = prims {
         api = api.merge(p);
     }
-    // The frame wraps the whole router (not each route), so it sees responses as the client
-    // will, `Allow` header of a 405 included.
+    framed(api, timeout)
+}
+
+/// `api` inside the frame every request goes through. The frame wraps the whole router (not
+/// each route), so it sees responses as the client will, `Allow` header of a 405 included.
+/// Inside it, a panic in a handler (a bug: no request may cause one) becomes a JSON 500 for
+/// that request alone; the server goes on.
+pub fn framed(api: Router, timeout: Duration) -> Router {
     Router::new()
         .fallback_service(api)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic_response,
+        ))
         .layer(middleware::from_fn_with_state(timeout, frame))
+}
+
+/// The response to a request whose handler panicked. The panic's message is logged, never
+/// sent: it may quote the request.
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(
+        target: "small::server",
+        panic = %small_core::gates::secrets::redact(&message),
+        "a request handler panicked (a bug in small)"
+    );
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "the server hit an internal error while handling this request; it is still running",
+    )
+    .into_response()
 }
 
 /// The one middleware around every request: the request timeout (JSON 408), the JSON error

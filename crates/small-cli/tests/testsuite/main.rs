@@ -3,6 +3,7 @@
 
 mod agents_hooks;
 mod agents_mcp;
+mod agents_mcp_fuzz;
 mod agents_merge;
 mod agents_resume;
 mod author_support;
@@ -35,6 +36,7 @@ mod gate_secrets;
 mod gate_secrets_frontends;
 mod hostile_files;
 mod hostile_limits;
+mod internal_errors;
 mod manifest_cli;
 mod runs_archive;
 mod runs_concurrency;

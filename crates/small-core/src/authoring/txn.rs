@@ -87,6 +87,11 @@ pub const STAGING_DIR: &str = ".small-cache/tmp";
 /// Unset in normal use; the crash tests also run without it.
 pub const SLOW_COMMIT_ENV: &str = "SMALL_TEST_SLOW_COMMIT_MS";
 
+/// Test hook: when set (non-empty), a commit panics at its first step after the journal or
+/// append note is written, so a test can show that a panic mid-write is reported as an
+/// internal error and leaves the workspace whole. Unset in normal use.
+pub const PANIC_IN_COMMIT_ENV: &str = "SMALL_TEST_PANIC_IN_COMMIT";
+
 /// What can go wrong in a transaction.
 #[derive(Debug, thiserror::Error)]
 pub enum TxnError {
@@ -878,6 +883,9 @@ fn recover_locked(root: &Path) -> Result<bool> {
 }
 
 fn slow_point() {
+    if std::env::var_os(PANIC_IN_COMMIT_ENV).is_some_and(|v| !v.is_empty()) {
+        panic!("test hook {PANIC_IN_COMMIT_ENV}: a panic between the steps of a commit");
+    }
     if let Some(ms) = std::env::var(SLOW_COMMIT_ENV)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())

@@ -2167,26 +2167,127 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// The text of a whole file (an artifact's YAML source) with its secrets masked, for a
 /// front end that returns file contents: credentials anywhere (a PEM block across its lines
-/// too), then, line by line, the values of secret-named keys (`password: ...`).
+/// too), and the values of secret-named keys (`password: ...`) where the loader's parser
+/// finds them ([`SecretValues`]), each line of a multi-line value masked on its own line.
 pub fn redact_source(text: &str) -> Cow<'_, str> {
-    let whole = redact(text);
-    let mut out = String::new();
-    let mut changed = false;
-    for line in whole.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        let masked = redact_line(body, &[]);
-        if masked.masks.is_empty() {
-            out.push_str(line);
-        } else {
-            changed = true;
-            out.push_str(&masked.text);
-            out.push_str(&line[body.len()..]);
+    let mut masks: Vec<(Range<usize>, String)> = scan_all(None, text)
+        .into_iter()
+        .map(|f| (f.range.clone(), f.masked(text)))
+        .collect();
+    let mut values = SecretValues::new(text);
+    values.reach(text.len());
+    for range in values.found.clone() {
+        for piece in line_pieces(text, range) {
+            let hidden = value_chars(&text[piece.clone()]);
+            masks.push((piece, mask_text("", hidden)));
         }
     }
-    if changed {
-        Cow::Owned(out)
-    } else {
-        whole
+    if masks.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let masks = merge_masks(masks, |r| text.get(r).map_or(0, |t| t.chars().count()));
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (r, m) in masks {
+        if r.start < at || text.get(r.clone()).is_none() {
+            continue;
+        }
+        out.push_str(&text[at..r.start]);
+        out.push_str(&m);
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// The pieces of `range` (a byte range of `text`) line by line, each without the line's
+/// indentation and line break: how a value written across lines is masked in place.
+fn line_pieces(text: &str, range: Range<usize>) -> Vec<Range<usize>> {
+    let mut pieces = Vec::new();
+    let Some(slice) = text.get(range.clone()) else {
+        return pieces;
+    };
+    let mut at = range.start;
+    for line in slice.split_inclusive(['\n', '\r']) {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let lead = if at == range.start {
+            0
+        } else {
+            body.len() - body.trim_start_matches([' ', '\t']).len()
+        };
+        if body.len() > lead {
+            pieces.push(at + lead..at + body.len());
+        }
+        at += line.len();
+    }
+    pieces
+}
+
+/// Characters of a masked value, its quotes left out.
+fn value_chars(text: &str) -> usize {
+    text.trim_matches(['"', '\'']).chars().count()
+}
+
+/// Where the values of secret-named keys (`password: hunter2`) are in a YAML source, as the
+/// loader's parser reads them: byte ranges found as far into the text as a caller needs, so
+/// that masking a few lines of a long log does not parse the rest of it. The parse stops at
+/// a syntax error; values before it are still known, and credential formats anywhere are
+/// masked by [`redact_line`] whatever the parse found.
+pub struct SecretValues<'a> {
+    src: &'a str,
+    walk: crate::yaml::KeyedScalars<'a>,
+    /// Ranges found so far, in source order.
+    found: Vec<Range<usize>>,
+    /// The walk has passed this byte offset: every value starting before it is in `found`.
+    reached: usize,
+    ended: bool,
+}
+
+impl<'a> SecretValues<'a> {
+    pub fn new(src: &'a str) -> Self {
+        SecretValues {
+            src,
+            walk: crate::yaml::keyed_scalars(src),
+            found: Vec::new(),
+            reached: 0,
+            ended: false,
+        }
+    }
+
+    /// Walk on until every value that starts before `offset` is known.
+    fn reach(&mut self, offset: usize) {
+        while !self.ended && self.reached <= offset {
+            let Some(k) = self.walk.next() else {
+                self.ended = true;
+                break;
+            };
+            let (mut start, end) = (k.span.start.offset as usize, k.span.end.offset as usize);
+            self.reached = start;
+            // A block scalar's header (`|`, `>-`) is not part of the value.
+            let text = self.src.get(start..end).unwrap_or_default();
+            if text.starts_with(['|', '>']) {
+                start += text.find('\n').map_or(text.len(), |i| i + 1);
+            }
+            if start < end && is_secret_key_name(&k.key) && !is_placeholder(&k.value) {
+                self.found.push(start..end);
+            }
+        }
+    }
+
+    /// The secret values on the line at byte range `line` of the source, as byte ranges of
+    /// the line (indentation of a continued value left out).
+    pub fn on_line(&mut self, line: Range<usize>) -> Vec<Range<usize>> {
+        self.reach(line.end);
+        let first = self.found.partition_point(|r| r.end <= line.start);
+        let mut out = Vec::new();
+        for r in &self.found[first..] {
+            if r.start >= line.end.max(line.start + 1) {
+                break;
+            }
+            let piece = r.start.max(line.start)..r.end.min(line.end);
+            out.push(piece.start - line.start..piece.end - line.start);
+        }
+        out
     }
 }
 
@@ -2246,47 +2347,39 @@ impl RedactedLine {
 }
 
 /// Mask the secrets of one line of YAML source: credential formats and assignments anywhere
-/// in it, and the value of a `secret_named_key: value` line. `extra` are character ranges
-/// known to hold a secret (the span of a secrets diagnostic), masked as well.
-pub fn redact_line(line: &str, extra: &[(Range<usize>, String)]) -> RedactedLine {
+/// in it, and `values`, byte ranges of the line that hold the value of a secret-named key
+/// (from [`SecretValues::on_line`]). `extra` are character ranges known to hold a secret
+/// (the span of a secrets diagnostic), masked as well.
+pub fn redact_line(
+    line: &str,
+    values: &[Range<usize>],
+    extra: &[(Range<usize>, String)],
+) -> RedactedLine {
     let mut found: Vec<(Range<usize>, String)> = Vec::new(); // byte ranges
     for f in scan_all(None, line) {
         let masked = f.masked(line);
         found.push((f.range, masked));
     }
-    if let Some((k, v)) = yaml_key_value(line) {
-        let key = line[k].trim_matches(['"', '\'']);
-        let val = &line[v.clone()];
-        let inner = val.trim_matches(['"', '\'']);
-        if is_secret_key_name(key) && !is_placeholder(inner) && !inner.starts_with(['|', '>']) {
-            let hidden = inner.chars().count();
-            found.push((v, mask_text("", hidden)));
+    for v in values {
+        let lead = line
+            .get(v.clone())
+            .map_or(0, |t| t.len() - t.trim_start_matches([' ', '\t']).len());
+        let v = v.start + lead..v.end;
+        if let Some(text) = line.get(v.clone()).filter(|t| !t.is_empty()) {
+            found.push((v, mask_text("", value_chars(text))));
         }
     }
     // Convert byte ranges to character ranges, then add the known spans.
     let mut chars: Vec<(Range<usize>, String)> = found
         .into_iter()
-        .map(|(r, m)| {
-            let s = line[..r.start].chars().count();
-            let e = s + line[r.clone()].chars().count();
-            (s..e, m)
+        .filter_map(|(r, m)| {
+            let s = line.get(..r.start)?.chars().count();
+            let e = s + line.get(r.clone())?.chars().count();
+            Some((s..e, m))
         })
         .collect();
     chars.extend(extra.iter().cloned());
-    chars.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
-    let mut merged: Vec<(Range<usize>, String)> = Vec::new();
-    for (r, m) in chars {
-        match merged.last_mut() {
-            Some((last, lm)) if r.start < last.end => {
-                if r.end > last.end {
-                    let hidden = r.end - last.start;
-                    last.end = r.end;
-                    *lm = mask_text("", hidden);
-                }
-            }
-            _ => merged.push((r, m)),
-        }
-    }
+    let merged = merge_masks(chars, |r| r.len());
     if merged.is_empty() {
         return RedactedLine {
             text: line.to_string(),
@@ -2315,39 +2408,26 @@ pub fn redact_line(line: &str, extra: &[(Range<usize>, String)]) -> RedactedLine
     RedactedLine { text, masks }
 }
 
-/// `key: value` on a YAML line (`  - key: value` too): byte ranges of key and value.
-fn yaml_key_value(line: &str) -> Option<(Range<usize>, Range<usize>)> {
-    let b = line.as_bytes();
-    let mut i = 0;
-    while i < b.len() && b[i] == b' ' {
-        i += 1;
-    }
-    if i + 1 < b.len() && b[i] == b'-' && b[i + 1] == b' ' {
-        i += 2;
-        while i < b.len() && b[i] == b' ' {
-            i += 1;
+/// Masks sorted by position, overlapping ones joined into one that hides their union
+/// (`hidden` counts the characters of a range).
+fn merge_masks(
+    mut masks: Vec<(Range<usize>, String)>,
+    hidden: impl Fn(Range<usize>) -> usize,
+) -> Vec<(Range<usize>, String)> {
+    masks.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+    let mut merged: Vec<(Range<usize>, String)> = Vec::new();
+    for (r, m) in masks {
+        match merged.last_mut() {
+            Some((last, lm)) if r.start < last.end => {
+                if r.end > last.end {
+                    last.end = r.end;
+                    *lm = mask_text("", hidden(last.clone()));
+                }
+            }
+            _ => merged.push((r, m)),
         }
     }
-    let ks = i;
-    let colon = line[ks..].find(": ")? + ks;
-    let key = &line[ks..colon];
-    if key.is_empty() || key.contains([' ', '#']) && !key.starts_with(['"', '\'']) {
-        return None;
-    }
-    let mut vs = colon + 2;
-    while vs < b.len() && b[vs] == b' ' {
-        vs += 1;
-    }
-    let mut ve = line.trim_end().len();
-    if !matches!(b.get(vs), Some(b'"') | Some(b'\'')) {
-        if let Some(c) = line[vs..ve].find(" #") {
-            ve = line[..vs + c].trim_end().len();
-        }
-    }
-    if vs >= ve {
-        return None;
-    }
-    Some((ks..colon, vs..ve))
+    merged
 }
 
 /// Walk a document and report every string that looks like a secret (one finding per value).

@@ -24,7 +24,10 @@ use crate::diag::{Pos, Span};
 mod deep;
 mod fast;
 pub(crate) mod find;
+mod keyed;
 mod spare;
+
+pub use keyed::{keyed_scalars, KeyedScalar, KeyedScalars};
 
 pub use spare::recycle;
 
@@ -411,6 +414,53 @@ fn streaming(
         }
         r => r,
     }
+}
+
+/// The fast paths held against the general parser over `src`, for the fuzz suite: the
+/// streamed log read with and without the fast path, a plan read by [`fast_plan`] and by the
+/// parser, and the walk of either sequence in parts. `Ok` when every fast path either declined
+/// or built exactly the parser's tree (values, styles, start positions, key spans); an error
+/// naming the difference otherwise.
+#[doc(hidden)]
+pub fn fast_path_differential(src: &str) -> Result<(), String> {
+    let limits = Limits::default();
+    let text = src.strip_prefix('\u{feff}').unwrap_or(src);
+    for key in ["entries", "tasks"] {
+        fast::differential::agree_on(text, key)?;
+    }
+    let mut fast_items = Vec::new();
+    let fast_root = streaming(
+        src,
+        &limits,
+        "entries",
+        &mut |_, n| fast_items.push(n),
+        true,
+    );
+    let mut items = Vec::new();
+    let root = streaming(src, &limits, "entries", &mut |_, n| items.push(n), false);
+    match (fast_root, root) {
+        (Ok(f), Ok(g)) => {
+            fast::differential::same(&f, &g)?;
+            if fast_items.len() != items.len() {
+                return Err("the streamed logs hold different numbers of entries".into());
+            }
+            for (f, g) in fast_items.iter().zip(&items) {
+                fast::differential::same(f, g)?;
+            }
+        }
+        (Err(_), Err(_)) => {}
+        (Ok(_), Err(e)) => return Err(format!("the fast path read a log the parser refuses: {e}")),
+        (Err(e), Ok(_)) => {
+            return Err(format!("the fast path refused a log the parser reads: {e}"))
+        }
+    }
+    if let Some(plan) = fast_plan(text, 0, &limits) {
+        match Builder::new(text, 0, &limits).run() {
+            Ok(general) => fast::differential::same(&plan, &general)?,
+            Err(e) => return Err(format!("the fast path read a plan the parser refuses: {e}")),
+        }
+    }
+    Ok(())
 }
 
 const FLOW_LIMIT: &str = "nesting is deeper than the YAML parser allows for flow collections";

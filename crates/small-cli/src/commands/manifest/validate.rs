@@ -25,8 +25,7 @@ pub struct Args {
 
 pub fn run(args: Args, _g: &GlobalArgs) -> CmdResult {
     let (name, input) = read_input(args.file.as_deref())?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(crate::output::stdout());
     let write_err = |e: std::io::Error| CliError::usage(format!("cannot write output: {e}"));
     if !args.jsonl {
         return match validate_request(&input) {

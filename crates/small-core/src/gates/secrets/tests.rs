@@ -202,11 +202,12 @@ fn masks_keep_only_the_public_prefix() {
 #[test]
 fn redact_line_masks_and_maps_columns() {
     let line = "    password: hunter2 # old";
-    let r = redact_line(line, &[]);
+    let values = SecretValues::new(line).on_line(0..line.len());
+    let r = redact_line(line, &values, &[]);
     assert_eq!(r.text, "    password: [7 chars redacted] # old");
     let gh = tok(&["gh", "p_0123456789abcdefghijABCDEFGHIJ012345"]);
     let line = format!("  - evidence: \"token {gh} used\"");
-    let r = redact_line(&line, &[]);
+    let r = redact_line(&line, &[], &[]);
     assert!(!r.text.contains("0123456789abcdef"), "{}", r.text);
     // Columns before the mask stay, inside map to its start, after shift.
     let start = line.find("ghp").unwrap();
@@ -679,4 +680,45 @@ fn strings_sharing_a_memo_slot_are_told_apart_byte_for_byte() {
     assert_eq!(kind(&with), "GitHub token");
     // A secret takes no slot: the clean string is still remembered.
     assert!(clean::seen(&clean));
+}
+
+#[test]
+fn secret_values_come_from_the_parser_not_from_the_line() {
+    // A key with nothing after its colon and a trailing space, the file's last bytes.
+    let src = "small_version: ";
+    let mut v = SecretValues::new(src);
+    assert!(v.on_line(0..src.len()).is_empty());
+    assert_eq!(redact_line(src, &[], &[]).text, src);
+    // Quoted keys, flow mappings and a value on the next line are found as the loader reads
+    // them; the word `password` inside a sentence is not a key.
+    let src = "a:\n  \"api_key\": \"s3cr3t-value\"\nb: {password: hunter2}\nnote: \"my password is hunter\"\nc:\n  auth_token:\n    xyzzy-plugh-1\n";
+    let out = redact_source(src);
+    assert!(!out.contains("s3cr3t-value"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(!out.contains("xyzzy-plugh-1"), "{out}");
+    assert!(out.contains("note: \"my password is hunter\""), "{out}");
+    assert_eq!(out.lines().count(), src.lines().count());
+}
+
+#[test]
+fn a_block_scalar_secret_is_masked_line_by_line() {
+    let src = "client_secret: |\n  first-line-of-it\n  second-line-of-it\nother: fine\n";
+    let out = redact_source(src);
+    assert!(
+        !out.contains("first-line-of-it") && !out.contains("second-line-of-it"),
+        "{out}"
+    );
+    assert!(out.contains("other: fine"));
+    assert!(out.starts_with("client_secret: |\n"), "{out}");
+    let mut v = SecretValues::new(src);
+    let line2 = src.find("  first").unwrap()..src.find("\n  second").unwrap();
+    let on = v.on_line(line2.clone());
+    let line = &src[line2];
+    assert_eq!(redact_line(line, &on, &[]).text, "  [16 chars redacted]");
+}
+
+#[test]
+fn values_before_a_syntax_error_are_still_masked() {
+    let src = "password: hunter2\nbroken: [\n";
+    assert!(!redact_source(src).contains("hunter2"));
 }
