@@ -378,3 +378,216 @@ pub fn drop_proven_display_links(diags: &mut Vec<Diagnostic>, proven: &[usize]) 
                 .is_some_and(|p| fields.iter().any(|f| f == p))
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::{parse_str, Limits};
+
+    const ID: &str = "7e217f28d9d46fdaadec3f4df4cf41893ad885104e3d4c076d07d8898e98355f";
+    const TS: &str = "2026-03-10T10:01:00.100001001Z";
+    const FILE: &str = "20260310T100100.100001001Z.txt";
+
+    fn cache_ref() -> String {
+        format!(".small-cache/logs/{ID}/commands/{FILE}")
+    }
+
+    fn put(root: &Path, rel: &str, bytes: &[u8]) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    /// The claim of an entry for `cmd` as `small apply` writes it (`marked` adds the marker
+    /// whatever the length).
+    fn claim(cmd: &[u8], marked: bool) -> CommandClaim {
+        let summary = command::summarize(cmd);
+        let mut yaml = format!(
+            "task_id: task-1\ntimestamp: \"{TS}\"\ncommand: {summary:?}\ncommand_summary: {summary:?}\ncommand_sha256: {}\ncommand_ref: {}\nevidence: x\n",
+            hex::encode(Sha256::digest(cmd)),
+            cache_ref()
+        );
+        if marked {
+            yaml.push_str("command_summary_version: 2\n");
+        }
+        let doc = parse_str(&yaml, &Limits::default()).unwrap();
+        CommandClaim::of(0, &doc.root).unwrap()
+    }
+
+    fn codes(root: &Path, c: &CommandClaim) -> Vec<String> {
+        let r = check_claims(root, std::slice::from_ref(c));
+        r.diagnostics.iter().map(|d| d.code.clone()).collect()
+    }
+
+    fn messages(root: &Path, c: &CommandClaim) -> String {
+        let r = check_claims(root, std::slice::from_ref(c));
+        r.diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    const LONG: &[u8] = b"echo relay-smoke --target http://127.0.0.1:8787/relay/v1/hooks/flush?wait=true --retries 3 --backoff 250ms --jitter 0.2 --timeout 5s --log-level debug --policy-doc https://docs.example.org/relay/retry-policy/v2#backoff-and-jitter --owner platform-team";
+
+    #[test]
+    fn the_cache_is_read_first_and_the_portable_copy_only_when_it_is_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = claim(LONG, true);
+        assert_eq!(codes(root, &c), ["PROOF"], "no proof anywhere");
+        assert!(messages(root, &c).contains("unavailable"));
+        let portable = command::portable_path(&cache_ref());
+        put(root, &portable, LONG);
+        assert_eq!(codes(root, &c), Vec::<String>::new(), "portable copy");
+        // A wrong cache file does not fall back to the right portable copy.
+        let mut wrong = LONG.to_vec();
+        wrong[0] = b'E';
+        put(root, &cache_ref(), &wrong);
+        assert_eq!(codes(root, &c), ["PROOF"]);
+        assert!(messages(root, &c).contains("SHA256 mismatch"));
+        put(root, &cache_ref(), LONG);
+        assert_eq!(codes(root, &c), Vec::<String>::new(), "cache");
+        // An appended newline is other bytes.
+        put(root, &cache_ref(), &[LONG, b"\n"].concat());
+        assert!(messages(root, &c).contains("SHA256 mismatch"));
+    }
+
+    #[test]
+    fn an_unmarked_entry_is_verified_when_its_proof_is_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cmd = format!("{} --hook http://example.com/x", "a".repeat(200));
+        let c = claim(cmd.as_bytes(), false);
+        assert!(c.marker.is_none());
+        assert_eq!(codes(root, &c), Vec::<String>::new(), "missing: no error");
+        put(root, &cache_ref(), cmd.as_bytes());
+        assert_eq!(codes(root, &c), ["LINK"], "the full command is checked");
+        assert!(!messages(root, &c).contains("example.com"));
+        put(root, &cache_ref(), b"other");
+        assert_eq!(codes(root, &c), ["PROOF"]);
+    }
+
+    #[test]
+    fn a_credential_past_the_cap_fails_and_is_never_shown() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let token = ["ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"].concat();
+        let cmd = format!("{} --auth {token}", "b".repeat(230));
+        let c = claim(cmd.as_bytes(), true);
+        assert!(!c.summary.as_deref().unwrap().contains("ghp_"));
+        put(root, &cache_ref(), cmd.as_bytes());
+        assert_eq!(codes(root, &c), ["INV1"]);
+        let shown = format!("{:?}", check_claims(root, &[c]).diagnostics);
+        assert!(!shown.contains(&token[4..]), "{shown}");
+    }
+
+    #[test]
+    fn symlinks_big_files_and_directories_leaving_the_workspace_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let c = claim(LONG, true);
+        // A file symlink, even to the right bytes inside the workspace.
+        put(&root, "proof-bytes/x", LONG);
+        let link = root.join(cache_ref());
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(root.join("proof-bytes/x"), &link).unwrap();
+        assert!(messages(&root, &c).contains("regular non-symlink file"));
+        std::fs::remove_file(&link).unwrap();
+        // A directory, where a file should be.
+        std::fs::create_dir(&link).unwrap();
+        assert!(messages(&root, &c).contains("regular non-symlink file"));
+        std::fs::remove_dir(&link).unwrap();
+        // Too big.
+        let big = vec![b'a'; MAX_PROOF_BYTES as usize + 1];
+        put(&root, &cache_ref(), &big);
+        assert!(messages(&root, &c).contains("byte limit"));
+        std::fs::remove_dir_all(root.join(".small-cache")).unwrap();
+        // A directory symlink inside the workspace is followed; one leaving it is not.
+        put(&root, &format!("proof-dir/logs/{ID}/commands/{FILE}"), LONG);
+        std::fs::create_dir(root.join(".small-command-proofs")).unwrap();
+        std::os::unix::fs::symlink("../proof-dir/logs", root.join(".small-command-proofs/logs"))
+            .unwrap();
+        assert_eq!(codes(&root, &c), Vec::<String>::new());
+        put(
+            tmp.path(),
+            &format!("outside/logs/{ID}/commands/{FILE}"),
+            LONG,
+        );
+        std::fs::remove_file(root.join(".small-command-proofs/logs")).unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("outside/logs"),
+            root.join(".small-command-proofs/logs"),
+        )
+        .unwrap();
+        assert!(messages(&root, &c).contains("outside the workspace"));
+    }
+
+    #[test]
+    fn refs_outside_the_supported_forms_are_never_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        put(root, "secret.txt", LONG);
+        for bad in ["../secret.txt", "/etc/passwd", ".small-cache/../secret.txt"] {
+            let mut c = claim(LONG, true);
+            c.command_ref = Some(bad.to_string());
+            assert_eq!(codes(root, &c), ["PROOF"], "{bad}");
+            assert!(messages(root, &c).contains("needs command_sha256"), "{bad}");
+            c.marker = None;
+            assert_eq!(
+                codes(root, &c),
+                Vec::<String>::new(),
+                "{bad}: not a proof ref"
+            );
+        }
+    }
+
+    #[test]
+    fn a_marked_display_must_be_the_summarizers_and_named_for_its_instant() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        put(root, &cache_ref(), LONG);
+        let mut c = claim(LONG, true);
+        c.summary = Some(String::from_utf8(command::legacy_summary(LONG)).unwrap());
+        assert!(messages(root, &c).contains("command_summary is not the summarizer's"));
+        let mut c = claim(LONG, true);
+        c.command = Some("echo".into());
+        assert!(messages(root, &c).contains("command is not"));
+        let mut c = claim(LONG, true);
+        c.timestamp = Some("2026-03-10T10:01:00.2Z".into());
+        assert!(messages(root, &c).contains("not the entry's timestamp"));
+        let mut c = claim(LONG, true);
+        c.replay_id = Some("f".repeat(64));
+        assert!(messages(root, &c).contains("another replayId"));
+        let mut c = claim(LONG, true);
+        c.marker = Some(false);
+        assert!(messages(root, &c).contains("unsupported command_summary_version"));
+        // A short command with the marker added needs its proof too.
+        let short = claim(b"echo ok", true);
+        assert_eq!(codes(root, &short), ["PROOF"]);
+    }
+
+    #[test]
+    fn an_old_display_cut_inside_a_local_url_is_proven_with_the_old_summarizer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cmd = format!(
+            "echo {} --target http://127.0.0.1:8787/x/y/z",
+            "c".repeat(171)
+        );
+        let old = String::from_utf8(command::legacy_summary(cmd.as_bytes())).unwrap();
+        assert!(old.ends_with("http://127...."), "{old}");
+        let mut c = claim(cmd.as_bytes(), false);
+        c.summary = Some(old.clone());
+        c.command = Some(old);
+        assert_eq!(codes(root, &c), ["PROOF"], "proof required");
+        put(root, &cache_ref(), cmd.as_bytes());
+        let r = check_claims(root, std::slice::from_ref(&c));
+        assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
+        assert_eq!(r.proven_displays, [0]);
+        let mut link = vec![Diagnostic::error("LINK", "x").with_path("/entries/0/command")];
+        drop_proven_display_links(&mut link, &r.proven_displays);
+        assert!(link.is_empty());
+    }
+}

@@ -215,9 +215,9 @@ mod tests {
 
     #[test]
     fn a_plain_token_may_be_cut_mid_word() {
-        let cmd = format!("{} policy-document-name", "a".repeat(190));
+        let cmd = format!("{} policy-document-name", "a".repeat(193));
         let s = summarize(cmd.as_bytes());
-        assert_eq!(s, format!("{} pol...", "a".repeat(190)));
+        assert_eq!(s, format!("{} pol...", "a".repeat(193)));
     }
 
     #[test]
