@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::authoring::apply::{self, ApplyRequest, ProgressMode, Step};
+use small_core::spec::model::TaskStatus;
 use small_core::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
@@ -145,8 +146,11 @@ fn say(g: &GlobalArgs, step: Step<'_>) {
         Step::Recorded { task, timestamp, start: true, .. } => {
             g.info(format!("Recorded the start of the run for {task} at {timestamp}"))
         }
-        Step::Recorded { task, status, timestamp, .. } => g.info(format!(
-            "Recorded a {status} progress entry for {task} at {timestamp}"
+        Step::Recorded { task, status: TaskStatus::Pending, timestamp, .. } => g.info(format!(
+            "Recorded a pending progress entry for {task} at {timestamp}"
+        )),
+        Step::Recorded { task, timestamp, .. } => g.info(format!(
+            "Recorded the outcome of the run for {task} at {timestamp} (task acceptance unchanged: `small checkpoint` accepts it)"
         )),
         Step::Running { summary } => g.info(format!("Running: {summary}")),
         Step::Finished { code, elapsed, output_ref } => g.info(format!(

@@ -445,6 +445,9 @@ pub struct ApplyOutcome {
     pub written: Vec<String>,
     /// Files the run's commits appended to.
     pub appended: Vec<String>,
+    /// The log of the command's output (workspace-relative; none for a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_ref: Option<String>,
 }
 
 impl ApplyOutcome {
@@ -506,6 +509,7 @@ pub fn apply(
         entries: Vec::new(),
         written: Vec::new(),
         appended: Vec::new(),
+        output_ref: None,
     };
     let Some(command) = command.filter(|_| !dry_run) else {
         record_dry_run(root, req, &ctx, command, &mut out, report)?;
@@ -513,6 +517,7 @@ pub fn apply(
     };
     let captured = Captured::new(command);
     let output_ref = ctx.output_ref(crate::spec::timestamp::now());
+    out.output_ref = Some(output_ref.clone());
     if should_record(Event::Start, &task_id, req.mode) {
         let entry = ctx.entry(
             &task_id,
@@ -845,6 +850,7 @@ mod tests {
             entries: Vec::new(),
             written: Vec::new(),
             appended: Vec::new(),
+            output_ref: None,
         };
         // Without a replay ID the command is filed by its digest.
         let c = Captured::new(&long);
