@@ -410,3 +410,133 @@ fn quiet_hides_the_command_output_but_not_its_errors() {
         .stdout("")
         .stderr(predicate::str::contains("to-stderr"));
 }
+
+/// The entries `small apply` writes satisfy the rules v1.1.2 holds them to (as recorded in
+/// the conformance corpus v1.1): the command file is named for the entry's instant and holds
+/// the exact bytes, `command_sha256` is their digest, the display is the summarizer's, and the
+/// marker is there exactly when the display is cut. Strict check then passes, fails once the
+/// cache is gone, and passes again with the reviewed copy in `.small-command-proofs/`.
+#[test]
+fn applied_commands_round_trip_through_the_strict_proof_check() {
+    use small_core::spec::command;
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    // 253 bytes with a local URL before the cap and an https URL across it.
+    let long_local = "echo relay-smoke   --target http://127.0.0.1:8787/relay/v1/hooks/flush?wait=true --retries 3 --backoff 250ms --jitter 0.2 --timeout 5s --log-level debug --policy-doc https://docs.example.org/relay/retry-policy/v2#backoff-and-jitter --owner platform-team";
+    apply(d.path(), &["--cmd", long_local, "--task", "task-1"]).success();
+    let failing = format!(
+        "sh -c 'echo relay retry failed >&2; exit 3' # {}",
+        "policy-document-reference ".repeat(7)
+    );
+    apply(d.path(), &["--cmd", &failing, "--task", "task-1"]).code(3);
+    apply(
+        d.path(),
+        &["--cmd", "echo short", "--task", "task-1", "--dry-run"],
+    )
+    .success();
+    let entries = progress_entries(d.path());
+    let applied = &entries[entries.len() - 3..];
+    for (e, cmd) in applied
+        .iter()
+        .zip([long_local, failing.as_str(), "echo short"])
+    {
+        let r = e["command_ref"].as_str().unwrap();
+        let t = small_core::spec::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
+        assert!(r.ends_with(&command::proof_file_name(t)), "{r}");
+        let bytes = std::fs::read(d.path().join(r)).unwrap();
+        assert_eq!(bytes, cmd.as_bytes());
+        assert_eq!(
+            e["command_sha256"],
+            hex::encode(Sha256::digest(&bytes)).as_str()
+        );
+        let display = command::summarize(cmd.as_bytes());
+        assert_eq!(e["command_summary"], display.as_str());
+        assert_eq!(e["command"], display.as_str());
+        assert!(display.len() <= command::SUMMARY_CAP);
+        assert_eq!(
+            e.get("command_summary_version").is_some(),
+            command::needs_marker(cmd.as_bytes()),
+            "{cmd}"
+        );
+    }
+    assert!(applied[0]["command_summary"]
+        .as_str()
+        .unwrap()
+        .ends_with("--policy-doc ..."));
+    assert_eq!(applied[0]["command_summary_version"], 2);
+    assert_eq!(applied[1]["command_summary_version"], 2);
+    assert_eq!(applied[1]["evidence"]["outcome"], "failed");
+    assert_eq!(applied[2]["status"], "pending");
+    assert_eq!(applied[2]["notes"], "apply --dry-run (cmd: \"echo short\")");
+    assert_check_strict(d.path());
+    // A fresh checkout: no cache, so the marked entries lack their proof.
+    let cache = d.path().join(".small-cache");
+    let saved = d.path().join("saved-cache");
+    std::fs::rename(&cache, &saved).unwrap();
+    let out = small()
+        .args(["check", "--strict", "--dir"])
+        .arg(d.path())
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(text.contains("error[PROOF]"), "{text}");
+    assert!(
+        !text.contains("platform-team"),
+        "no command bytes past the cap: {text}"
+    );
+    // The reviewed copies under .small-command-proofs/ prove them.
+    for e in &applied[..2] {
+        let r = e["command_ref"].as_str().unwrap();
+        let from = saved.join(r.strip_prefix(".small-cache/").unwrap());
+        let to = d.path().join(command::portable_path(r));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+    }
+    assert_check_strict(d.path());
+}
+
+#[test]
+fn auto_checkpoint_of_a_task_with_acceptance_criteria_needs_acceptance_evidence() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    let plan = d.path().join(".small/plan.small.yml");
+    let text = read(&plan);
+    let with = text.replacen(
+        "    acceptance: []",
+        "    acceptance:\n      - \"retries are bounded\"",
+        1,
+    );
+    assert_ne!(with, text, "{text}");
+    std::fs::write(&plan, with).unwrap();
+    apply(
+        d.path(),
+        &[
+            "--cmd",
+            "touch ran.txt",
+            "--task",
+            "task-1",
+            "--auto-checkpoint",
+        ],
+    )
+    .code(2)
+    .stderr(predicate::str::contains("--acceptance-evidence"));
+    assert!(!d.path().join("ran.txt").exists());
+    apply(
+        d.path(),
+        &[
+            "--cmd",
+            "touch ran.txt",
+            "--task",
+            "task-1",
+            "--auto-checkpoint",
+            "--acceptance-evidence",
+            "bounded retries covered by the table tests",
+        ],
+    )
+    .success();
+    let e = progress_entries(d.path()).last().cloned().unwrap();
+    assert_eq!(e["status"], "completed");
+    assert_eq!(e["evidence"], "bounded retries covered by the table tests");
+    assert_eq!(yaml_json(&plan)["tasks"][0]["status"], "completed");
+    assert_check_strict(d.path());
+}

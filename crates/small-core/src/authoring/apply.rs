@@ -476,11 +476,8 @@ pub fn apply(
     run: impl FnOnce(&RunSpec) -> RunResult,
     report: &mut dyn FnMut(Step<'_>),
 ) -> Result<ApplyOutcome, Error> {
-    let command = req
-        .command
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty());
+    // The command exactly as given (its bytes are what the proof holds); blank is none.
+    let command = req.command.as_deref().filter(|c| !c.trim().is_empty());
     let dry_run = req.dry_run || command.is_none();
     let named = req.task.as_deref().map(str::trim).filter(|t| !t.is_empty());
     let task_id = named.unwrap_or("apply").to_string();
