@@ -257,7 +257,7 @@ mod tests {
         for bad in [
             format!("/abs/.small-cache/logs/{id}/commands/20260310T100100.100001001Z.txt"),
             format!(".small-cache/logs/{id}/commands/../../x/20260310T100100.100001001Z.txt"),
-            format!(".small-cache/logs/../commands/20260310T100100.100001001Z.txt"),
+            ".small-cache/logs/../commands/20260310T100100.100001001Z.txt".to_string(),
             format!(".small-cache/logs/{id}/commands/20260310T100100.1Z.txt"),
             format!(
                 ".small-cache/logs/{}/commands/20260310T100100.100001001Z.txt",
