@@ -336,3 +336,32 @@ pub fn line_value(text: &str, key: &str) -> String {
     let v = line.split_once(key).map_or("", |(_, v)| v).trim();
     v.trim_matches('"').to_string()
 }
+
+/// Every tree the reference's `apply` wrote, with its cache as written, passes our strict
+/// check wherever v1.1.2's does (and fails where it fails: a credential or an external link in
+/// the full command).
+#[test]
+fn v11_reference_written_apply_trees_pass_our_strict_check() {
+    let cases = load_cases();
+    if cases.is_empty() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut checked = 0;
+    for c in cases.iter().filter(|c| c.name.ends_with("--a-cache")) {
+        let dst = tmp.path().join(&c.name);
+        copy_case_tree(c, &dst);
+        let args: Vec<String> = ["check", "--strict", "--workspace", "any"]
+            .map(String::from)
+            .to_vec();
+        let (exit, _, stderr) = run_small(&dst, &home, &args);
+        let want = c.expected["runs"]["check_strict"]["v1.1.2"]["exit"]
+            .as_i64()
+            .expect("exit") as i32;
+        assert_eq!(exit, want, "{}: {stderr}", c.name);
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} trees checked");
+}
