@@ -3,29 +3,39 @@
 use std::path::PathBuf;
 
 use small_core::authoring::apply::{self, ApplyRequest, ProgressMode, Step};
+use small_core::spec::model::TaskStatus;
 use small_core::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
 
-/// Run a shell command in the workspace root and record its result as progress
+/// Run a shell command in the workspace root and record what it did as progress
 ///
 /// The command runs with `sh -lc`, in the directory that contains `.small/`.
 ///
+/// apply records what was observed, not that the task is done: its entry has status
+/// in_progress, evidence {exit_code, kind: cli_execution, outcome: succeeded|failed,
+/// strength: cli_captured} and notes "apply: command outcome <outcome>; task acceptance
+/// unchanged", and the plan is left alone. Accepting the task is `small checkpoint`'s job, or
+/// pass --auto-checkpoint (with --acceptance-evidence for a task with acceptance criteria).
+///
 /// What is recorded depends on the progress mode (SMALL_PROGRESS_MODE):
 ///
-/// - signal (the default): one entry when the command ends (completed on exit code 0, blocked
-///   otherwise), and only when --task names a plan task (`task-N`); dry runs likewise;
+/// - signal (the default): one entry when the command ends, and only when --task names a
+///   plan task (`task-N`); dry runs likewise;
 /// - audit: also an in_progress entry when the command starts, and entries for every task id
 ///   (without --task the task id is `apply`).
 ///
-/// Entries carry `command_summary` (whitespace collapsed, at most 200 characters),
-/// `command_sha256` (of the full command) and `command_ref`, a file in
-/// `.small-cache/logs/<replayId>/commands/` holding the full command; the full output is
-/// kept next to it (`.output.log`). The workspace lock is not held while the command runs,
-/// so the command may itself run `small`. Exits with the command's exit code.
-/// Without --cmd, apply is a dry run.
+/// Entries carry the command's display in `command` and `command_summary` (whitespace
+/// collapsed, at most 200 bytes; a longer one is cut at 197 bytes plus `...`, before any
+/// token holding a URL, and marked `command_summary_version: 2`), `command_sha256` (of the
+/// exact command) and `command_ref`, the file holding the exact bytes:
+/// `.small-cache/logs/<replayId>/commands/<entry timestamp>.txt`. `check --strict` proves
+/// the display against that file (or its reviewed copy under `.small-command-proofs/`). The
+/// full output is kept in `.small-cache/logs/<replayId>/commands/<start>.output.log`. The
+/// workspace lock is not held while the command runs, so the command may itself run
+/// `small`. Exits with the command's exit code. Without --cmd, apply is a dry run.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -38,13 +48,18 @@ pub struct Args {
     /// Record the intent to run, without running anything
     #[arg(long)]
     pub dry_run: bool,
-    /// Put the exit code and the tail of the output into the entry's evidence; the command's
-    /// output is then not shown (it is kept in the evidence and the output log)
+    /// Also put the tail of the output into the entry's evidence (`bounded_output`); the
+    /// command's output is then not shown (it is kept in the evidence and the output log)
     #[arg(long, conflicts_with = "dry_run")]
     pub auto_progress: bool,
-    /// Also set the task's plan status from the result (completed or blocked); needs --task
+    /// Also accept the result: a checkpoint entry and the task's plan status (completed on
+    /// exit code 0, blocked otherwise); needs --task
     #[arg(long, conflicts_with = "dry_run", requires = "task")]
     pub auto_checkpoint: bool,
+    /// The evidence of --auto-checkpoint's acceptance (needed when the task has acceptance
+    /// criteria; default: the observed exit code)
+    #[arg(long, value_name = "TEXT", requires = "auto_checkpoint")]
+    pub acceptance_evidence: Option<String>,
     /// Regenerate the handoff when the command succeeds
     #[arg(long)]
     pub handoff: bool,
@@ -73,6 +88,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         dry_run: args.dry_run,
         auto_progress: args.auto_progress,
         auto_checkpoint: args.auto_checkpoint,
+        acceptance_evidence: args.acceptance_evidence.clone(),
         handoff: args.handoff,
         mode,
         scope: args.workspace,
@@ -130,8 +146,11 @@ fn say(g: &GlobalArgs, step: Step<'_>) {
         Step::Recorded { task, timestamp, start: true, .. } => {
             g.info(format!("Recorded the start of the run for {task} at {timestamp}"))
         }
-        Step::Recorded { task, status, timestamp, .. } => g.info(format!(
-            "Recorded a {status} progress entry for {task} at {timestamp}"
+        Step::Recorded { task, status: TaskStatus::Pending, timestamp, .. } => g.info(format!(
+            "Recorded a pending progress entry for {task} at {timestamp}"
+        )),
+        Step::Recorded { task, timestamp, .. } => g.info(format!(
+            "Recorded the outcome of the run for {task} at {timestamp} (task acceptance unchanged: `small checkpoint` accepts it)"
         )),
         Step::Running { summary } => g.info(format!("Running: {summary}")),
         Step::Finished { code, elapsed, output_ref } => g.info(format!(

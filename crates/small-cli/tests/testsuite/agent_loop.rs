@@ -197,9 +197,21 @@ fn the_agents_working_loop_runs_end_to_end() {
     // A session works from a subdirectory: the workspace is found upward.
     let src = d.root().join("src");
     std::fs::create_dir(&src).unwrap();
-    // 3. apply with a task, then the plan follows its evidence.
+    // 3. apply with a task records the outcome only; checkpoint accepts the task.
     d.ok_in(&src, &["apply", "--cmd", "true", "--task", "task-1"]);
-    d.ok_in(&src, &["plan", "--done", "task-1"]);
+    assert_ne!(d.doc("plan.small.yml")["tasks"][0]["status"], "completed");
+    d.ok_in(
+        &src,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "the command ran clean",
+        ],
+    );
     // Work in progress on task-2, then a mid-run handoff (AGENTS.md step 4).
     d.ok_in(
         &src,

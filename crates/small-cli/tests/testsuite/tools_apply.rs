@@ -14,8 +14,14 @@ fn apply(dir: &std::path::Path, args: &[&str]) -> assert_cmd::assert::Assert {
         .assert()
 }
 
+/// The output log of the last run, from `--json`'s `output_ref`.
+fn output_ref(json: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(json).expect("apply --json");
+    v["output_ref"].as_str().expect("output_ref").to_string()
+}
+
 #[test]
-fn a_successful_run_of_a_plan_task_records_a_completed_entry_with_command_evidence() {
+fn a_successful_run_of_a_plan_task_records_its_outcome_without_accepting_the_task() {
     let d = tempfile::tempdir().unwrap();
     init(d.path());
     let cmd = "echo   hello-from-apply;  echo second >&2";
@@ -23,48 +29,56 @@ fn a_successful_run_of_a_plan_task_records_a_completed_entry_with_command_eviden
         .success()
         .stdout(predicate::str::contains("hello-from-apply"))
         .stdout(predicate::str::contains(
-            "Recorded a completed progress entry for task-1",
+            "Recorded the outcome of the run for task-1",
         ));
     let entries = progress_entries(d.path());
     assert_eq!(entries.len(), 2, "signal mode: no start entry");
     let e = entries.last().unwrap();
     assert_eq!(e["task_id"], "task-1");
-    assert_eq!(e["status"], "completed");
+    assert_eq!(e["status"], "in_progress");
+    assert_eq!(
+        e["evidence"],
+        serde_json::json!({"exit_code": 0, "kind": "cli_execution", "outcome": "succeeded", "strength": "cli_captured"})
+    );
+    assert_eq!(
+        e["notes"],
+        "apply: command outcome succeeded; task acceptance unchanged"
+    );
     assert_eq!(
         e["command_summary"],
         "echo hello-from-apply; echo second >&2"
     );
     assert_eq!(e["command"], e["command_summary"]);
+    assert!(e.get("command_summary_version").is_none(), "not cut");
     let sha = hex::encode(Sha256::digest(cmd.as_bytes()));
     assert_eq!(e["command_sha256"], sha.as_str());
     let r = e["command_ref"].as_str().unwrap();
-    assert!(
-        r.starts_with(".small-cache/logs/") && r.contains("/commands/"),
-        "{r}"
-    );
+    // Filed under the run's replay id (here: the handoff's), named for the entry's instant.
+    let replay = yaml_json(d.path().join(".small/handoff.small.yml"))["replayId"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let t = small_core::spec::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
+    assert_eq!(r, small_core::spec::command::command_ref(&replay, t));
     assert_eq!(
         read(d.path().join(r)),
         cmd,
         "command_ref holds the full command"
     );
-    let notes = e["notes"].as_str().unwrap();
-    let out_ref = notes
-        .split("output in ")
-        .nth(1)
-        .expect("notes name the output log");
-    let output = read(d.path().join(out_ref));
-    assert!(output.contains("hello-from-apply") && output.contains("second"));
-    // The log is filed under the run's replay id (here: the handoff's).
-    let replay = yaml_json(d.path().join(".small/handoff.small.yml"))["replayId"]["value"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(r.contains(&replay));
+    let plan = yaml_json(d.path().join(".small/plan.small.yml"));
+    assert_ne!(
+        plan["tasks"][0]["status"], "completed",
+        "apply accepts nothing"
+    );
     assert_check_strict(d.path());
+    // The output log is named in --json.
+    let out = apply(d.path(), &["--cmd", cmd, "--task", "task-1", "--json"]).success();
+    let output = read(d.path().join(output_ref(&out.get_output().stdout)));
+    assert!(output.contains("hello-from-apply") && output.contains("second"));
 }
 
 #[test]
-fn a_failing_command_exits_with_its_code_and_records_blocked() {
+fn a_failing_command_exits_with_its_code_and_records_the_failed_outcome() {
     let d = tempfile::tempdir().unwrap();
     init(d.path());
     apply(
@@ -74,8 +88,13 @@ fn a_failing_command_exits_with_its_code_and_records_blocked() {
     .code(3)
     .stdout(predicate::str::contains("Command failed"));
     let e = progress_entries(d.path()).last().cloned().unwrap();
-    assert_eq!(e["status"], "blocked");
-    assert!(e["evidence"].as_str().unwrap().contains('3'));
+    assert_eq!(e["status"], "in_progress");
+    assert_eq!(e["evidence"]["exit_code"], 3);
+    assert_eq!(e["evidence"]["outcome"], "failed");
+    assert_eq!(
+        e["notes"],
+        "apply: command outcome failed; task acceptance unchanged"
+    );
 }
 
 #[test]
@@ -104,8 +123,11 @@ fn audit_mode_records_start_and_end_for_every_run() {
     assert_eq!(entries.len(), 3);
     assert_eq!(entries[1]["task_id"], "apply");
     assert_eq!(entries[1]["status"], "in_progress");
-    assert_eq!(entries[2]["status"], "completed");
-    assert_eq!(entries[1]["command_ref"], entries[2]["command_ref"]);
+    assert_eq!(entries[2]["status"], "in_progress");
+    assert_eq!(entries[2]["evidence"]["outcome"], "succeeded");
+    // Each entry's command file is named for its own instant (same bytes, same digest).
+    assert_ne!(entries[1]["command_ref"], entries[2]["command_ref"]);
+    assert_eq!(entries[1]["command_sha256"], entries[2]["command_sha256"]);
     let t1 = small_core::spec::timestamp::parse(entries[1]["timestamp"].as_str().unwrap()).unwrap();
     let t2 = small_core::spec::timestamp::parse(entries[2]["timestamp"].as_str().unwrap()).unwrap();
     assert!(t1 < t2);
@@ -158,11 +180,8 @@ fn auto_progress_puts_the_output_into_the_evidence() {
             .not(),
     );
     let e = progress_entries(d.path()).last().cloned().unwrap();
-    let ev = e["evidence"].as_str().unwrap();
-    assert!(
-        ev.contains("exit code 0") && ev.contains("captured-output"),
-        "{ev}"
-    );
+    assert_eq!(e["evidence"]["exit_code"], 0);
+    assert_eq!(e["evidence"]["bounded_output"], "captured-output");
 }
 
 #[test]
@@ -337,8 +356,10 @@ fn an_interrupted_run_is_still_recorded() {
     let e = progress_entries(d.path()).last().cloned().unwrap();
     assert_eq!(
         (e["task_id"].as_str(), e["status"].as_str()),
-        (Some("task-1"), Some("blocked"))
+        (Some("task-1"), Some("in_progress"))
     );
+    assert_eq!(e["evidence"]["exit_code"], 130);
+    assert_eq!(e["evidence"]["outcome"], "failed");
 }
 
 #[test]
@@ -347,17 +368,24 @@ fn large_output_is_kept_whole_in_the_log_and_capped_in_the_evidence() {
     init(d.path());
     // 2 MB of output, ending in a recognisable line.
     let cmd = "head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; echo LAST-LINE";
-    apply(
+    let out = apply(
         d.path(),
-        &["--cmd", cmd, "--task", "task-1", "--auto-progress"],
+        &[
+            "--cmd",
+            cmd,
+            "--task",
+            "task-1",
+            "--auto-progress",
+            "--json",
+        ],
     )
     .success();
     let e = progress_entries(d.path()).last().cloned().unwrap();
-    let ev = e["evidence"].as_str().unwrap();
-    assert!(ev.len() < 4200, "evidence is capped: {} bytes", ev.len());
+    let ev = e["evidence"]["bounded_output"].as_str().unwrap();
+    assert!(ev.len() <= 4000, "evidence is capped: {} bytes", ev.len());
     assert!(ev.ends_with("LAST-LINE"), "the tail is kept");
-    let notes = e["notes"].as_str().unwrap();
-    let out_ref = notes.split("output in ").nth(1).unwrap();
+    assert_eq!(e["evidence"]["output_truncated"], true);
+    let out_ref = output_ref(&out.get_output().stdout);
     let log = std::fs::metadata(d.path().join(out_ref)).unwrap().len();
     assert_eq!(log, 2_000_000 + 1 + "LAST-LINE\n".len() as u64);
 }
@@ -381,4 +409,134 @@ fn quiet_hides_the_command_output_but_not_its_errors() {
         .success()
         .stdout("")
         .stderr(predicate::str::contains("to-stderr"));
+}
+
+/// The entries `small apply` writes satisfy the rules v1.1.2 holds them to (as recorded in
+/// the conformance corpus v1.1): the command file is named for the entry's instant and holds
+/// the exact bytes, `command_sha256` is their digest, the display is the summarizer's, and the
+/// marker is there exactly when the display is cut. Strict check then passes, fails once the
+/// cache is gone, and passes again with the reviewed copy in `.small-command-proofs/`.
+#[test]
+fn applied_commands_round_trip_through_the_strict_proof_check() {
+    use small_core::spec::command;
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    // 253 bytes with a local URL before the cap and an https URL across it.
+    let long_local = "echo relay-smoke   --target http://127.0.0.1:8787/relay/v1/hooks/flush?wait=true --retries 3 --backoff 250ms --jitter 0.2 --timeout 5s --log-level debug --policy-doc https://docs.example.org/relay/retry-policy/v2#backoff-and-jitter --owner platform-team";
+    apply(d.path(), &["--cmd", long_local, "--task", "task-1"]).success();
+    let failing = format!(
+        "sh -c 'echo relay retry failed >&2; exit 3' # {}",
+        "policy-document-reference ".repeat(7)
+    );
+    apply(d.path(), &["--cmd", &failing, "--task", "task-1"]).code(3);
+    apply(
+        d.path(),
+        &["--cmd", "echo short", "--task", "task-1", "--dry-run"],
+    )
+    .success();
+    let entries = progress_entries(d.path());
+    let applied = &entries[entries.len() - 3..];
+    for (e, cmd) in applied
+        .iter()
+        .zip([long_local, failing.as_str(), "echo short"])
+    {
+        let r = e["command_ref"].as_str().unwrap();
+        let t = small_core::spec::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
+        assert!(r.ends_with(&command::proof_file_name(t)), "{r}");
+        let bytes = std::fs::read(d.path().join(r)).unwrap();
+        assert_eq!(bytes, cmd.as_bytes());
+        assert_eq!(
+            e["command_sha256"],
+            hex::encode(Sha256::digest(&bytes)).as_str()
+        );
+        let display = command::summarize(cmd.as_bytes());
+        assert_eq!(e["command_summary"], display.as_str());
+        assert_eq!(e["command"], display.as_str());
+        assert!(display.len() <= command::SUMMARY_CAP);
+        assert_eq!(
+            e.get("command_summary_version").is_some(),
+            command::needs_marker(cmd.as_bytes()),
+            "{cmd}"
+        );
+    }
+    assert!(applied[0]["command_summary"]
+        .as_str()
+        .unwrap()
+        .ends_with("--policy-doc ..."));
+    assert_eq!(applied[0]["command_summary_version"], 2);
+    assert_eq!(applied[1]["command_summary_version"], 2);
+    assert_eq!(applied[1]["evidence"]["outcome"], "failed");
+    assert_eq!(applied[2]["status"], "pending");
+    assert_eq!(applied[2]["notes"], "apply --dry-run (cmd: \"echo short\")");
+    assert_check_strict(d.path());
+    // A fresh checkout: no cache, so the marked entries lack their proof.
+    let cache = d.path().join(".small-cache");
+    let saved = d.path().join("saved-cache");
+    std::fs::rename(&cache, &saved).unwrap();
+    let out = small()
+        .args(["check", "--strict", "--dir"])
+        .arg(d.path())
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(text.contains("error[PROOF]"), "{text}");
+    assert!(
+        !text.contains("platform-team"),
+        "no command bytes past the cap: {text}"
+    );
+    // The reviewed copies under .small-command-proofs/ prove them.
+    for e in &applied[..2] {
+        let r = e["command_ref"].as_str().unwrap();
+        let from = saved.join(r.strip_prefix(".small-cache/").unwrap());
+        let to = d.path().join(command::portable_path(r));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, to).unwrap();
+    }
+    assert_check_strict(d.path());
+}
+
+#[test]
+fn auto_checkpoint_of_a_task_with_acceptance_criteria_needs_acceptance_evidence() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    let plan = d.path().join(".small/plan.small.yml");
+    let text = read(&plan);
+    let with = text.replacen(
+        "    acceptance: []",
+        "    acceptance:\n      - \"retries are bounded\"",
+        1,
+    );
+    assert_ne!(with, text, "{text}");
+    std::fs::write(&plan, with).unwrap();
+    apply(
+        d.path(),
+        &[
+            "--cmd",
+            "touch ran.txt",
+            "--task",
+            "task-1",
+            "--auto-checkpoint",
+        ],
+    )
+    .code(2)
+    .stderr(predicate::str::contains("--acceptance-evidence"));
+    assert!(!d.path().join("ran.txt").exists());
+    apply(
+        d.path(),
+        &[
+            "--cmd",
+            "touch ran.txt",
+            "--task",
+            "task-1",
+            "--auto-checkpoint",
+            "--acceptance-evidence",
+            "bounded retries covered by the table tests",
+        ],
+    )
+    .success();
+    let e = progress_entries(d.path()).last().cloned().unwrap();
+    assert_eq!(e["status"], "completed");
+    assert_eq!(e["evidence"], "bounded retries covered by the table tests");
+    assert_eq!(yaml_json(&plan)["tasks"][0]["status"], "completed");
+    assert_check_strict(d.path());
 }

@@ -55,10 +55,12 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 2. `small plan --add "<task>"` for new work (repeat `--add` for several);
    `small plan --cancel <task-id>` drops a task, `small plan --title <task-id> "<title>"`
    renames one.
-3. `small apply --cmd "<command>" --task <task-id>` to run a command with its result recorded,
-   or do the work yourself and record it with
+3. `small apply --cmd "<command>" --task <task-id>` to run a command with its outcome
+   recorded (it does not complete the task), or do the work yourself; then accept it with
    `small checkpoint --task <task-id> --status completed --evidence "<what proves it>"`.
    A completion needs your evidence, and a task completes only after its dependencies.
+   Keep credentials out of commands: the exact command is kept beside the workspace and
+   `small check --strict` checks all of it.
 4. `small handoff` whenever you stop, also in the middle of a run: it records the task to
    resume, open and blocked tasks and the last evidence. At the end of the run,
    `small handoff --final` refuses while a task you worked on is left open.

@@ -9,14 +9,14 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 use crate::authoring::error::{code, Error};
-use crate::authoring::progress::{NewEntry, TimestampRule};
+use crate::authoring::progress::{FieldValue, NewEntry, TimestampRule};
 use crate::authoring::txn::{atomic_write, CommitReport, Transaction};
 use crate::spec::consts::{ArtifactKind, CACHE_DIR, META_TASK_PREFIX, WORKSPACE_FILE};
 use crate::spec::model::{TaskStatus, HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits};
 
-/// Longest command summary stored in `command_summary`.
-pub const SUMMARY_CAP: usize = 200;
+pub use crate::spec::command::SUMMARY_CAP;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
 pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 
@@ -65,18 +65,9 @@ fn is_plan_task_id(id: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The command with runs of whitespace collapsed, cut to `cap` characters (ending in `...`).
-pub fn summarize(command: &str, cap: usize) -> String {
-    let normalized = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    if normalized.chars().count() <= cap {
-        return normalized;
-    }
-    if cap <= 3 {
-        return normalized.chars().take(cap).collect();
-    }
-    let mut s: String = normalized.chars().take(cap - 3).collect();
-    s.push_str("...");
-    s
+/// The display of a command as entries record it (see [`crate::spec::command`]).
+pub fn summarize(command: &str) -> String {
+    crate::spec::command::summarize(command.as_bytes())
 }
 
 /// `exit code N; output …` with the last [`EVIDENCE_OUTPUT_CAP`] bytes of the output.
@@ -101,6 +92,55 @@ pub fn output_evidence(output: &[u8], exit_code: i32) -> String {
     )
 }
 
+/// `succeeded` or `failed`.
+pub fn outcome(code: i32) -> &'static str {
+    if code == 0 {
+        "succeeded"
+    } else {
+        "failed"
+    }
+}
+
+/// The evidence of a finished run: what the tool observed, not an acceptance of the task
+/// (`{exit_code, kind: cli_execution, outcome, strength: cli_captured}`), with the tail of
+/// the output as `bounded_output` when `output` is given.
+pub fn execution_evidence(code: i32, output: Option<&[u8]>) -> FieldValue {
+    let mut items = vec![
+        ("exit_code".to_string(), FieldValue::Int(i64::from(code))),
+        ("kind".to_string(), FieldValue::Str("cli_execution".into())),
+        ("outcome".to_string(), FieldValue::Str(outcome(code).into())),
+        (
+            "strength".to_string(),
+            FieldValue::Str("cli_captured".into()),
+        ),
+    ];
+    if let Some(output) = output {
+        let text = String::from_utf8_lossy(output);
+        let trimmed = text.trim_end_matches(['\n', '\r']);
+        if trimmed.len() > EVIDENCE_OUTPUT_CAP {
+            let mut start = trimmed.len() - EVIDENCE_OUTPUT_CAP;
+            while !trimmed.is_char_boundary(start) {
+                start += 1;
+            }
+            items.push((
+                "bounded_output".into(),
+                FieldValue::Str(trimmed[start..].to_string()),
+            ));
+            items.push(("output_truncated".into(), FieldValue::Bool(true)));
+            items.push((
+                "output_limit_bytes".into(),
+                FieldValue::Int(EVIDENCE_OUTPUT_CAP as i64),
+            ));
+        } else if !trimmed.trim().is_empty() {
+            items.push((
+                "bounded_output".into(),
+                FieldValue::Str(trimmed.to_string()),
+            ));
+        }
+    }
+    FieldValue::Map(items)
+}
+
 /// What a run needs to know about the workspace, read in one transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
@@ -111,6 +151,8 @@ pub struct Context {
     pub log_replay: String,
     /// The plan's task ids, `None` when the plan cannot be read.
     pub plan_ids: Option<Vec<String>>,
+    /// The plan tasks with acceptance criteria (`acceptance` not empty).
+    pub with_acceptance: Vec<String>,
 }
 
 /// Read the [`Context`] of a run inside a transaction (released before the command runs,
@@ -133,19 +175,34 @@ pub fn context(root: &Path) -> Result<Context, Error> {
         .or_else(|| well_formed(&handoff, HANDOFF_REPLAY_ID_POINTER))
         .map(|v| v.to_ascii_lowercase())
         .unwrap_or_else(|| "unbound".to_string());
-    let plan_ids = read(&ArtifactKind::Plan.rel_path()).and_then(|doc| {
-        let tasks = doc.root.get("tasks")?.as_seq()?;
-        Some(
+    let plan = read(&ArtifactKind::Plan.rel_path());
+    let tasks = plan
+        .as_ref()
+        .and_then(|doc| doc.root.get("tasks")?.as_seq());
+    let plan_ids = tasks.map(|tasks| {
+        tasks
+            .iter()
+            .filter_map(|t| t.get("id")?.as_str().map(str::to_string))
+            .collect()
+    });
+    let with_acceptance = tasks
+        .map(|tasks| {
             tasks
                 .iter()
+                .filter(|t| {
+                    t.get("acceptance")
+                        .and_then(|a| a.as_seq())
+                        .is_some_and(|a| !a.is_empty())
+                })
                 .filter_map(|t| t.get("id")?.as_str().map(str::to_string))
-                .collect(),
-        )
-    });
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Context {
         run_replay: run_replay.filter(|v| crate::spec::replayid::is_well_formed(v)),
         log_replay,
         plan_ids,
+        with_acceptance,
     })
 }
 
@@ -172,9 +229,8 @@ impl Context {
         &self,
         task: &str,
         status: TaskStatus,
-        evidence: impl Into<String>,
+        evidence: impl Into<FieldValue>,
         notes: impl Into<String>,
-        log: Option<&CommandLog>,
     ) -> NewEntry {
         let mut e = NewEntry::new(task, Some(status.as_str()))
             .field("evidence", evidence.into())
@@ -182,52 +238,101 @@ impl Context {
         if let Some(r) = &self.run_replay {
             e.set("replayId", r.clone());
         }
-        if let Some(log) = log {
-            e.set("command", log.summary.clone());
-            e.set("command_summary", log.summary.clone());
-            e.set("command_sha256", log.sha256.clone());
-            e.set("command_ref", log.command_ref.clone());
-        }
         e
+    }
+
+    /// Where the command captured at `t` is kept: `.small-cache/logs/<replayId>/commands/
+    /// <t>.txt`, or, without a replay ID to file it under, the content-addressed
+    /// `.small-cache/commands/<sha256>.txt`.
+    pub fn command_ref(&self, t: Instant, sha256: &str) -> String {
+        if crate::spec::command::is_hex64(&self.log_replay) {
+            crate::spec::command::command_ref(&self.log_replay, t)
+        } else {
+            format!("{CACHE_DIR}/commands/{sha256}.txt")
+        }
+    }
+
+    /// Where the output of a run started at `stamp` goes.
+    pub fn output_ref(&self, stamp: Instant) -> String {
+        let name = crate::spec::command::proof_file_name(stamp);
+        let name = name.strip_suffix(".txt").unwrap_or(&name);
+        format!(
+            "{CACHE_DIR}/logs/{}/commands/{name}.output.log",
+            self.log_replay
+        )
     }
 }
 
-/// Files of one run of a command.
+/// A command as entries record it: its exact bytes (kept in a file beside the workspace),
+/// their SHA-256, and the bounded display (marked when cut).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandLog {
-    /// Workspace-relative path of the file holding the command (`command_ref`).
-    pub command_ref: String,
-    /// Workspace-relative path of the output log.
-    pub output_ref: String,
+pub struct Captured {
+    pub command: String,
     pub sha256: String,
     pub summary: String,
+    /// The display is cut: the entry carries `command_summary_version`.
+    pub marked: bool,
 }
 
-/// Write the command file (atomically) and return the log's names. The file name is the
-/// run's start time `stamp`, so a run's command and output sit side by side.
-pub fn write_command_log(
+impl Captured {
+    pub fn new(command: &str) -> Captured {
+        let bytes = command.as_bytes();
+        Captured {
+            command: command.to_string(),
+            sha256: hex::encode(Sha256::digest(bytes)),
+            summary: crate::spec::command::summarize(bytes),
+            marked: crate::spec::command::needs_marker(bytes),
+        }
+    }
+}
+
+/// Append `entry` in its own transaction. With `captured`, the entry's timestamp is chosen
+/// first (inside the transaction, so nothing else appends in between), the command's bytes
+/// are written to the file named for that instant, and the entry carries the display, the
+/// digest, the reference (and the marker when the display is cut). Returns the timestamp.
+pub fn record_captured(
     root: &Path,
-    replay: &str,
-    stamp: &str,
-    command: &str,
-) -> Result<CommandLog, Error> {
-    let dir = format!("{CACHE_DIR}/logs/{replay}/commands");
-    // 2026-01-02T03:04:05.123456789Z -> 20260102T030405.123456789Z
-    let name: String = stamp.chars().filter(|c| *c != '-' && *c != ':').collect();
-    let command_ref = format!("{dir}/{name}.txt");
-    let output_ref = format!("{dir}/{name}.output.log");
-    atomic_write(root.join(&command_ref), command.as_bytes()).map_err(|e| {
-        Error::system(
-            code::IO,
-            format!("cannot write the command log {command_ref}: {e}"),
+    ctx: &Context,
+    mut entry: NewEntry,
+    captured: Option<&Captured>,
+    out: &mut ApplyOutcome,
+) -> Result<String, Error> {
+    let mut txn = Transaction::begin(root)?;
+    let mut rule = TimestampRule::Now;
+    if let Some(c) = captured {
+        let last = txn
+            .last_progress_timestamp()?
+            .and_then(|t| crate::spec::timestamp::parse(&t).ok());
+        let t = crate::authoring::progress::resolve_timestamp(
+            last,
+            &TimestampRule::Now,
+            crate::spec::timestamp::now(),
         )
-    })?;
-    Ok(CommandLog {
-        command_ref,
-        output_ref,
-        sha256: hex::encode(Sha256::digest(command.as_bytes())),
-        summary: summarize(command, SUMMARY_CAP),
-    })
+        .map_err(|m| Error::invalid(code::ENTRY, m))?;
+        let command_ref = ctx.command_ref(t, &c.sha256);
+        atomic_write(root.join(&command_ref), c.command.as_bytes()).map_err(|e| {
+            Error::system(
+                code::IO,
+                format!("cannot write the command log {command_ref}: {e}"),
+            )
+        })?;
+        entry.set("command", c.summary.clone());
+        entry.set("command_summary", c.summary.clone());
+        entry.set("command_sha256", c.sha256.clone());
+        entry.set("command_ref", command_ref);
+        if c.marked {
+            entry.set(
+                crate::spec::command::SUMMARY_VERSION_KEY,
+                FieldValue::Int(crate::spec::command::SUMMARY_VERSION),
+            );
+        }
+        rule = TimestampRule::At(crate::spec::timestamp::format_utc(t));
+    }
+    let appended = txn.append_progress(&entry, &rule)?;
+    let report = txn.commit()?;
+    out.add(&report);
+    out.entries.push(appended.entry);
+    Ok(appended.timestamp)
 }
 
 /// Append entries in one transaction; returns their timestamps.
@@ -250,10 +355,14 @@ pub struct ApplyRequest {
     pub task: Option<String>,
     /// Record the intent only; nothing runs.
     pub dry_run: bool,
-    /// The entry's evidence is the exit code and the tail of the output.
+    /// The entry's evidence also holds the tail of the output (`bounded_output`).
     pub auto_progress: bool,
-    /// Also set the task's plan status from the result (a checkpoint); needs a task.
+    /// Also accept the result (a checkpoint: completed on success, blocked otherwise); needs
+    /// a task. Without it apply never changes the plan.
     pub auto_checkpoint: bool,
+    /// The checkpoint's evidence (`--acceptance-evidence`); needed for a task with
+    /// acceptance criteria.
+    pub acceptance_evidence: Option<String>,
     /// Regenerate the handoff after a successful run.
     pub handoff: bool,
     pub mode: ProgressMode,
@@ -336,6 +445,9 @@ pub struct ApplyOutcome {
     pub written: Vec<String>,
     /// Files the run's commits appended to.
     pub appended: Vec<String>,
+    /// The log of the command's output (workspace-relative; none for a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_ref: Option<String>,
 }
 
 impl ApplyOutcome {
@@ -364,11 +476,8 @@ pub fn apply(
     run: impl FnOnce(&RunSpec) -> RunResult,
     report: &mut dyn FnMut(Step<'_>),
 ) -> Result<ApplyOutcome, Error> {
-    let command = req
-        .command
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty());
+    // The command exactly as given (its bytes are what the proof holds); blank is none.
+    let command = req.command.as_deref().filter(|c| !c.trim().is_empty());
     let dry_run = req.dry_run || command.is_none();
     let named = req.task.as_deref().map(str::trim).filter(|t| !t.is_empty());
     let task_id = named.unwrap_or("apply").to_string();
@@ -377,6 +486,17 @@ pub fn apply(
     if let Some(t) = named {
         let event = if dry_run { Event::DryRun } else { Event::End };
         ctx.check_task(t, should_record(event, t, req.mode) || req.auto_checkpoint)?;
+        let no_evidence = req
+            .acceptance_evidence
+            .as_deref()
+            .is_none_or(|e| e.trim().is_empty());
+        if req.auto_checkpoint && no_evidence && ctx.with_acceptance.iter().any(|id| id == t) {
+            return Err(Error::usage(
+                code::USAGE,
+                format!("--auto-checkpoint cannot accept task {t}: it has acceptance criteria; nothing was run"),
+            )
+            .with_help(format!("say how they are met with --acceptance-evidence \"...\", or run the command and then `small checkpoint --task {t} --status completed --evidence \"...\"`")));
+        }
     }
     let mut out = ApplyOutcome {
         task_id: task_id.clone(),
@@ -386,22 +506,23 @@ pub fn apply(
         entries: Vec::new(),
         written: Vec::new(),
         appended: Vec::new(),
+        output_ref: None,
     };
     let Some(command) = command.filter(|_| !dry_run) else {
         record_dry_run(root, req, &ctx, command, &mut out, report)?;
         return Ok(out);
     };
-    let stamp = crate::spec::timestamp::format_utc(crate::spec::timestamp::now());
-    let log = write_command_log(root, &ctx.log_replay, &stamp, command)?;
+    let captured = Captured::new(command);
+    let output_ref = ctx.output_ref(crate::spec::timestamp::now());
+    out.output_ref = Some(output_ref.clone());
     if should_record(Event::Start, &task_id, req.mode) {
         let entry = ctx.entry(
             &task_id,
             TaskStatus::InProgress,
             "Apply started",
             "apply: execution started",
-            Some(&log),
         );
-        let ts = record_into(root, entry, &mut out)?;
+        let ts = record_captured(root, &ctx, entry, Some(&captured), &mut out)?;
         report(Step::Recorded {
             task: &task_id,
             status: TaskStatus::InProgress,
@@ -410,40 +531,35 @@ pub fn apply(
         });
     }
     report(Step::Running {
-        summary: &log.summary,
+        summary: &captured.summary,
     });
     let started = std::time::Instant::now();
     let spec = RunSpec {
         root: root.to_path_buf(),
         command: command.to_string(),
-        output_log: root.join(&log.output_ref),
+        output_log: root.join(&output_ref),
     };
     let (code, output) = run(&spec).map_err(|e| Error::system(code::IO, e.to_string()))?;
     out.exit_code = code;
     report(Step::Finished {
         code,
         elapsed: started.elapsed(),
-        output_ref: &log.output_ref,
+        output_ref: &output_ref,
     });
-    let status = if code == 0 {
-        TaskStatus::Completed
-    } else {
-        TaskStatus::Blocked
-    };
     if should_record(Event::End, &task_id, req.mode) {
-        let evidence = if req.auto_progress {
-            output_evidence(&output, code)
-        } else if code == 0 {
-            "Command completed successfully (exit code 0)".to_string()
-        } else {
-            format!("Command failed with exit code {code}")
-        };
-        let notes = format!("apply: exit code {code}; output in {}", log.output_ref);
-        let entry = ctx.entry(&task_id, status, evidence, notes, Some(&log));
-        match record_into(root, entry, &mut out) {
+        let entry = ctx.entry(
+            &task_id,
+            TaskStatus::InProgress,
+            execution_evidence(code, req.auto_progress.then_some(&output[..])),
+            format!(
+                "apply: command outcome {}; task acceptance unchanged",
+                outcome(code)
+            ),
+        );
+        match record_captured(root, &ctx, entry, Some(&captured), &mut out) {
             Ok(ts) => report(Step::Recorded {
                 task: &task_id,
-                status,
+                status: TaskStatus::InProgress,
                 timestamp: &ts,
                 start: false,
             }),
@@ -455,7 +571,12 @@ pub fn apply(
             dry_run: false,
         });
     }
-    follow_up(root, req, &task_id, status, &output, code, &mut out, report)?;
+    let status = if code == 0 {
+        TaskStatus::Completed
+    } else {
+        TaskStatus::Blocked
+    };
+    follow_up(root, req, &task_id, status, code, &mut out, report)?;
     Ok(out)
 }
 
@@ -518,16 +639,6 @@ fn check_request(root: &Path, req: &ApplyRequest, has_command: bool) -> Result<(
     Ok(())
 }
 
-/// Append one entry in its own transaction; keep it (and the files) in the outcome.
-fn record_into(root: &Path, entry: NewEntry, out: &mut ApplyOutcome) -> Result<String, Error> {
-    let mut txn = Transaction::begin(root)?;
-    let appended = txn.append_progress(&entry, &TimestampRule::Now)?;
-    let report = txn.commit()?;
-    out.add(&report);
-    out.entries.push(appended.entry);
-    Ok(appended.timestamp)
-}
-
 /// A dry run: say what would run, and record it when the mode says so.
 fn record_dry_run(
     root: &Path,
@@ -537,10 +648,10 @@ fn record_dry_run(
     out: &mut ApplyOutcome,
     report: &mut dyn FnMut(Step<'_>),
 ) -> Result<(), Error> {
-    let summary = command.map(|c| summarize(c, SUMMARY_CAP));
+    let captured = command.map(Captured::new);
     let named = req.task.as_deref().map(|_| out.task_id.as_str());
     report(Step::DryRun {
-        summary: summary.as_deref(),
+        summary: captured.as_ref().map(|c| c.summary.as_str()),
         root,
         task: named,
         handoff: req.handoff,
@@ -553,23 +664,17 @@ fn record_dry_run(
         });
         return Ok(());
     }
-    let (log, notes) = match command {
-        Some(c) => {
-            let stamp = crate::spec::timestamp::format_utc(crate::spec::timestamp::now());
-            let log = write_command_log(root, &ctx.log_replay, &stamp, c)?;
-            let notes = format!("apply --dry-run of `{}`", log.summary);
-            (Some(log), notes)
-        }
-        None => (None, "apply --dry-run".to_string()),
+    let notes = match &captured {
+        Some(c) => format!("apply --dry-run (cmd: {})", quote_display(&c.summary)),
+        None => "apply --dry-run".to_string(),
     };
     let entry = ctx.entry(
         &task_id,
         TaskStatus::Pending,
-        "Dry run: no command was executed",
+        "Dry-run: no command executed",
         notes,
-        log.as_ref(),
     );
-    let ts = record_into(root, entry, out)?;
+    let ts = record_captured(root, ctx, entry, captured.as_ref(), out)?;
     report(Step::Recorded {
         task: &task_id,
         status: TaskStatus::Pending,
@@ -577,6 +682,34 @@ fn record_dry_run(
         start: false,
     });
     Ok(())
+}
+
+/// A double-quoted string with `"` and `\` escaped and control characters written as
+/// escapes (the quoting of the dry run's notes).
+fn quote_display(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The checkpoint's evidence: `--acceptance-evidence`, else what was observed.
+fn acceptance_evidence(req: &ApplyRequest, code: i32) -> String {
+    match req.acceptance_evidence.as_deref().map(str::trim) {
+        Some(e) if !e.is_empty() => e.to_string(),
+        _ => format!("Explicit auto-checkpoint of captured command outcome: exit_code={code}"),
+    }
 }
 
 /// After the run: the checkpoint (`auto_checkpoint`, its refusal ends the run) and the
@@ -587,7 +720,6 @@ fn follow_up(
     req: &ApplyRequest,
     task_id: &str,
     status: TaskStatus,
-    output: &[u8],
     code: i32,
     out: &mut ApplyOutcome,
     report: &mut dyn FnMut(Step<'_>),
@@ -599,7 +731,8 @@ fn follow_up(
         let cp = record::RecordRequest {
             task: task_id.to_string(),
             status: status.as_str().to_string(),
-            evidence: vec![("evidence".into(), output_evidence(output, code))],
+            evidence: vec![("evidence".into(), acceptance_evidence(req, code))],
+            notes: Some("apply --auto-checkpoint".into()),
             ..Default::default()
         };
         let outcome = record::checkpoint(&mut txn, &cp)?;
@@ -643,15 +776,11 @@ mod tests {
     use crate::authoring::templates;
 
     #[test]
-    fn summary_collapses_and_caps() {
-        assert_eq!(
-            summarize("  cargo   test\n --all ", 200),
-            "cargo test --all"
-        );
-        let long = "x".repeat(300);
-        let s = summarize(&long, 200);
-        assert_eq!(s.chars().count(), 200);
-        assert!(s.ends_with("..."));
+    fn summary_collapses_and_caps_in_bytes() {
+        assert_eq!(summarize("  cargo   test\n --all "), "cargo test --all");
+        let long = "é".repeat(150);
+        let s = summarize(&long);
+        assert!(s.len() <= SUMMARY_CAP && s.ends_with("..."), "{s}");
     }
 
     #[test]
@@ -706,33 +835,68 @@ mod tests {
     }
 
     #[test]
-    fn a_run_is_logged_and_recorded_with_its_command() {
+    fn a_captured_entry_names_its_command_file_for_its_own_instant() {
         let tmp = workspace();
-        let ctx = context(tmp.path()).unwrap();
-        let log = write_command_log(
-            tmp.path(),
-            &ctx.log_replay,
-            "2026-01-02T03:04:05.5Z",
-            "cargo   test",
-        )
-        .unwrap();
+        let mut ctx = context(tmp.path()).unwrap();
+        let long = format!("echo {} http://127.0.0.1:8787/x/y", "a".repeat(200));
+        let mut out = ApplyOutcome {
+            task_id: "task-1".into(),
+            dry_run: false,
+            command: None,
+            exit_code: 0,
+            entries: Vec::new(),
+            written: Vec::new(),
+            appended: Vec::new(),
+            output_ref: None,
+        };
+        // Without a replay ID the command is filed by its digest.
+        let c = Captured::new(&long);
+        assert!(c.marked);
+        let e = ctx.entry("task-1", TaskStatus::InProgress, "ok", "n");
+        record_captured(tmp.path(), &ctx, e, Some(&c), &mut out).unwrap();
+        let first = &out.entries[0];
         assert_eq!(
-            log.command_ref,
-            ".small-cache/logs/unbound/commands/20260102T030405.5Z.txt"
+            first["command_ref"],
+            format!(".small-cache/commands/{}.txt", c.sha256)
         );
+        assert_eq!(first["command_summary_version"], 2);
+        // With one, by the entry's timestamp.
+        ctx.log_replay = "ab".repeat(32);
+        let short = Captured::new("cargo   test");
+        assert!(!short.marked);
+        let e = ctx.entry("task-1", TaskStatus::InProgress, "ok", "n");
+        let ts = record_captured(tmp.path(), &ctx, e, Some(&short), &mut out).unwrap();
+        let second = &out.entries[1];
+        let t = crate::spec::timestamp::parse(&ts).unwrap();
         assert_eq!(
-            std::fs::read_to_string(tmp.path().join(&log.command_ref)).unwrap(),
+            second["command_ref"],
+            crate::spec::command::command_ref(&ctx.log_replay, t)
+        );
+        assert!(second.get("command_summary_version").is_none());
+        assert_eq!(second["command_summary"], "cargo test");
+        let r = second["command_ref"].as_str().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(r)).unwrap(),
             "cargo   test"
         );
-        let e = ctx.entry("task-1", TaskStatus::Completed, "ok", "n", Some(&log));
-        let stamps = record(tmp.path(), &[e]).unwrap();
-        assert_eq!(stamps.len(), 1);
-        let progress =
-            std::fs::read_to_string(tmp.path().join(".small/progress.small.yml")).unwrap();
-        assert!(
-            progress.contains("command_summary: \"cargo test\""),
-            "{progress}"
+    }
+
+    #[test]
+    fn the_evidence_of_a_run_is_what_was_observed() {
+        let e = execution_evidence(3, None).to_json();
+        assert_eq!(
+            e,
+            serde_json::json!({"exit_code": 3, "kind": "cli_execution", "outcome": "failed", "strength": "cli_captured"})
         );
+        let big = "x".repeat(EVIDENCE_OUTPUT_CAP + 10);
+        let e = execution_evidence(0, Some(big.as_bytes())).to_json();
+        assert_eq!(e["outcome"], "succeeded");
+        assert_eq!(e["output_truncated"], true);
+        assert_eq!(
+            e["bounded_output"].as_str().unwrap().len(),
+            EVIDENCE_OUTPUT_CAP
+        );
+        assert_eq!(quote_display("a \"b\" \\"), "\"a \\\"b\\\" \\\\\"");
     }
 
     fn steps_of(
@@ -778,11 +942,38 @@ mod tests {
     }
 
     #[test]
-    fn a_run_of_a_plan_task_is_recorded_checkpointed_and_handed_off() {
+    fn a_run_never_accepts_the_task_but_auto_checkpoint_does() {
         let tmp = workspace();
+        let (out, steps, _) = steps_of(
+            tmp.path(),
+            &request(Some("cargo   test"), Some("task-1")),
+            Ok((0, b"ok\n".to_vec())),
+        );
+        let out = out.unwrap();
+        assert_eq!(
+            steps,
+            [
+                "running cargo test",
+                "finished 0",
+                "recorded in_progress false"
+            ]
+        );
+        assert_eq!(out.entries[0]["status"], "in_progress");
+        assert_eq!(out.entries[0]["evidence"]["outcome"], "succeeded");
+        assert_eq!(
+            out.entries[0]["notes"],
+            "apply: command outcome succeeded; task acceptance unchanged"
+        );
+        assert!(
+            !out.written.contains(&".small/plan.small.yml".to_string()),
+            "the plan is not touched"
+        );
+        let plan = std::fs::read_to_string(tmp.path().join(".small/plan.small.yml")).unwrap();
+        assert!(!plan.contains("completed"), "{plan}");
         let req = ApplyRequest {
             auto_checkpoint: true,
             handoff: true,
+            acceptance_evidence: Some("suite green".into()),
             ..request(Some("cargo   test"), Some("task-1"))
         };
         let (out, steps, ran) = steps_of(tmp.path(), &req, Ok((0, b"ok\n".to_vec())));
@@ -793,7 +984,7 @@ mod tests {
             [
                 "running cargo test",
                 "finished 0",
-                "recorded completed false",
+                "recorded in_progress false",
                 "checkpoint completed",
                 "handoff"
             ]
@@ -801,12 +992,12 @@ mod tests {
         assert_eq!(out.exit_code, 0);
         assert_eq!(out.entries.len(), 2, "the run's end and the checkpoint");
         assert_eq!(out.entries[0]["command_summary"], "cargo test");
-        assert_eq!(out.entries[1]["evidence"], "exit code 0; output: ok");
+        assert_eq!(out.entries[1]["evidence"], "suite green");
+        assert_eq!(out.entries[1]["notes"], "apply --auto-checkpoint");
         assert!(out.written.contains(&".small/plan.small.yml".to_string()));
         assert!(out
             .written
             .contains(&".small/handoff.small.yml".to_string()));
-        assert_eq!(out.appended, [".small/progress.small.yml"]);
         let plan = std::fs::read_to_string(tmp.path().join(".small/plan.small.yml")).unwrap();
         assert!(plan.contains("completed"), "{plan}");
     }
@@ -825,7 +1016,7 @@ mod tests {
             [
                 "running false",
                 "finished 3",
-                "recorded blocked false",
+                "recorded in_progress false",
                 "handoff-skipped"
             ]
         );

@@ -60,21 +60,73 @@ pub enum FieldValue {
     Str(String),
     Int(i64),
     Bool(bool),
+    /// A mapping, written in block style (keys in the order given).
+    Map(Vec<(String, FieldValue)>),
 }
 
 impl FieldValue {
-    fn render(&self) -> String {
+    /// The value after `key:` on one line (a scalar); `None` for a mapping.
+    fn render_scalar(&self) -> Option<String> {
         match self {
-            FieldValue::Str(s) => yaml_quote(s),
-            FieldValue::Int(i) => i.to_string(),
-            FieldValue::Bool(b) => b.to_string(),
+            FieldValue::Str(s) => Some(yaml_quote(s)),
+            FieldValue::Int(i) => Some(i.to_string()),
+            FieldValue::Bool(b) => Some(b.to_string()),
+            FieldValue::Map(_) => None,
         }
     }
-    fn to_json(&self) -> Json {
+
+    /// `key: value` lines at `pad`, nested mappings two columns further in.
+    fn render_lines(&self, key: &str, pad: &str, eol: &str, out: &mut String) {
+        out.push_str(pad);
+        out.push_str(key);
+        out.push(':');
+        match (self.render_scalar(), self) {
+            (Some(v), _) => {
+                out.push(' ');
+                out.push_str(&v);
+                out.push_str(eol);
+            }
+            (None, FieldValue::Map(items)) => {
+                if items.is_empty() {
+                    out.push_str(" {}");
+                }
+                out.push_str(eol);
+                let inner = format!("{pad}  ");
+                for (k, v) in items {
+                    v.render_lines(k, &inner, eol, out);
+                }
+            }
+            (None, _) => out.push_str(eol),
+        }
+    }
+
+    pub fn to_json(&self) -> Json {
         match self {
             FieldValue::Str(s) => Json::String(s.clone()),
             FieldValue::Int(i) => Json::from(*i),
             FieldValue::Bool(b) => Json::Bool(*b),
+            FieldValue::Map(items) => Json::Object(
+                items
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Every string inside the value, with its JSON pointer below `base`.
+    fn strings<'a>(&'a self, base: String, out: &mut Vec<(String, String, &'a str)>) {
+        match self {
+            FieldValue::Str(s) => {
+                let key = base.rsplit('/').next().unwrap_or("").to_string();
+                out.push((base, key, s));
+            }
+            FieldValue::Map(items) => {
+                for (k, v) in items {
+                    v.strings(format!("{base}/{k}"), out);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -142,16 +194,19 @@ impl NewEntry {
     /// Check the entry before it is written: task id, status, and evidence (invariant 2).
     /// Refuse an entry whose text holds a secret (INV1), before anything is written.
     pub fn refuse_secrets(&self, file: &str) -> Result<(), Box<crate::diag::Diagnostic>> {
-        let strings = self.fields.iter().filter_map(|(k, v)| match v {
-            FieldValue::Str(s) => Some((k.as_str(), s.as_str())),
-            _ => None,
-        });
-        let all = [("task_id", self.task_id.as_str())]
-            .into_iter()
-            .chain(strings);
+        let mut strings = vec![(
+            "/entries/-/task_id".to_string(),
+            "task_id".to_string(),
+            self.task_id.as_str(),
+        )];
+        for (k, v) in &self.fields {
+            v.strings(format!("/entries/-/{k}"), &mut strings);
+        }
         crate::gates::secrets::refuse_secrets(
             file,
-            all.map(|(k, v)| (format!("/entries/-/{k}"), Some(k), v)),
+            strings
+                .iter()
+                .map(|(path, key, v)| (path.clone(), Some(key.as_str()), *v)),
         )
     }
 
@@ -200,21 +255,14 @@ impl NewEntry {
     pub fn render(&self, timestamp: &str, indent: usize, eol: &str) -> String {
         let pad = " ".repeat(indent);
         let mut out = format!("{pad}- task_id: {}{eol}", yaml_quote(&self.task_id));
-        let mut line = |k: &str, v: String| {
-            out.push_str(&pad);
-            out.push_str("  ");
-            out.push_str(k);
-            out.push_str(": ");
-            out.push_str(&v);
-            out.push_str(eol);
-        };
+        let inner = format!("{pad}  ");
         if let Some(s) = &self.status {
-            line("status", yaml_quote(s));
+            FieldValue::Str(s.clone()).render_lines("status", &inner, eol, &mut out);
         }
-        line("timestamp", yaml_quote(timestamp));
+        FieldValue::Str(timestamp.to_string()).render_lines("timestamp", &inner, eol, &mut out);
         for (k, v) in &self.fields {
             if k != "task_id" && k != "status" && k != "timestamp" {
-                line(k, v.render());
+                v.render_lines(k, &inner, eol, &mut out);
             }
         }
         out

@@ -20,6 +20,7 @@ use crate::gates::invariants::{
 };
 use crate::gates::layout;
 use crate::gates::progress_check::{self, EntryRules, ScanOptions};
+use crate::gates::proofs;
 use crate::gates::schemas::SchemaSet;
 use crate::gates::validate;
 use crate::gates::verify::{self, SinceError};
@@ -291,6 +292,32 @@ pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnos
         streamed,
     );
     if opts.strict {
+        // The claims were gathered while the log was checked, or (a log loaded whole) here.
+        let whole: Vec<proofs::CommandClaim>;
+        let claims = match &l.streamed {
+            Some(s) => &s.facts.commands,
+            None => {
+                whole = ws
+                    .progress
+                    .as_ref()
+                    .and_then(|p| p.document.root.get("entries"))
+                    .and_then(|e| e.as_seq())
+                    .map(|entries| {
+                        entries
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, e)| proofs::CommandClaim::of(i, e))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                &whole
+            }
+        };
+        if !claims.is_empty() {
+            let proofs = proofs::check_claims(&ws.root, claims);
+            proofs::drop_proven_display_links(&mut out, &proofs.proven_displays);
+            out.extend(proofs.diagnostics);
+        }
         for u in layout::unexpected_paths(&ws.root)? {
             let mut help = match u.belongs_in {
                 Some(place) => format!("move it to {place}/ (outside .small/)"),

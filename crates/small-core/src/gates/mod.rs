@@ -7,6 +7,7 @@ pub mod emit;
 pub mod invariants;
 pub mod layout;
 pub mod progress_check;
+pub mod proofs;
 pub mod report;
 pub mod schemas;
 pub mod secrets;

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, Pos, SecretNote, Severity, Span};
 use crate::gates::invariants::{PlanIndex, ProgressFacts, ProgressLinter};
+use crate::gates::proofs::CommandClaim;
 use crate::gates::schemas::{SchemaSet, SchemaSource};
 use crate::gates::validate;
 use crate::spec::consts::ArtifactKind;
@@ -496,6 +497,7 @@ fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
         with_completion_evidence,
         s2_offenders,
         count,
+        commands,
     } = from;
     into.with_entries.extend(with_entries);
     into.with_strict_evidence.extend(with_strict_evidence);
@@ -504,6 +506,7 @@ fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
         .extend(with_completion_evidence);
     into.s2_offenders.extend(s2_offenders);
     into.count += count;
+    into.commands.extend(commands);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -511,7 +514,7 @@ fn merge_facts(into: &mut ProgressFacts, from: ProgressFacts) {
 
 /// Everything the cached results depend on besides the log's bytes.
 fn context_key(rules: &EntryRules) -> String {
-    let mut key = crate::workspace::cache::ContextKey::new("small progress-check cache v2");
+    let mut key = crate::workspace::cache::ContextKey::new("small progress-check cache v3");
     let mut put = |s: &str| key.put(s);
     put(match rules.schemas {
         None => "no schemas",
@@ -569,7 +572,50 @@ struct CacheBody {
     with_completion_evidence: Vec<String>,
     s2_offenders: Vec<(usize, String, CachedSpan)>,
     count: usize,
+    commands: Vec<CachedClaim>,
     prev: Option<(String, usize)>,
+}
+
+/// A [`CommandClaim`] in the cache.
+#[derive(Serialize, Deserialize)]
+struct CachedClaim {
+    index: usize,
+    span: CachedSpan,
+    marker: Option<bool>,
+    command_ref: Option<String>,
+    sha256: Option<String>,
+    summary: Option<String>,
+    command: Option<String>,
+    timestamp: Option<String>,
+    replay_id: Option<String>,
+}
+
+fn claim_out(c: &CommandClaim) -> CachedClaim {
+    CachedClaim {
+        index: c.index,
+        span: span_out(c.span),
+        marker: c.marker,
+        command_ref: c.command_ref.clone(),
+        sha256: c.sha256.clone(),
+        summary: c.summary.clone(),
+        command: c.command.clone(),
+        timestamp: c.timestamp.clone(),
+        replay_id: c.replay_id.clone(),
+    }
+}
+
+fn claim_in(c: CachedClaim) -> CommandClaim {
+    CommandClaim {
+        index: c.index,
+        span: span_in(&c.span),
+        marker: c.marker,
+        command_ref: c.command_ref,
+        sha256: c.sha256,
+        summary: c.summary,
+        command: c.command,
+        timestamp: c.timestamp,
+        replay_id: c.replay_id,
+    }
 }
 
 fn pos_out(p: Pos) -> CachedPos {
@@ -720,6 +766,7 @@ fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, sn
         with_completion_evidence,
         s2_offenders,
         count,
+        commands,
     } = &snap.results.facts;
     let body = CacheBody {
         context: key.to_string(),
@@ -743,6 +790,7 @@ fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, sn
             .map(|(i, id, s)| (*i, id.clone(), span_out(*s)))
             .collect(),
         count: *count,
+        commands: commands.iter().map(claim_out).collect(),
         prev: snap.prev.map(|(t, i)| (t.unix_nanos().to_string(), i)),
     };
     let Ok(json) = serde_json::to_string(&body) else {
@@ -787,6 +835,7 @@ fn runner_from<'a>(body: CacheBody, rules: &EntryRules<'a>) -> Option<(Runner<'a
             .map(|(i, id, s)| (i, id, span_in(&s)))
             .collect(),
         count: body.count,
+        commands: body.commands.into_iter().map(claim_in).collect(),
     };
     r.linter.set_order_state(prev);
     Some((r, resume))

@@ -172,7 +172,12 @@ impl RecentEntry {
             timestamp: text("timestamp"),
             task_id: text("task_id"),
             status: text("status"),
-            evidence: string("evidence"),
+            // A mapping (apply's `{exit_code, kind, outcome, strength}`) as compact JSON.
+            evidence: string("evidence").or_else(|| {
+                e.get("evidence")
+                    .filter(|n| n.as_map().is_some())
+                    .map(|n| crate::gates::secrets::redact(&n.to_json().to_string()).into_owned())
+            }),
             notes: string("notes"),
             command_summary: string("command_summary").or_else(|| string("command")),
             command_ref: string("command_ref"),
@@ -517,6 +522,20 @@ mod tests {
             (i / 1_000_000) % 60,
             i % 1_000_000
         )
+    }
+
+    #[test]
+    fn an_evidence_mapping_is_shown_as_json_text() {
+        let doc = crate::yaml::parse_str(
+            "task_id: task-1\nevidence:\n  exit_code: 3\n  outcome: failed\n",
+            &crate::yaml::Limits::default(),
+        )
+        .unwrap();
+        let r = RecentEntry::from_node(&doc.root);
+        assert_eq!(
+            r.evidence.as_deref(),
+            Some(r#"{"exit_code":3,"outcome":"failed"}"#)
+        );
     }
 
     fn log(n: usize) -> String {

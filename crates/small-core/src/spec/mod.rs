@@ -2,6 +2,7 @@
 //! replay-ID formats.
 
 pub mod bookkeeping;
+pub mod command;
 pub mod consts;
 pub mod model;
 pub mod plan;

@@ -42,6 +42,15 @@ pub fn insecure_urls(s: &str) -> Vec<&str> {
     urls
 }
 
+/// Whether `s` holds an `http://` link that is not local (the rule for progress, where
+/// localhost and loopback addresses are allowed).
+pub fn has_external_http(s: &str) -> bool {
+    has_http(s)
+        && insecure_urls(s)
+            .into_iter()
+            .any(|u| !LOCAL_HTTP.iter().any(|l| u.starts_with(l)))
+}
+
 /// LINK: non-local `http://` links (localhost allowed in progress only, as the reference).
 pub fn check_links(kind: ArtifactKind, root: &Node, strict: bool, out: &mut Vec<Diagnostic>) {
     check_links_at(kind, root, &String::new, strict, out);

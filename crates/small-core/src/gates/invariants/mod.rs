@@ -34,7 +34,7 @@ mod strict;
 
 pub use crate::spec::plan::{handoff_replay_scope, scalar_text, PlanIndex, TaskInfo};
 pub use format::version_format_drift;
-pub use links::{check_links, check_links_at, insecure_urls};
+pub use links::{check_links, check_links_at, has_external_http, insecure_urls};
 pub use progress::{progress_facts, ProgressFacts, ProgressLinter};
 pub use secrets::{check_secrets, check_secrets_at};
 pub use strict::{check_evidence_gate, check_s1, check_s2, check_s3};

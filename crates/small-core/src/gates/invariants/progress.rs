@@ -25,6 +25,9 @@ pub struct ProgressFacts {
     pub s2_offenders: Vec<(usize, String, Span)>,
     /// Number of entries seen.
     pub count: usize,
+    /// What entries claim about their commands, checked against the proof files by the
+    /// strict gates (see [`crate::gates::proofs`]).
+    pub commands: Vec<crate::gates::proofs::CommandClaim>,
 }
 
 impl ProgressFacts {
@@ -37,6 +40,7 @@ impl ProgressFacts {
             with_completion_evidence: TaskSet::new(plan),
             s2_offenders: Vec::new(),
             count: 0,
+            commands: Vec::new(),
         }
     }
 }
@@ -93,6 +97,9 @@ impl<'p> ProgressLinter<'p> {
     /// Check entry `i` of `entries`.
     pub fn entry(&mut self, i: usize, e: &Node) {
         self.facts.count += 1;
+        if let Some(c) = crate::gates::proofs::CommandClaim::of(i, e) {
+            self.facts.commands.push(c);
+        }
         let f = Fields::of(e);
         if !self.facts_only {
             self.diagnose(i, e, &f);
