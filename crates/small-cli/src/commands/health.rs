@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::gates::health::{self, HealthOptions, WorkspaceHealth};
+use small_core::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
 use crate::outln;
@@ -28,6 +29,9 @@ pub struct Args {
     /// Run store of each workspace, relative to it unless absolute [default: .small-runs]
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
+    /// Workspace kinds accepted: root (kind repo-root), examples, or any; another kind is an error
+    #[arg(long, value_name = "SCOPE", default_value = "any", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
     #[arg(long, value_name = "DIR")]
     pub spec_dir: Option<PathBuf>,
@@ -50,6 +54,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let opts = HealthOptions {
         store: args.store,
         spec_dir: args.spec_dir,
+        scope: args.workspace,
         threads: 0,
     };
     let all = health::inspect(&dirs, &opts);

@@ -25,6 +25,7 @@ mod author_secrets;
 mod author_snapshots;
 mod cli_conventions;
 mod conformance;
+mod conformance_v11_commands;
 mod docs;
 mod gate_cache;
 mod gate_check;

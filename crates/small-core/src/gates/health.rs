@@ -128,15 +128,29 @@ impl WorkspaceHealth {
     }
 }
 
-/// Options of [`inspect`].
-#[derive(Debug, Clone, Default)]
+/// Options of [`inspect`] (by default: every workspace kind, the default store, the built-in
+/// schemas, one thread per core).
+#[derive(Debug, Clone)]
 pub struct HealthOptions {
     /// The run store, relative to each workspace unless absolute (default `.small-runs`).
     pub store: Option<PathBuf>,
     /// Directory of JSON Schemas instead of the built-in ones.
     pub spec_dir: Option<PathBuf>,
+    /// Workspace kinds accepted; another kind is reported as `error`.
+    pub scope: Scope,
     /// Workspaces inspected at once (0: one per available core).
     pub threads: usize,
+}
+
+impl Default for HealthOptions {
+    fn default() -> Self {
+        HealthOptions {
+            store: None,
+            spec_dir: None,
+            scope: Scope::Any,
+            threads: 0,
+        }
+    }
 }
 
 /// Inspect every directory in `dirs` (each a workspace root or its `.small` directory), in
@@ -232,6 +246,9 @@ pub fn inspect_one(
     h.small_dir_exists = true;
 
     h.strict_status = StrictStatus::Ok;
+    if let Err(e) = runs::check_scope(&root, opts.scope) {
+        h.problem(StrictStatus::Error, e.message);
+    }
     match schemas {
         Err(e) => h.problem(StrictStatus::Error, format!("schemas: {e}")),
         Ok(schemas) => strict(&root, schemas, &mut h),
@@ -261,7 +278,11 @@ pub fn inspect_one(
 
     let store = runs::store_dir(&root, opts.store.as_deref());
     match runs::list(&store) {
-        Ok((snaps, _warnings)) => {
+        Ok((snaps, warnings)) => {
+            // A damaged snapshot is a problem of the workspace's history worth seeing here.
+            for w in warnings {
+                h.problem(StrictStatus::Error, format!("run store: {w}"));
+            }
             h.snapshot_count = snaps.len();
             if let Some(latest) = snaps.first() {
                 h.latest_snapshot_replay_id = Some(latest.name.clone());
