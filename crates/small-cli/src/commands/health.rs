@@ -43,7 +43,11 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if args.store.as_ref().is_some_and(|s| s.as_os_str().is_empty()) {
+    if args
+        .store
+        .as_ref()
+        .is_some_and(|s| s.as_os_str().is_empty())
+    {
         return Err(CliError::usage("--store needs a directory path"));
     }
     let dirs = if args.dirs.is_empty() {

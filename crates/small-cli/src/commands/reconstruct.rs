@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::diag::Diagnostic;
-use small_core::history::reconstruct::{self, Reconstruction, ReconstructOptions};
+use small_core::history::reconstruct::{self, ReconstructOptions, Reconstruction};
 use small_core::history::runs::{self, ErrorKind, RunError};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
@@ -28,7 +28,12 @@ pub struct Args {
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
     /// Show the newest N matching entries (0 or less: all)
-    #[arg(long, value_name = "N", default_value_t = 50, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 50,
+        allow_negative_numbers = true
+    )]
     pub limit: i64,
     /// Print the reconstruction as JSON (docs/json-output.md)
     #[arg(long)]
@@ -123,7 +128,11 @@ fn render(r: &Reconstruction) -> String {
         }
         outln!(o, "{line}");
         if let Some(n) = &e.notes {
-            outln!(o, "      notes: {}", indented(&reconstruct::display_value(n)));
+            outln!(
+                o,
+                "      notes: {}",
+                indented(&reconstruct::display_value(n))
+            );
         }
         if let Some(c) = &e.command_summary {
             outln!(o, "      command: {c}");

@@ -284,7 +284,10 @@ async fn reconstruct_and_health_over_mcp() {
     for t in ["reconstruct", "health"] {
         assert!(tools.contains(&t.to_string()), "{t} in {tools:?}");
     }
-    for (status, evidence) in [("in_progress", "lexer done"), ("in_progress", "parser done")] {
+    for (status, evidence) in [
+        ("in_progress", "lexer done"),
+        ("in_progress", "parser done"),
+    ] {
         let (ok, v) = call(
             &c,
             "progress_add",

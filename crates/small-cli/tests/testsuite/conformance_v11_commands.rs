@@ -161,13 +161,11 @@ fn run_verify_matches_the_reference_except_unverifiable_snapshots() {
         // docs/decisions.md: a snapshot without digests is not a pass (exit 1).
         let unverifiable = rec_out.contains("unverifiable")
             || (rec_exit == 0 && json(rec_out)["digest_recorded"] == Value::Bool(false));
-        let want = if unverifiable {
-            1
-        } else {
-            rec_exit
-        };
+        let want = if unverifiable { 1 } else { rec_exit };
         if code != want {
-            diffs.push(format!("exit {code}, expected {want} (reference {rec_exit})"));
+            diffs.push(format!(
+                "exit {code}, expected {want} (reference {rec_exit})"
+            ));
         }
         let (ours, theirs) = (json(out), json(rec_out));
         if theirs.is_object() {
@@ -247,7 +245,11 @@ fn health_matches_the_reference_and_fails_on_unhealthy_workspaces() {
             return vec![format!("not a health report: {out}")];
         };
         if ours.len() != theirs.len() {
-            return vec![format!("{} workspaces, reference {}", ours.len(), theirs.len())];
+            return vec![format!(
+                "{} workspaces, reference {}",
+                ours.len(),
+                theirs.len()
+            )];
         }
         for (o, t) in ours.iter().zip(theirs) {
             let mut keys = vec![
@@ -306,7 +308,11 @@ fn reconstruct_matches_the_reference_with_structured_evidence() {
                     .collect::<Vec<_>>()
             };
             if heads(out) != heads(rec_out) {
-                diffs.push(format!("entries {:?}\nreference {:?}", heads(out), heads(rec_out)));
+                diffs.push(format!(
+                    "entries {:?}\nreference {:?}",
+                    heads(out),
+                    heads(rec_out)
+                ));
             }
             return diffs;
         }
@@ -334,7 +340,8 @@ fn reconstruct_matches_the_reference_with_structured_evidence() {
                 ));
             }
         }
-        let (Some(oe), Some(te)) = (ours["entries"].as_array(), theirs["entries"].as_array()) else {
+        let (Some(oe), Some(te)) = (ours["entries"].as_array(), theirs["entries"].as_array())
+        else {
             return vec![format!("no entries: {out}")];
         };
         if oe.len() != te.len() {

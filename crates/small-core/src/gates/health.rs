@@ -163,7 +163,10 @@ pub fn inspect(dirs: &[PathBuf], opts: &HealthOptions) -> Vec<WorkspaceHealth> {
     }
     .clamp(1, dirs.len().max(1));
     if threads == 1 {
-        return dirs.iter().map(|d| inspect_one(d, &schemas, opts)).collect();
+        return dirs
+            .iter()
+            .map(|d| inspect_one(d, &schemas, opts))
+            .collect();
     }
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<WorkspaceHealth>> = vec![None; dirs.len()];

@@ -12,9 +12,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::history::runs::RunError;
 #[cfg(test)]
 use crate::history::runs::ErrorKind;
+use crate::history::runs::RunError;
 use crate::spec::consts::{ArtifactKind, SMALL_DIR};
 use crate::spec::model::HANDOFF_REPLAY_ID_POINTER;
 use crate::spec::timestamp::{self, Instant};
@@ -168,7 +168,10 @@ pub fn reconstruct(root: &Path, opts: &ReconstructOptions) -> Result<Reconstruct
         .map(str::trim)
         .filter(|t| !t.is_empty());
 
-    let task = match (task_filter, read_doc(&small.join(ArtifactKind::Plan.file_name()))) {
+    let task = match (
+        task_filter,
+        read_doc(&small.join(ArtifactKind::Plan.file_name())),
+    ) {
         (Some(id), Ok(Some(plan))) => plan
             .root
             .get("tasks")
@@ -256,9 +259,8 @@ pub fn reconstruct(root: &Path, opts: &ReconstructOptions) -> Result<Reconstruct
 
 /// Mask secrets in every string of the reconstruction (the same masking as every front end).
 fn mask(r: &mut Reconstruction) -> Result<(), RunError> {
-    let encode = |e: serde_json::Error| {
-        RunError::usage(format!("cannot encode the reconstruction: {e}"))
-    };
+    let encode =
+        |e: serde_json::Error| RunError::usage(format!("cannot encode the reconstruction: {e}"));
     let mut v = serde_json::to_value(&*r).map_err(encode)?;
     crate::gates::secrets::redact_json(&mut v);
     *r = serde_json::from_value(v).map_err(encode)?;

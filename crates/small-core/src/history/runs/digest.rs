@@ -199,8 +199,8 @@ pub fn compare(
     let aggregate = aggregate_digest(&computed);
     let mut checked = Vec::new();
     let mut mismatches: Vec<DigestMismatch> = Vec::new();
-    let recorded_aggregate = Some(meta.artifact_digest.trim().to_ascii_lowercase())
-        .filter(|d| !d.is_empty());
+    let recorded_aggregate =
+        Some(meta.artifact_digest.trim().to_ascii_lowercase()).filter(|d| !d.is_empty());
     let mut aggregate_ok = true;
     if let Some(r) = &recorded_aggregate {
         checked.push("artifact_digest");
@@ -385,7 +385,10 @@ mod tests {
         let mut changed = per.clone();
         changed.insert("progress.small.yml".into(), "ee".into());
         assert_eq!(compare("id", "id", &m, per).status, VerifyStatus::Ok);
-        assert_eq!(compare("id", "id", &m, changed).status, VerifyStatus::Mismatch);
+        assert_eq!(
+            compare("id", "id", &m, changed).status,
+            VerifyStatus::Mismatch
+        );
     }
 
     const V11_CASES: &str = concat!(
@@ -408,7 +411,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(meta.artifact_digests.len(), 5);
-        assert_eq!(aggregate_digest(&meta.artifact_digests), meta.artifact_digest);
+        assert_eq!(
+            aggregate_digest(&meta.artifact_digests),
+            meta.artifact_digest
+        );
         let v = verify(&store("run-snapshot-by-v1.1.2"), id).unwrap();
         assert_eq!(v.status, VerifyStatus::Ok, "{v:?}");
         assert_eq!(v.computed_digest, meta.artifact_digest);
