@@ -31,9 +31,11 @@ use small_core::authoring::resume::{self, GateMode, ResumeOptions};
 use small_core::authoring::session;
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
+use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
 use small_core::gates::secrets::{redact_json, redact_source};
 use small_core::gates::status::{self, StatusOptions};
+use small_core::history::reconstruct::{self, ReconstructOptions};
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::workspace::{self, Location};
@@ -197,6 +199,16 @@ pub struct RunSnapshotRequest {
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct RunListRequest {
     /// At most this many runs, newest first (0 or absent: all)
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct ReconstructRequest {
+    /// Only the entries of this task (and the task as the plan describes it)
+    pub task: Option<String>,
+    /// Only entries at or after this time (RFC 3339 with fractional seconds)
+    pub since: Option<String>,
+    /// The newest N matching entries (default 50; 0 for all)
     pub limit: Option<usize>,
 }
 
@@ -464,6 +476,31 @@ impl SmallMcp {
             })),
             Err(e) => Ok(diag("run", e.message, e.help)),
         }
+    }
+
+    #[tool(
+        description = "Reconstruct a task's or the run's evidence from progress, with the task from the plan and the handoff (same as `small reconstruct --json`): entries with index, time, task, status, evidence, notes, command summary and proof reference; `limit` keeps the newest (default 50, 0 for all)."
+    )]
+    async fn reconstruct(&self, Parameters(req): Parameters<ReconstructRequest>) -> ToolResult {
+        let loc = tri!(self.locate());
+        let opts = ReconstructOptions {
+            task: req.task,
+            since: req.since,
+            limit: req.limit.unwrap_or(50),
+        };
+        match reconstruct::reconstruct(&loc.root, &opts) {
+            Ok(r) => ok(serde_json::to_value(&r).unwrap_or_default()),
+            Err(e) => Ok(diag("reconstruct", e.message, e.help)),
+        }
+    }
+
+    #[tool(
+        description = "Health of the workspace: strict verdict with its errors, current run, live artifact digest, run snapshots and whether the newest is stale, plan summary (same as `small health --json` for this workspace)."
+    )]
+    async fn health(&self) -> ToolResult {
+        let loc = tri!(self.locate());
+        let all = health::inspect(std::slice::from_ref(&loc.root), &HealthOptions::default());
+        ok(json!({ "workspaces": all }))
     }
 
     #[tool(description = "List the run history, newest first (same as `small run list --json`).")]

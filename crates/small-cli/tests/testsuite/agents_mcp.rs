@@ -269,3 +269,50 @@ fn python_sdk_client_drives_a_workflow() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconstruct_and_health_over_mcp() {
+    let ws = Ws::new();
+    let c = connect(ws.root()).await;
+    let tools: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for t in ["reconstruct", "health"] {
+        assert!(tools.contains(&t.to_string()), "{t} in {tools:?}");
+    }
+    for (status, evidence) in [
+        ("in_progress", "lexer done"),
+        ("in_progress", "parser done"),
+    ] {
+        let (ok, v) = call(
+            &c,
+            "progress_add",
+            json!({"task": "task-1", "status": status, "evidence": evidence}),
+        )
+        .await;
+        assert!(ok, "{v}");
+    }
+    let (ok, v) = call(&c, "reconstruct", json!({"task": "task-1", "limit": 1})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["task"]["id"], "task-1", "{v}");
+    assert_eq!(v["matched_entries"], 2, "{v}");
+    assert_eq!(v["returned_entries"], 1, "{v}");
+    assert_eq!(v["truncated"], true, "{v}");
+    assert_eq!(v["entries"][0]["evidence"], "parser done", "{v}");
+
+    let (ok, v) = call(&c, "reconstruct", json!({"since": "2026-01-01T00:00:00Z"})).await;
+    assert!(!ok, "a --since without fraction is refused: {v}");
+    assert_eq!(v["error"]["code"], "reconstruct", "{v}");
+
+    let (ok, v) = call(&c, "health", json!({})).await;
+    assert!(ok, "{v}");
+    let w = &v["workspaces"][0];
+    assert_eq!(w["small_dir_exists"], true, "{v}");
+    assert!(w["strict_status"].is_string(), "{v}");
+    assert_eq!(w["artifact_digest"].as_str().map(str::len), Some(64), "{v}");
+    assert_eq!(w["snapshot_count"], 0, "{v}");
+}

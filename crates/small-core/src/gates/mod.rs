@@ -4,6 +4,7 @@
 pub mod check;
 pub mod doctor;
 pub mod emit;
+pub mod health;
 pub mod invariants;
 pub mod layout;
 pub mod progress_check;

@@ -1,4 +1,5 @@
 //! Run history: snapshots of finished runs and archives.
 
 pub mod archive;
+pub mod reconstruct;
 pub mod runs;

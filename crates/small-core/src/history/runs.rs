@@ -20,6 +20,7 @@
 //! store are never followed. A damaged store gives an error naming the damage, never a panic.
 
 pub mod diff;
+pub mod digest;
 pub mod index;
 pub mod safe;
 
@@ -498,11 +499,17 @@ pub fn git_info(root: &Path, exclude: &[&Path]) -> GitInfo {
 // Snapshot metadata
 
 /// `meta.json` of a snapshot. Field names match the reference implementation's store, so
-/// either tool can read the other's snapshots; `files` is ours (SHA-256 per file).
+/// either tool can read the other's snapshots; `files` is ours (SHA-256 per file, what
+/// earlier versions of small check), `generation` too. `artifact_digest` and
+/// `artifact_digests` are the reference's digests ([`digest`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
     #[serde(rename = "replayId", default)]
     pub replay_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub artifact_digest: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub artifact_digests: BTreeMap<String, String>,
     #[serde(default)]
     pub created_at: String,
     #[serde(default)]
@@ -522,6 +529,17 @@ pub struct Meta {
     /// The generation of the replay ID (absent for the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<u32>,
+}
+
+impl Meta {
+    /// The digests recorded for artifact `name`: ours (`files`) and the reference's
+    /// (`artifact_digests`), whichever are present.
+    pub fn recorded<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a String> + 'a {
+        self.files
+            .get(name)
+            .into_iter()
+            .chain(self.artifact_digests.get(name))
+    }
 }
 
 /// A snapshot directory name: `<replayId>` (generation 1) or `<replayId>~N` (N >= 2).
@@ -751,6 +769,8 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     };
     let mut meta = Meta {
         replay_id: replay_id.clone(),
+        artifact_digest: String::new(),
+        artifact_digests: BTreeMap::new(),
         created_at: now_rfc3339(),
         git_sha: git.sha,
         git_dirty: git.dirty,
@@ -764,6 +784,8 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     for f in &files {
         meta.files.insert(f.name.clone(), f.sha256.clone());
     }
+    let per_file = meta.files.clone();
+    digest::record(&mut meta, &per_file);
     let mut meta_text = serde_json::to_string_pretty(&meta)
         .map_err(|e| RunError::usage(format!("cannot encode {META_FILE}: {e}")))?;
     meta_text.push('\n');
@@ -921,7 +943,7 @@ fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
         if !verify && name != ArtifactKind::Handoff.file_name() {
             if safe::stored_file_exists(&path)? {
                 artifacts.push(name.to_string());
-            } else if meta.files.contains_key(name) {
+            } else if meta.recorded(name).next().is_some() {
                 problems.push(format!("{name} is missing"));
             }
             continue;
@@ -937,15 +959,16 @@ fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
             safe::hash_stored_file(&path)?.map(|(sha, _)| (sha, None))
         };
         let Some((sha, bytes)) = found else {
-            if meta.files.contains_key(name) {
+            if meta.recorded(name).next().is_some() {
                 problems.push(format!("{name} is missing"));
             }
             continue;
         };
-        if let Some(expected) = meta.files.get(name) {
-            if !expected.eq_ignore_ascii_case(&sha) {
-                problems.push(format!("{name} changed after the snapshot was taken"));
-            }
+        if meta
+            .recorded(name)
+            .any(|expected| !expected.trim().eq_ignore_ascii_case(&sha))
+        {
+            problems.push(format!("{name} changed after the snapshot was taken"));
         }
         if let Some(bytes) = bytes {
             handoff = handoff_info(&bytes, &path.display().to_string())?;
@@ -1060,6 +1083,13 @@ pub fn check_query(query: &str) -> Result<String, RunError> {
 /// Find the snapshot a replay ID or unambiguous prefix names (its newest generation, or
 /// generation N with `~N`), and load it.
 pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
+    let name = resolve(store, query)?;
+    load_dir(store, &name, true)
+}
+
+/// The directory name of the snapshot a replay ID or unambiguous prefix names (its newest
+/// generation, or generation N with `~N`), without reading it.
+pub fn resolve(store: &Path, query: &str) -> Result<String, RunError> {
     let q = check_query(query)?;
     let (prefix, wanted) = match q.split_once('~') {
         Some((p, g)) => (p.to_string(), g.parse::<u32>().ok()),
@@ -1116,7 +1146,7 @@ pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
         Some(w) => gens.iter().find(|(g, _)| *g == w).map(|(_, n)| *n),
     };
     match pick {
-        Some(name) => load_dir(store, name, true),
+        Some(name) => Ok(name.clone()),
         None => Err(RunError::usage(format!(
             "run {} has no generation {} (it has {})",
             short_id(&id, 12),

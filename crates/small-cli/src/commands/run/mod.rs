@@ -6,6 +6,7 @@ pub mod diff;
 pub mod list;
 pub mod show;
 pub mod snapshot;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,7 @@ pub enum Sub {
     Show(show::Args),
     Diff(diff::Args),
     Checkout(checkout::Args),
+    Verify(verify::Args),
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -59,6 +61,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         Sub::Show(a) => show::run(a, &ctx, g),
         Sub::Diff(a) => diff::run(a, &ctx, g),
         Sub::Checkout(a) => checkout::run(a, &ctx, g),
+        Sub::Verify(a) => verify::run(a, &ctx, g),
     }
 }
 

@@ -1,0 +1,141 @@
+//! `small health`: the state of one or many workspaces at a glance.
+
+use std::path::PathBuf;
+
+use small_core::gates::health::{self, HealthOptions, WorkspaceHealth};
+use small_core::workspace::Scope;
+
+use crate::error::{CliError, CmdResult};
+use crate::outln;
+use crate::GlobalArgs;
+
+/// Report the health of one or more workspaces: strict verdict, current run, live artifact
+/// digest, run snapshots and whether the newest is stale, next task.
+///
+/// Each DIR is a workspace root or its .small directory (reported as its parent); with none,
+/// the current directory. A missing or unreadable workspace is reported, not fatal.
+/// Workspaces are checked in parallel; nothing is written (the gate cache is not used).
+///
+/// Exit codes: 0 every workspace passes `check --strict`; 1 any is failed, missing or could
+/// not be inspected; 2 bad flags.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Workspaces to inspect [default: the current directory]
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Print the report as JSON (docs/json-output.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Run store of each workspace, relative to it unless absolute [default: .small-runs]
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Workspace kinds accepted: root (kind repo-root), examples, or any; another kind is an error
+    #[arg(long, value_name = "SCOPE", default_value = "any", value_parser = Scope::parse)]
+    pub workspace: Scope,
+    /// Directory with the JSON Schemas to use instead of the built-in ones (falls back to $SMALL_SPEC_DIR)
+    #[arg(long, value_name = "DIR")]
+    pub spec_dir: Option<PathBuf>,
+}
+
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    workspaces: &'a [WorkspaceHealth],
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if args
+        .store
+        .as_ref()
+        .is_some_and(|s| s.as_os_str().is_empty())
+    {
+        return Err(CliError::usage("--store needs a directory path"));
+    }
+    let dirs = if args.dirs.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.dirs
+    };
+    let opts = HealthOptions {
+        store: args.store,
+        spec_dir: args.spec_dir,
+        scope: args.workspace,
+        threads: 0,
+    };
+    let all = health::inspect(&dirs, &opts);
+    if args.json {
+        g.json(&Report { workspaces: &all })?;
+    } else {
+        crate::output::data(&crate::render::escape_controls(&render(&all)))?;
+    }
+    let bad = all.iter().filter(|h| !h.healthy()).count();
+    if bad == 0 {
+        Ok(())
+    } else {
+        Err(CliError::silent(crate::error::EXIT_INVALID))
+    }
+}
+
+fn short(s: Option<&str>) -> String {
+    match s {
+        Some(s) if s.len() > 8 => format!("{}...", &s[..8]),
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => "-".to_string(),
+    }
+}
+
+fn render(all: &[WorkspaceHealth]) -> String {
+    let header = [
+        "strict",
+        "snapshots",
+        "stale",
+        "replayId",
+        "artifact_digest",
+        "next_task",
+        "path",
+    ];
+    let rows: Vec<[String; 7]> = all
+        .iter()
+        .map(|h| {
+            [
+                h.strict_status.as_str().to_string(),
+                h.snapshot_count.to_string(),
+                h.latest_snapshot_stale.to_string(),
+                short(h.replay_id.as_deref()),
+                short(h.artifact_digest.as_deref()),
+                h.next_task().unwrap_or("-").to_string(),
+                h.path.clone(),
+            ]
+        })
+        .collect();
+    let mut width = header.map(str::len);
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut o = String::new();
+    let line = |o: &mut String, cells: &[&str]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = width[i]));
+            }
+        }
+        outln!(o, "{}", s.trim_end());
+    };
+    line(&mut o, &header);
+    for r in &rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        line(&mut o, &cells);
+    }
+    for h in all.iter().filter(|h| !h.strict_errors.is_empty()) {
+        outln!(o);
+        outln!(o, "{} ({}):", h.path, h.strict_status.as_str());
+        for e in &h.strict_errors {
+            outln!(o, "  - {e}");
+        }
+    }
+    o
+}

@@ -1,0 +1,394 @@
+//! Health of one or many workspaces at a glance: the strict check's verdict, the current run,
+//! the digest of the live artifacts, the run snapshots and whether the newest is stale, and the
+//! plan summary. Read-only: the gate cache is neither read nor written, nothing is created.
+//!
+//! Each workspace is inspected on its own; one that is missing or unreadable is reported as
+//! such, never failing the others. Workspaces are inspected in parallel.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::gates::check::{self, GateOptions};
+use crate::gates::report::{self, compact_line};
+use crate::gates::schemas::SchemaSet;
+use crate::gates::status::PlanStatus;
+use crate::history::runs::{self, digest};
+use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::spec::plan::PlanIndex;
+use crate::workspace::{fsio, Scope};
+use crate::yaml::{self, Limits, Node};
+
+/// How many next actionable tasks a plan summary lists.
+pub const NEXT_ACTIONABLE: usize = 5;
+
+/// The strict verdict of one workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StrictStatus {
+    /// `check --strict` passes.
+    Ok,
+    /// `check --strict` finds the workspace invalid.
+    Failed,
+    /// There is no `.small/` directory (or no directory at all).
+    Missing,
+    /// The workspace could not be inspected (not a directory, unreadable, a linked `.small/`).
+    Error,
+}
+
+impl StrictStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrictStatus::Ok => "ok",
+            StrictStatus::Failed => "failed",
+            StrictStatus::Missing => "missing",
+            StrictStatus::Error => "error",
+        }
+    }
+}
+
+/// The plan summary of a workspace (the reference's keys).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HealthPlan {
+    pub total_tasks: usize,
+    pub tasks_by_status: BTreeMap<String, usize>,
+    pub next_actionable: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_incomplete: Option<String>,
+}
+
+/// The health of one workspace (documented in docs/json-output.md).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct WorkspaceHealth {
+    /// The workspace root (a `.small` argument is reported as its parent).
+    pub path: String,
+    pub small_dir_exists: bool,
+    pub strict_status: StrictStatus,
+    /// The strict check's errors, one line each (`file:line:col: error[CODE]: message`), or
+    /// why the workspace could not be inspected.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub strict_errors: Vec<String>,
+    /// The current run: `run.replay_id` of workspace.small.yml, else the handoff's replayId.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_id: Option<String>,
+    /// The aggregate digest of the live artifacts, as a snapshot taken now would record it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_digest: Option<String>,
+    pub snapshot_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_snapshot_replay_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_snapshot_artifact_digest: Option<String>,
+    /// The live artifacts differ from what the newest snapshot recorded.
+    pub latest_snapshot_stale: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<HealthPlan>,
+}
+
+impl WorkspaceHealth {
+    fn new(path: &Path) -> WorkspaceHealth {
+        WorkspaceHealth {
+            path: path.display().to_string(),
+            small_dir_exists: false,
+            strict_status: StrictStatus::Error,
+            strict_errors: Vec::new(),
+            replay_id: None,
+            artifact_digest: None,
+            snapshot_count: 0,
+            latest_snapshot_replay_id: None,
+            latest_snapshot_artifact_digest: None,
+            latest_snapshot_stale: false,
+            plan: None,
+        }
+    }
+
+    /// Whether the workspace passes (`ok`).
+    pub fn healthy(&self) -> bool {
+        self.strict_status == StrictStatus::Ok
+    }
+
+    /// The task to work on next, for tables: the first actionable, else the first incomplete.
+    pub fn next_task(&self) -> Option<&str> {
+        let p = self.plan.as_ref()?;
+        p.next_actionable
+            .first()
+            .or(p.first_incomplete.as_ref())
+            .map(String::as_str)
+    }
+
+    fn problem(&mut self, status: StrictStatus, message: String) {
+        if self.strict_status == StrictStatus::Ok {
+            self.strict_status = status;
+        }
+        self.strict_errors.push(message);
+    }
+}
+
+/// Options of [`inspect`] (by default: every workspace kind, the default store, the built-in
+/// schemas, one thread per core).
+#[derive(Debug, Clone)]
+pub struct HealthOptions {
+    /// The run store, relative to each workspace unless absolute (default `.small-runs`).
+    pub store: Option<PathBuf>,
+    /// Directory of JSON Schemas instead of the built-in ones.
+    pub spec_dir: Option<PathBuf>,
+    /// Workspace kinds accepted; another kind is reported as `error`.
+    pub scope: Scope,
+    /// Workspaces inspected at once (0: one per available core).
+    pub threads: usize,
+}
+
+impl Default for HealthOptions {
+    fn default() -> Self {
+        HealthOptions {
+            store: None,
+            spec_dir: None,
+            scope: Scope::Any,
+            threads: 0,
+        }
+    }
+}
+
+/// Inspect every directory in `dirs` (each a workspace root or its `.small` directory), in
+/// parallel; the results are in the order given, duplicates kept.
+pub fn inspect(dirs: &[PathBuf], opts: &HealthOptions) -> Vec<WorkspaceHealth> {
+    let schemas = SchemaSet::resolve(opts.spec_dir.as_deref()).map_err(|e| e.to_string());
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, dirs.len().max(1));
+    if threads == 1 {
+        return dirs
+            .iter()
+            .map(|d| inspect_one(d, &schemas, opts))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut slots: Vec<Option<WorkspaceHealth>> = vec![None; dirs.len()];
+    std::thread::scope(|scope| {
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(d) = dirs.get(i) else { break };
+                done.push((i, inspect_one(d, &schemas, opts)));
+            }
+            done
+        };
+        let tasks: Vec<_> = (0..threads)
+            .map(|_| crate::par::spawn(scope, work))
+            .collect();
+        for t in tasks {
+            // A worker that panicked leaves its slots empty; they are inspected again below.
+            if let Ok(done) = t.join() {
+                for (i, h) in done {
+                    slots[i] = Some(h);
+                }
+            }
+        }
+    });
+    slots
+        .into_iter()
+        .zip(dirs)
+        .map(|(h, d)| h.unwrap_or_else(|| inspect_one(d, &schemas, opts)))
+        .collect()
+}
+
+fn read_yaml(path: &Path) -> Option<yaml::Document> {
+    let limits = Limits::default();
+    let bytes = fsio::read_bounded(path, limits.max_bytes as u64).ok()?;
+    yaml::parse_bytes(&bytes, &limits).ok()
+}
+
+fn trimmed(n: Option<&Node>) -> Option<String> {
+    n.and_then(Node::as_str)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Inspect one workspace.
+pub fn inspect_one(
+    dir: &Path,
+    schemas: &Result<Arc<SchemaSet>, String>,
+    opts: &HealthOptions,
+) -> WorkspaceHealth {
+    let root = runs::workspace_root(dir);
+    let mut h = WorkspaceHealth::new(&root);
+    let small = root.join(SMALL_DIR);
+    match std::fs::symlink_metadata(&small) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) if m.file_type().is_symlink() => {
+            h.strict_errors.push(format!(
+                "{} is a symbolic link; small works only on a real {SMALL_DIR}/ directory",
+                small.display()
+            ));
+            return h;
+        }
+        Ok(_) => {
+            h.strict_errors
+                .push(format!("{} is not a directory", small.display()));
+            return h;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            h.strict_status = StrictStatus::Missing;
+            h.strict_errors
+                .push(format!("{SMALL_DIR}/ directory does not exist"));
+            return h;
+        }
+        Err(e) => {
+            h.strict_errors
+                .push(format!("cannot inspect {}: {e}", small.display()));
+            return h;
+        }
+    }
+    h.small_dir_exists = true;
+
+    h.strict_status = StrictStatus::Ok;
+    if let Err(e) = runs::check_scope(&root, opts.scope) {
+        h.problem(StrictStatus::Error, e.message);
+    }
+    match schemas {
+        Err(e) => h.problem(StrictStatus::Error, format!("schemas: {e}")),
+        Ok(schemas) => strict(&root, schemas, &mut h),
+    }
+
+    h.replay_id = read_yaml(&small.join(WORKSPACE_FILE))
+        .and_then(|d| trimmed(d.root.pointer(RUN_REPLAY_ID_POINTER)))
+        .or_else(|| {
+            read_yaml(&small.join(ArtifactKind::Handoff.file_name()))
+                .and_then(|d| trimmed(d.root.pointer(HANDOFF_REPLAY_ID_POINTER)))
+        });
+
+    match digest::live_digests(&root) {
+        Ok((aggregate, _)) => h.artifact_digest = Some(aggregate),
+        Err(e) => h.problem(StrictStatus::Error, e.message),
+    }
+
+    if let Some(plan) = read_yaml(&small.join(ArtifactKind::Plan.file_name())) {
+        let p = PlanStatus::from_plan(&PlanIndex::from_plan(Some(&plan.root)), NEXT_ACTIONABLE);
+        h.plan = Some(HealthPlan {
+            total_tasks: p.total_tasks,
+            tasks_by_status: p.tasks_by_status,
+            next_actionable: p.next_actionable,
+            first_incomplete: p.first_incomplete,
+        });
+    }
+
+    let store = runs::store_dir(&root, opts.store.as_deref());
+    match runs::list(&store) {
+        Ok((snaps, warnings)) => {
+            // A damaged snapshot is a problem of the workspace's history worth seeing here.
+            for w in warnings {
+                h.problem(StrictStatus::Error, format!("run store: {w}"));
+            }
+            h.snapshot_count = snaps.len();
+            if let Some(latest) = snaps.first() {
+                h.latest_snapshot_replay_id = Some(latest.name.clone());
+                let recorded = recorded_aggregate(&latest.meta);
+                h.latest_snapshot_stale = match (&recorded, &h.artifact_digest) {
+                    (Some(r), Some(live)) => r != live,
+                    _ => false,
+                };
+                h.latest_snapshot_artifact_digest = recorded;
+            }
+        }
+        Err(e) => h.problem(
+            StrictStatus::Error,
+            format!("cannot read the run store: {}", e.message),
+        ),
+    }
+    h
+}
+
+/// The aggregate digest a snapshot recorded: `artifact_digest`, else the one its per-file
+/// digests give (our older snapshots record only `files`); `None` when it records none.
+pub fn recorded_aggregate(meta: &runs::Meta) -> Option<String> {
+    let a = meta.artifact_digest.trim();
+    if !a.is_empty() {
+        return Some(a.to_ascii_lowercase());
+    }
+    [&meta.artifact_digests, &meta.files]
+        .into_iter()
+        .find(|m| !m.is_empty())
+        .map(digest::aggregate_digest)
+}
+
+/// `check --strict --workspace any`, read-only (no cache), one thread.
+fn strict(root: &Path, schemas: &Arc<SchemaSet>, h: &mut WorkspaceHealth) {
+    let loc = match report::locate(Some(root)) {
+        Ok(l) => l,
+        Err(d) => return h.problem(StrictStatus::Error, compact_line(&d)),
+    };
+    let opts = GateOptions {
+        strict: true,
+        format_strict: false,
+        scope: Scope::Any,
+        since: None,
+        cache: false,
+        threads: 1,
+    };
+    let loaded = check::load(loc, Some(schemas), &opts);
+    let r = check::run_check(&loaded, schemas, &opts);
+    let errors: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|(_, d)| d.is_error())
+        .map(|(_, d)| compact_line(d))
+        .collect();
+    match r.exit_code {
+        0 => {}
+        1 => {
+            h.strict_status = StrictStatus::Failed;
+            h.strict_errors.extend(errors);
+        }
+        _ => {
+            h.strict_status = StrictStatus::Error;
+            h.strict_errors.extend(errors);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_of_missing_and_non_directories() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("file"), "x").unwrap();
+        std::fs::create_dir(d.path().join("empty")).unwrap();
+        std::fs::create_dir_all(d.path().join("bad/.small")).unwrap();
+        let dirs = vec![
+            d.path().join("empty"),
+            d.path().join("nowhere"),
+            d.path().join("file"),
+            d.path().join("bad/.small"),
+        ];
+        let r = inspect(
+            &dirs,
+            &HealthOptions {
+                threads: 2,
+                ..Default::default()
+            },
+        );
+        let got: Vec<StrictStatus> = r.iter().map(|h| h.strict_status).collect();
+        assert_eq!(
+            got,
+            vec![
+                StrictStatus::Missing,
+                StrictStatus::Missing,
+                StrictStatus::Error,
+                // An empty .small/: the strict check fails (no artifacts).
+                StrictStatus::Failed,
+            ]
+        );
+        assert_eq!(r[3].path, d.path().join("bad").display().to_string());
+        assert!(r[3].small_dir_exists && !r[3].strict_errors.is_empty());
+        assert!(r.iter().all(|h| !h.healthy()));
+    }
+}
