@@ -146,7 +146,6 @@ fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         let help = cli_command().render_help().to_string();
         return finish(g.data(format!("{}\n", help.trim_end())), &g, false);
     };
-<<<<<<< HEAD
     let result = dispatch(command, &g);
     finish(result, &g, json_requested(&matches))
 }
@@ -161,6 +160,7 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Check(a) => commands::check::run(a, g),
         Command::Verify(a) => commands::verify::run(a, g),
         Command::Status(a) => commands::status::run(a, g),
+        Command::Health(a) => commands::health::run(a, g),
         Command::Emit(a) => commands::emit::run(a, g),
         Command::Doctor(a) => commands::doctor::run(a, g),
         Command::Plan(a) => commands::plan::run(a, g),
@@ -171,6 +171,7 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Start(a) => commands::start::run(a, g),
         Command::Reset(a) => commands::reset::run(a, g),
         Command::Resume(a) => commands::resume::run(a, g),
+        Command::Reconstruct(a) => commands::reconstruct::run(a, g),
         Command::Fix(a) => commands::fix::run(a, g),
         Command::Agents(a) => commands::agents::run(a, g),
         Command::Draft(a) => commands::draft::run(a, g),
@@ -185,50 +186,6 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Serve(a) => commands::serve::run(a, g),
         Command::Store(a) => commands::store::run(a, g),
         Command::Man(a) => commands::man::run(a, g),
-=======
-    let result = match command {
-        Command::Version(a) => commands::version::run(a, &g),
-        Command::Init(a) => commands::init::run(a, &g),
-        Command::Validate(a) => commands::validate::run(a, &g),
-        Command::Lint(a) => commands::lint::run(a, &g),
-        Command::Check(a) => commands::check::run(a, &g),
-        Command::Verify(a) => commands::verify::run(a, &g),
-        Command::Status(a) => commands::status::run(a, &g),
-        Command::Health(a) => commands::health::run(a, &g),
-        Command::Emit(a) => commands::emit::run(a, &g),
-        Command::Doctor(a) => commands::doctor::run(a, &g),
-        Command::Plan(a) => commands::plan::run(a, &g),
-        Command::Progress(a) => commands::progress::run(a, &g),
-        Command::Checkpoint(a) => commands::checkpoint::run(a, &g),
-        Command::Apply(a) => commands::apply::run(a, &g),
-        Command::Handoff(a) => commands::handoff::run(a, &g),
-        Command::Start(a) => commands::start::run(a, &g),
-        Command::Reset(a) => commands::reset::run(a, &g),
-        Command::Resume(a) => commands::resume::run(a, &g),
-        Command::Reconstruct(a) => commands::reconstruct::run(a, &g),
-        Command::Fix(a) => commands::fix::run(a, &g),
-        Command::Agents(a) => commands::agents::run(a, &g),
-        Command::Draft(a) => commands::draft::run(a, &g),
-        Command::Accept(a) => commands::accept::run(a, &g),
-        Command::Run(a) => commands::run::run(a, &g),
-        Command::Archive(a) => commands::archive::run(a, &g),
-        Command::Selftest(a) => commands::selftest::run(a, &g),
-        Command::Completion(a) => commands::completion::run(a, &g),
-        Command::Manifest(a) => commands::manifest::run(a, &g),
-        Command::Mcp(a) => commands::mcp::run(a, &g),
-        Command::MergeDriver(a) => commands::merge_driver::run(a, &g),
-        Command::Serve(a) => commands::serve::run(a, &g),
-        Command::Store(a) => commands::store::run(a, &g),
-        Command::Man(a) => commands::man::run(a, &g),
-    };
-    let json = json_requested(&matches);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            e.report(&g, json);
-            ExitCode::from(e.exit)
-        }
->>>>>>> issue26-commands
     }
 }
 
