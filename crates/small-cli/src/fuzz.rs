@@ -567,14 +567,21 @@ fn read_commands(dir: &str) -> Vec<Vec<String>> {
         &["resume"],
         &["resume", "--json"],
         &["doctor"],
+        &["reconstruct", "--json"],
+        &["reconstruct", "--task", "task-1", "--limit", "2"],
+        &["run", "list", "--json"],
     ];
-    cmds.iter()
+    let mut all: Vec<Vec<String>> = cmds
+        .iter()
         .map(|c| {
             let mut v: Vec<String> = c.iter().map(|s| s.to_string()).collect();
             v.extend(["--dir".to_string(), dir.to_string()]);
             v
         })
-        .collect()
+        .collect();
+    // `health` takes the workspace as an argument.
+    all.push(vec!["health".into(), "--json".into(), dir.to_string()]);
+    all
 }
 
 /// The writing commands; one runs per input. A failed write must leave `.small/` as it was.

@@ -917,7 +917,7 @@ pub(crate) mod differential {
 
     /// What the fast path streams for `src`. Each item is given back once copied, as the
     /// gates do, so that the next items are written over recycled ones.
-    fn fast(src: &str, key: &str) -> Option<(Node, Vec<Node>)> {
+    pub(crate) fn fast(src: &str, key: &str) -> Option<(Node, Vec<Node>)> {
         let mut items = Vec::new();
         let part = super::Part {
             lists: true,
@@ -980,8 +980,8 @@ pub(crate) mod differential {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse_str, Builder, Limits, Node, Value};
-    use super::differential::same;
+    use super::super::{parse_str, Builder, Limits, Node};
+    use super::differential::{fast, same};
     use proptest::prelude::*;
 
     use super::differential::agree_on;
