@@ -1013,7 +1013,7 @@ fn fuzz_regressions_replay() {
             stats: &stats,
             deadline: None,
         };
-        for seed in 0..damaged.len() {
+        for (seed, damaged_seed) in damaged.iter().enumerate() {
             for write in 0..write_commands("").len() {
                 let case = Case {
                     seed,
@@ -1022,7 +1022,7 @@ fn fuzz_regressions_replay() {
                     write,
                 };
                 if let Err(e) = worker.run(&case) {
-                    failures.push(format!("{name} in {}: {e}", damaged[seed].name));
+                    failures.push(format!("{name} in {}: {e}", damaged_seed.name));
                 }
             }
         }
