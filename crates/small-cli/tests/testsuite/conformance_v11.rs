@@ -145,7 +145,7 @@ pub fn run_small(cwd: &Path, home: &Path, args: &[String]) -> (i32, String, Stri
 
 /// Where our exit code deliberately differs from v1.1.2's: (expected exit, why). Each reason
 /// names its entry in docs/decisions.md ("Command proofs").
-fn deliberate(case: &str, key: &str) -> Option<(i32, &'static str)> {
+pub fn deliberate(case: &str, key: &str) -> Option<(i32, &'static str)> {
     if !STRICT.contains(&key) {
         return None;
     }
