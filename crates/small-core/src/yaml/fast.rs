@@ -312,6 +312,11 @@ fn walk<'t, const LISTS: bool>(
         let line = &text[line_start..line_end];
         // Columns count characters; on an ASCII line (the usual case) that is the byte index.
         let ascii = line.is_ascii();
+        // A byte-order mark inside the text is an error to the parser (and a line of one
+        // in the walk): only a line that is not ASCII can hold one.
+        if !ascii && line.contains('\u{feff}') {
+            return None;
+        }
         let pos = |col: usize| Pos {
             line: to_u32(line_no),
             column: to_u32(
@@ -1133,6 +1138,11 @@ mod tests {
             "# note\r more: text\ntasks:\n  - id: a\n",
             "tasks:\n  - id: a # x\r y: z\n",
             "entries:\n  # c\r- a: 1\n",
+            // A byte-order mark inside the document, before a value, inside one, at a key.
+            "entries:\n  - task_id: \u{feff}\"x\"\n",
+            "entries:\n  - task_id: \"a\u{feff}b\"\n",
+            "entries:\n  - task_id: a\u{feff}b\n",
+            "tasks:\n  - \u{feff}id: a\n",
         ] {
             assert_eq!(agree_on(text, "tasks"), Ok(false), "{text:?}");
             assert_eq!(agree_on(text, "entries"), Ok(false), "{text:?}");
