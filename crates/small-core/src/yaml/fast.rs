@@ -311,12 +311,19 @@ fn walk<'t, const LISTS: bool>(
         }
         let line = &text[line_start..line_end];
         // Columns count characters; on an ASCII line (the usual case) that is the byte index.
-        let ascii = line.is_ascii();
-        // A byte-order mark inside the text is an error to the parser (and a line of one
-        // in the walk): only a line that is not ASCII can hold one.
-        if !ascii && line.contains('\u{feff}') {
-            return None;
-        }
+        // A character YAML does not allow in a document (a control byte; a byte-order mark,
+        // a C1 control, a non-character past ASCII) is left to the general parser, which
+        // refuses it.
+        let ascii = match super::find::line_bytes(line.as_bytes()) {
+            super::find::LineBytes::Ascii => true,
+            super::find::LineBytes::Wide => {
+                if line.chars().any(not_plainly_printable) {
+                    return None;
+                }
+                false
+            }
+            super::find::LineBytes::Control => return None,
+        };
         let pos = |col: usize| Pos {
             line: to_u32(line_no),
             column: to_u32(
@@ -581,6 +588,13 @@ fn walk<'t, const LISTS: bool>(
         last_item,
         count: total,
     })
+}
+
+/// A character past ASCII that the walk does not read itself: C1 controls (NEL among them,
+/// a line break in YAML 1.1), the byte-order mark, line and paragraph separators, and the
+/// non-characters U+FFFE and U+FFFF.
+fn not_plainly_printable(c: char) -> bool {
+    matches!(c, '\u{80}'..='\u{9f}' | '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}')
 }
 
 /// The bytes a key on the fast path is made of: ASCII letters and digits, `_`, `-`, `.`, `/`.
@@ -1143,6 +1157,12 @@ mod tests {
             "entries:\n  - task_id: \"a\u{feff}b\"\n",
             "entries:\n  - task_id: a\u{feff}b\n",
             "tasks:\n  - \u{feff}id: a\n",
+            // Control characters, where YAML allows them and where it does not.
+            "entries:\n  - task_id: \u{0}\"x\"\n",
+            "entries:\n  - task_id: \"a\u{1b}[31mb\"\n",
+            "entries:\n  - task_id: a\u{7f}b\n",
+            "entries:\n  - task_id: a\u{85}b\n",
+            "tasks:\n  - id: a # \u{0}\n",
         ] {
             assert_eq!(agree_on(text, "tasks"), Ok(false), "{text:?}");
             assert_eq!(agree_on(text, "entries"), Ok(false), "{text:?}");

@@ -54,6 +54,59 @@ pub(crate) fn each(hay: &[u8], a: u8) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
+/// What a line is made of, for the fast walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineBytes {
+    /// Printable ASCII only.
+    Ascii,
+    /// Bytes past ASCII too, and no ASCII control byte.
+    Wide,
+    /// An ASCII control byte (a tab, NUL, ESC, DEL, ...): the walk leaves the text to the
+    /// general parser, which knows where YAML allows which of them.
+    Control,
+}
+
+/// Classify `line` (without its line break) a word at a time: as fast as a test for ASCII,
+/// which the walk makes on every line anyway.
+#[inline]
+pub(crate) fn line_bytes(line: &[u8]) -> LineBytes {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of a word of ASCII bytes is below 0x20 or is 0x7f. Borrows between
+    // bytes can only add flags after a flagged byte, never hide one, so the answer is exact.
+    let control_in = |w: u64| {
+        let below = w.wrapping_sub(ONES * 0x20) & !w;
+        let d = w ^ (ONES * 0x7f);
+        let del = d.wrapping_sub(ONES) & !d;
+        (below | del) & HIGH != 0
+    };
+    let control = |b: u8| b < 0x20 || b == 0x7f;
+    let mut wide = false;
+    let mut chunks = line.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        if w & HIGH != 0 {
+            wide = true;
+            if c.iter().any(|&b| control(b)) {
+                return LineBytes::Control;
+            }
+        } else if control_in(w) {
+            return LineBytes::Control;
+        }
+    }
+    for &b in chunks.remainder() {
+        if control(b) {
+            return LineBytes::Control;
+        }
+        wide |= b >= 0x80;
+    }
+    if wide {
+        LineBytes::Wide
+    } else {
+        LineBytes::Ascii
+    }
+}
+
 /// Bit `i` set when byte `i` of a 16-byte block is `a` or `b`.
 #[cfg(target_arch = "x86_64")]
 mod block {
@@ -94,6 +147,16 @@ mod block {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn line_bytes_agrees_with_a_byte_by_byte_look(line in proptest::collection::vec(prop_oneof![0x20u8..0x7f, any::<u8>()], 0..40)) {
+            let control = line.iter().any(|&b| b < 0x20 || b == 0x7f);
+            let wide = line.iter().any(|&b| b >= 0x80);
+            let want = if control { LineBytes::Control } else if wide { LineBytes::Wide } else { LineBytes::Ascii };
+            prop_assert_eq!(line_bytes(&line), want);
+        }
+    }
 
     #[test]
     fn finds_what_memchr_finds_at_every_length_and_place() {
