@@ -9,6 +9,7 @@
 pub mod json;
 pub mod load;
 pub mod reduce;
+pub mod status;
 
 use std::path::Path;
 
@@ -69,6 +70,8 @@ pub struct Checked {
     pub diagnostics: Vec<Diagnostic>,
     /// The state of the records that could be read (with the conflicts among them).
     pub state: State,
+    /// The records read (workspace-relative paths): profile, sessions, events, receipts.
+    pub files: Vec<String>,
 }
 
 /// Load, check and reduce the 2.0.0 tree at `root/.small` (`small_dir`).
@@ -85,9 +88,19 @@ pub fn check(root: &Path, small_dir: &Path) -> Checked {
     }
     diag::sort(&mut diags);
     diags.dedup();
+    let files = store
+        .profile
+        .as_ref()
+        .map(|_| ".small/profile.json".to_string())
+        .into_iter()
+        .chain(store.sessions.iter().map(|s| s.file.clone()))
+        .chain(store.events.iter().map(|e| e.file.clone()))
+        .chain(store.receipts.iter().map(|r| r.file.clone()))
+        .collect();
     Checked {
         diagnostics: diags,
         state,
+        files,
     }
 }
 

@@ -153,7 +153,8 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                 );
                 continue;
             }
-            if e.sequence != expected && !store.unreadable_events.contains(&e.previous_event) {
+            let gap = e.sequence != expected;
+            if gap && !store.unreadable_events.contains(&e.previous_event) {
                 out.push(
                     Diagnostic::error(
                         "V2-SEQ",
@@ -191,7 +192,9 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                         e.previous_event
                     )
                 };
-                if !store.unreadable_events.contains(&e.previous_event) {
+                // A link into a gap already reported is the same damage.
+                let dangling = !ids.contains_key(e.previous_event.as_str());
+                if !store.unreadable_events.contains(&e.previous_event) && !(gap && dangling) {
                     out.push(
                         Diagnostic::error("V2-SEQ", format!("event {} (sequence {}) {what}", e.id, e.sequence))
                             .in_file(e.file.clone())
