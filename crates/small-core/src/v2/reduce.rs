@@ -194,7 +194,9 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                 };
                 // A link into a gap already reported is the same damage.
                 let dangling = !ids.contains_key(e.previous_event.as_str());
-                if !store.unreadable_events.contains(&e.previous_event) && !(gap && dangling) {
+                let reported =
+                    store.unreadable_events.contains(&e.previous_event) || (gap && dangling);
+                if !reported {
                     out.push(
                         Diagnostic::error("V2-SEQ", format!("event {} (sequence {}) {what}", e.id, e.sequence))
                             .in_file(e.file.clone())
