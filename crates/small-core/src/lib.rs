@@ -13,6 +13,7 @@
 //! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).
 //! - `history`: run snapshots and archives.
 //! - `api`: manifests and replay for the HTTP API.
+//! - `v2`: the read side of the SMALL 2.0.0 session profile (records, event graph, state).
 
 pub mod par;
 
@@ -30,3 +31,5 @@ pub mod authoring;
 pub mod history;
 
 pub mod api;
+
+pub mod v2;

@@ -34,6 +34,16 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let audit = crate::settings::progress_mode_is_audit()?;
     let dir = small_core::workspace::small_dir_for(args.dir.as_deref())
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+    if small_core::v2::detect(&dir) == small_core::v2::Profile::V2 && dir.is_dir() {
+        let root = dir.parent().unwrap_or(&dir).to_path_buf();
+        let st = small_core::v2::status::status(&root, &dir);
+        if args.json {
+            g.json(&st)?;
+        } else {
+            g.info_raw(render_v2(&st));
+        }
+        return crate::error::verdict(small_core::gates::report::Verdict::from_code(st.exit_code));
+    }
     let opts = StatusOptions {
         recent: args.recent,
         tasks: args.tasks,
@@ -162,4 +172,67 @@ fn shorten(s: &str, max: usize) -> String {
     }
     let cut: String = first.chars().take(max).collect();
     format!("{cut}…")
+}
+
+/// The human status report of a 2.0.0 workspace.
+fn render_v2(st: &small_core::v2::status::Status) -> String {
+    let mut o = format!(
+        "small {} (SMALL profile {}, mode {})\n\nfrontier: {}\n",
+        st.version, st.profile, st.mode, st.frontier
+    );
+    let counts: Vec<String> = st
+        .task_counts
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    o.push_str(&format!(
+        "\nTasks ({}): {}\n",
+        st.tasks.len(),
+        if counts.is_empty() {
+            "none".to_string()
+        } else {
+            counts.join(", ")
+        }
+    ));
+    for t in &st.tasks {
+        let name = if t.alias.is_empty() { &t.id } else { &t.alias };
+        o.push_str(&format!("  [{}] {name}  {}\n", t.status, t.title));
+    }
+    if let Some(t) = &st.next_task {
+        let name = if t.alias.is_empty() { &t.id } else { &t.alias };
+        o.push_str(&format!("\nNext task: {name} ({})\n", t.title));
+    }
+    o.push_str(&format!("\nSessions ({}):\n", st.sessions));
+    for s in &st.session_list {
+        o.push_str(&format!(
+            "  {} {} {} event(s){}\n",
+            s.id,
+            if s.closed { "closed" } else { "open" },
+            s.events,
+            if s.label.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", s.label)
+            }
+        ));
+    }
+    if !st.conflicts.is_empty() {
+        o.push_str(&format!("\nConflicts ({}):\n", st.conflicts.len()));
+        for c in &st.conflicts {
+            o.push_str(&format!("  {} {}: {}\n", c.id, c.kind, c.message));
+        }
+    }
+    if !st.problems.is_empty() {
+        o.push_str(&format!(
+            "\nProblems ({}): run `small check --strict --workspace any` for details\n",
+            st.problems.len()
+        ));
+        for d in &st.problems {
+            o.push_str(&format!(
+                "  {}\n",
+                small_core::gates::report::compact_line(d)
+            ));
+        }
+    }
+    o
 }

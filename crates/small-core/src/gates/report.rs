@@ -15,6 +15,7 @@ use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::schemas::SchemaSet;
 use crate::gates::validate::validate_workspace;
 use crate::spec::consts::ArtifactKind;
+use crate::v2;
 use crate::workspace::{self, LoadOptions, Location, Workspace};
 
 /// How a gate ended. Its [`code`](Verdict::code) is the `exit_code` of the JSON reports
@@ -181,6 +182,9 @@ pub fn lint(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
+    if let Some(c) = v2_checked(&loc) {
+        return v2_outcome(c, v2::Stage::Graph);
+    }
     let loaded = check::load(loc, None, &req.options);
     let ws = &loaded.ws;
     let mut diags = check::artifact_load_diagnostics(ws);
@@ -198,6 +202,9 @@ pub fn verify(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
+    if let Some(c) = v2_checked(&loc) {
+        return v2_outcome(c, v2::Stage::State);
+    }
     let schemas = match schemas(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
@@ -267,6 +274,12 @@ pub fn check(req: &GateRequest) -> Checked {
             }
         }
     };
+    if let Some(c) = v2_checked(&loc) {
+        return Checked {
+            report: v2_check_report(&c.diagnostics),
+            workspace: None,
+        };
+    }
     let schemas = match schemas(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(d) => {
@@ -351,6 +364,9 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         Err(d) => return Validated::stopped(None, *d),
     };
     let root = Some(loc.root.display().to_string());
+    if let Some(c) = v2_checked(&loc) {
+        return v2_validated(root, c);
+    }
     let schemas = match SchemaSet::resolve(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -427,6 +443,111 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         failed_files,
         has_metadata: ws.metadata.is_some(),
         workspace: Some(ws),
+    }
+}
+
+/// The 2.0.0 checks of the workspace at `loc`, when it holds profile 2.0.0 (docs/v2.md);
+/// `None` for a v1 workspace, which costs a few `lstat`s.
+pub fn v2_checked(loc: &Location) -> Option<v2::Checked> {
+    (v2::detect(&loc.small_dir) == v2::Profile::V2).then(|| v2::check(&loc.root, &loc.small_dir))
+}
+
+/// `lint` (`upto` Graph) or `verify` (`upto` State) of a 2.0.0 workspace.
+fn v2_outcome(c: v2::Checked, upto: v2::Stage) -> GateOutcome {
+    let diagnostics: Vec<Diagnostic> = c
+        .diagnostics
+        .into_iter()
+        .filter(|d| v2::stage_of(&d.code) <= upto)
+        .collect();
+    GateOutcome {
+        verdict: Verdict::of(&diagnostics),
+        diagnostics,
+        fatal: None,
+        workspace: None,
+    }
+}
+
+/// `check`'s staged report of a 2.0.0 workspace: validate = the records, lint = the event
+/// graph, verify = the reduced state (conflicts, policy material); the stages after the
+/// first that fails are skipped, as for v1.
+pub fn v2_check_report(diags: &[Diagnostic]) -> CheckReport {
+    use check::Stage as S;
+    let stages = [
+        (S::Validate, v2::Stage::Records),
+        (S::Lint, v2::Stage::Graph),
+        (S::Verify, v2::Stage::State),
+    ];
+    let mut reports: Vec<StageReport> = Vec::new();
+    let mut all: Vec<(S, Diagnostic)> = Vec::new();
+    let mut stopped: Option<&'static str> = None;
+    let mut exit_code = 0;
+    for (stage, v2stage) in stages {
+        if let Some(name) = stopped {
+            reports.push(StageReport::skipped(&format!("{name} failed")));
+            continue;
+        }
+        let mine: Vec<Diagnostic> = diags
+            .iter()
+            .filter(|d| v2::stage_of(&d.code) == v2stage)
+            .cloned()
+            .collect();
+        let verdict = Verdict::of(&mine);
+        let report = if verdict == Verdict::Error {
+            StageReport::error(&mine, "a record could not be read")
+        } else {
+            StageReport::from_diagnostics(&mine)
+        };
+        if verdict != Verdict::Pass {
+            stopped = Some(stage.name());
+            exit_code = verdict.code();
+        }
+        all.extend(mine.into_iter().map(|d| (stage, d)));
+        reports.push(report);
+    }
+    let mut it = reports.into_iter();
+    let (Some(validate), Some(lint), Some(verify)) = (it.next(), it.next(), it.next()) else {
+        unreachable!("three stages")
+    };
+    CheckReport {
+        validate,
+        lint,
+        verify,
+        exit_code,
+        diagnostics: all,
+    }
+}
+
+/// `validate` of a 2.0.0 workspace: the record rules (files, JSON, members, digests,
+/// identities).
+fn v2_validated(root: Option<String>, c: v2::Checked) -> Validated {
+    let diags: Vec<Diagnostic> = c
+        .diagnostics
+        .into_iter()
+        .filter(|d| v2::stage_of(&d.code) == v2::Stage::Records)
+        .collect();
+    let verdict = Verdict::of(&diags);
+    let errors = diags.iter().filter(|d| d.is_error()).count();
+    let mut failed: Vec<&str> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.file.as_deref())
+        .collect();
+    failed.sort_unstable();
+    failed.dedup();
+    let failed_files = failed.len();
+    Validated {
+        ok: verdict == Verdict::Pass,
+        exit_code: verdict.code(),
+        root,
+        schemas: None,
+        files: c.files,
+        errors,
+        diagnostics: diags,
+        verdict,
+        stopped: false,
+        failed_files,
+        has_metadata: false,
+        workspace: None,
     }
 }
 

@@ -1700,6 +1700,22 @@ fn is_random_token(token: &str) -> bool {
     if is_hex_like(t) {
         return false;
     }
+    // Profile 2.0.0 record identifiers (`event_<32 hex>`, `session_<32 hex>`, ...): a
+    // record kind and a hash, named in messages about the records (docs/v2.md).
+    if let Some((kind, id)) = t.split_once('_') {
+        const KINDS: &[&str] = &[
+            "project", "lineage", "session", "event", "receipt", "policy", "import", "task",
+            "conflict",
+        ];
+        if KINDS.contains(&kind)
+            && id.len() == 32
+            && id
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        {
+            return false;
+        }
+    }
     // Variable names: `YT_TRANSCRIPT_DATABASE_ENABLED`, `AWS_SECRET_ACCESS_KEY_ID`.
     if t.contains('_')
         && t.bytes()

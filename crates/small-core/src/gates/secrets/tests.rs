@@ -722,3 +722,17 @@ fn values_before_a_syntax_error_are_still_masked() {
     let src = "password: hunter2\nbroken: [\n";
     assert!(!redact_source(src).contains("hunter2"));
 }
+
+#[test]
+fn v2_record_ids_are_not_secrets() {
+    assert!(!flagged(
+        None,
+        "event event_1f8ad28ce3ea290c242e480c7c556662 is missing"
+    ));
+    assert!(!flagged(None, "session_9f52191b16868ae8e23aa0353f49e415"));
+    // Any other prefix is judged as before.
+    assert!(flagged(
+        None,
+        &tok(&["tok_", "aZ3kQ9xT2mW7vB4nR8pL1sD6fG0hJ5cY"])
+    ));
+}

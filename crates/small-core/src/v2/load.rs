@@ -1,0 +1,734 @@
+//! Safe, bounded loading of a 2.0.0 `.small/` tree into typed records.
+//!
+//! Symlinks are never followed (a symlink anywhere in an authoritative path is refused), only
+//! regular files are read, each at most [`MAX_RECORD_BYTES`], a file that is not `*.json`
+//! where records live is refused, and a record's path must match its identity. Every problem
+//! becomes a [`Diagnostic`]; a record that can still be read is kept so that later checks do
+//! not cascade from one damaged byte.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::diag::Diagnostic;
+use crate::v2::json::{self, JsonError, Jv};
+use crate::workspace::CODE_IO;
+
+pub const PROFILE_VERSION: &str = "2.0.0";
+/// The largest record (and policy file) read, in bytes.
+pub const MAX_RECORD_BYTES: u64 = 1 << 20;
+
+pub const EVENT_KINDS: &[&str] = &[
+    "session_started",
+    "session_closed",
+    "task_created",
+    "task_updated",
+    "task_transitioned",
+    "command_recorded",
+    "handoff_recorded",
+    "mode_changed",
+    "policy_changed",
+    "ownership_claimed",
+    "ownership_taken_over",
+    "conflict_resolved",
+    "v1_imported",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ty {
+    Str,
+    Int,
+    Obj,
+    StrList,
+}
+
+/// (member, type, required)
+type Spec = &'static [(&'static str, Ty, bool)];
+
+const PROFILE: Spec = &[
+    ("small_version", Ty::Str, true),
+    ("project_id", Ty::Str, true),
+    ("lineage_id", Ty::Str, true),
+    ("mode", Ty::Str, true),
+    ("policy_revision", Ty::Str, true),
+    ("intent_digest", Ty::Str, false),
+    ("constraints_digest", Ty::Str, false),
+    ("import_id", Ty::Str, false),
+];
+const SESSION: Spec = &[
+    ("small_version", Ty::Str, true),
+    ("project_id", Ty::Str, true),
+    ("lineage_id", Ty::Str, true),
+    ("session_id", Ty::Str, true),
+    ("label", Ty::Str, false),
+    ("actor_label", Ty::Str, false),
+    ("model_label", Ty::Str, false),
+    ("parent_session_id", Ty::Str, false),
+    ("from_handoff", Ty::Str, false),
+    ("observed_frontier", Ty::Str, true),
+    ("tool_version", Ty::Str, true),
+    ("created_at", Ty::Str, true),
+    ("digest", Ty::Str, true),
+];
+const EVENT: Spec = &[
+    ("small_version", Ty::Str, true),
+    ("project_id", Ty::Str, true),
+    ("lineage_id", Ty::Str, true),
+    ("session_id", Ty::Str, true),
+    ("event_id", Ty::Str, true),
+    ("kind", Ty::Str, true),
+    ("sequence", Ty::Int, true),
+    ("previous_event", Ty::Str, false),
+    ("parents", Ty::StrList, false),
+    ("occurred_at", Ty::Str, true),
+    ("task_id", Ty::Str, false),
+    ("task_revision", Ty::Int, false),
+    ("policy_revision", Ty::Str, false),
+    ("source_digest", Ty::Str, false),
+    ("payload", Ty::Obj, true),
+    ("digest", Ty::Str, true),
+];
+const RECEIPT: Spec = &[
+    ("small_version", Ty::Str, true),
+    ("project_id", Ty::Str, true),
+    ("receipt_id", Ty::Str, true),
+    ("strength", Ty::Str, true),
+    ("availability", Ty::Str, true),
+    ("producer", Ty::Obj, false),
+    ("task_id", Ty::Str, false),
+    ("task_revision", Ty::Int, false),
+    ("policy_revision", Ty::Str, false),
+    ("source_digest", Ty::Str, false),
+    ("validator", Ty::Str, false),
+    ("outcome", Ty::Str, false),
+    ("artifact_path", Ty::Str, false),
+    ("artifact_digest", Ty::Str, false),
+    ("artifact_size", Ty::Int, false),
+    ("metadata", Ty::Obj, false),
+    ("digest", Ty::Str, true),
+];
+
+/// `profile.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub project_id: String,
+    pub lineage_id: String,
+    pub mode: String,
+    pub policy_revision: String,
+    pub intent_digest: String,
+    pub constraints_digest: String,
+    pub import_id: String,
+}
+
+/// A session record (`sessions/<id>.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub file: String,
+    pub id: String,
+    pub label: String,
+    pub actor_label: String,
+    pub created_at: String,
+    pub digest: String,
+}
+
+/// An event record (`events/<session>/<event>.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub file: String,
+    pub id: String,
+    pub session_id: String,
+    pub kind: String,
+    pub sequence: i64,
+    pub previous_event: String,
+    pub parents: Vec<String>,
+    pub occurred_at: String,
+    pub task_id: String,
+    pub task_revision: i64,
+    pub policy_revision: String,
+    pub source_digest: String,
+    pub payload: Jv,
+    pub digest: String,
+}
+
+impl Event {
+    /// `previous_event` and `parents`, without repeats or empties.
+    pub fn all_parents(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for p in self
+            .parents
+            .iter()
+            .map(String::as_str)
+            .chain([self.previous_event.as_str()])
+        {
+            if !p.is_empty() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    }
+}
+
+/// A receipt record (`receipts/sha256/<digest>.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    pub file: String,
+    pub id: String,
+    pub strength: String,
+    pub availability: String,
+    pub task_id: String,
+    pub outcome: String,
+    pub digest: String,
+}
+
+/// Everything read from a 2.0.0 tree, plus the problems found while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct Store {
+    /// `None` when `profile.json` is missing or unusable.
+    pub profile: Option<Profile>,
+    pub sessions: Vec<Session>,
+    pub events: Vec<Event>,
+    pub receipts: Vec<Receipt>,
+    /// SHA-256 of `policy/intent.small.yml` (`"absent"` when missing).
+    pub policy_intent_digest: String,
+    pub policy_constraints_digest: String,
+    /// Event ids named by event files that could not be read as events (their file stem):
+    /// a reference to one of them is a consequence of that damage, not a second one.
+    pub unreadable_events: BTreeSet<String>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Reads the tree under `small_dir`; `root` is the directory holding it (paths in
+/// diagnostics are relative to it).
+struct Loader<'a> {
+    root: &'a Path,
+    store: Store,
+}
+
+/// Read a 2.0.0 tree. Never fails: problems are in [`Store::diagnostics`].
+pub fn load(root: &Path, small_dir: &Path) -> Store {
+    let mut l = Loader {
+        root,
+        store: Store::default(),
+    };
+    l.load_profile(&small_dir.join("profile.json"));
+    l.store.policy_intent_digest = l.policy_digest(&small_dir.join("policy/intent.small.yml"));
+    l.store.policy_constraints_digest =
+        l.policy_digest(&small_dir.join("policy/constraints.small.yml"));
+    for (path, bytes) in l.json_files(&small_dir.join("sessions"), 1) {
+        l.load_session(&path, &bytes);
+    }
+    for (path, bytes) in l.json_files(&small_dir.join("events"), 2) {
+        l.load_event(&path, &bytes);
+    }
+    for (path, bytes) in l.json_files(&small_dir.join("receipts/sha256"), 1) {
+        l.load_receipt(&path, &bytes);
+    }
+    l.store
+}
+
+impl Loader<'_> {
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(self.root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.store.diagnostics.push(d);
+    }
+
+    fn io(&mut self, p: &Path, e: &std::io::Error) {
+        let d = Diagnostic::error(CODE_IO, format!("cannot read {}: {e}", self.rel(p)))
+            .in_file(self.rel(p))
+            .with_help("check the file's permissions and that the disk is readable");
+        self.push(d);
+    }
+
+    fn symlink(&mut self, p: &Path) {
+        let d = Diagnostic::error(
+            "V2-SYMLINK",
+            "symlink in authoritative state: records are never read through a link",
+        )
+        .in_file(self.rel(p))
+        .with_help("replace the link with the real file or directory it points to, or remove it");
+        self.push(d);
+    }
+
+    /// Read a regular file of at most [`MAX_RECORD_BYTES`] without following a symlink.
+    /// `None` (with a diagnostic) when it cannot be used; `Some(None)` when it is absent.
+    fn read_bounded(&mut self, p: &Path) -> Option<Option<Vec<u8>>> {
+        let meta = match std::fs::symlink_metadata(p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+            Err(e) => {
+                self.io(p, &e);
+                return None;
+            }
+        };
+        if meta.file_type().is_symlink() {
+            self.symlink(p);
+            return None;
+        }
+        if !meta.is_file() {
+            let d = Diagnostic::error("V2-NOT-FILE", "not a regular file where a record belongs")
+                .in_file(self.rel(p))
+                .with_help("authoritative records are regular files; remove or replace this entry");
+            self.push(d);
+            return None;
+        }
+        if meta.len() > MAX_RECORD_BYTES {
+            self.too_big(p, meta.len());
+            return None;
+        }
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(p)
+        };
+        let mut bytes = Vec::new();
+        match file.and_then(|f| f.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)) {
+            Ok(_) if bytes.len() as u64 > MAX_RECORD_BYTES => {
+                self.too_big(p, bytes.len() as u64);
+                None
+            }
+            Ok(_) => Some(Some(bytes)),
+            Err(e) => {
+                self.io(p, &e);
+                None
+            }
+        }
+    }
+
+    fn too_big(&mut self, p: &Path, len: u64) {
+        let d = Diagnostic::error(
+            "V2-SIZE",
+            format!("record is {len} bytes, over the {MAX_RECORD_BYTES}-byte limit"),
+        )
+        .in_file(self.rel(p))
+        .with_help("records are at most 1 MiB: keep large output in evidence blobs and reference it by digest");
+        self.push(d);
+    }
+
+    fn policy_digest(&mut self, p: &Path) -> String {
+        match self.read_bounded(p) {
+            Some(Some(bytes)) => json::sha256_hex(&bytes),
+            Some(None) => "absent".to_string(),
+            None => String::new(),
+        }
+    }
+
+    /// Every `*.json` file `depth` levels below `dir` (1: its files, 2: files of its
+    /// subdirectories), in name order. Anything else there is reported.
+    fn json_files(&mut self, dir: &Path, depth: u32) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
+            Err(e) => {
+                self.io(dir, &e);
+                return out;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                self.symlink(dir);
+                return out;
+            }
+            Ok(m) if !m.is_dir() => {
+                let d = Diagnostic::error("V2-NOT-FILE", "expected a directory of records")
+                    .in_file(self.rel(dir))
+                    .with_help("remove this entry; records live in a directory of this name");
+                self.push(d);
+                return out;
+            }
+            Ok(_) => {}
+        }
+        let mut entries: Vec<(PathBuf, std::fs::FileType)> = match std::fs::read_dir(dir) {
+            Ok(rd) => rd
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
+                .collect(),
+            Err(e) => {
+                self.io(dir, &e);
+                return out;
+            }
+        };
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, ty) in entries {
+            if ty.is_symlink() {
+                self.symlink(&path);
+            } else if depth > 1 && ty.is_dir() {
+                out.extend(self.json_files(&path, depth - 1));
+            } else if depth == 1 && ty.is_file() && path.extension().is_some_and(|e| e == "json") {
+                if let Some(Some(bytes)) = self.read_bounded(&path) {
+                    out.push((path, bytes));
+                } else if depth == 1 {
+                    self.note_unreadable(&path);
+                }
+            } else {
+                let d = Diagnostic::error(
+                    "V2-STRAY",
+                    "unexpected entry among authoritative records (only <id>.json files belong here)",
+                )
+                .in_file(self.rel(&path))
+                .with_help("move notes and other files out of .small/; records are written only by small");
+                self.push(d);
+            }
+        }
+        out
+    }
+
+    fn note_unreadable(&mut self, path: &Path) {
+        if let Some(stem) = path.file_stem() {
+            self.store
+                .unreadable_events
+                .insert(stem.to_string_lossy().into_owned());
+        }
+    }
+
+    /// Parse `bytes` as a record of `what` against `spec`: syntax, duplicate keys, integers,
+    /// unknown members, required members and their types. `None` when it cannot be used.
+    fn parse_record(&mut self, path: &Path, bytes: &[u8], what: &str, spec: Spec) -> Option<Jv> {
+        let file = self.rel(path);
+        let v = match json::parse(bytes) {
+            Ok(v) => v,
+            Err(JsonError::DuplicateKey(k)) => {
+                let d = Diagnostic::error(
+                    "V2-DUP-KEY",
+                    format!("{what} has the member \"{k}\" twice"),
+                )
+                .in_file(file)
+                .with_help(
+                    "a record names each member once; restore the record from version control",
+                );
+                self.push(d);
+                return None;
+            }
+            Err(JsonError::NotInteger(n)) => {
+                let d = Diagnostic::error(
+                    "V2-NUMBER",
+                    format!("{what} holds the number {n}: records hold integers only"),
+                )
+                .in_file(file)
+                .with_help(
+                    "restore the record from version control; small writes whole numbers only",
+                );
+                self.push(d);
+                return None;
+            }
+            Err(JsonError::Syntax(e)) => {
+                let d = Diagnostic::error("V2-JSON", format!("{what} is not valid JSON: {e}"))
+                    .in_file(file)
+                    .with_help("the file is damaged or truncated; restore it from version control");
+                self.push(d);
+                return None;
+            }
+        };
+        let Jv::Obj(members) = &v else {
+            let d = Diagnostic::error(
+                "V2-FIELD",
+                format!("{what} is {}, not an object", v.type_name()),
+            )
+            .in_file(file)
+            .with_help("restore the record from version control");
+            self.push(d);
+            return None;
+        };
+        let mut usable = true;
+        for (k, _) in members {
+            if !spec.iter().any(|(name, _, _)| name == k) {
+                let d = Diagnostic::error("V2-UNKNOWN-FIELD", format!("{what} has the unknown member \"{k}\""))
+                    .in_file(file.clone())
+                    .with_path(format!("/{k}"))
+                    .with_help("profile 2.0.0 records have a closed set of members; remove it (and restore the record's digest) or restore the file");
+                self.push(d);
+            }
+        }
+        for (name, ty, required) in spec {
+            let ok = match (v.get(name), ty) {
+                (None, _) => !required,
+                (Some(Jv::Str(_)), Ty::Str)
+                | (Some(Jv::Int(_)), Ty::Int)
+                | (Some(Jv::Obj(_)), Ty::Obj) => true,
+                (Some(Jv::Arr(items)), Ty::StrList) => {
+                    items.iter().all(|i| matches!(i, Jv::Str(_)))
+                }
+                _ => false,
+            };
+            if !ok {
+                usable = false;
+                let want = match ty {
+                    Ty::Str => "a string",
+                    Ty::Int => "an integer",
+                    Ty::Obj => "an object",
+                    Ty::StrList => "a list of strings",
+                };
+                let msg = match v.get(name) {
+                    None => format!("{what} lacks the required member \"{name}\""),
+                    Some(got) => format!("{what}'s \"{name}\" is {}, not {want}", got.type_name()),
+                };
+                let d = Diagnostic::error("V2-FIELD", msg)
+                    .in_file(file.clone())
+                    .with_path(format!("/{name}"))
+                    .with_help("restore the record from version control");
+                self.push(d);
+            }
+        }
+        usable.then_some(v)
+    }
+
+    /// Check the stored digest against the bytes; the stored value.
+    fn check_digest(&mut self, path: &Path, bytes: &[u8], what: &str) -> String {
+        let file = self.rel(path);
+        match json::record_digest(bytes) {
+            Some((stored, computed)) if stored == computed => stored,
+            Some((stored, computed)) => {
+                let d = Diagnostic::error(
+                    "V2-DIGEST",
+                    format!("{what}'s digest does not match its bytes: stored {stored}, computed {computed}"),
+                )
+                .in_file(file)
+                .with_help("the record was changed after it was written; restore it from version control (records are immutable)");
+                self.push(d);
+                stored
+            }
+            None => {
+                let d = Diagnostic::error(
+                    "V2-DIGEST",
+                    format!("{what} does not end with its \"digest\" member in compact form"),
+                )
+                .in_file(file)
+                .with_help("records are compact JSON ending with \"digest\"; restore the record from version control");
+                self.push(d);
+                String::new()
+            }
+        }
+    }
+
+    fn check_identity(&mut self, path: &Path, v: &Jv, what: &str, lineage: bool) {
+        let Some(p) = self.store.profile.clone() else {
+            return;
+        };
+        let mut wrong = Vec::new();
+        if v.str_of("small_version") != PROFILE_VERSION {
+            wrong.push("small_version");
+        }
+        if v.str_of("project_id") != p.project_id {
+            wrong.push("project_id");
+        }
+        if lineage && v.str_of("lineage_id") != p.lineage_id {
+            wrong.push("lineage_id");
+        }
+        if !wrong.is_empty() {
+            let d = Diagnostic::error(
+                "V2-IDENTITY",
+                format!("{what}'s {} do not match profile.json", wrong.join(", ")),
+            )
+            .in_file(self.rel(path))
+            .with_help("the record belongs to another project or lineage; remove it or restore profile.json");
+            self.push(d);
+        }
+    }
+
+    fn path_mismatch(&mut self, path: &Path, msg: String) {
+        let d = Diagnostic::error("V2-PATH", msg)
+            .in_file(self.rel(path))
+            .with_help("a record's path is its identity: remove the copy, or move the record to the path its ids name");
+        self.push(d);
+    }
+
+    fn load_profile(&mut self, path: &Path) {
+        let bytes = match self.read_bounded(path) {
+            Some(Some(b)) => b,
+            Some(None) => {
+                let d = Diagnostic::error(
+                    "V2-PROFILE",
+                    "profile.json is missing beside profile 2.0.0 records (sessions/, events/, receipts/ or policy/)",
+                )
+                .in_file(self.rel(path))
+                .with_help("restore .small/profile.json from version control; without it the records cannot be checked against their project");
+                self.push(d);
+                return;
+            }
+            None => return,
+        };
+        let Some(v) = self.parse_record(path, &bytes, "profile.json", PROFILE) else {
+            return;
+        };
+        let file = self.rel(path);
+        if v.str_of("small_version") != PROFILE_VERSION {
+            let d = Diagnostic::error(
+                "V2-PROFILE",
+                format!("profile.json declares small_version \"{}\"; this reader knows \"{PROFILE_VERSION}\"", v.str_of("small_version")),
+            )
+            .in_file(file.clone())
+            .with_help("use a small that supports this profile version");
+            self.push(d);
+        }
+        for key in ["project_id", "lineage_id", "policy_revision"] {
+            if v.str_of(key).is_empty() {
+                let d =
+                    Diagnostic::error("V2-PROFILE", format!("profile.json has an empty \"{key}\""))
+                        .in_file(file.clone())
+                        .with_help("restore profile.json from version control");
+                self.push(d);
+            }
+        }
+        let mode = v.str_of("mode");
+        if mode != "solo" && mode != "collaborative" {
+            let d = Diagnostic::error(
+                "V2-PROFILE",
+                format!("profile.json mode \"{mode}\" is neither solo nor collaborative"),
+            )
+            .in_file(file)
+            .with_path("/mode")
+            .with_help("set mode to \"solo\" or \"collaborative\"");
+            self.push(d);
+        }
+        self.store.profile = Some(Profile {
+            project_id: v.str_of("project_id").into(),
+            lineage_id: v.str_of("lineage_id").into(),
+            mode: mode.into(),
+            policy_revision: v.str_of("policy_revision").into(),
+            intent_digest: v.str_of("intent_digest").into(),
+            constraints_digest: v.str_of("constraints_digest").into(),
+            import_id: v.str_of("import_id").into(),
+        });
+    }
+
+    fn load_session(&mut self, path: &Path, bytes: &[u8]) {
+        let Some(v) = self.parse_record(path, bytes, "session", SESSION) else {
+            return;
+        };
+        let digest = self.check_digest(path, bytes, "session");
+        self.check_identity(path, &v, "session", true);
+        let id = v.str_of("session_id").to_string();
+        if path
+            .file_name()
+            .is_none_or(|n| n.to_string_lossy() != format!("{id}.json"))
+        {
+            self.path_mismatch(
+                path,
+                format!("session file name does not match its session_id {id}"),
+            );
+            return;
+        }
+        for key in ["observed_frontier", "tool_version", "created_at"] {
+            if v.str_of(key).is_empty() {
+                let d = Diagnostic::error("V2-FIELD", format!("session has an empty \"{key}\""))
+                    .in_file(self.rel(path))
+                    .with_help("restore the record from version control");
+                self.push(d);
+            }
+        }
+        self.store.sessions.push(Session {
+            file: self.rel(path),
+            id,
+            label: v.str_of("label").into(),
+            actor_label: v.str_of("actor_label").into(),
+            created_at: v.str_of("created_at").into(),
+            digest,
+        });
+    }
+
+    fn load_event(&mut self, path: &Path, bytes: &[u8]) {
+        let Some(v) = self.parse_record(path, bytes, "event", EVENT) else {
+            self.note_unreadable(path);
+            return;
+        };
+        let digest = self.check_digest(path, bytes, "event");
+        self.check_identity(path, &v, "event", true);
+        let (id, session_id) = (
+            v.str_of("event_id").to_string(),
+            v.str_of("session_id").to_string(),
+        );
+        let name_ok = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == format!("{id}.json"));
+        let dir_ok = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n.to_string_lossy() == session_id);
+        if !name_ok || !dir_ok {
+            self.path_mismatch(
+                path,
+                format!("event path does not match its identity: session {session_id}, event {id}"),
+            );
+            self.note_unreadable(path);
+            return;
+        }
+        let kind = v.str_of("kind").to_string();
+        if !EVENT_KINDS.contains(&kind.as_str()) {
+            let d = Diagnostic::error("V2-KIND", format!("unknown event kind \"{kind}\""))
+                .in_file(self.rel(path))
+                .with_path("/kind")
+                .with_help("profile 2.0.0 defines a closed set of event kinds; restore the record");
+            self.push(d);
+        }
+        let int = |k: &str| match v.get(k) {
+            Some(Jv::Int(n)) => *n,
+            _ => 0,
+        };
+        let parents = v.strs_of("parents");
+        self.store.events.push(Event {
+            file: self.rel(path),
+            id,
+            session_id,
+            kind,
+            sequence: int("sequence"),
+            previous_event: v.str_of("previous_event").into(),
+            parents,
+            occurred_at: v.str_of("occurred_at").into(),
+            task_id: v.str_of("task_id").into(),
+            task_revision: int("task_revision"),
+            policy_revision: v.str_of("policy_revision").into(),
+            source_digest: v.str_of("source_digest").into(),
+            payload: v.get("payload").cloned().unwrap_or(Jv::Obj(Vec::new())),
+            digest,
+        });
+    }
+
+    fn load_receipt(&mut self, path: &Path, bytes: &[u8]) {
+        let Some(v) = self.parse_record(path, bytes, "receipt", RECEIPT) else {
+            return;
+        };
+        let digest = self.check_digest(path, bytes, "receipt");
+        self.check_identity(path, &v, "receipt", false);
+        let file = self.rel(path);
+        if path
+            .file_name()
+            .is_none_or(|n| n.to_string_lossy() != format!("{digest}.json"))
+        {
+            self.path_mismatch(
+                path,
+                format!("receipt file name does not match its digest {digest}"),
+            );
+            return;
+        }
+        let strength = v.str_of("strength");
+        if !["narrative_assertion", "cli_captured", "verified_artifact"].contains(&strength) {
+            let d = Diagnostic::error("V2-FIELD", format!("receipt strength \"{strength}\" is not one of narrative_assertion, cli_captured, verified_artifact"))
+                .in_file(file.clone())
+                .with_path("/strength")
+                .with_help("restore the receipt from version control");
+            self.push(d);
+        }
+        let availability = v.str_of("availability");
+        if !["unavailable", "stale", "failed", "verified"].contains(&availability) {
+            let d = Diagnostic::error("V2-FIELD", format!("receipt availability \"{availability}\" is not one of unavailable, stale, failed, verified"))
+                .in_file(file.clone())
+                .with_path("/availability")
+                .with_help("restore the receipt from version control");
+            self.push(d);
+        }
+        self.store.receipts.push(Receipt {
+            file,
+            id: v.str_of("receipt_id").into(),
+            strength: strength.into(),
+            availability: availability.into(),
+            task_id: v.str_of("task_id").into(),
+            outcome: v.str_of("outcome").into(),
+            digest,
+        });
+    }
+}

@@ -1,0 +1,161 @@
+//! The read side of the SMALL 2.0.0 session profile (docs/v2.md).
+//!
+//! A 2.0.0 `.small/` holds `profile.json`, `policy/`, and immutable JSON records:
+//! `sessions/<id>.json`, `events/<session>/<event>.json`, `receipts/sha256/<digest>.json`.
+//! [`detect`] tells a 2.0.0 tree from a v1 one; [`check`] loads it safely ([`load`]), checks
+//! every record and the event graph, folds the events into a [`State`] ([`reduce`]) and
+//! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
+
+pub mod json;
+pub mod load;
+pub mod reduce;
+pub mod status;
+
+use std::path::Path;
+
+use crate::diag::{self, Diagnostic};
+use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+
+pub use load::{Store, MAX_RECORD_BYTES, PROFILE_VERSION};
+pub use reduce::{Conflict, State, Task};
+
+/// Which profile a `.small/` directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// The v1 YAML artifacts (or nothing yet).
+    V1,
+    /// Profile 2.0.0: `profile.json`, or 2.0.0 record directories without it.
+    V2,
+}
+
+/// The entries whose presence makes a tree 2.0.0 even without `profile.json`.
+const V2_DIRS: &[&str] = &["sessions", "events", "receipts", "policy"];
+
+/// Tell the profile of `small_dir` by its entries (no file is read): `profile.json`, else
+/// any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one `lstat` on a v1 tree
+/// that has none of them besides the first.
+pub fn detect(small_dir: &Path) -> Profile {
+    let has = |name: &str| std::fs::symlink_metadata(small_dir.join(name)).is_ok();
+    if has("profile.json") || V2_DIRS.iter().any(|d| has(d)) {
+        Profile::V2
+    } else {
+        Profile::V1
+    }
+}
+
+/// Which gate stage a `V2-*` rule belongs to (for `check`'s staged report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Reading records: files, JSON, members, digests, identities.
+    Records,
+    /// The event graph: sessions, sequences, parents, cycles; v1 files left beside.
+    Graph,
+    /// The reduced state: conflicts, policy material.
+    State,
+}
+
+/// The stage of a diagnostic code.
+pub fn stage_of(code: &str) -> Stage {
+    match code {
+        "V2-SESSION" | "V2-SEQ" | "V2-PARENT" | "V2-CYCLE" | "V2-MIXED" => Stage::Graph,
+        "V2-CONFLICT" | "V2-POLICY" => Stage::State,
+        _ => Stage::Records,
+    }
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Every problem, sorted (file, then code).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The state of the records that could be read (with the conflicts among them).
+    pub state: State,
+    /// The records read (workspace-relative paths): profile, sessions, events, receipts.
+    pub files: Vec<String>,
+}
+
+/// Load, check and reduce the 2.0.0 tree at `root/.small` (`small_dir`).
+pub fn check(root: &Path, small_dir: &Path) -> Checked {
+    let store = load::load(root, small_dir);
+    let mut diags = store.diagnostics.clone();
+    diags.extend(mixed_profile(root, small_dir));
+    diags.extend(reduce::graph_diagnostics(&store));
+    let state = reduce::reduce(&store);
+    // Conflicts computed over a damaged event set are consequences of the damage, not
+    // findings of their own: they are reported once the records and the graph are sound.
+    if !diags.iter().any(Diagnostic::is_error) {
+        diags.extend(state.conflicts.iter().map(conflict_diagnostic));
+    }
+    diag::sort(&mut diags);
+    diags.dedup();
+    let files = store
+        .profile
+        .as_ref()
+        .map(|_| ".small/profile.json".to_string())
+        .into_iter()
+        .chain(store.sessions.iter().map(|s| s.file.clone()))
+        .chain(store.events.iter().map(|e| e.file.clone()))
+        .chain(store.receipts.iter().map(|r| r.file.clone()))
+        .collect();
+    Checked {
+        diagnostics: diags,
+        state,
+        files,
+    }
+}
+
+fn conflict_diagnostic(c: &Conflict) -> Diagnostic {
+    if c.kind == "policy_material" {
+        return Diagnostic::error(
+            "V2-POLICY",
+            format!("{} ({}; heads {})", c.message, c.id, c.heads.join(", ")),
+        )
+        .in_file(".small/policy")
+        .with_help("policy files change only with a policy_changed event: restore the file, or revise the policy through small so that the change is recorded");
+    }
+    let task = if c.task_id.is_empty() {
+        String::new()
+    } else {
+        format!(" on task {}", c.task_id)
+    };
+    Diagnostic::error(
+        "V2-CONFLICT",
+        format!(
+            "{} conflict{task}: {} ({}; heads {})",
+            c.kind,
+            c.message,
+            c.id,
+            c.heads.join(", ")
+        ),
+    )
+    .in_file(".small/events")
+    .with_help("resolve it with a conflict_resolved event that names the conflict, its heads, the selected event and the frontier it saw")
+}
+
+/// v1 artifacts left beside 2.0.0 records: two sources of truth. The reference ignores them;
+/// small reports them (docs/decisions.md, "A 2.0.0 tree with v1 artifacts beside it").
+fn mixed_profile(root: &Path, small_dir: &Path) -> Vec<Diagnostic> {
+    let names = ArtifactKind::ALL
+        .iter()
+        .map(|k| k.file_name())
+        .chain([WORKSPACE_FILE]);
+    names
+        .filter(|n| std::fs::symlink_metadata(small_dir.join(n)).is_ok())
+        .map(|n| {
+            let rel = small_dir
+                .join(n)
+                .strip_prefix(root)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| n.to_string());
+            Diagnostic::error(
+                "V2-MIXED",
+                format!("v1 artifact {n} beside profile 2.0.0 records: a second, stale source of truth"),
+            )
+            .in_file(rel)
+            .with_help("remove it: the migration keeps the v1 originals under .small/imports/v1/<id>/originals/")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,747 @@
+//! The event graph's structural rules and the reducer that folds events into [`State`].
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::diag::Diagnostic;
+use crate::v2::load::{Event, Store};
+
+/// One task as the events leave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Task {
+    pub id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub alias: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    pub revision: i64,
+    pub status: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence_digests: Vec<String>,
+    #[serde(skip)]
+    pub policy_revision: String,
+}
+
+/// A session and what its events say about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionState {
+    pub id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    pub created_at: String,
+    pub events: usize,
+    pub closed: bool,
+}
+
+/// One event of the timeline (topological order, ties by event id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimelineEvent {
+    pub id: String,
+    pub session_id: String,
+    pub sequence: i64,
+    pub kind: String,
+    pub occurred_at: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+}
+
+/// An incompatible pair (or set) of concurrent changes no event has resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub id: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    pub heads: Vec<String>,
+    pub message: String,
+}
+
+/// A receipt by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReceiptState {
+    pub digest: String,
+    pub strength: String,
+    pub availability: String,
+}
+
+/// The state of a 2.0.0 workspace, built once from its records: the value the front ends
+/// read (status, check) instead of re-reading files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct State {
+    pub project_id: String,
+    pub mode: String,
+    pub policy_revision: String,
+    /// SHA-256 over the sorted `event_id:digest` lines of every event: names the event set.
+    pub frontier: String,
+    pub tasks: Vec<Task>,
+    pub sessions: Vec<SessionState>,
+    pub receipts: Vec<ReceiptState>,
+    pub timeline: Vec<TimelineEvent>,
+    pub conflicts: Vec<Conflict>,
+    /// The latest handoff summary (by timeline order), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
+}
+
+impl State {
+    /// The first task (plan order) that is neither completed nor blocked.
+    pub fn next_task(&self) -> Option<&Task> {
+        self.tasks
+            .iter()
+            .find(|t| t.status != "completed" && t.status != "blocked")
+    }
+}
+
+/// The frontier of a set of events.
+pub fn frontier<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
+    let mut lines: Vec<String> = events
+        .into_iter()
+        .map(|e| format!("{}:{}", e.id, e.digest))
+        .collect();
+    lines.sort();
+    hex::encode(Sha256::digest(lines.join("\n").as_bytes()))
+}
+
+fn conflict_id(kind: &str, task: &str, heads: &[String]) -> String {
+    let sum = Sha256::digest(format!("{kind}\n{task}\n{}", heads.join("\n")).as_bytes());
+    format!("conflict_{}", hex::encode(&sum[..16]))
+}
+
+/// The structural rules of the event graph: sessions exist, per-session sequences are
+/// gapless and linked by previous_event, parents exist, no cycle.
+pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let ids: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+    let sessions: BTreeSet<&str> = store.sessions.iter().map(|s| s.id.as_str()).collect();
+    let mut by_session: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+    for e in &store.events {
+        by_session.entry(e.session_id.as_str()).or_default().push(e);
+    }
+    for (sid, mut evs) in by_session {
+        if !sessions.contains(sid)
+            && !store.diagnostics.iter().any(|d| {
+                d.file
+                    .as_deref()
+                    .is_some_and(|f| f.ends_with(&format!("sessions/{sid}.json")))
+            })
+        {
+            out.push(
+                Diagnostic::error(
+                    "V2-SESSION",
+                    format!("{} event(s) belong to session {sid}, which has no session record", evs.len()),
+                )
+                .in_file(format!(".small/sessions/{sid}.json"))
+                .with_help("restore the session record from version control; events cannot exist without their session"),
+            );
+        }
+        evs.sort_by(|a, b| a.sequence.cmp(&b.sequence).then(a.id.cmp(&b.id)));
+        let mut expected = 1;
+        let mut prev: Option<&Event> = None;
+        for e in evs {
+            if let Some(p) = prev.filter(|p| p.sequence == e.sequence) {
+                out.push(
+                    Diagnostic::error(
+                        "V2-SEQ",
+                        format!("session {sid} has two events with sequence {}: {} and {}", e.sequence, p.id, e.id),
+                    )
+                    .in_file(e.file.clone())
+                    .with_help("a session's chain cannot fork; remove the event that was not written by the session"),
+                );
+                continue;
+            }
+            let gap = e.sequence != expected;
+            if gap && !store.unreadable_events.contains(&e.previous_event) {
+                out.push(
+                    Diagnostic::error(
+                        "V2-SEQ",
+                        format!(
+                            "session {sid} skips from sequence {} to {}: event(s) missing",
+                            expected - 1,
+                            e.sequence
+                        ),
+                    )
+                    .in_file(e.file.clone())
+                    .with_help("restore the missing event files from version control; events are never deleted"),
+                );
+            }
+            let want_prev = prev.map(|p| p.id.as_str()).unwrap_or("");
+            if e.sequence == 1 && !e.previous_event.is_empty() {
+                out.push(
+                    Diagnostic::error(
+                        "V2-SEQ",
+                        format!("event {} is sequence 1 but names a previous_event", e.id),
+                    )
+                    .in_file(e.file.clone())
+                    .with_help("restore the record from version control"),
+                );
+            } else if e.sequence > 1 && e.previous_event != want_prev {
+                let what = if e.previous_event.is_empty() {
+                    "names no previous_event".to_string()
+                } else if ids.contains_key(e.previous_event.as_str()) {
+                    format!(
+                        "names previous_event {}, not the session's preceding event",
+                        e.previous_event
+                    )
+                } else {
+                    format!(
+                        "names previous_event {}, which does not exist",
+                        e.previous_event
+                    )
+                };
+                // A link into a gap already reported is the same damage.
+                let dangling = !ids.contains_key(e.previous_event.as_str());
+                let reported =
+                    store.unreadable_events.contains(&e.previous_event) || (gap && dangling);
+                if !reported {
+                    out.push(
+                        Diagnostic::error("V2-SEQ", format!("event {} (sequence {}) {what}", e.id, e.sequence))
+                            .in_file(e.file.clone())
+                            .with_help("restore the session's events from version control; each event links to the one before it"),
+                    );
+                }
+            }
+            expected = e.sequence + 1;
+            prev = Some(e);
+        }
+    }
+    for e in &store.events {
+        for p in &e.parents {
+            if !ids.contains_key(p.as_str()) && !store.unreadable_events.contains(p) {
+                out.push(
+                    Diagnostic::error("V2-PARENT", format!("event {} names parent {p}, which does not exist", e.id))
+                        .in_file(e.file.clone())
+                        .with_path("/parents")
+                        .with_help("restore the parent event from version control (or merge the branch that has it)"),
+                );
+            }
+        }
+    }
+    if let Some(e) = cycle(store) {
+        out.push(
+            Diagnostic::error("V2-CYCLE", format!("event {} is its own ancestor", e.id))
+                .in_file(e.file.clone())
+                .with_help(
+                    "the event graph must be acyclic; restore the records from version control",
+                ),
+        );
+    }
+    out
+}
+
+fn cycle(store: &Store) -> Option<&Event> {
+    let ids: HashMap<&str, usize> = store
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let mut state = vec![0u8; store.events.len()];
+    for start in 0..store.events.len() {
+        if state[start] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        state[start] = 1;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let parents = store.events[node].all_parents();
+            if let Some(p) = parents.get(*next) {
+                *next += 1;
+                if let Some(&pi) = ids.get(p) {
+                    match state[pi] {
+                        1 => return Some(&store.events[pi]),
+                        0 => {
+                            state[pi] = 1;
+                            stack.push((pi, 0));
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                state[node] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+struct Graph<'a> {
+    events: Vec<&'a Event>,
+    index: HashMap<&'a str, usize>,
+    /// ancestors[i]: every event reachable through parents from i (excluding i).
+    ancestors: Vec<BTreeSet<usize>>,
+}
+
+impl<'a> Graph<'a> {
+    /// Topological order (ties by event id); events on a cycle are dropped.
+    fn new(store: &'a Store) -> Graph<'a> {
+        let mut all: Vec<&Event> = store.events.iter().collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all.dedup_by(|a, b| a.id == b.id);
+        let idx: HashMap<&str, usize> = all
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.as_str(), i))
+            .collect();
+        let mut indeg = vec![0usize; all.len()];
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
+        for (i, e) in all.iter().enumerate() {
+            for p in e.all_parents() {
+                if let Some(&pi) = idx.get(p) {
+                    indeg[i] += 1;
+                    children[pi].push(i);
+                }
+            }
+        }
+        let mut ready: BTreeSet<(&str, usize)> = (0..all.len())
+            .filter(|&i| indeg[i] == 0)
+            .map(|i| (all[i].id.as_str(), i))
+            .collect();
+        let mut order = Vec::new();
+        while let Some(first) = ready.pop_first() {
+            order.push(first.1);
+            for &c in &children[first.1] {
+                indeg[c] -= 1;
+                if indeg[c] == 0 {
+                    ready.insert((all[c].id.as_str(), c));
+                }
+            }
+        }
+        let events: Vec<&Event> = order.iter().map(|&i| all[i]).collect();
+        let index: HashMap<&str, usize> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.as_str(), i))
+            .collect();
+        let mut ancestors: Vec<BTreeSet<usize>> = Vec::with_capacity(events.len());
+        for e in &events {
+            let mut set = BTreeSet::new();
+            for p in e.all_parents() {
+                if let Some(&pi) = index.get(p) {
+                    set.insert(pi);
+                    set.extend(ancestors[pi].iter().copied());
+                }
+            }
+            ancestors.push(set);
+        }
+        Graph {
+            events,
+            index,
+            ancestors,
+        }
+    }
+
+    fn is_ancestor(&self, a: &str, d: &str) -> bool {
+        match (self.index.get(a), self.index.get(d)) {
+            (Some(&ai), Some(&di)) => self.ancestors[di].contains(&ai),
+            _ => false,
+        }
+    }
+
+    fn concurrent(&self, a: &Event, b: &Event) -> bool {
+        a.id != b.id && !self.is_ancestor(&a.id, &b.id) && !self.is_ancestor(&b.id, &a.id)
+    }
+}
+
+fn transition_key(e: &Event) -> String {
+    let mut ev = e.payload.strs_of("evidence_digests");
+    ev.sort();
+    let source = if e.source_digest.is_empty() {
+        e.payload.str_of("candidate_digest").to_string()
+    } else {
+        e.source_digest.clone()
+    };
+    [
+        e.task_id.clone(),
+        e.task_revision.to_string(),
+        e.payload.str_of("status").to_string(),
+        e.policy_revision.clone(),
+        source,
+        ev.join(","),
+    ]
+    .join("\u{1}")
+}
+
+#[derive(Default)]
+struct Conflicts(BTreeMap<String, Conflict>);
+
+impl Conflicts {
+    fn add(&mut self, kind: &str, task: &str, heads: Vec<String>, message: &str) {
+        let mut heads: Vec<String> = heads.into_iter().filter(|h| !h.is_empty()).collect();
+        heads.sort();
+        heads.dedup();
+        let id = conflict_id(kind, task, &heads);
+        self.0.insert(
+            id.clone(),
+            Conflict {
+                id,
+                kind: kind.into(),
+                task_id: task.into(),
+                heads,
+                message: message.into(),
+            },
+        );
+    }
+}
+
+/// Fold the events into the state. Conflicts are part of the state, not errors.
+pub fn reduce(store: &Store) -> State {
+    let g = Graph::new(store);
+    let profile = store.profile.clone().unwrap_or_default();
+    let mut conflicts = Conflicts::default();
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut tix: HashMap<String, usize> = HashMap::new();
+    let mut transitions: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+    let mut modes: Vec<&Event> = Vec::new();
+    let mut policies: Vec<&Event> = Vec::new();
+    let mut resolutions: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+    let mut closed: BTreeSet<&str> = BTreeSet::new();
+    let mut handoff = None;
+    let mut defs: BTreeMap<String, &Event> = BTreeMap::new();
+    for &e in &g.events {
+        match e.kind.as_str() {
+            "session_closed" => {
+                closed.insert(&e.session_id);
+            }
+            "handoff_recorded" => handoff = Some(e.payload.str_of("summary").to_string()),
+            "task_created" | "task_updated" => {
+                if e.task_id.is_empty() {
+                    conflicts.add(
+                        "task_identity",
+                        "",
+                        vec![e.id.clone()],
+                        "task event is missing task identity",
+                    );
+                    continue;
+                }
+                if e.kind == "task_updated" && !tix.contains_key(&e.task_id) {
+                    conflicts.add(
+                        "missing_task",
+                        &e.task_id,
+                        vec![e.id.clone()],
+                        "task update has no task_created event",
+                    );
+                    continue;
+                }
+                if let Some(prev) = defs.get(&e.task_id) {
+                    let same = |x: &Event| {
+                        (
+                            x.task_revision,
+                            x.payload.str_of("title").to_string(),
+                            x.payload.strs_of("acceptance"),
+                            x.payload.strs_of("dependencies"),
+                        )
+                    };
+                    if g.concurrent(prev, e)
+                        && same(prev) != same(e)
+                        && prev.task_revision == e.task_revision
+                    {
+                        conflicts.add(
+                            "task_definition",
+                            &e.task_id,
+                            vec![prev.id.clone(), e.id.clone()],
+                            "concurrent task definitions differ",
+                        );
+                    }
+                }
+                defs.insert(e.task_id.clone(), e);
+                let i = *tix.entry(e.task_id.clone()).or_insert_with(|| {
+                    tasks.push(Task {
+                        id: e.task_id.clone(),
+                        alias: String::new(),
+                        title: String::new(),
+                        revision: 0,
+                        status: "pending".into(),
+                        dependencies: Vec::new(),
+                        evidence_digests: Vec::new(),
+                        policy_revision: String::new(),
+                    });
+                    tasks.len() - 1
+                });
+                let t = &mut tasks[i];
+                t.revision = e.task_revision;
+                t.alias = e.payload.str_of("alias").into();
+                t.title = e.payload.str_of("title").into();
+                t.dependencies = e.payload.strs_of("dependencies");
+                t.policy_revision = if e.policy_revision.is_empty() {
+                    e.payload.str_of("policy_revision").into()
+                } else {
+                    e.policy_revision.clone()
+                };
+            }
+            "task_transitioned" => transitions.entry(e.task_id.clone()).or_default().push(e),
+            "mode_changed" => modes.push(e),
+            "policy_changed" => policies.push(e),
+            "conflict_resolved" => resolutions
+                .entry(e.payload.str_of("conflict_id").to_string())
+                .or_default()
+                .push(e),
+            _ => {}
+        }
+    }
+    let receipts: HashMap<&str, &str> = store
+        .receipts
+        .iter()
+        .map(|r| (r.digest.as_str(), r.availability.as_str()))
+        .collect();
+    let mut outcome_heads: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+    for (task_id, claims) in &transitions {
+        let Some(&i) = tix.get(task_id) else {
+            conflicts.add(
+                "missing_task",
+                task_id,
+                claims.iter().map(|e| e.id.clone()).collect(),
+                "task transition has no task_created event",
+            );
+            continue;
+        };
+        let mut live: Vec<&Event> = Vec::new();
+        for &c in claims {
+            let t = &tasks[i];
+            if c.task_revision != t.revision
+                || (!c.policy_revision.is_empty() && c.policy_revision != t.policy_revision)
+            {
+                conflicts.add(
+                    "stale_evidence",
+                    task_id,
+                    vec![c.id.clone()],
+                    "transition evidence targets a stale task or policy revision",
+                );
+                continue;
+            }
+            for d in c.payload.strs_of("evidence_digests") {
+                if receipts.get(d.as_str()) != Some(&"verified") {
+                    conflicts.add(
+                        "evidence_unavailable",
+                        task_id,
+                        vec![c.id.clone()],
+                        "referenced portable evidence is missing or not verified",
+                    );
+                }
+            }
+            live.push(c);
+        }
+        // Heads: transitions no other transition descends from.
+        let heads: Vec<&Event> = live
+            .iter()
+            .copied()
+            .filter(|a| !live.iter().any(|b| g.is_ancestor(&a.id, &b.id)))
+            .collect();
+        let Some(&last) = heads.last() else { continue };
+        for h in &heads {
+            if transition_key(h) != transition_key(last) {
+                conflicts.add(
+                    "task_outcome",
+                    task_id,
+                    heads.iter().map(|e| e.id.clone()).collect(),
+                    "concurrent task outcomes are not semantically equivalent",
+                );
+                break;
+            }
+        }
+        set_outcome(&mut tasks[i], last);
+        outcome_heads.insert(task_id.clone(), heads);
+    }
+    let mut mode = profile.mode.clone();
+    if let Some(sel) = latest(
+        &g,
+        &modes,
+        |a, b| a.payload.str_of("new_mode") != b.payload.str_of("new_mode"),
+        &mut conflicts,
+        "mode_change",
+        "concurrent mode changes differ",
+    ) {
+        mode = sel.payload.str_of("new_mode").into();
+    }
+    let policy_key = |e: &Event| {
+        [
+            e.payload.str_of("new_revision"),
+            e.payload.str_of("intent_digest"),
+            e.payload.str_of("constraints_digest"),
+        ]
+        .join("\u{1}")
+    };
+    let mut selected_policy = latest(
+        &g,
+        &policies,
+        |a, b| policy_key(a) != policy_key(b),
+        &mut conflicts,
+        "policy_change",
+        "concurrent project policy revisions differ",
+    );
+    // Resolutions: one valid resolution per conflict (heads match, expected_frontier names
+    // the events it saw) resolves it.
+    let mut resolved: BTreeSet<String> = BTreeSet::new();
+    for (cid, options) in &resolutions {
+        let Some(c) = conflicts.0.get(cid).cloned() else {
+            continue;
+        };
+        let valid: Vec<&Event> = options
+            .iter()
+            .copied()
+            .filter(|r| {
+                let mut heads = r.payload.strs_of("heads");
+                heads.sort();
+                heads.dedup();
+                let expected = r.payload.str_of("expected_frontier");
+                let seen = g.events.iter().copied().filter(|e| {
+                    !(e.kind == "conflict_resolved"
+                        && e.payload.str_of("conflict_id") == cid
+                        && g.concurrent(e, r))
+                        && e.id != r.id
+                        && !g.is_ancestor(&r.id, &e.id)
+                });
+                heads == c.heads && !expected.is_empty() && expected == frontier(seen)
+            })
+            .collect();
+        if let [r] = valid.as_slice() {
+            resolved.insert(cid.clone());
+            let selected = g
+                .index
+                .get(r.payload.str_of("selected_event"))
+                .map(|&i| g.events[i]);
+            if let (Some(sel), Some(&i)) = (selected, tix.get(&c.task_id)) {
+                if c.kind == "task_outcome" {
+                    set_outcome(&mut tasks[i], sel);
+                }
+            }
+            if let Some(sel) = selected.filter(|_| c.kind == "mode_change") {
+                mode = sel.payload.str_of("new_mode").into();
+            }
+            if let Some(sel) = selected.filter(|_| c.kind == "policy_change") {
+                selected_policy = Some(sel);
+            }
+        } else if valid.len() > 1
+            && valid
+                .iter()
+                .enumerate()
+                .any(|(i, a)| valid[i + 1..].iter().any(|b| g.concurrent(a, b)))
+        {
+            conflicts.add(
+                "concurrent_resolution",
+                "",
+                valid.iter().map(|e| e.id.clone()).collect(),
+                "concurrent resolutions require another explicit resolution",
+            );
+        }
+    }
+    let (mut want_intent, mut want_constraints, mut head, mut policy_revision) = (
+        profile.intent_digest.clone(),
+        profile.constraints_digest.clone(),
+        format!("profile:{}", profile.policy_revision),
+        profile.policy_revision.clone(),
+    );
+    if let Some(p) = selected_policy {
+        want_intent = p.payload.str_of("intent_digest").into();
+        want_constraints = p.payload.str_of("constraints_digest").into();
+        head = p.id.clone();
+        policy_revision = p.payload.str_of("new_revision").into();
+    }
+    if !want_intent.is_empty()
+        && !store.policy_intent_digest.is_empty()
+        && want_intent != store.policy_intent_digest
+    {
+        conflicts.add(
+            "policy_material",
+            "",
+            vec![head.clone()],
+            "tracked intent does not match the selected policy revision",
+        );
+    }
+    if !want_constraints.is_empty()
+        && !store.policy_constraints_digest.is_empty()
+        && want_constraints != store.policy_constraints_digest
+    {
+        conflicts.add(
+            "policy_material",
+            "",
+            vec![head],
+            "tracked constraints do not match the selected policy revision",
+        );
+    }
+    let mut per_session: HashMap<&str, usize> = HashMap::new();
+    for e in &store.events {
+        *per_session.entry(e.session_id.as_str()).or_default() += 1;
+    }
+    let mut sessions: Vec<SessionState> = store
+        .sessions
+        .iter()
+        .map(|s| SessionState {
+            id: s.id.clone(),
+            label: s.label.clone(),
+            created_at: s.created_at.clone(),
+            events: per_session.get(s.id.as_str()).copied().unwrap_or(0),
+            closed: closed.contains(s.id.as_str()),
+        })
+        .collect();
+    sessions.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    let mut receipts: Vec<ReceiptState> = store
+        .receipts
+        .iter()
+        .map(|r| ReceiptState {
+            digest: r.digest.clone(),
+            strength: r.strength.clone(),
+            availability: r.availability.clone(),
+        })
+        .collect();
+    receipts.sort_by(|a, b| a.digest.cmp(&b.digest));
+    State {
+        project_id: profile.project_id.clone(),
+        mode,
+        policy_revision,
+        frontier: frontier(&store.events),
+        tasks,
+        sessions,
+        receipts,
+        timeline: g
+            .events
+            .iter()
+            .map(|e| TimelineEvent {
+                id: e.id.clone(),
+                session_id: e.session_id.clone(),
+                sequence: e.sequence,
+                kind: e.kind.clone(),
+                occurred_at: e.occurred_at.clone(),
+                task_id: e.task_id.clone(),
+            })
+            .collect(),
+        conflicts: conflicts
+            .0
+            .into_values()
+            .filter(|c| !resolved.contains(&c.id))
+            .collect(),
+        handoff,
+    }
+}
+
+fn set_outcome(t: &mut Task, e: &Event) {
+    t.status = e.payload.str_of("status").into();
+    t.evidence_digests = e.payload.strs_of("evidence_digests");
+}
+
+/// The event of `events` that descends from the others; concurrent ones that `differ` are
+/// a conflict of `kind`.
+fn latest<'a>(
+    g: &Graph<'a>,
+    events: &[&'a Event],
+    differ: impl Fn(&Event, &Event) -> bool,
+    conflicts: &mut Conflicts,
+    kind: &str,
+    message: &str,
+) -> Option<&'a Event> {
+    let (&first, rest) = events.split_first()?;
+    let mut sel = first;
+    for &c in rest {
+        if g.concurrent(sel, c) && differ(sel, c) {
+            conflicts.add(kind, "", vec![sel.id.clone(), c.id.clone()], message);
+        }
+        if g.is_ancestor(&sel.id, &c.id) {
+            sel = c;
+        }
+    }
+    Some(sel)
+}

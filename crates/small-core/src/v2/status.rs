@@ -1,0 +1,93 @@
+//! `status` of a 2.0.0 workspace, read from [`State`]. The first keys are the reference's
+//! (`version`, `profile`, `mode`, `frontier`, `sessions`, `progress_mode`,
+//! `small_dir_exists`, `artifacts`); the rest is small's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::diag::Diagnostic;
+use crate::gates::status::ArtifactPresence;
+use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
+use crate::v2::reduce::{Conflict, SessionState, Task};
+use crate::v2::{stage_of, Stage, PROFILE_VERSION};
+
+/// Everything `small status` shows on a 2.0.0 workspace (docs/v2.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub version: String,
+    pub profile: &'static str,
+    pub mode: String,
+    pub frontier: String,
+    /// How many sessions there are (the reference's key).
+    pub sessions: usize,
+    pub progress_mode: &'static str,
+    pub small_dir_exists: bool,
+    /// v1 artifacts present in `.small/` (none in a sound 2.0.0 tree).
+    pub artifacts: ArtifactPresence,
+    pub project_id: String,
+    pub policy_revision: String,
+    /// Task count by status.
+    pub task_counts: BTreeMap<String, usize>,
+    pub tasks: Vec<Task>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_task: Option<Task>,
+    pub session_list: Vec<SessionState>,
+    pub conflicts: Vec<Conflict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
+    /// Whether the records and the event graph are sound (conflicts do not count).
+    pub ok: bool,
+    pub exit_code: u8,
+    /// Problems with the records or the event graph; empty when `ok`.
+    pub problems: Vec<Diagnostic>,
+}
+
+/// The status of the 2.0.0 tree at `root/.small`.
+pub fn status(root: &Path, small_dir: &Path) -> Status {
+    let c = crate::v2::check(root, small_dir);
+    let problems: Vec<Diagnostic> = c
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.is_error() && stage_of(&d.code) != Stage::State)
+        .collect();
+    let s = c.state;
+    let present = |k: ArtifactKind| small_dir.join(k.file_name()).exists();
+    let mut task_counts = BTreeMap::new();
+    for t in &s.tasks {
+        *task_counts.entry(t.status.clone()).or_insert(0) += 1;
+    }
+    let exit_code = if problems.iter().any(|d| d.code == crate::workspace::CODE_IO) {
+        2
+    } else {
+        u8::from(!problems.is_empty())
+    };
+    Status {
+        version: TOOL_VERSION.to_string(),
+        profile: PROFILE_VERSION,
+        mode: s.mode.clone(),
+        frontier: s.frontier.clone(),
+        sessions: s.sessions.len(),
+        progress_mode: "events",
+        small_dir_exists: true,
+        artifacts: ArtifactPresence {
+            intent: present(ArtifactKind::Intent),
+            constraints: present(ArtifactKind::Constraints),
+            plan: present(ArtifactKind::Plan),
+            progress: present(ArtifactKind::Progress),
+            handoff: present(ArtifactKind::Handoff),
+        },
+        project_id: s.project_id.clone(),
+        policy_revision: s.policy_revision.clone(),
+        task_counts,
+        next_task: s.next_task().cloned(),
+        tasks: s.tasks,
+        session_list: s.sessions,
+        conflicts: s.conflicts,
+        handoff: s.handoff,
+        ok: problems.is_empty(),
+        exit_code,
+        problems,
+    }
+}

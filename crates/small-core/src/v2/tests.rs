@@ -1,0 +1,499 @@
+//! One test per V2 rule, each on a small valid tree damaged in one way (the valid tree
+//! passes, so every rule is seen both passing and failing).
+
+use std::path::Path;
+
+use super::json::sha256_hex;
+use super::*;
+
+const P: &str = "project_1";
+const L: &str = "lineage_1";
+const S: &str = "session_a";
+const INTENT: &str = "intent: x\n";
+const CONSTRAINTS: &str = "constraints: []\n";
+
+/// A compact record from raw JSON members, sealed with its digest.
+fn seal(members: &[(&str, String)]) -> String {
+    let body: Vec<String> = members
+        .iter()
+        .map(|(k, v)| format!("\"{k}\":{v}"))
+        .collect();
+    let unsealed = format!("{{{}}}", body.join(","));
+    let digest = sha256_hex(unsealed.as_bytes());
+    format!("{{{},\"digest\":\"{digest}\"}}\n", body.join(","))
+}
+
+fn q(s: &str) -> String {
+    format!("\"{s}\"")
+}
+
+fn event(
+    id: &str,
+    seq: i64,
+    prev: Option<&str>,
+    kind: &str,
+    extra: &[(&str, String)],
+    payload: &str,
+) -> String {
+    let mut m = vec![
+        ("small_version", q("2.0.0")),
+        ("project_id", q(P)),
+        ("lineage_id", q(L)),
+        ("session_id", q(S)),
+        ("event_id", q(id)),
+        ("kind", q(kind)),
+        ("sequence", seq.to_string()),
+    ];
+    if let Some(p) = prev {
+        m.push(("previous_event", q(p)));
+    }
+    m.push(("occurred_at", q("2026-01-01T00:00:00Z")));
+    m.extend(extra.iter().cloned());
+    m.push(("payload", payload.to_string()));
+    seal(&m)
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(".small").join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn ev_path(id: &str) -> String {
+    format!("events/{S}/{id}.json")
+}
+
+/// A valid tree: one closed session that creates a task and completes it with a receipt.
+fn valid() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "policy/intent.small.yml", INTENT);
+    write(root, "policy/constraints.small.yml", CONSTRAINTS);
+    write(
+        root,
+        "profile.json",
+        &format!(
+            r#"{{"small_version":"2.0.0","project_id":"{P}","lineage_id":"{L}","mode":"solo","policy_revision":"policy_1","intent_digest":"{}","constraints_digest":"{}"}}"#,
+            sha256_hex(INTENT.as_bytes()),
+            sha256_hex(CONSTRAINTS.as_bytes())
+        ),
+    );
+    write(
+        root,
+        &format!("sessions/{S}.json"),
+        &seal(&[
+            ("small_version", q("2.0.0")),
+            ("project_id", q(P)),
+            ("lineage_id", q(L)),
+            ("session_id", q(S)),
+            ("label", q("work")),
+            ("observed_frontier", q("0")),
+            ("tool_version", q("test")),
+            ("created_at", q("2026-01-01T00:00:00Z")),
+        ]),
+    );
+    let receipt = seal(&[
+        ("small_version", q("2.0.0")),
+        ("project_id", q(P)),
+        ("receipt_id", q("receipt_1")),
+        ("strength", q("cli_captured")),
+        ("availability", q("verified")),
+        ("metadata", r#"{"exit_code":0}"#.into()),
+    ]);
+    let rdigest = receipt[receipt.len() - 67..receipt.len() - 3].to_string();
+    write(root, &format!("receipts/sha256/{rdigest}.json"), &receipt);
+    let task = [("task_id", q("task_1")), ("task_revision", "1".into())];
+    write(
+        root,
+        &ev_path("e1"),
+        &event("e1", 1, None, "session_started", &[], "{}"),
+    );
+    write(
+        root,
+        &ev_path("e2"),
+        &event(
+            "e2",
+            2,
+            Some("e1"),
+            "task_created",
+            &task,
+            r#"{"alias":"t1","title":"First"}"#,
+        ),
+    );
+    write(
+        root,
+        &ev_path("e3"),
+        &event(
+            "e3",
+            3,
+            Some("e2"),
+            "task_transitioned",
+            &task,
+            &format!(r#"{{"evidence_digests":["{rdigest}"],"status":"completed"}}"#),
+        ),
+    );
+    write(
+        root,
+        &ev_path("e4"),
+        &event(
+            "e4",
+            4,
+            Some("e3"),
+            "task_created",
+            &[("task_id", q("task_2")), ("task_revision", "1".into())],
+            r#"{"alias":"t2","title":"Second"}"#,
+        ),
+    );
+    write(
+        root,
+        &ev_path("e5"),
+        &event("e5", 5, Some("e4"), "session_closed", &[], "{}"),
+    );
+    dir
+}
+
+fn run(dir: &tempfile::TempDir) -> Checked {
+    check(dir.path(), &dir.path().join(".small"))
+}
+
+fn codes(dir: &tempfile::TempDir) -> Vec<String> {
+    run(dir)
+        .diagnostics
+        .iter()
+        .map(|d| d.code.clone())
+        .collect()
+}
+
+fn has(dir: &tempfile::TempDir, code: &str) -> Checked {
+    let c = run(dir);
+    assert!(
+        c.diagnostics
+            .iter()
+            .any(|d| d.code == code && d.help.is_some() && d.file.is_some()),
+        "{code} expected, got {:#?}",
+        c.diagnostics
+    );
+    c
+}
+
+fn small(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join(".small")
+}
+
+#[test]
+fn v2_valid_tree_passes_and_reduces() {
+    let dir = valid();
+    let c = run(&dir);
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+    assert_eq!(detect(&small(&dir)), Profile::V2);
+    let s = c.state;
+    assert_eq!(s.tasks.len(), 2);
+    assert_eq!(
+        (s.tasks[0].alias.as_str(), s.tasks[0].status.as_str()),
+        ("t1", "completed")
+    );
+    assert_eq!(s.next_task().map(|t| t.alias.as_str()), Some("t2"));
+    assert_eq!(s.sessions.len(), 1);
+    assert!(s.sessions[0].closed);
+    assert_eq!(s.timeline.len(), 5);
+    assert_eq!(s.frontier.len(), 64);
+}
+
+#[test]
+fn v2_detects_v1_and_profile_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".small")).unwrap();
+    assert_eq!(detect(&small(&dir)), Profile::V1);
+    let dir = valid();
+    std::fs::remove_file(small(&dir).join("profile.json")).unwrap();
+    assert_eq!(detect(&small(&dir)), Profile::V2);
+    has(&dir, "V2-PROFILE");
+}
+
+#[test]
+fn v2_rule_digest() {
+    let dir = valid();
+    let p = small(&dir).join(ev_path("e2"));
+    let t = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("First", "Firsu");
+    std::fs::write(&p, t).unwrap();
+    has(&dir, "V2-DIGEST");
+}
+
+#[test]
+fn v2_rule_unknown_field() {
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e2"),
+        &event(
+            "e2",
+            2,
+            Some("e1"),
+            "task_created",
+            &[
+                ("task_id", q("task_1")),
+                ("task_revision", "1".into()),
+                ("x_extra", "1".into()),
+            ],
+            r#"{"alias":"t1","title":"First"}"#,
+        ),
+    );
+    let c = has(&dir, "V2-UNKNOWN-FIELD");
+    assert!(
+        !c.diagnostics.iter().any(|d| d.code == "V2-DIGEST"),
+        "resealed: only the member is wrong"
+    );
+}
+
+#[test]
+fn v2_rule_duplicate_key_and_number_and_json() {
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e2"),
+        &event(
+            "e2",
+            2,
+            Some("e1"),
+            "task_created",
+            &[("kind", q("task_created"))],
+            "{}",
+        ),
+    );
+    has(&dir, "V2-DUP-KEY");
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e2"),
+        &event("e2", 2, Some("e1"), "task_created", &[], r#"{"x":0.5}"#),
+    );
+    has(&dir, "V2-NUMBER");
+    let dir = valid();
+    write(dir.path(), &ev_path("e2"), "{\"small_version\":");
+    let c = has(&dir, "V2-JSON");
+    // The damaged event's child does not add a second error about it.
+    assert!(
+        !c.diagnostics.iter().any(|d| d.code == "V2-SEQ"),
+        "{:#?}",
+        c.diagnostics
+    );
+}
+
+#[test]
+fn v2_rule_field_types() {
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e2"),
+        &event(
+            "e2",
+            2,
+            Some("e1"),
+            "task_created",
+            &[("task_revision", q("1"))],
+            "{}",
+        ),
+    );
+    has(&dir, "V2-FIELD");
+}
+
+#[test]
+fn v2_rule_seq_gap_and_link() {
+    let dir = valid();
+    std::fs::remove_file(small(&dir).join(ev_path("e3"))).unwrap();
+    has(&dir, "V2-SEQ");
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e3"),
+        &event("e3", 3, Some("e1"), "session_closed", &[], "{}"),
+    );
+    has(&dir, "V2-SEQ");
+}
+
+#[test]
+fn v2_rule_parent() {
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e1"),
+        &event(
+            "e1",
+            1,
+            None,
+            "session_started",
+            &[("parents", r#"["ghost"]"#.into())],
+            "{}",
+        ),
+    );
+    has(&dir, "V2-PARENT");
+}
+
+#[test]
+fn v2_rule_session_missing() {
+    let dir = valid();
+    std::fs::remove_file(small(&dir).join(format!("sessions/{S}.json"))).unwrap();
+    has(&dir, "V2-SESSION");
+}
+
+#[test]
+fn v2_rule_path_identity() {
+    let dir = valid();
+    let from = small(&dir).join(ev_path("e2"));
+    std::fs::copy(&from, small(&dir).join(ev_path("e9"))).unwrap();
+    has(&dir, "V2-PATH");
+}
+
+#[test]
+fn v2_rule_symlink_and_stray() {
+    let dir = valid();
+    let p = small(&dir).join(ev_path("e5"));
+    std::fs::rename(&p, dir.path().join("outside.json")).unwrap();
+    std::os::unix::fs::symlink("../../../outside.json", &p).unwrap();
+    has(&dir, "V2-SYMLINK");
+    let dir = valid();
+    let d = small(&dir).join(format!("events/{S}"));
+    std::fs::rename(&d, dir.path().join("outside")).unwrap();
+    std::os::unix::fs::symlink("../../outside", &d).unwrap();
+    has(&dir, "V2-SYMLINK");
+    let dir = valid();
+    write(dir.path(), &format!("events/{S}/NOTES.txt"), "hi");
+    has(&dir, "V2-STRAY");
+}
+
+#[test]
+fn v2_rule_size() {
+    let dir = valid();
+    let big = format!(
+        r#"{{"summary":"{}"}}"#,
+        "x".repeat(MAX_RECORD_BYTES as usize)
+    );
+    write(
+        dir.path(),
+        &ev_path("e5"),
+        &event("e5", 5, Some("e4"), "handoff_recorded", &[], &big),
+    );
+    has(&dir, "V2-SIZE");
+}
+
+#[test]
+fn v2_rule_receipt_digest() {
+    let dir = valid();
+    let rdir = small(&dir).join("receipts/sha256");
+    let p = std::fs::read_dir(&rdir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let t = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("receipt_1", "receipt_2");
+    std::fs::write(&p, t).unwrap();
+    has(&dir, "V2-DIGEST");
+}
+
+#[test]
+fn v2_rule_policy_edited() {
+    let dir = valid();
+    write(dir.path(), "policy/intent.small.yml", "intent: y\n");
+    has(&dir, "V2-POLICY");
+}
+
+#[test]
+fn v2_rule_mixed_v1_artifact() {
+    let dir = valid();
+    write(dir.path(), "progress.small.yml", "entries: []\n");
+    has(&dir, "V2-MIXED");
+}
+
+#[test]
+fn v2_rule_conflict_and_resolution() {
+    // Two sessions that fork from e3 and give task_2 different outcomes.
+    let dir = valid();
+    let root = dir.path();
+    std::fs::remove_file(small(&dir).join(ev_path("e5"))).unwrap();
+    let t2 = [("task_id", q("task_2")), ("task_revision", "1".into())];
+    write(
+        root,
+        &ev_path("e5"),
+        &event(
+            "e5",
+            5,
+            Some("e4"),
+            "task_transitioned",
+            &t2,
+            r#"{"status":"completed"}"#,
+        ),
+    );
+    let other = event(
+        "f1",
+        1,
+        None,
+        "task_transitioned",
+        &t2,
+        r#"{"status":"blocked"}"#,
+    )
+    .replace(
+        &format!("\"session_id\":\"{S}\""),
+        "\"session_id\":\"session_b\"",
+    );
+    // Reseal after the session change, with e4 as a parent.
+    let members = r#""small_version":"2.0.0","project_id":"project_1","lineage_id":"lineage_1","session_id":"session_b","event_id":"f1","kind":"task_transitioned","sequence":1,"parents":["e4"],"occurred_at":"2026-01-01T00:00:00Z","task_id":"task_2","task_revision":1,"payload":{"status":"blocked"}"#;
+    let _ = other;
+    let unsealed = format!("{{{members}}}");
+    write(
+        root,
+        "events/session_b/f1.json",
+        &format!(
+            "{{{members},\"digest\":\"{}\"}}\n",
+            sha256_hex(unsealed.as_bytes())
+        ),
+    );
+    let session_b =
+        std::fs::read_to_string(small(&dir).join(format!("sessions/{S}.json"))).unwrap();
+    let _ = session_b;
+    write(
+        root,
+        "sessions/session_b.json",
+        &seal(&[
+            ("small_version", q("2.0.0")),
+            ("project_id", q(P)),
+            ("lineage_id", q(L)),
+            ("session_id", q("session_b")),
+            ("observed_frontier", q("0")),
+            ("tool_version", q("test")),
+            ("created_at", q("2026-01-02T00:00:00Z")),
+        ]),
+    );
+    let c = has(&dir, "V2-CONFLICT");
+    assert_eq!(c.state.conflicts.len(), 1);
+    let conflict = c.state.conflicts[0].clone();
+    assert_eq!(conflict.kind, "task_outcome");
+    // A resolution that names the conflict, its heads and the frontier it saw resolves it.
+    let fr = c.state.frontier.clone();
+    let members = format!(
+        r#""small_version":"2.0.0","project_id":"project_1","lineage_id":"lineage_1","session_id":"session_b","event_id":"f2","kind":"conflict_resolved","sequence":2,"previous_event":"f1","parents":["e5"],"occurred_at":"2026-01-01T00:00:00Z","payload":{{"conflict_id":"{}","expected_frontier":"{fr}","heads":["e5","f1"],"selected_event":"f1"}}"#,
+        conflict.id
+    );
+    let unsealed = format!("{{{members}}}");
+    write(
+        root,
+        "events/session_b/f2.json",
+        &format!(
+            "{{{members},\"digest\":\"{}\"}}\n",
+            sha256_hex(unsealed.as_bytes())
+        ),
+    );
+    let c = run(&dir);
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+    let t2 = c.state.tasks.iter().find(|t| t.id == "task_2").unwrap();
+    assert_eq!(t2.status, "blocked");
+}
+
+#[test]
+fn v2_codes_are_stable_on_valid_tree() {
+    assert!(codes(&valid()).is_empty());
+}
