@@ -13,6 +13,7 @@
 //! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).
 //! - `history`: run snapshots and archives.
 //! - `api`: manifests and replay for the HTTP API.
+//! - `migrate`: migration of a v1 workspace to the 2.0.0 session profile.
 
 pub mod par;
 
@@ -30,3 +31,5 @@ pub mod authoring;
 pub mod history;
 
 pub mod api;
+
+pub mod migrate;
