@@ -28,6 +28,7 @@ mod cli_conventions;
 mod conformance;
 mod conformance_v11;
 mod conformance_v11_commands;
+mod conformance_v2_migrate;
 mod docs;
 mod gate_cache;
 mod gate_check;

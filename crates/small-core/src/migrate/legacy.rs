@@ -33,8 +33,53 @@ pub struct LegacyHandoff {
 /// One progress entry: its members (`None` for an entry written as null).
 pub type LegacyEntry = Option<Vec<(String, GoValue)>>;
 
+/// The reference's YAML reader nests flow collections (`[`, `{`) up to 10 000 levels, and
+/// block indentation up to 10 000 levels.
+const MAX_FLOW_DEPTH: usize = 10_000;
+const MAX_DEPTH: usize = 2 * MAX_FLOW_DEPTH;
+
+/// The deepest nesting of flow collections in `root`.
+fn flow_depth(root: &Node) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        let depth = if node.style == yaml::Style::Flow {
+            depth + 1
+        } else {
+            0
+        };
+        deepest = deepest.max(depth);
+        match &node.value {
+            Value::Seq(items) => stack.extend(items.iter().map(|n| (n, depth))),
+            Value::Map(entries) => stack.extend(entries.iter().map(|e| (&e.value, depth))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+fn checked(doc: Document) -> Result<Document, String> {
+    if flow_depth(&doc.root) > MAX_FLOW_DEPTH {
+        return Err(format!("yaml: exceeded max depth of {MAX_FLOW_DEPTH}"));
+    }
+    Ok(doc)
+}
+
+/// Parse as the reference's reader does: only the first document of a file counts.
 fn parse(bytes: &[u8]) -> Result<Document, String> {
-    yaml::parse_bytes(bytes, &Limits::default()).map_err(|e| format!("yaml: {e}"))
+    let limits = Limits {
+        max_depth: MAX_DEPTH,
+        ..Limits::default()
+    };
+    match yaml::parse_bytes(bytes, &limits) {
+        Err(e) if e.message.contains("more than one YAML document") => {
+            let first = bytes.get(..e.pos.offset as usize).unwrap_or(bytes);
+            yaml::parse_bytes(first, &limits)
+                .map_err(|e| format!("yaml: {e}"))
+                .and_then(checked)
+        }
+        other => other.map_err(|e| format!("yaml: {e}")).and_then(checked),
+    }
 }
 
 fn raw<'a>(doc: &'a Document, node: &Node) -> &'a str {
@@ -288,6 +333,12 @@ mod tests {
         assert_eq!(tasks[0].acceptance, Some(vec![]));
         assert_eq!(tasks[0].dependencies, None);
         assert!(plan_tasks(Some(b"tasks:\n  - just a string\n")).is_err());
+    }
+
+    #[test]
+    fn only_the_first_document_counts() {
+        let tasks = plan_tasks(Some(b"tasks:\n  - id: a\n---\ntasks: []\n")).expect("plan");
+        assert_eq!(tasks.len(), 1);
     }
 
     #[test]
