@@ -239,3 +239,87 @@ fn migrations_match_the_reference_byte_for_byte() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// SIGKILL at random moments of an apply leaves the untouched v1 tree, the complete migrated
+/// tree, or no `.small/` that `migrate --recover` turns into one of the two; an apply after
+/// that always ends at the reference's tree.
+#[cfg(unix)]
+#[test]
+fn a_killed_apply_leaves_v1_v2_or_a_recoverable_state() {
+    let Some(corpus) = small_testkit::conformance_path(CORPUS) else {
+        return;
+    };
+    let dir = corpus.join("valid-with-dependencies");
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
+    )
+    .expect("parse expected.json");
+    let digest = expected["expected_input_digest"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let v1 = tree(&dir.join("input/.small"));
+    let v2 = tree(&dir.join("output/.small"));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    eprintln!("migrate crash test seed: {seed}");
+    let mut rng = seed | 1;
+    let (mut seen_v1, mut seen_v2, mut seen_recovered) = (0, 0, 0);
+    for _ in 0..12 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = std::time::Duration::from_millis(rng % 300);
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let home = tempfile::tempdir().expect("home");
+        let ws = tmp.path().join("ws");
+        copy_case(&dir.join("input"), &ws, false);
+        std::fs::copy(dir.join("preview.json"), ws.join("preview.json")).expect("plan");
+        let args = [
+            "migrate",
+            "--apply",
+            "preview.json",
+            "--expect-state",
+            digest.as_str(),
+        ];
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(&ws)
+            .env("HOME", home.path())
+            .env("SMALL_TEST_SLOW_MIGRATION_MS", "40")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn small");
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let small_dir = ws.join(".small");
+        if small_dir.join("profile.json").is_file() {
+            assert!(tree(&small_dir) == v2, "a torn 2.0.0 tree after a kill");
+            seen_v2 += 1;
+        } else if small_dir.is_dir() {
+            assert!(tree(&small_dir) == v1, "the v1 tree changed after a kill");
+            seen_v1 += 1;
+        } else {
+            let r = small(&ws, home.path(), &["migrate", "--recover"]);
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            let now = tree(&small_dir);
+            assert!(now == v2 || now == v1, "recovery left neither tree");
+            seen_recovered += 1;
+        }
+        let again = small(&ws, home.path(), &args);
+        assert!(
+            again.status.success(),
+            "{}",
+            String::from_utf8_lossy(&again.stderr)
+        );
+        assert!(
+            tree(&small_dir) == v2,
+            "apply after a kill did not reach the tree"
+        );
+    }
+    eprintln!("after a kill: v1 {seen_v1}, 2.0.0 {seen_v2}, recovered {seen_recovered}");
+}

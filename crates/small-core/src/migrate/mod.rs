@@ -32,6 +32,19 @@ pub const PROFILE_VERSION: &str = "2.0.0";
 pub const MAX_RECORD_BYTES: usize = 1 << 20;
 const EPOCH: &str = "1970-01-01T00:00:00Z";
 
+/// Test hook: sleep this many milliseconds before each step of apply's swap (so that a
+/// crash test can kill the process between any two steps).
+pub const SLOW_MIGRATION_ENV: &str = "SMALL_TEST_SLOW_MIGRATION_MS";
+
+fn slow_point() {
+    if let Some(ms) = std::env::var(SLOW_MIGRATION_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 /// Why a migration step did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -246,7 +259,7 @@ fn read_legacy_tree(root: &Path) -> Result<LegacyTree, MigrateError> {
     let dir = small_dir(root);
     if dir.join("profile.json").symlink_metadata().is_ok() {
         return Err(MigrateError::Refused(
-            "workspace is not SMALL profile 2.0.0".into(),
+            "the workspace is already on the 2.0.0 session profile (.small/profile.json exists); there is no v1 workspace to migrate".into(),
         ));
     }
     let meta = dir
@@ -769,11 +782,12 @@ fn current_import(root: &Path) -> Option<String> {
     Some(v.get("import_id")?.as_str().unwrap_or_default().to_string())
 }
 
-/// Hold the migration lock of `root` while `f` runs.
+/// Hold the workspace's write lock (the one every v1 transaction takes) while `f` runs.
 fn locked<T>(root: &Path, f: impl FnOnce() -> Result<T, MigrateError>) -> Result<T, MigrateError> {
-    let dir = migrations_dir(root);
-    std::fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, &e))?;
-    let path = dir.join(".lock");
+    let path = root.join(crate::authoring::txn::LOCK_FILE);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
+    }
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -797,6 +811,9 @@ pub struct Recovery {
 
 /// Finish any migration an interruption left half done.
 pub fn recover(root: &Path) -> Result<Recovery, MigrateError> {
+    if !migrations_dir(root).is_dir() {
+        return Ok(Recovery::default());
+    }
     locked(root, || recover_locked(root))
 }
 
@@ -877,6 +894,13 @@ pub fn apply(root: &Path, plan: &Plan, expect_state: &str) -> Result<Outcome, Mi
             "expected state does not match reviewed migration plan".into(),
         ));
     }
+    if current_import(root).is_none() {
+        // A v1 commit a crashed writer left half done is finished first, so that the
+        // inputs hashed are a state the v1 tools wrote.
+        crate::authoring::txn::recover(root).map_err(|e| {
+            MigrateError::Io(format!("cannot finish an interrupted v1 commit: {e}"))
+        })?;
+    }
     locked(root, || apply_locked(root, plan))
 }
 
@@ -918,6 +942,13 @@ fn apply_locked(root: &Path, plan: &Plan) -> Result<Outcome, MigrateError> {
     }
     let built = build(plan, &tree.contents)?;
     let mig = migrations_dir(root).join(&plan.import_id);
+    // A journal of an earlier attempt that stopped before moving the v1 tree (recovery
+    // left it, the v1 tree being in place) no longer describes the candidate.
+    let journal = mig.join("journal.json");
+    if journal.exists() {
+        std::fs::remove_file(&journal).map_err(|e| io_err("cannot remove", &journal, &e))?;
+        sync_dir(&mig);
+    }
     let candidate_root = mig.join("candidate");
     if candidate_root.symlink_metadata().is_ok() {
         std::fs::remove_dir_all(&candidate_root)
@@ -941,10 +972,15 @@ fn apply_locked(root: &Path, plan: &Plan) -> Result<Outcome, MigrateError> {
             backup.display()
         )));
     }
+    slow_point();
     write_journal(&mig, &plan.import_id, "prepared")?;
+    slow_point();
     rename(&small_dir(root), &backup)?;
+    slow_point();
     write_journal(&mig, &plan.import_id, "backed_up")?;
+    slow_point();
     rename(&candidate, &small_dir(root))?;
+    slow_point();
     write_journal(&mig, &plan.import_id, "published")?;
     let abs_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     Ok(Outcome {
