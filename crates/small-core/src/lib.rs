@@ -14,6 +14,7 @@
 //! - `history`: run snapshots and archives.
 //! - `api`: manifests and replay for the HTTP API.
 //! - `v2`: the read side of the SMALL 2.0.0 session profile (records, event graph, state).
+//! - `migrate`: migration of a v1 workspace to the 2.0.0 session profile.
 
 pub mod par;
 
@@ -32,4 +33,5 @@ pub mod history;
 
 pub mod api;
 
+pub mod migrate;
 pub mod v2;

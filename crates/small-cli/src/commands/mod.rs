@@ -18,6 +18,7 @@ pub mod man;
 pub mod manifest;
 pub mod mcp;
 pub mod merge_driver;
+pub mod migrate;
 pub mod plan;
 pub mod progress;
 pub mod reconstruct;

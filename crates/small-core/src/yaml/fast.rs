@@ -594,7 +594,10 @@ fn walk<'t, const LISTS: bool>(
 /// a line break in YAML 1.1), the byte-order mark, line and paragraph separators, and the
 /// non-characters U+FFFE and U+FFFF.
 fn not_plainly_printable(c: char) -> bool {
-    matches!(c, '\u{80}'..='\u{9f}' | '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}')
+    matches!(
+        c,
+        '\u{80}'..='\u{9f}' | '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+    )
 }
 
 /// The bytes a key on the fast path is made of: ASCII letters and digits, `_`, `-`, `.`, `/`.

@@ -1,0 +1,141 @@
+//! `small migrate`: move a v1 workspace to the SMALL 2.0.0 session profile.
+
+use std::path::PathBuf;
+
+use small_core::migrate::{self, MigrateError};
+
+use crate::error::{CliError, CmdResult};
+use crate::GlobalArgs;
+
+/// Preview or apply an explicit, loss-preserving migration to the 2.0.0 session profile.
+///
+/// First `small migrate --to 2.0.0 --preview --namespace NS --json > plan.json` (reads
+/// .small/, writes nothing), review the plan, then `small migrate --apply plan.json
+/// --expect-state DIGEST` with the plan's expected_input_digest. Apply archives every v1
+/// file under .small/imports/v1/<import_id>/originals/ and keeps the v1 tree in
+/// .small-cache/migrations/<import_id>/legacy.small. `--recover` finishes a migration that
+/// was interrupted.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Print the migration plan (nothing is written)
+    #[arg(long)]
+    pub preview: bool,
+    /// Target profile version (only 2.0.0), with --preview
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+    /// Namespace the migrated identities derive from, with --preview
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Apply the reviewed plan in this file
+    #[arg(long, value_name = "PLAN")]
+    pub apply: Option<PathBuf>,
+    /// The plan's expected_input_digest, required with --apply
+    #[arg(long, value_name = "DIGEST")]
+    pub expect_state: Option<String>,
+    /// Finish a migration that was interrupted
+    #[arg(long)]
+    pub recover: bool,
+    /// Directory containing .small/ (default: the current directory)
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn cli_error(e: MigrateError) -> CliError {
+    match e {
+        MigrateError::Io(m) => CliError::usage(m),
+        e => CliError::invalid(e.to_string()),
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let chosen = [args.preview, args.apply.is_some(), args.recover]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if chosen != 1 {
+        return Err(CliError::usage(
+            "choose exactly one of --preview, --apply, or --recover",
+        ));
+    }
+    let root = match &args.dir {
+        Some(d) => d.clone(),
+        None => PathBuf::from("."),
+    };
+    if args.recover {
+        let r = migrate::recover(&root).map_err(cli_error)?;
+        if args.json {
+            return g.json(&serde_json::json!({
+                "recovered": true,
+                "completed": r.completed,
+                "rolled_back": r.rolled_back,
+            }));
+        }
+        for id in &r.completed {
+            g.info(format!("Completed the interrupted migration {id}"));
+        }
+        for id in &r.rolled_back {
+            g.info(format!(
+                "Restored the v1 workspace of the interrupted migration {id}"
+            ));
+        }
+        g.info("Migration recovery complete");
+        return Ok(());
+    }
+    if args.preview {
+        if args.to.as_deref() != Some(migrate::PROFILE_VERSION) {
+            return Err(CliError::usage(format!(
+                "--to must be {}",
+                migrate::PROFILE_VERSION
+            )));
+        }
+        let namespace = args.namespace.unwrap_or_default();
+        let plan = migrate::preview(&root, &namespace).map_err(cli_error)?;
+        if args.json {
+            return g.data(plan.to_json());
+        }
+        g.info(format!(
+            "Migration {} -> {}; input {}; mode {}",
+            plan.import_id, plan.to, plan.expected_input_digest, plan.mode
+        ));
+        g.info(format!(
+            "{} file(s), {} task(s); apply with: small migrate --apply PLAN --expect-state {}",
+            plan.files.len(),
+            plan.tasks.as_ref().map_or(0, Vec::len),
+            plan.expected_input_digest
+        ));
+        return Ok(());
+    }
+    let Some(expect) = args.expect_state else {
+        return Err(CliError::usage("--expect-state is required with --apply"));
+    };
+    let path = args.apply.unwrap_or_default();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    let plan = migrate::Plan::from_json(&text).map_err(cli_error)?;
+    let out = migrate::apply(&root, &plan, &expect).map_err(cli_error)?;
+    if args.json {
+        return g.data(out.to_json());
+    }
+    if out.idempotent {
+        g.info(format!(
+            "Already migrated to {}; import {}; frontier {}",
+            migrate::PROFILE_VERSION,
+            out.import_id,
+            out.frontier
+        ));
+    } else {
+        g.info(format!(
+            "Migrated to {}; import {}; frontier {}",
+            migrate::PROFILE_VERSION,
+            out.import_id,
+            out.frontier
+        ));
+        if let Some(b) = &out.backup_path {
+            g.info(format!("The v1 tree is kept in {}", b.display()));
+        }
+    }
+    Ok(())
+}
