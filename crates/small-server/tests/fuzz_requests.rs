@@ -315,7 +315,9 @@ fn no_request_gets_a_500_or_hangs() {
             let bytes = rt
                 .block_on(axum::body::to_bytes(resp.into_body(), 1 << 20))
                 .map_err(|e| TestCaseError::fail(format!("{shown}: body: {e}")))?;
-            let json: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
+            // The project's own JSON reader: error messages may quote a lone surrogate from
+            // the request as `\ud800`, which JSON allows and serde_json refuses.
+            let json = small_core::json::canonical::parse(&bytes);
             let shaped = ct.starts_with("application/json")
                 && json
                     .as_ref()
