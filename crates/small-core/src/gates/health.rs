@@ -320,7 +320,7 @@ fn v1_state(
 }
 
 /// A 2.0.0 workspace: the verdict of its strict check (every `V2-*` error, conflicts
-/// included), the frontier as its current run, and the digest of its records (SHA-256 over
+/// included), the frontier as its current run (when the records and graph are sound), and the digest of its records (SHA-256 over
 /// the sorted `path:sha256` lines of the records read).
 fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
     use sha2::{Digest, Sha256};
@@ -331,11 +331,14 @@ fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
         .filter(|d| d.is_error())
         .map(compact_line)
         .collect();
+    // Without profile.json the tree names no project: it cannot be inspected (as the
+    // reference says), rather than failed.
+    let has_profile = c.files.iter().any(|f| f == ".small/profile.json");
     if !errors.is_empty() {
-        let status = if c
-            .diagnostics
-            .iter()
-            .any(|d| d.code == crate::workspace::CODE_IO)
+        let status = if !has_profile
+            || c.diagnostics
+                .iter()
+                .any(|d| d.code == crate::workspace::CODE_IO)
         {
             StrictStatus::Error
         } else {
@@ -345,7 +348,14 @@ fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
             h.problem(status, e);
         }
     }
-    h.replay_id = Some(c.state.frontier.clone()).filter(|f| !f.is_empty());
+    // The frontier names the run only when the records and the graph are sound.
+    let damaged = c
+        .diagnostics
+        .iter()
+        .any(|d| d.is_error() && crate::v2::stage_of(&d.code) != crate::v2::Stage::State);
+    if !damaged {
+        h.replay_id = Some(c.state.frontier.clone()).filter(|f| !f.is_empty());
+    }
     let mut lines: Vec<String> = c
         .files
         .iter()

@@ -307,7 +307,7 @@ pub struct SessionList {
     pub sessions: Vec<SessionView>,
 }
 
-/// The sessions of the 2.0.0 tree at `root/.small`, by creation time, then id.
+/// The sessions of the 2.0.0 tree at `root/.small`, by id (the reference's order).
 pub fn session_list(root: &Path, small_dir: &Path) -> Result<SessionList, Vec<Diagnostic>> {
     let o = open(root, small_dir)?;
     let mut sessions: Vec<SessionView> = o
@@ -327,11 +327,7 @@ pub fn session_list(root: &Path, small_dir: &Path) -> Result<SessionList, Vec<Di
             }
         })
         .collect();
-    sessions.sort_by(|a, b| {
-        a.created_at
-            .cmp(&b.created_at)
-            .then(a.session_id.cmp(&b.session_id))
-    });
+    sessions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
     Ok(SessionList {
         frontier: o.state.frontier.clone(),
         mode: o.state.mode.clone(),
