@@ -289,3 +289,37 @@ fn conformance_v2_check_json_names_every_damage() {
         );
     }
 }
+
+#[test]
+fn conformance_v2_reconstruct_limit_and_unknown_task() {
+    let Some(case) = load_cases()
+        .into_iter()
+        .find(|c| c.name == "wf-merge-conflict")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tmp");
+    let home = tempfile::tempdir().expect("home");
+    copy_case_links(&case.dir, work.path());
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (code, stdout, _) = run_small(
+        work.path(),
+        home.path(),
+        &args(&["reconstruct", "--json", "--limit", "3"]),
+    );
+    assert_eq!(code, 0);
+    let r: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(r["returned_events"], 3);
+    assert_eq!(r["matched_events"], 18);
+    assert_eq!(r["truncated"], true);
+    let (code, _, stderr) = run_small(
+        work.path(),
+        home.path(),
+        &args(&["reconstruct", "--task", "no-such-task"]),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no-such-task"), "{stderr}");
+    let (code, stdout, _) = run_small(work.path(), home.path(), &args(&["session", "list"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Sessions: 3"), "{stdout}");
+}
