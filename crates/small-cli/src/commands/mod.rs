@@ -27,6 +27,7 @@ pub mod resume;
 pub mod run;
 pub mod selftest;
 pub mod serve;
+pub mod session;
 pub mod start;
 pub mod status;
 pub mod store;

@@ -1,10 +1,11 @@
 //! `small reconstruct`: a task's or the run's evidence, from the workspace state alone.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use small_core::diag::Diagnostic;
 use small_core::history::reconstruct::{self, ReconstructOptions, Reconstruction};
 use small_core::history::runs::{self, ErrorKind, RunError};
+use small_core::v2::{self, read};
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
 use crate::outln;
@@ -17,8 +18,11 @@ use crate::GlobalArgs;
 /// Reads state only: nothing is inferred from elsewhere and nothing is written. Evidence that
 /// is a mapping (such as apply's outcome) is shown as JSON. Secrets are masked.
 ///
-/// Exit codes: 0 reconstructed (also for a task with no entries); 1 a bad --since value or an
-/// unreadable progress log; 2 no workspace.
+/// On a 2.0.0 workspace: the tasks not completed, the handoffs, conflicts, receipts and the
+/// events (of --task, and of no task), newest --limit, from the records (docs/v2.md).
+///
+/// Exit codes: 0 reconstructed (also for a task with no entries); 1 a bad --since value, an
+/// unreadable progress log, damaged 2.0.0 records or an unknown 2.0.0 task; 2 no workspace.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Only the entries of this task id (and the task's description from the plan)
@@ -45,6 +49,10 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = runs::discover_root(args.dir.as_deref());
+    let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
+    if small_dir.is_dir() && v2::detect(&small_dir) == v2::Profile::V2 {
+        return run_v2(&args, &root, &small_dir, g);
+    }
     let opts = ReconstructOptions {
         task: args.task,
         since: args.since,
@@ -55,6 +63,84 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return g.json(&r);
     }
     crate::output::data(&crate::render::escape_controls(&render(&r)))
+}
+
+/// A 2.0.0 workspace: the reconstruction from its records (docs/v2.md). A damaged tree is not
+/// reconstructed: its record and graph problems on stderr, exit 1.
+fn run_v2(args: &Args, root: &Path, small_dir: &Path, g: &GlobalArgs) -> CmdResult {
+    let opts = read::ReconstructOptions {
+        task: args.task.clone(),
+        since: args.since.clone(),
+        limit: usize::try_from(args.limit.max(0)).unwrap_or(usize::MAX),
+    };
+    match read::reconstruct(root, small_dir, &opts) {
+        Ok(r) if args.json => g.json(&r),
+        Ok(r) => crate::output::data(&crate::render::escape_controls(&render_v2(&r))),
+        Err(read::ReconstructError::Damaged(diags)) => {
+            g.diagnostics(&diags, |_| None, true);
+            Err(CliError::invalid(
+                "the 2.0.0 records are damaged; nothing reconstructed (see `small check --strict`)",
+            ))
+        }
+        Err(read::ReconstructError::UnknownTask(t)) => Err(CliError::invalid(format!(
+            "no task has the id or alias {t:?}"
+        ))),
+    }
+}
+
+fn render_v2(r: &read::Reconstruction) -> String {
+    let mut o = String::new();
+    outln!(o, "Profile: {} ({} mode)", r.profile, r.mode);
+    outln!(o, "Frontier: {}", r.frontier);
+    if let Some(t) = &r.task {
+        let name = if t.task.alias.is_empty() {
+            &t.task.id
+        } else {
+            &t.task.alias
+        };
+        outln!(o, "Task: {name} - {} ({})", t.task.title, t.task.status);
+    }
+    if !r.obligations.is_empty() {
+        outln!(o, "Obligations:");
+        for t in &r.obligations {
+            let name = if t.task.alias.is_empty() {
+                &t.task.id
+            } else {
+                &t.task.alias
+            };
+            outln!(o, "  - {name} ({}): {}", t.task.status, t.task.title);
+        }
+    }
+    if let Some(h) = r.handoffs.last() {
+        if let Some(sum) = h.payload.get("summary").and_then(|v| v.as_str()) {
+            outln!(o, "Handoff: {}", indented(sum));
+        }
+    }
+    for c in &r.conflicts {
+        outln!(o, "Conflict: {} {} ({})", c.id, c.kind, c.message);
+    }
+    if r.truncated {
+        outln!(
+            o,
+            "Events: {} of {} (the newest; older ones left out by --limit or the size cap)",
+            r.returned_events,
+            r.matched_events
+        );
+    } else {
+        outln!(o, "Events: {}", r.returned_events);
+    }
+    for e in &r.events {
+        let mut line = format!(
+            "  {} {} #{} {}",
+            e.occurred_at, e.session_id, e.sequence, e.kind
+        );
+        if !e.task_id.is_empty() {
+            line.push(' ');
+            line.push_str(&e.task_id);
+        }
+        outln!(o, "{line}");
+    }
+    o
 }
 
 fn to_cli(e: RunError) -> CliError {

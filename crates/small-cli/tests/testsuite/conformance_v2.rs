@@ -3,12 +3,14 @@
 //!
 //! For every case a fresh copy (without `expected.json`; symlinks as symlinks) is made per
 //! run, our binary runs with the recorded arguments and the harness environment, and its exit
-//! code must equal the reference's for `check_strict`, `verify_strict` and `status_json`,
-//! except where we deliberately differ (`deliberate`, each naming its entry in
-//! docs/decisions.md). On the damaged trees, where the reference's `check --strict` prints
-//! nothing, ours must name the damage: at least one `V2-*` diagnostic. Where both succeed,
-//! `status --json` must agree on the reference's keys (`profile`, `mode`, `frontier`,
-//! `sessions`).
+//! code must equal the reference's for `check_strict`, `verify_strict`, `status_json`,
+//! `reconstruct_json`, `reconstruct_task_json`, `session_list_json` and `health_json`, except
+//! where we deliberately differ (`deliberate`, each naming its entry in docs/decisions.md;
+//! `health` exits 1 when the reference reports a workspace not ok). On the damaged trees,
+//! where the reference's `check --strict` prints nothing, ours must name the damage: at least
+//! one `V2-*` diagnostic. Where both succeed (for `health`: always), the JSON must agree on
+//! the reference's facts (`compare_json`): status keys, reconstruct counts and `truncated`,
+//! every session member, health's `strict_status` and `replay_id`.
 //!
 //! Skipped, with a notice, when the corpus is absent.
 
@@ -23,7 +25,32 @@ const CORPUS: &str = concat!(
     "/../../../shared/conformance/v2/cases"
 );
 
-const RUNS: &[&str] = &["check_strict", "verify_strict", "status_json"];
+const RUNS: &[&str] = &[
+    "check_strict",
+    "verify_strict",
+    "status_json",
+    "reconstruct_json",
+    "reconstruct_task_json",
+    "session_list_json",
+    "health_json",
+];
+
+/// The keys of `reconstruct --json` whose values must equal the reference's.
+const RECONSTRUCT_KEYS: &[&str] = &[
+    "profile",
+    "project_id",
+    "lineage_id",
+    "mode",
+    "frontier",
+    "matched_events",
+    "returned_events",
+    "limit",
+    "max_bytes",
+    "truncated",
+];
+
+/// The lists of `reconstruct --json` whose lengths must equal the reference's.
+const RECONSTRUCT_LISTS: &[&str] = &["obligations", "handoffs", "conflicts", "evidence", "events"];
 
 struct Case {
     name: String,
@@ -94,6 +121,74 @@ fn deliberate(case: &str, key: &str) -> Option<(i32, &'static str)> {
     }
 }
 
+/// `health` exits 1 when a workspace is not ok, where the reference exits 0 whatever it finds
+/// (docs/decisions.md, "health: a failing workspace fails the command").
+fn health_exit(run: &Value) -> Option<i64> {
+    let theirs: Value = serde_json::from_str(run["stdout"].as_str()?).ok()?;
+    let ok = theirs["workspaces"]
+        .as_array()?
+        .iter()
+        .all(|w| w["strict_status"] == "ok");
+    Some(if ok { 0 } else { 1 })
+}
+
+/// Where both succeeded: the reference's facts in `theirs` that ours must repeat.
+fn compare_json(case: &str, key: &str, ours: &Value, theirs: &Value, failures: &mut Vec<String>) {
+    let mut differ = |what: String, a: &Value, b: &Value| {
+        if a != b {
+            failures.push(format!(
+                "{case}/{key}: {what} is {a}, the reference says {b}"
+            ));
+        }
+    };
+    match key {
+        "status_json" => {
+            for k in ["profile", "mode", "frontier", "sessions"] {
+                if theirs.get(k).is_some() {
+                    differ(k.to_string(), &ours[k], &theirs[k]);
+                }
+            }
+        }
+        "reconstruct_json" | "reconstruct_task_json" => {
+            for k in RECONSTRUCT_KEYS {
+                differ(k.to_string(), &ours[k], &theirs[k]);
+            }
+            for k in RECONSTRUCT_LISTS {
+                let len = |v: &Value| Value::from(v[k].as_array().map_or(0, Vec::len));
+                differ(format!("{k} count"), &len(ours), &len(theirs));
+            }
+            for k in ["id", "alias"] {
+                differ(format!("task.{k}"), &ours["task"][k], &theirs["task"][k]);
+            }
+        }
+        "session_list_json" => {
+            for k in ["frontier", "mode"] {
+                differ(k.to_string(), &ours[k], &theirs[k]);
+            }
+            let (a, b) = (&ours["sessions"], &theirs["sessions"]);
+            let n = |v: &Value| Value::from(v.as_array().map_or(0, Vec::len));
+            differ("session count".into(), &n(a), &n(b));
+            for (i, s) in b.as_array().into_iter().flatten().enumerate() {
+                for (k, v) in s.as_object().into_iter().flatten() {
+                    differ(format!("sessions[{i}].{k}"), &a[i][k], v);
+                }
+            }
+        }
+        "health_json" => {
+            let (a, b) = (&ours["workspaces"][0], &theirs["workspaces"][0]);
+            for k in [
+                "small_dir_exists",
+                "strict_status",
+                "replay_id",
+                "snapshot_count",
+            ] {
+                differ(k.to_string(), &a[k], &b[k]);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn args_of(run: &Value) -> Vec<String> {
     run["args"]
         .as_array()
@@ -124,6 +219,7 @@ fn conformance_v2_exit_codes_match_the_reference() {
             compared += 1;
             let want = match deliberate(&case.name, key) {
                 Some((ours, _why)) => i64::from(ours),
+                None if *key == "health_json" => health_exit(run).unwrap_or(want),
                 None => want,
             };
             if i64::from(got) != want {
@@ -137,22 +233,21 @@ fn conformance_v2_exit_codes_match_the_reference() {
             if *key == "check_strict" && got == 1 && !stderr.contains("error[V2-") {
                 failures.push(format!("{}/{key}: no V2 diagnostic\n{stderr}", case.name));
             }
-            if *key == "status_json" && got == 0 && want == 0 {
-                let ours: Value = serde_json::from_str(&stdout).expect("our status is JSON");
-                let theirs: Value = serde_json::from_str(run["stdout"].as_str().unwrap_or("null"))
-                    .unwrap_or(Value::Null);
-                for k in ["profile", "mode", "frontier", "sessions"] {
-                    if theirs.get(k).is_some() && ours[k] != theirs[k] {
-                        failures.push(format!(
-                            "{}/status_json: {k} is {}, the reference says {}",
-                            case.name, ours[k], theirs[k]
-                        ));
-                    }
-                }
+            let theirs: Value = serde_json::from_str(run["stdout"].as_str().unwrap_or("null"))
+                .unwrap_or(Value::Null);
+            // Facts are compared where both report the same verdict (health: every time).
+            let compared_facts = ((got == 0 && run["exit"] == 0) || *key == "health_json")
+                && deliberate(&case.name, key).is_none();
+            if key.ends_with("_json") && !theirs.is_null() && compared_facts {
+                let Ok(ours) = serde_json::from_str::<Value>(&stdout) else {
+                    failures.push(format!("{}/{key}: not JSON: {stdout}\n{stderr}", case.name));
+                    continue;
+                };
+                compare_json(&case.name, key, &ours, &theirs, &mut failures);
             }
         }
     }
-    assert!(compared > 100, "only {compared} runs compared");
+    assert!(compared > 300, "only {compared} runs compared");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -193,4 +288,38 @@ fn conformance_v2_check_json_names_every_damage() {
             case.name
         );
     }
+}
+
+#[test]
+fn conformance_v2_reconstruct_limit_and_unknown_task() {
+    let Some(case) = load_cases()
+        .into_iter()
+        .find(|c| c.name == "wf-merge-conflict")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tmp");
+    let home = tempfile::tempdir().expect("home");
+    copy_case_links(&case.dir, work.path());
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (code, stdout, _) = run_small(
+        work.path(),
+        home.path(),
+        &args(&["reconstruct", "--json", "--limit", "3"]),
+    );
+    assert_eq!(code, 0);
+    let r: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(r["returned_events"], 3);
+    assert_eq!(r["matched_events"], 18);
+    assert_eq!(r["truncated"], true);
+    let (code, _, stderr) = run_small(
+        work.path(),
+        home.path(),
+        &args(&["reconstruct", "--task", "no-such-task"]),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no-such-task"), "{stderr}");
+    let (code, stdout, _) = run_small(work.path(), home.path(), &args(&["session", "list"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Sessions: 3"), "{stdout}");
 }

@@ -252,31 +252,10 @@ pub fn inspect_one(
     if let Err(e) = runs::check_scope(&root, opts.scope) {
         h.problem(StrictStatus::Error, e.message);
     }
-    match schemas {
-        Err(e) => h.problem(StrictStatus::Error, format!("schemas: {e}")),
-        Ok(schemas) => strict(&root, schemas, &mut h),
-    }
-
-    h.replay_id = read_yaml(&small.join(WORKSPACE_FILE))
-        .and_then(|d| trimmed(d.root.pointer(RUN_REPLAY_ID_POINTER)))
-        .or_else(|| {
-            read_yaml(&small.join(ArtifactKind::Handoff.file_name()))
-                .and_then(|d| trimmed(d.root.pointer(HANDOFF_REPLAY_ID_POINTER)))
-        });
-
-    match digest::live_digests(&root) {
-        Ok((aggregate, _)) => h.artifact_digest = Some(aggregate),
-        Err(e) => h.problem(StrictStatus::Error, e.message),
-    }
-
-    if let Some(plan) = read_yaml(&small.join(ArtifactKind::Plan.file_name())) {
-        let p = PlanStatus::from_plan(&PlanIndex::from_plan(Some(&plan.root)), NEXT_ACTIONABLE);
-        h.plan = Some(HealthPlan {
-            total_tasks: p.total_tasks,
-            tasks_by_status: p.tasks_by_status,
-            next_actionable: p.next_actionable,
-            first_incomplete: p.first_incomplete,
-        });
+    if crate::v2::detect(&small) == crate::v2::Profile::V2 {
+        v2_strict(&root, &small, &mut h);
+    } else {
+        v1_state(&root, &small, schemas, &mut h);
     }
 
     let store = runs::store_dir(&root, opts.store.as_deref());
@@ -303,6 +282,90 @@ pub fn inspect_one(
         ),
     }
     h
+}
+
+/// The strict verdict, current run, live digest and plan of a v1 workspace.
+fn v1_state(
+    root: &Path,
+    small: &Path,
+    schemas: &Result<Arc<SchemaSet>, String>,
+    h: &mut WorkspaceHealth,
+) {
+    match schemas {
+        Err(e) => h.problem(StrictStatus::Error, format!("schemas: {e}")),
+        Ok(schemas) => strict(root, schemas, h),
+    }
+
+    h.replay_id = read_yaml(&small.join(WORKSPACE_FILE))
+        .and_then(|d| trimmed(d.root.pointer(RUN_REPLAY_ID_POINTER)))
+        .or_else(|| {
+            read_yaml(&small.join(ArtifactKind::Handoff.file_name()))
+                .and_then(|d| trimmed(d.root.pointer(HANDOFF_REPLAY_ID_POINTER)))
+        });
+
+    match digest::live_digests(root) {
+        Ok((aggregate, _)) => h.artifact_digest = Some(aggregate),
+        Err(e) => h.problem(StrictStatus::Error, e.message),
+    }
+
+    if let Some(plan) = read_yaml(&small.join(ArtifactKind::Plan.file_name())) {
+        let p = PlanStatus::from_plan(&PlanIndex::from_plan(Some(&plan.root)), NEXT_ACTIONABLE);
+        h.plan = Some(HealthPlan {
+            total_tasks: p.total_tasks,
+            tasks_by_status: p.tasks_by_status,
+            next_actionable: p.next_actionable,
+            first_incomplete: p.first_incomplete,
+        });
+    }
+}
+
+/// A 2.0.0 workspace: the verdict of its strict check (every `V2-*` error, conflicts
+/// included), the frontier as its current run (when the records and graph are sound), and the digest of its records (SHA-256 over
+/// the sorted `path:sha256` lines of the records read).
+fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
+    use sha2::{Digest, Sha256};
+    let c = crate::v2::check(root, small);
+    let errors: Vec<String> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(compact_line)
+        .collect();
+    // Without profile.json the tree names no project: it cannot be inspected (as the
+    // reference says), rather than failed.
+    let has_profile = c.files.iter().any(|f| f == ".small/profile.json");
+    if !errors.is_empty() {
+        let status = if !has_profile
+            || c.diagnostics
+                .iter()
+                .any(|d| d.code == crate::workspace::CODE_IO)
+        {
+            StrictStatus::Error
+        } else {
+            StrictStatus::Failed
+        };
+        for e in errors {
+            h.problem(status, e);
+        }
+    }
+    // The frontier names the run only when the records and the graph are sound.
+    let damaged = c
+        .diagnostics
+        .iter()
+        .any(|d| d.is_error() && crate::v2::stage_of(&d.code) != crate::v2::Stage::State);
+    if !damaged {
+        h.replay_id = Some(c.state.frontier.clone()).filter(|f| !f.is_empty());
+    }
+    let mut lines: Vec<String> = c
+        .files
+        .iter()
+        .filter_map(|f| {
+            let bytes = fsio::read_bounded(&root.join(f), crate::v2::MAX_RECORD_BYTES).ok()?;
+            Some(format!("{f}:{}", hex::encode(Sha256::digest(&bytes))))
+        })
+        .collect();
+    lines.sort();
+    h.artifact_digest = Some(hex::encode(Sha256::digest(lines.join("\n").as_bytes())));
 }
 
 /// The aggregate digest a snapshot recorded: `artifact_digest`, else the one its per-file

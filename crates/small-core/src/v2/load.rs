@@ -127,6 +127,7 @@ pub struct Session {
     pub id: String,
     pub label: String,
     pub actor_label: String,
+    pub observed_frontier: String,
     pub created_at: String,
     pub digest: String,
 }
@@ -626,6 +627,7 @@ impl Loader<'_> {
             id,
             label: v.str_of("label").into(),
             actor_label: v.str_of("actor_label").into(),
+            observed_frontier: v.str_of("observed_frontier").into(),
             created_at: v.str_of("created_at").into(),
             digest,
         });

@@ -8,6 +8,7 @@
 
 pub mod json;
 pub mod load;
+pub mod read;
 pub mod reduce;
 pub mod status;
 
@@ -76,6 +77,11 @@ pub struct Checked {
 
 /// Load, check and reduce the 2.0.0 tree at `root/.small` (`small_dir`).
 pub fn check(root: &Path, small_dir: &Path) -> Checked {
+    check_store(root, small_dir).0
+}
+
+/// [`check`], also giving the records read (for the commands that show them).
+pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
     let store = load::load(root, small_dir);
     let mut diags = store.diagnostics.clone();
     diags.extend(mixed_profile(root, small_dir));
@@ -97,11 +103,14 @@ pub fn check(root: &Path, small_dir: &Path) -> Checked {
         .chain(store.events.iter().map(|e| e.file.clone()))
         .chain(store.receipts.iter().map(|r| r.file.clone()))
         .collect();
-    Checked {
-        diagnostics: diags,
-        state,
-        files,
-    }
+    (
+        Checked {
+            diagnostics: diags,
+            state,
+            files,
+        },
+        store,
+    )
 }
 
 fn conflict_diagnostic(c: &Conflict) -> Diagnostic {

@@ -103,6 +103,8 @@ pub fn frontier<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
         .map(|e| format!("{}:{}", e.id, e.digest))
         .collect();
     lines.sort();
+    // A set: an event read twice names the same frontier.
+    lines.dedup();
     hex::encode(Sha256::digest(lines.join("\n").as_bytes()))
 }
 

@@ -497,3 +497,56 @@ fn v2_rule_conflict_and_resolution() {
 fn v2_codes_are_stable_on_valid_tree() {
     assert!(codes(&valid()).is_empty());
 }
+
+/// The stores the order test reduces: the valid tree, and two merged corpus workspaces (one
+/// with an unresolved conflict, one with it resolved) when the corpus is present.
+fn order_stores() -> Vec<Store> {
+    let dir = valid();
+    let mut out = vec![load::load(dir.path(), &small(&dir))];
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/v2/cases");
+    for case in [
+        "wf-merge-conflict",
+        "wf-merge-conflict-resolved",
+        "durable-session",
+    ] {
+        let root = corpus.join(case);
+        if root.join(".small").is_dir() {
+            out.push(load::load(&root, &root.join(".small")));
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// The reduced tasks, conflicts and frontier do not depend on the order the events are
+    /// read in, nor on an event read more than once.
+    #[test]
+    fn v2_reduce_is_order_and_duplicate_independent(
+        seed in proptest::prelude::any::<u64>(),
+        dups in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..6),
+    ) {
+        for store in order_stores() {
+            let want = reduce::reduce(&store);
+            let mut shuffled = store.clone();
+            for &d in &dups {
+                let e = shuffled.events[d % shuffled.events.len()].clone();
+                shuffled.events.push(e);
+            }
+            // A deterministic shuffle (Fisher-Yates over a xorshift sequence).
+            let mut x = seed | 1;
+            for i in (1..shuffled.events.len()).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let j = usize::try_from(x % (i as u64 + 1)).unwrap();
+                shuffled.events.swap(i, j);
+            }
+            let got = reduce::reduce(&shuffled);
+            proptest::prop_assert_eq!(&got.tasks, &want.tasks);
+            proptest::prop_assert_eq!(&got.conflicts, &want.conflicts);
+            proptest::prop_assert_eq!(&got.frontier, &want.frontier);
+        }
+    }
+}
