@@ -49,7 +49,13 @@ pub struct Case {
 }
 
 pub fn load_cases() -> Vec<Case> {
-    let Some(dir) = small_testkit::conformance_path(CORPUS) else {
+    load_cases_in(CORPUS)
+}
+
+/// The cases of a corpus directory (each a folder with an `expected.json`), by name; none,
+/// after a skip notice, when the corpus is absent.
+pub fn load_cases_in(corpus: &str) -> Vec<Case> {
+    let Some(dir) = small_testkit::conformance_path(corpus) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -121,10 +127,11 @@ pub fn copy_case_tree(c: &Case, dst: &Path) {
     }
 }
 
-pub fn run_small(cwd: &Path, home: &Path, args: &[String]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .arg0("small")
-        .args(args)
+/// `small` as the corpus harness runs it: argv[0] `small`, in `cwd`, with only the harness's
+/// environment (`HOME` = `home`) and no standard input.
+pub fn harness_command(cwd: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg0("small")
         .current_dir(cwd)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -133,7 +140,13 @@ pub fn run_small(cwd: &Path, home: &Path, args: &[String]) -> (i32, String, Stri
         .env("SMALL_NO_UPDATE_CHECK", "1")
         .env("SMALL_NO_BANNER", "1")
         .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+pub fn run_small(cwd: &Path, home: &Path, args: &[String]) -> (i32, String, String) {
+    let out = harness_command(cwd, home)
+        .args(args)
         .output()
         .expect("run small");
     (

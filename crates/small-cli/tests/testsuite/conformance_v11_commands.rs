@@ -9,39 +9,13 @@
 //!
 //! Skipped, with a notice, when the corpus is absent.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-use crate::conformance_v11::{copy_case_tree, load_cases, Case};
+use crate::conformance_v11::{copy_case_tree, load_cases, run_small, Case};
 
-const BIN: &str = env!("CARGO_BIN_EXE_small");
 const REFERENCE: &str = "v1.1.2";
-
-fn run_small(cwd: &Path, args: &[String]) -> (i32, String, String) {
-    let home = tempfile::tempdir().expect("home");
-    let out = Command::new(BIN)
-        .arg0("small")
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("LANG", "C.UTF-8")
-        .env("SMALL_NO_UPDATE_CHECK", "1")
-        .env("SMALL_NO_BANNER", "1")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run small");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The runs of `case` whose key starts with one of `prefixes`: (key, args, recorded result).
 fn runs<'a>(case: &'a Case, prefixes: &[&str]) -> Vec<(&'a str, Vec<String>, &'a Value)> {
@@ -74,7 +48,8 @@ fn each_run(
             let tmp = tempfile::tempdir().expect("tempdir");
             let copy = tmp.path().join("case");
             copy_case_tree(&case, &copy);
-            let (code, out, err) = run_small(&copy, &args);
+            let home = tempfile::tempdir().expect("home");
+            let (code, out, err) = run_small(&copy, home.path(), &args);
             let out = out.replace(&copy.display().to_string(), "{{CASE_DIR}}");
             count += 1;
             for f in check(&case, key, (code, &out, &err), recorded, &copy) {

@@ -14,11 +14,11 @@
 //!
 //! Skipped, with a notice, when the corpus is absent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::conformance_v11::{copy_case, run_small};
+use crate::conformance_v11::{copy_case, load_cases_in, run_small, Case};
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -52,30 +52,8 @@ const RECONSTRUCT_KEYS: &[&str] = &[
 /// The lists of `reconstruct --json` whose lengths must equal the reference's.
 const RECONSTRUCT_LISTS: &[&str] = &["obligations", "handoffs", "conflicts", "evidence", "events"];
 
-struct Case {
-    name: String,
-    dir: PathBuf,
-    expected: Value,
-}
-
 fn load_cases() -> Vec<Case> {
-    let Some(dir) = small_testkit::conformance_path(CORPUS) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Case> = std::fs::read_dir(&dir)
-        .expect("list cases")
-        .filter_map(|e| {
-            let path = e.expect("case entry").path();
-            let text = std::fs::read_to_string(path.join("expected.json")).ok()?;
-            Some(Case {
-                name: path.file_name()?.to_string_lossy().into_owned(),
-                expected: serde_json::from_str(&text).expect("parse expected.json"),
-                dir: path,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    load_cases_in(CORPUS)
 }
 
 /// Copy a case; a checkout without symlink support stores each of the corpus's relative

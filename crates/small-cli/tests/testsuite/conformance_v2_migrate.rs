@@ -17,33 +17,23 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::conformance_v11::copy_case;
+use crate::conformance_v11::{copy_case, harness_command};
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/conformance/v2/migrate"
 );
-const BIN: &str = env!("CARGO_BIN_EXE_small");
 
 /// Cases whose migrated tree is known to differ from the reference's, with the reason.
 const KNOWN_DIFFERENT: &[(&str, &str)] = &[];
 
 fn small(dir: &Path, home: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    harness_command(dir, home)
         .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("LANG", "C.UTF-8")
-        .env("SMALL_NO_UPDATE_CHECK", "1")
-        .env("SMALL_NO_BANNER", "1")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
         .output()
         .expect("run small")
 }
@@ -284,10 +274,8 @@ fn a_killed_apply_leaves_v1_v2_or_a_recoverable_state() {
             "--expect-state",
             digest.as_str(),
         ];
-        let mut child = Command::new(BIN)
+        let mut child = harness_command(&ws, home.path())
             .args(args)
-            .current_dir(&ws)
-            .env("HOME", home.path())
             .env("SMALL_TEST_SLOW_MIGRATION_MS", "40")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
