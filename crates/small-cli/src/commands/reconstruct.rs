@@ -50,7 +50,7 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = runs::discover_root(args.dir.as_deref());
     let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-    if small_dir.is_dir() && v2::detect(&small_dir) == v2::Profile::V2 {
+    if v2::detect(&small_dir) == v2::Profile::V2 {
         return run_v2(&args, &root, &small_dir, g);
     }
     let opts = ReconstructOptions {

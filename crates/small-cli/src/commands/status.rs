@@ -34,7 +34,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let audit = crate::settings::progress_mode_is_audit()?;
     let dir = small_core::workspace::small_dir_for(args.dir.as_deref())
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
-    if small_core::v2::detect(&dir) == small_core::v2::Profile::V2 && dir.is_dir() {
+    if small_core::v2::detect(&dir) == small_core::v2::Profile::V2 {
         let root = dir.parent().unwrap_or(&dir).to_path_buf();
         let st = small_core::v2::status::status(&root, &dir);
         if args.json {

@@ -34,7 +34,8 @@ const V2_DIRS: &[&str] = &["sessions", "events", "receipts", "policy"];
 
 /// Tell the profile of `small_dir` by its entries (no file is read): `profile.json`, else
 /// any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one `lstat` on a v1 tree
-/// that has none of them besides the first.
+/// that has none of them besides the first. A `small_dir` that is not a directory is V1 (no
+/// entry under it can be found).
 pub fn detect(small_dir: &Path) -> Profile {
     let has = |name: &str| std::fs::symlink_metadata(small_dir.join(name)).is_ok();
     if has("profile.json") || V2_DIRS.iter().any(|d| has(d)) {

@@ -204,6 +204,11 @@ fn v2_detects_v1_and_profile_missing() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".small")).unwrap();
     assert_eq!(detect(&small(&dir)), Profile::V1);
+    // `.small` as a file, or missing: nothing under it, so v1 (the callers rely on it).
+    let file = tempfile::tempdir().unwrap();
+    std::fs::write(file.path().join(".small"), "x").unwrap();
+    assert_eq!(detect(&small(&file)), Profile::V1);
+    assert_eq!(detect(&file.path().join("missing")), Profile::V1);
     let dir = valid();
     std::fs::remove_file(small(&dir).join("profile.json")).unwrap();
     assert_eq!(detect(&small(&dir)), Profile::V2);

@@ -27,7 +27,7 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = runs::discover_root(args.dir.as_deref());
     let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-    if !small_dir.is_dir() || v2::detect(&small_dir) != v2::Profile::V2 {
+    if v2::detect(&small_dir) != v2::Profile::V2 {
         return Err(CliError::invalid(
             "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)",
         ));
