@@ -72,7 +72,7 @@ fn parse(bytes: &[u8]) -> Result<Document, String> {
         ..Limits::default()
     };
     match yaml::parse_bytes(bytes, &limits) {
-        Err(e) if e.message.contains("more than one YAML document") => {
+        Err(e) if e.is_extra_document() => {
             let first = bytes.get(..e.pos.offset as usize).unwrap_or(bytes);
             yaml::parse_bytes(first, &limits)
                 .map_err(|e| format!("yaml: {e}"))

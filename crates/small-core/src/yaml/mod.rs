@@ -465,6 +465,17 @@ pub fn fast_path_differential(src: &str) -> Result<(), String> {
 
 const FLOW_LIMIT: &str = "nesting is deeper than the YAML parser allows for flow collections";
 
+/// The error of a second document in one file (see [`YamlError::is_extra_document`]).
+const EXTRA_DOCUMENT: &str = "the file holds more than one YAML document; a SMALL artifact is a single document (remove the extra `---` section)";
+
+impl YamlError {
+    /// Whether the text was refused for holding a second document; [`YamlError::pos`] is
+    /// where it starts, so the bytes before it are the first document.
+    pub fn is_extra_document(&self) -> bool {
+        self.message == EXTRA_DOCUMENT
+    }
+}
+
 /// Build the tree; a flow collection too deep for the parser is read by [`deep`].
 fn build(text: &str, base: usize, limits: &Limits) -> Result<Node, YamlError> {
     if let Some(root) = fast_plan(text, base, limits) {
@@ -873,10 +884,7 @@ impl<'a, 's> Builder<'a, 's> {
                 Event::DocumentStart(_) => {
                     self.documents += 1;
                     if self.documents > 1 {
-                        return Err(self.error(
-                            span,
-                            "the file holds more than one YAML document; a SMALL artifact is a single document (remove the extra `---` section)",
-                        ));
+                        return Err(self.error(span, EXTRA_DOCUMENT));
                     }
                 }
                 Event::Scalar(text, style, anchor, tag) => {
@@ -1348,6 +1356,7 @@ mod tests {
     fn second_document_is_refused() {
         let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
         assert!(err.message.contains("more than one YAML document"));
+        assert!(err.is_extra_document());
         assert_eq!(err.pos.line, 2);
     }
 
