@@ -208,3 +208,47 @@ fn no_tool_call_takes_the_mcp_server_down() {
     );
     let _ = rt.block_on(client.cancel());
 }
+
+/// A tool that panics (made to, between the steps of a commit, by the test hook
+/// `SMALL_TEST_PANIC_IN_COMMIT`) answers with an `internal` tool error; the server keeps
+/// serving and the workspace stays whole.
+#[test]
+fn a_panicking_tool_is_an_internal_tool_error_and_the_server_goes_on() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let ws = Ws::new();
+    let client = rt.block_on(async {
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
+                cmd.arg("mcp")
+                    .arg("--dir")
+                    .arg(ws.root())
+                    .env("SMALL_TEST_PANIC_IN_COMMIT", "1");
+            }))
+            .expect("spawn small mcp");
+        ().serve(transport).await.expect("an MCP session")
+    });
+    let mut args = Map::new();
+    args.insert("task".into(), json!("task-1"));
+    args.insert("status".into(), json!("in_progress"));
+    args.insert("evidence".into(), json!("ran: cargo test"));
+    let r = rt
+        .block_on(client.call_tool(CallToolRequestParams::new("progress_add").with_arguments(args)))
+        .expect("an answer, not a dropped connection");
+    assert_eq!(r.is_error, Some(true));
+    let code = r
+        .structured_content
+        .as_ref()
+        .and_then(|v| v.pointer("/error/code"))
+        .and_then(Value::as_str);
+    assert_eq!(code, Some("internal"), "{:?}", r.structured_content);
+    let status = rt
+        .block_on(client.call_tool(CallToolRequestParams::new("status")))
+        .expect("status after the panic");
+    assert_ne!(status.is_error, Some(true));
+    let _ = rt.block_on(client.cancel());
+    ws.ok(&["check", "--strict"]);
+}

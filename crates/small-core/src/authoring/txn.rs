@@ -87,9 +87,10 @@ pub const STAGING_DIR: &str = ".small-cache/tmp";
 /// Unset in normal use; the crash tests also run without it.
 pub const SLOW_COMMIT_ENV: &str = "SMALL_TEST_SLOW_COMMIT_MS";
 
-/// Test hook: when set (non-empty), a commit panics at its first step after the journal or
-/// append note is written, so a test can show that a panic mid-write is reported as an
-/// internal error and leaves the workspace whole. Unset in normal use.
+/// Test hook: when set (non-empty), a commit panics at its first step (after the journal or
+/// append note is written; before the rename of a single-file commit), so a test can show
+/// that a panic mid-write is reported as an internal error and leaves the workspace whole.
+/// Unset in normal use.
 pub const PANIC_IN_COMMIT_ENV: &str = "SMALL_TEST_PANIC_IN_COMMIT";
 
 /// What can go wrong in a transaction.
@@ -463,6 +464,7 @@ impl Transaction {
         if moves.is_empty() && appends.is_empty() && writes.len() == 1 {
             // One rename is atomic on its own: no journal needed.
             for (rel, bytes) in &writes {
+                slow_point();
                 write_via_staging(&self.root, rel, bytes)?;
             }
             return Ok(report);
