@@ -15,6 +15,8 @@
 //! - `api`: manifests and replay for the HTTP API.
 //! - `v2`: the read side of the SMALL 2.0.0 session profile (records, event graph, state).
 //! - `migrate`: migration of a v1 workspace to the 2.0.0 session profile.
+//! - `state`: the project state, one typed value built from either profile, and the reports
+//!   computed from it (status, resume); every reader of a whole workspace starts here.
 
 pub mod par;
 
@@ -34,4 +36,5 @@ pub mod history;
 pub mod api;
 
 pub mod migrate;
+pub mod state;
 pub mod v2;

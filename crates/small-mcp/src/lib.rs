@@ -34,10 +34,11 @@ use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
 use small_core::gates::secrets::{redact_json, redact_source};
-use small_core::gates::status::{self, StatusOptions};
+use small_core::gates::status::StatusOptions;
 use small_core::history::reconstruct::{self, ReconstructOptions};
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use small_core::state;
 use small_core::workspace::{self, Location};
 
 /// The server: one workspace directory (`--dir`, or the current directory).
@@ -227,6 +228,12 @@ impl SmallMcp {
         })
     }
 
+    /// Whether the workspace holds profile 2.0.0 (its resources differ).
+    fn is_v2(&self) -> bool {
+        workspace::locate(self.dir.as_deref())
+            .is_ok_and(|l| small_core::v2::detect(&l.small_dir) == small_core::v2::Profile::V2)
+    }
+
     fn begin(&self) -> Result<(Location, Transaction), CallToolResult> {
         let loc = self.locate()?;
         let txn = Transaction::begin(&loc.root).map_err(txn_diag)?;
@@ -276,7 +283,13 @@ impl SmallMcp {
     )]
     async fn status(&self, Parameters(req): Parameters<StatusRequest>) -> ToolResult {
         let loc = tri!(self.locate());
-        let st = status::status(
+        if small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2 {
+            let st = small_core::v2::status::status(&loc.root, &loc.small_dir);
+            let mut v = serde_json::to_value(&st).unwrap_or_default();
+            redact_json(&mut v);
+            return ok(v);
+        }
+        let st = state::status::status(
             &loc.small_dir,
             StatusOptions {
                 recent: req.recent.unwrap_or(5),
@@ -297,8 +310,13 @@ impl SmallMcp {
             ..GateOptions::default()
         };
         let schemas = SchemaSet::embedded();
-        let loaded = check::load(loc, Some(&schemas), &opts);
-        let mut report = check::run_check(&loaded, &schemas, &opts);
+        let mut report = match small_core::gates::report::v2_checked(&loc) {
+            Some(c) => small_core::gates::report::v2_check_report(&c.diagnostics),
+            None => {
+                let loaded = check::load(loc, Some(&schemas), &opts);
+                check::run_check(&loaded, &schemas, &opts)
+            }
+        };
         let limit = match req.limit.unwrap_or(CHECK_LIMIT) {
             0 => usize::MAX,
             n => n,
@@ -483,6 +501,34 @@ impl SmallMcp {
     )]
     async fn reconstruct(&self, Parameters(req): Parameters<ReconstructRequest>) -> ToolResult {
         let loc = tri!(self.locate());
+        if small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2 {
+            use small_core::v2::read;
+            let opts = read::ReconstructOptions {
+                task: req.task,
+                since: req.since,
+                limit: req.limit.unwrap_or(50),
+            };
+            return match read::reconstruct(&loc.root, &loc.small_dir, &opts) {
+                Ok(r) => ok(serde_json::to_value(&r).unwrap_or_default()),
+                Err(read::ReconstructError::Damaged(diags)) => {
+                    let first = diags.first().map(|d| format!("{}: {}", d.code, d.message));
+                    Ok(diag(
+                        "reconstruct",
+                        format!(
+                            "the 2.0.0 records are damaged ({} problem(s){}); nothing reconstructed",
+                            diags.len(),
+                            first.map(|f| format!(", first {f}")).unwrap_or_default()
+                        ),
+                        Some("run the check tool for every problem with its file and fix".into()),
+                    ))
+                }
+                Err(read::ReconstructError::UnknownTask(t)) => Ok(diag(
+                    "unknown-task",
+                    format!("no task has the id or alias {t:?}"),
+                    None,
+                )),
+            };
+        }
         let opts = ReconstructOptions {
             task: req.task,
             since: req.since,
@@ -536,9 +582,37 @@ impl SmallMcp {
 
 const SCHEME: &str = "small://";
 
+/// The computed project state (either profile): `small://workspace/state.json`.
+const STATE_RESOURCE: &str = "state.json";
+
+/// The files of a 2.0.0 workspace served as resources (paths under `.small/`).
+const V2_FILES: [&str; 3] = [
+    "profile.json",
+    "policy/intent.small.yml",
+    "policy/constraints.small.yml",
+];
+
 /// The resources, handoff first: `(uri, name, path relative to the root or schema name)`.
-fn resource_list() -> Vec<(String, String, String)> {
+/// A 2.0.0 workspace has no v1 artifacts: its policy files and profile stand in for them.
+/// `state.json` is the project state computed from either profile.
+fn resource_list(v2: bool) -> Vec<(String, String, String)> {
+    let state = (
+        format!("{SCHEME}workspace/{STATE_RESOURCE}"),
+        STATE_RESOURCE.to_string(),
+        String::new(),
+    );
     let mut out = Vec::new();
+    if v2 {
+        out.push(state);
+        for f in V2_FILES {
+            out.push((
+                format!("{SCHEME}workspace/{f}"),
+                f.to_string(),
+                format!(".small/{f}"),
+            ));
+        }
+        return out;
+    }
     let order = [
         ArtifactKind::Handoff,
         ArtifactKind::Intent,
@@ -553,6 +627,9 @@ fn resource_list() -> Vec<(String, String, String)> {
             f.to_string(),
             format!(".small/{f}"),
         ));
+        if k == ArtifactKind::Handoff {
+            out.push(state.clone());
+        }
     }
     out.push((
         format!("{SCHEME}workspace/{WORKSPACE_FILE}"),
@@ -638,7 +715,7 @@ impl ServerHandler for SmallMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = resource_list()
+        let items = resource_list(self.is_v2())
             .into_iter()
             .map(|(uri, name, _)| {
                 let mime = if uri.ends_with(".json") {
@@ -658,13 +735,23 @@ impl ServerHandler for SmallMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let Some((_, name, rel)) = resource_list().into_iter().find(|(u, _, _)| *u == uri) else {
+        let Some((_, name, rel)) = resource_list(self.is_v2())
+            .into_iter()
+            .find(|(u, _, _)| *u == uri)
+        else {
             return Err(ErrorData::resource_not_found(
                 format!("no resource {uri}"),
                 None,
             ));
         };
-        let text = if rel.is_empty() {
+        let text = if name == STATE_RESOURCE {
+            let loc = workspace::locate(self.dir.as_deref())
+                .map_err(|e| ErrorData::invalid_params(e.to_diagnostic().message, None))?;
+            let st = state::load(&loc, &state::LoadOptions::default());
+            let mut v = serde_json::to_value(&st).unwrap_or_default();
+            redact_json(&mut v);
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        } else if rel.is_empty() {
             schemas::embedded_text(&name)
                 .map(str::to_string)
                 .ok_or_else(|| ErrorData::resource_not_found(format!("no schema {name}"), None))?

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::status::{self, Status, StatusOptions, KNOWN_STATUSES};
+use small_core::gates::status::{Status, StatusOptions, KNOWN_STATUSES};
+use small_core::state::status;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;

@@ -316,3 +316,89 @@ async fn reconstruct_and_health_over_mcp() {
     assert_eq!(w["artifact_digest"].as_str().map(str::len), Some(64), "{v}");
     assert_eq!(w["snapshot_count"], 0, "{v}");
 }
+
+/// A 2.0.0 workspace over MCP: the read tools and resources come from its project state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v2_workspace_over_mcp() {
+    let Some(case) = small_testkit::conformance_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/v2/cases/wf-single-session"
+    )) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    crate::conformance_v2::copy_case_links(&case, work.path());
+    let c = connect(work.path()).await;
+
+    let (ok, v) = call(&c, "resume", json!({})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["gates"]["status"], "pass", "{v}");
+    assert_eq!(v["next_task"]["id"], "token-polling", "{v}");
+    assert_eq!(
+        v["next_task"]["dependencies"][0]["status"], "completed",
+        "{v}"
+    );
+    assert!(
+        v["markdown"].as_str().unwrap().contains("token-polling"),
+        "{v}"
+    );
+
+    let (ok, v) = call(&c, "status", json!({})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["profile"], "2.0.0", "{v}");
+    assert_eq!(v["sessions"], 2, "{v}");
+
+    let (ok, v) = call(&c, "check", json!({})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["passed"], true, "{v}");
+
+    let (ok, v) = call(&c, "reconstruct", json!({"task": "task-1"})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["profile"], "2.0.0", "{v}");
+    assert_eq!(v["task"]["alias"], "task-1", "{v}");
+    let (ok, v) = call(&c, "reconstruct", json!({"task": "no-such-task"})).await;
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "unknown-task", "{v}");
+
+    let uris: Vec<String> = c
+        .list_all_resources()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.uri.to_string())
+        .collect();
+    for u in [
+        "small://workspace/state.json",
+        "small://workspace/profile.json",
+        "small://workspace/policy/intent.small.yml",
+    ] {
+        assert!(uris.contains(&u.to_string()), "{u} in {uris:?}");
+    }
+    assert!(
+        !uris.iter().any(|u| u.ends_with("plan.small.yml")),
+        "{uris:?}"
+    );
+    let r = c
+        .read_resource(ReadResourceRequestParams::new(
+            "small://workspace/state.json",
+        ))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &r.contents[0] else {
+        panic!("text expected");
+    };
+    let state: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(state["profile"], "2.0.0", "{state}");
+    assert_eq!(state["tasks"].as_array().map(Vec::len), Some(5), "{state}");
+    assert_eq!(state["sessions"]["conflicts"], json!([]), "{state}");
+    let r = c
+        .read_resource(ReadResourceRequestParams::new(
+            "small://workspace/policy/intent.small.yml",
+        ))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &r.contents[0] else {
+        panic!("text expected");
+    };
+    assert!(text.contains("device authorization grant"), "{text}");
+}

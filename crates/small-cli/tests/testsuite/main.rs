@@ -30,6 +30,7 @@ mod conformance_v11;
 mod conformance_v11_commands;
 mod conformance_v2;
 mod conformance_v2_migrate;
+mod conformance_v2_state;
 mod docs;
 mod gate_cache;
 mod gate_check;

@@ -18,14 +18,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::authoring::merge;
 use crate::gates::check::{self, GateOptions};
-use crate::gates::invariants::{scalar_text, PlanIndex};
 use crate::gates::schemas::SchemaSet;
-use crate::gates::status::{self, normalized_status, RecentEntry};
+use crate::gates::status::RecentEntry;
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use crate::workspace::Location;
-use crate::yaml::{self, Limits, Node};
 
 /// Progress logs up to this size are checked on every resume (a few milliseconds).
 pub const CHECK_INLINE_BYTES: u64 = 1024 * 1024;
@@ -135,45 +132,52 @@ pub struct Resume {
     pub problems: Vec<String>,
 }
 
-fn parse_file(path: &Path) -> Result<Option<yaml::Document>, String> {
-    match std::fs::read(path) {
-        Ok(b) => yaml::parse_bytes(&b, &Limits::default())
-            .map(Some)
-            .map_err(|e| e.to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
+fn task_ref(t: &crate::state::Task) -> TaskRef {
+    TaskRef {
+        id: t.name().to_string(),
+        title: t.title.clone(),
+        status: t.status.clone(),
     }
 }
 
-fn text(n: &Node, key: &str) -> String {
-    n.get(key)
-        .and_then(scalar_text)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-fn list(n: Option<&Node>) -> Vec<String> {
-    n.and_then(Node::as_seq)
-        .map(|s| {
-            s.iter()
-                .filter_map(|x| scalar_text(x).or_else(|| Some(x.to_json().to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Gather the resume context of the workspace at `loc`.
+/// Gather the resume context of the workspace at `loc` (either profile), from its
+/// [`ProjectState`](crate::state::ProjectState).
 pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
-    let small = &loc.small_dir;
-    let file = |k: ArtifactKind| small.join(k.file_name());
+    let st = crate::state::load(
+        loc,
+        &crate::state::LoadOptions {
+            recent: opts.recent,
+            audit: false,
+        },
+    );
     let mut r = Resume {
-        intent: None,
-        handoff: None,
+        intent: st
+            .intent
+            .as_ref()
+            .map(|i| i.intent.clone())
+            .filter(|s| !s.is_empty()),
+        handoff: st.handoff.as_ref().map(|h| HandoffView {
+            summary: h.summary.clone(),
+            replay_id: h.replay_id.clone(),
+            replay_id_source: h.replay_id_source.clone(),
+            current_task_id: h.current_task_id.clone(),
+            next_steps: h.next_steps.clone(),
+            needs_regeneration: h.needs_regeneration,
+        }),
         next_task: None,
         in_progress: Vec::new(),
         blocked: Vec::new(),
-        constraints: Vec::new(),
-        recent_progress: Vec::new(),
+        constraints: st
+            .constraints
+            .iter()
+            .map(|c| ConstraintView {
+                id: c.id.clone(),
+                rule: c.rule.clone(),
+                severity: c.severity.clone(),
+            })
+            .collect(),
+        // Oldest first: the order they happened in.
+        recent_progress: st.recent.iter().rev().cloned().collect(),
         gates: GateVerdict {
             status: "unknown".into(),
             errors: 0,
@@ -182,120 +186,68 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             source: "not checked".into(),
         },
         trimmed: Vec::new(),
-        problems: Vec::new(),
+        problems: st.problems.clone(),
     };
-    match parse_file(&file(ArtifactKind::Intent)) {
-        Ok(Some(d)) => r.intent = Some(text(&d.root, "intent")).filter(|s| !s.is_empty()),
-        Ok(None) => {}
-        Err(e) => r.problems.push(format!("intent.small.yml: {e}")),
+    if st.handoff.is_none() && st.profile == crate::state::ProfileName::V1 {
+        r.problems
+            .push(format!("{} is missing", ArtifactKind::Handoff.file_name()));
     }
-    match parse_file(&file(ArtifactKind::Handoff)) {
-        Ok(Some(d)) => {
-            let h = &d.root;
-            r.handoff = Some(HandoffView {
-                summary: text(h, "summary"),
-                replay_id: h
-                    .pointer("/replayId/value")
-                    .and_then(scalar_text)
-                    .map(|s| s.trim().to_string()),
-                replay_id_source: h
-                    .pointer("/replayId/source")
-                    .and_then(scalar_text)
-                    .map(|s| s.trim().to_string()),
-                current_task_id: h
-                    .pointer("/resume/current_task_id")
-                    .and_then(scalar_text)
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty()),
-                next_steps: list(h.pointer("/resume/next_steps")),
-                needs_regeneration: merge::handoff_needs_regeneration(&d.source),
-            });
-        }
-        Ok(None) => r.problems.push("handoff.small.yml is missing".into()),
-        Err(e) => r.problems.push(format!("handoff.small.yml: {e}")),
-    }
-    match parse_file(&file(ArtifactKind::Plan)) {
-        Ok(Some(d)) => plan_view(&d.root, &mut r),
-        Ok(None) => {}
-        Err(e) => r.problems.push(format!("plan.small.yml: {e}")),
-    }
-    match parse_file(&file(ArtifactKind::Constraints)) {
-        Ok(Some(d)) => {
-            if let Some(items) = d.root.get("constraints").and_then(Node::as_seq) {
-                r.constraints = items
-                    .iter()
-                    .map(|c| ConstraintView {
-                        id: text(c, "id"),
-                        rule: text(c, "rule"),
-                        severity: text(c, "severity"),
-                    })
-                    .collect();
-            }
-        }
-        Ok(None) => {}
-        Err(e) => r.problems.push(format!("constraints.small.yml: {e}")),
-    }
-    let progress = file(ArtifactKind::Progress);
-    if progress.is_file() {
-        let keep = |e: &Node| RecentEntry::from_node(e).is_signal();
-        match status::recent_entries(&progress, opts.recent, &keep) {
-            Ok(es) => {
-                // Oldest first: the order they happened in.
-                r.recent_progress = es.iter().rev().map(RecentEntry::from_node).collect()
-            }
-            Err(e) => r.problems.push(format!("progress.small.yml: {e}")),
-        }
-    }
-    r.gates = gates(loc, opts.gates);
-    r
-}
-
-fn plan_view(root: &Node, r: &mut Resume) {
-    let idx = PlanIndex::from_plan(Some(root));
-    let status_of = |id: &str| idx.tasks.iter().find(|t| t.id == id).map(normalized_status);
-    let tref = |t: &crate::gates::invariants::TaskInfo| TaskRef {
-        id: t.id.clone(),
-        title: t.title.trim().to_string(),
-        status: normalized_status(t),
-    };
-    for t in &idx.tasks {
-        match normalized_status(t).as_str() {
-            "in_progress" => r.in_progress.push(tref(t)),
-            "blocked" => r.blocked.push(tref(t)),
+    for t in st.task_list() {
+        match t.status.as_str() {
+            "in_progress" => r.in_progress.push(task_ref(t)),
+            "blocked" => r.blocked.push(task_ref(t)),
             _ => {}
         }
     }
-    let Some(next) = status::preferred_task(&idx) else {
-        return;
+    if let Some(t) = st.preferred_task() {
+        r.next_task = Some(NextTask {
+            id: t.name().to_string(),
+            title: t.title.clone(),
+            status: t.status.clone(),
+            steps: t.steps.clone(),
+            acceptance: t.acceptance.clone(),
+            dependencies: t
+                .dependencies
+                .iter()
+                .map(|d| match st.task(d) {
+                    Some(dep) => task_ref(dep),
+                    None => TaskRef {
+                        id: d.clone(),
+                        title: String::new(),
+                        status: "missing".into(),
+                    },
+                })
+                .collect(),
+        });
+    }
+    r.gates = match st.profile {
+        crate::state::ProfileName::V1 => gates(loc, opts.gates),
+        crate::state::ProfileName::V2 => v2_verdict(&st),
     };
-    let Some(info) = idx.tasks.iter().find(|t| t.id == next) else {
-        return;
-    };
-    let node = root
-        .get("tasks")
-        .and_then(Node::as_seq)
-        .and_then(|s| s.get(info.index));
-    r.next_task = Some(NextTask {
-        id: info.id.clone(),
-        title: info.title.trim().to_string(),
-        status: normalized_status(info),
-        steps: list(node.and_then(|n| n.get("steps"))),
-        acceptance: list(node.and_then(|n| n.get("acceptance"))),
-        dependencies: info
-            .dependencies
-            .iter()
-            .map(|d| TaskRef {
-                id: d.clone(),
-                title: idx
-                    .tasks
-                    .iter()
-                    .find(|t| &t.id == d)
-                    .map(|t| t.title.trim().to_string())
-                    .unwrap_or_default(),
-                status: status_of(d).unwrap_or_else(|| "missing".into()),
-            })
-            .collect(),
-    });
+    r
+}
+
+/// The strict verdict of a 2.0.0 workspace, from the checks its state was loaded with:
+/// damaged records, a broken event graph and unresolved conflicts fail it.
+fn v2_verdict(st: &crate::state::ProjectState) -> GateVerdict {
+    let conflicts = st.sessions.as_ref().map_or(&[][..], |s| &s.conflicts[..]);
+    let errors: Vec<String> = st
+        .record_problems
+        .iter()
+        .map(|d| format!("{}: {}", d.code, d.message))
+        .chain(
+            conflicts
+                .iter()
+                .map(|c| format!("V2-CONFLICT: {} conflict: {} ({})", c.kind, c.message, c.id)),
+        )
+        .collect();
+    GateVerdict {
+        status: if errors.is_empty() { "pass" } else { "fail" }.into(),
+        errors: errors.len(),
+        warnings: 0,
+        first_errors: errors.into_iter().take(3).collect(),
+        source: "checked now".into(),
+    }
 }
 
 /// Size and modification time of every artifact: equal fingerprints, same verdict.

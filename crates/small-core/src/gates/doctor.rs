@@ -114,6 +114,10 @@ pub fn diagnose(
             return r;
         }
     };
+    if crate::v2::detect(&loc.small_dir) == crate::v2::Profile::V2 {
+        diagnose_state(&loc, &mut r);
+        return r;
+    }
     let opts = GateOptions {
         scope: Scope::Any,
         cache,
@@ -264,4 +268,77 @@ fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut DoctorRepo
             format!("{} next step(s) recorded for the next session", steps.len()),
         );
     }
+}
+/// A 2.0.0 workspace, from its project state: the records and event graph, conflicts,
+/// open sessions, and the plan.
+fn diagnose_state(loc: &crate::workspace::Location, r: &mut DoctorReport) {
+    let st = crate::state::load(
+        loc,
+        &crate::state::LoadOptions {
+            recent: 0,
+            audit: false,
+        },
+    );
+    r.ok(
+        "workspace",
+        format!("{} holds SMALL profile 2.0.0", loc.small_dir.display()),
+    );
+    if st.record_problems.is_empty() {
+        r.ok(
+            "records",
+            "every record reads, its digest matches, and the event graph is sound",
+        );
+    } else {
+        r.diags(
+            "records",
+            &st.record_problems,
+            "run `small check --strict` for the details of each record",
+        );
+    }
+    for p in &st.problems {
+        r.error(
+            "policy",
+            p.clone(),
+            "restore the policy file from version control",
+        );
+    }
+    let Some(s) = &st.sessions else { return };
+    if s.conflicts.is_empty() {
+        r.ok("conflicts", "no unresolved conflict");
+    }
+    for c in &s.conflicts {
+        r.error(
+            "conflicts",
+            format!("{} conflict: {} ({})", c.kind, c.message, c.id),
+            "resolve it: `small reconcile --preview` shows the conflicts and what resolving them takes",
+        );
+    }
+    let open: Vec<&str> = s
+        .sessions
+        .iter()
+        .filter(|x| !x.closed)
+        .map(|x| x.id.as_str())
+        .collect();
+    match open.len() {
+        0 => r.ok(
+            "sessions",
+            format!("{} session(s), none open", s.sessions.len()),
+        ),
+        1 => r.ok("sessions", format!("session {} is open", open[0])),
+        n if s.mode == "solo" => r.warn(
+            "sessions",
+            format!("{n} sessions are open in solo mode: {}", open.join(", ")),
+            "close the ones that are done with `small session close`",
+        ),
+        n => r.ok("sessions", format!("{n} sessions open ({} mode)", s.mode)),
+    }
+    let done = st.task_list().iter().filter(|t| t.is_completed()).count();
+    r.ok(
+        "run",
+        format!(
+            "{done} of {} task(s) completed; frontier {}",
+            st.task_list().len(),
+            s.frontier
+        ),
+    );
 }

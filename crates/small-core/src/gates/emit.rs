@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use crate::gates::check::{self, GateOptions};
-use crate::gates::invariants::PlanIndex;
 use crate::gates::report::{self, Verdict};
-use crate::gates::status::{self, PlanStatus, RecentEntry};
+use crate::gates::status::{self, RecentEntry};
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
 use crate::workspace::{LoadOptions, LocateError, Scope, Workspace};
 use crate::yaml::Node;
@@ -132,6 +131,9 @@ fn load(
 /// Build the document.
 pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
     let loc = crate::workspace::locate(req.dir.as_deref()).map_err(EmitError::NoWorkspace)?;
+    if crate::v2::detect(&loc.small_dir) == crate::v2::Profile::V2 {
+        return Ok(emit_state(req, &loc));
+    }
     let has = |s: Section| req.sections.contains(&s);
     let all = req.sections.is_empty();
     let want = |s: Section| all || has(s);
@@ -154,8 +156,7 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         out.insert("paths".into(), paths(ws));
     }
     if want(Section::Status) {
-        let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
-        let p = PlanStatus::from_plan(&plan, req.tasks);
+        let p = crate::state::status::plan_status_of(root(ArtifactKind::Plan), req.tasks);
         out.insert(
             "status".into(),
             json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
@@ -309,6 +310,11 @@ fn enforcement(loaded: &check::Loaded, scope: Scope) -> (Value, Verdict) {
         Ok(s) => check::run_check(loaded, &s, &opts),
         Err(d) => check::no_workspace_report(*d),
     };
+    enforcement_of(report)
+}
+
+/// A check report as `enforcement`.
+fn enforcement_of(report: check::CheckReport) -> (Value, Verdict) {
     let mut v = serde_json::to_value(&report).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         m.insert("exitCode".into(), json!(report.exit_code));
@@ -323,6 +329,102 @@ fn enforcement(loaded: &check::Loaded, scope: Scope) -> (Value, Verdict) {
         }
     }
     (v, Verdict::from_code(report.exit_code))
+}
+
+/// The document of a 2.0.0 workspace, from its [`ProjectState`](crate::state::ProjectState):
+/// the same sections, the policy files standing in for intent and constraints, the events
+/// for progress, and the 2.0.0 checks as `enforcement`.
+fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
+    let has = |s: Section| req.sections.contains(&s);
+    let want = |s: Section| req.sections.is_empty() || has(s);
+    let st = crate::state::load(
+        loc,
+        &crate::state::LoadOptions {
+            recent: req.recent,
+            audit: true,
+        },
+    );
+    let mut out = Map::new();
+    out.insert("cliVersion".into(), json!(TOOL_VERSION));
+    out.insert("specVersion".into(), json!([crate::v2::PROFILE_VERSION]));
+    out.insert("profile".into(), json!(crate::v2::PROFILE_VERSION));
+    out.insert("workspace".into(), Value::Null);
+    if want(Section::Paths) {
+        let small = &loc.small_dir;
+        out.insert(
+            "paths".into(),
+            json!({
+                "root": loc.root.display().to_string(),
+                "workspace": loc.root.display().to_string(),
+                "smallDir": small.display().to_string(),
+                "profile": small.join("profile.json").display().to_string(),
+                "policy": {
+                    "intent": small.join("policy/intent.small.yml").display().to_string(),
+                    "constraints": small.join("policy/constraints.small.yml").display().to_string(),
+                },
+            }),
+        );
+    }
+    if want(Section::Status) {
+        if let Some(p) = crate::state::status::plan_status(&st, req.tasks) {
+            out.insert(
+                "status".into(),
+                json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
+            );
+        }
+        if let Some(s) = &st.sessions {
+            out.insert(
+                "session".into(),
+                json!({"mode": s.mode, "frontier": s.frontier, "events": s.events, "sessions": s.sessions, "conflicts": s.conflicts}),
+            );
+        }
+    }
+    if want(Section::Progress) {
+        let mut prog = Map::new();
+        if let Some(last) = st.recent.first() {
+            prog.insert("lastTimestamp".into(), json!(last.timestamp));
+        }
+        prog.insert("recent".into(), json!(st.recent));
+        out.insert("progress".into(), Value::Object(prog));
+    }
+    if want(Section::Intent) {
+        if let Some(i) = &st.intent {
+            let mut m = json!({
+                "intent": i.intent,
+                "scope": {"includeCount": i.scope_include.len(), "excludeCount": i.scope_exclude.len()},
+                "successCriteriaCount": i.success_criteria.len(),
+            });
+            if has(Section::Intent) {
+                m["artifact"] = json!(i);
+            }
+            out.insert("intent".into(), m);
+        }
+    }
+    if want(Section::Constraints) {
+        let mut ids: Vec<&str> = st.constraints.iter().map(|c| c.id.as_str()).collect();
+        ids.sort_unstable();
+        let mut m = json!({"present": st.intent.is_some() || !st.constraints.is_empty(), "constraintIds": ids});
+        if has(Section::Constraints) {
+            m["artifact"] = json!(st.constraints);
+        }
+        out.insert("constraints".into(), m);
+    }
+    if has(Section::Plan) {
+        out.insert("plan".into(), json!({"tasks": st.task_list()}));
+    }
+    let mut verdict = None;
+    if req.check || has(Section::Enforcement) {
+        let c = crate::v2::check(&loc.root, &loc.small_dir);
+        let (enforcement, v) = enforcement_of(report::v2_check_report(&c.diagnostics));
+        out.insert("enforcement".into(), enforcement);
+        verdict = req.check.then_some(v);
+    }
+    let mut document = Value::Object(out);
+    crate::gates::secrets::redact_json(&mut document);
+    Emitted {
+        document,
+        check: verdict,
+    }
 }
 
 #[cfg(test)]

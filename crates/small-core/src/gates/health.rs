@@ -15,11 +15,9 @@ use serde::Serialize;
 use crate::gates::check::{self, GateOptions};
 use crate::gates::report::{self, compact_line};
 use crate::gates::schemas::SchemaSet;
-use crate::gates::status::PlanStatus;
 use crate::history::runs::{self, digest};
 use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
-use crate::spec::plan::PlanIndex;
 use crate::workspace::{fsio, Scope};
 use crate::yaml::{self, Limits, Node};
 
@@ -309,7 +307,7 @@ fn v1_state(
     }
 
     if let Some(plan) = read_yaml(&small.join(ArtifactKind::Plan.file_name())) {
-        let p = PlanStatus::from_plan(&PlanIndex::from_plan(Some(&plan.root)), NEXT_ACTIONABLE);
+        let p = crate::state::status::plan_status_of(Some(&plan.root), NEXT_ACTIONABLE);
         h.plan = Some(HealthPlan {
             total_tasks: p.total_tasks,
             tasks_by_status: p.tasks_by_status,

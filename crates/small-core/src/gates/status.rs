@@ -10,7 +10,6 @@
 //! speed depends on the layout. The tail path reads a few kilobytes whatever the log size.
 
 use crate::spec::model::TaskStatus;
-use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -18,8 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::gates::invariants::{scalar_text, PlanIndex, TaskInfo};
-use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION, WORKSPACE_FILE};
+use crate::gates::invariants::{scalar_text, TaskInfo};
 use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
@@ -39,50 +37,6 @@ pub fn normalized_status(t: &TaskInfo) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Pending tasks whose dependencies all exist and are completed, in plan order, at most
-/// `limit` (0 = no limit).
-pub fn next_actionable(plan: &PlanIndex, limit: usize) -> Vec<String> {
-    let status: BTreeMap<&str, String> = plan
-        .tasks
-        .iter()
-        .map(|t| (t.id.as_str(), normalized_status(t)))
-        .collect();
-    let mut out = Vec::new();
-    for t in &plan.tasks {
-        if normalized_status(t) != TaskStatus::Pending.as_str() || t.id.is_empty() {
-            continue;
-        }
-        let ready = t.dependencies.iter().all(|d| {
-            status
-                .get(d.as_str())
-                .is_some_and(|s| s == TaskStatus::Completed.as_str())
-        });
-        if ready {
-            out.push(t.id.clone());
-            if limit > 0 && out.len() >= limit {
-                break;
-            }
-        }
-    }
-    out
-}
-
-fn first_with_status(plan: &PlanIndex, status: &str) -> Option<String> {
-    plan.tasks
-        .iter()
-        .find(|t| !t.id.is_empty() && normalized_status(t) == status)
-        .map(|t| t.id.clone())
-}
-
-/// The task to work on: the one in progress, else the first actionable, else the first
-/// blocked, else the first pending.
-pub fn preferred_task(plan: &PlanIndex) -> Option<String> {
-    first_with_status(plan, TaskStatus::InProgress.as_str())
-        .or_else(|| next_actionable(plan, 1).into_iter().next())
-        .or_else(|| first_with_status(plan, TaskStatus::Blocked.as_str()))
-        .or_else(|| first_with_status(plan, TaskStatus::Pending.as_str()))
 }
 
 /// Plan summary.
@@ -113,31 +67,6 @@ impl PlanStatus {
             .find(|t| t.id == id)
             .map(|t| t.title.as_str())
             .filter(|t| !t.is_empty())
-    }
-}
-
-impl PlanStatus {
-    pub fn from_plan(plan: &PlanIndex, tasks: usize) -> PlanStatus {
-        let mut by: BTreeMap<String, usize> =
-            KNOWN_STATUSES.iter().map(|s| (s.to_string(), 0)).collect();
-        for t in &plan.tasks {
-            *by.entry(normalized_status(t)).or_insert(0) += 1;
-        }
-        PlanStatus {
-            total_tasks: plan.tasks.len(),
-            tasks_by_status: by,
-            next_actionable: next_actionable(plan, tasks),
-            first_incomplete: preferred_task(plan),
-            tasks: plan
-                .tasks
-                .iter()
-                .map(|t| PlanTaskLine {
-                    id: t.id.clone(),
-                    title: t.title.clone(),
-                    status: normalized_status(t),
-                })
-                .collect(),
-        }
     }
 }
 
@@ -397,120 +326,6 @@ pub struct StatusOptions {
     pub audit: bool,
 }
 
-fn parse_small(path: &Path) -> Result<Option<yaml::Document>, String> {
-    match fsio::read_bounded(path, Limits::default().max_bytes as u64) {
-        Ok(b) => yaml::parse_bytes(&b, &Limits::default())
-            .map(Some)
-            .map_err(|e| e.to_string()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// Compute the status of the workspace whose `.small/` directory is `small_dir`.
-pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
-    let mut st = Status {
-        version: TOOL_VERSION.to_string(),
-        spec_version: PROTOCOL_VERSION.to_string(),
-        progress_mode: if opts.audit { "audit" } else { "signal" }.to_string(),
-        small_dir_exists: small_dir.is_dir(),
-        artifacts: ArtifactPresence::default(),
-        plan: None,
-        next_task: None,
-        replay_id: None,
-        handoff_replay_id: None,
-        current_task: None,
-        recent_progress: Vec::new(),
-        problems: Vec::new(),
-    };
-    if std::fs::symlink_metadata(small_dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.
-        st.small_dir_exists = false;
-        st.problems.push(format!(
-            "{} is a symbolic link; small works only on a real .small/ directory",
-            small_dir.display()
-        ));
-        return st;
-    }
-    if !st.small_dir_exists {
-        return st;
-    }
-    let file = |k: ArtifactKind| small_dir.join(k.file_name());
-    st.artifacts = ArtifactPresence {
-        intent: file(ArtifactKind::Intent).is_file(),
-        constraints: file(ArtifactKind::Constraints).is_file(),
-        plan: file(ArtifactKind::Plan).is_file(),
-        progress: file(ArtifactKind::Progress).is_file(),
-        handoff: file(ArtifactKind::Handoff).is_file(),
-    };
-    let mut plan_index = None;
-    match parse_small(&file(ArtifactKind::Plan)) {
-        Ok(Some(doc)) => {
-            let idx = PlanIndex::from_plan(Some(&doc.root));
-            st.plan = Some(PlanStatus::from_plan(&idx, opts.tasks));
-            plan_index = Some(idx);
-        }
-        Ok(None) => {}
-        Err(e) => st.problems.push(format!("plan.small.yml: {e}")),
-    }
-    match parse_small(&small_dir.join(WORKSPACE_FILE)) {
-        Ok(Some(doc)) => {
-            st.replay_id = doc
-                .root
-                .pointer(RUN_REPLAY_ID_POINTER)
-                .and_then(Node::as_str)
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        }
-        Ok(None) => {}
-        Err(e) => st.problems.push(format!("{WORKSPACE_FILE}: {e}")),
-    }
-    match parse_small(&file(ArtifactKind::Handoff)) {
-        Ok(Some(doc)) => {
-            st.handoff_replay_id = doc
-                .root
-                .pointer(HANDOFF_REPLAY_ID_POINTER)
-                .and_then(Node::as_str)
-                .map(|s| s.trim().to_string());
-            st.current_task = doc
-                .root
-                .pointer("/resume/current_task_id")
-                .and_then(Node::as_str)
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        }
-        Ok(None) => {}
-        Err(e) => st.problems.push(format!("handoff.small.yml: {e}")),
-    }
-    if st.artifacts.progress {
-        let audit = opts.audit;
-        let keep = move |e: &Node| audit || RecentEntry::from_node(e).is_signal();
-        match recent_entries(&file(ArtifactKind::Progress), opts.recent, &keep) {
-            Ok(entries) => {
-                st.recent_progress = entries.iter().map(RecentEntry::from_node).collect()
-            }
-            Err(e) => st.problems.push(format!("progress.small.yml: {e}")),
-        }
-    }
-    st.next_task = match (&plan_index, &st.plan) {
-        (Some(idx), Some(p)) => p
-            .next_actionable
-            .first()
-            .cloned()
-            .or_else(|| p.first_incomplete.clone())
-            .or_else(|| st.current_task.clone())
-            .or_else(|| {
-                let done = idx
-                    .tasks
-                    .iter()
-                    .all(|t| normalized_status(t) == TaskStatus::Completed.as_str());
-                (done && !idx.tasks.is_empty()).then(|| "none (all tasks completed)".to_string())
-            }),
-        _ => st.current_task.clone(),
-    };
-    st
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,18 +386,5 @@ mod tests {
         assert_eq!(entries_indent("entries:\n# c\n- x: 1\n"), Some(0));
         assert_eq!(entries_indent("entries: []\n"), None);
         assert_eq!(entries_indent("entries:\n  [1]\n"), None);
-    }
-
-    #[test]
-    fn actionable_respects_dependencies() {
-        let doc = yaml::parse_str(
-            "tasks:\n  - {id: a, status: completed}\n  - {id: b, dependencies: [a]}\n  - {id: c, dependencies: [b]}\n  - {id: d, status: pending, dependencies: [zz]}\n  - {id: e}\n",
-            &Limits::default(),
-        )
-        .unwrap();
-        let idx = PlanIndex::from_plan(Some(&doc.root));
-        assert_eq!(next_actionable(&idx, 0), vec!["b", "e"]);
-        assert_eq!(next_actionable(&idx, 1), vec!["b"]);
-        assert_eq!(preferred_task(&idx).as_deref(), Some("b"));
     }
 }

@@ -6,6 +6,7 @@ pub mod command;
 pub mod consts;
 pub mod model;
 pub mod plan;
+pub mod queue;
 pub mod replayid;
 pub mod timestamp;
 

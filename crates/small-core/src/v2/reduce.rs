@@ -88,11 +88,24 @@ pub struct State {
 }
 
 impl State {
-    /// The first task (plan order) that is neither completed nor blocked.
+    /// The task to work on, by the queue's one rule ([`crate::spec::queue::preferred`]).
     pub fn next_task(&self) -> Option<&Task> {
-        self.tasks
-            .iter()
-            .find(|t| t.status != "completed" && t.status != "blocked")
+        crate::spec::queue::preferred(&self.tasks)
+    }
+}
+
+impl crate::spec::queue::QueueTask for Task {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn alias(&self) -> &str {
+        &self.alias
+    }
+    fn status(&self) -> &str {
+        &self.status
+    }
+    fn dependencies(&self) -> &[String] {
+        &self.dependencies
     }
 }
 

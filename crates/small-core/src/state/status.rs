@@ -1,0 +1,118 @@
+//! `small status` of a v1 workspace and the plan summary every report shares (status, emit,
+//! health), computed from the [`ProjectState`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::gates::status::{PlanStatus, PlanTaskLine, Status, StatusOptions, KNOWN_STATUSES};
+use crate::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
+use crate::state::{self, LoadOptions, ProjectState, Task};
+use crate::yaml::Node;
+
+/// The plan summary of `tasks`, with at most `next` next actionable tasks.
+pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
+    let tasks = st.tasks.as_deref()?;
+    let mut by: BTreeMap<String, usize> =
+        KNOWN_STATUSES.iter().map(|s| (s.to_string(), 0)).collect();
+    for t in tasks {
+        *by.entry(t.status.clone()).or_insert(0) += 1;
+    }
+    Some(PlanStatus {
+        total_tasks: tasks.len(),
+        tasks_by_status: by,
+        next_actionable: st
+            .next_actionable(next)
+            .into_iter()
+            .map(|t| t.name().to_string())
+            .collect(),
+        first_incomplete: st.preferred_task().map(|t| t.name().to_string()),
+        tasks: tasks
+            .iter()
+            .map(|t| PlanTaskLine {
+                id: t.name().to_string(),
+                title: t.title.clone(),
+                status: t.status.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// The plan summary of a parsed v1 plan document (`None`: no plan).
+pub fn plan_status_of(plan: Option<&Node>, next: usize) -> PlanStatus {
+    let st = ProjectState::of_tasks(plan.map(state::v1::tasks).unwrap_or_default());
+    // `of_tasks` always holds a task list, so there is a summary.
+    plan_status(&st, next).unwrap_or(PlanStatus {
+        total_tasks: 0,
+        tasks_by_status: BTreeMap::new(),
+        next_actionable: Vec::new(),
+        first_incomplete: None,
+        tasks: Vec::new(),
+    })
+}
+
+/// The status of the v1 workspace whose `.small/` directory is `small_dir`.
+pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
+    let st = state::load_dir(
+        small_dir,
+        &LoadOptions {
+            recent: opts.recent,
+            audit: opts.audit,
+        },
+    );
+    from_state(&st, opts)
+}
+
+/// The status report of a loaded state (v1 keys, docs/json-output.md).
+pub fn from_state(st: &ProjectState, opts: StatusOptions) -> Status {
+    let plan = plan_status(st, opts.tasks);
+    let current_task = st.handoff.as_ref().and_then(|h| h.current_task_id.clone());
+    let next_task = match &plan {
+        Some(p) => p
+            .next_actionable
+            .first()
+            .cloned()
+            .or_else(|| p.first_incomplete.clone())
+            .or_else(|| current_task.clone())
+            .or_else(|| {
+                st.all_completed()
+                    .then(|| "none (all tasks completed)".to_string())
+            }),
+        None => current_task.clone(),
+    };
+    Status {
+        version: TOOL_VERSION.to_string(),
+        spec_version: PROTOCOL_VERSION.to_string(),
+        progress_mode: if opts.audit { "audit" } else { "signal" }.to_string(),
+        small_dir_exists: st.small_dir_exists,
+        artifacts: st.artifacts.clone(),
+        plan,
+        next_task,
+        replay_id: st.run_replay_id.clone(),
+        handoff_replay_id: st.handoff.as_ref().and_then(|h| h.replay_id.clone()),
+        current_task,
+        recent_progress: st.recent.clone(),
+        problems: st.problems.clone(),
+    }
+}
+
+impl ProjectState {
+    /// A state holding only `tasks` (for summaries of a plan document).
+    fn of_tasks(tasks: Vec<Task>) -> ProjectState {
+        ProjectState {
+            profile: state::ProfileName::V1,
+            root: Default::default(),
+            small_dir: Default::default(),
+            small_dir_exists: true,
+            artifacts: Default::default(),
+            intent: None,
+            constraints: Vec::new(),
+            tasks: Some(tasks),
+            handoff: None,
+            run_replay_id: None,
+            recent: Vec::new(),
+            sessions: None,
+            problems: Vec::new(),
+            record_problems: Vec::new(),
+        }
+    }
+}

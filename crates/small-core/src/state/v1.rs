@@ -1,0 +1,173 @@
+//! The state of a v1 workspace, from its YAML artifacts: each small file parsed once, the
+//! progress log read from its end only.
+
+use std::io;
+use std::path::Path;
+
+use crate::authoring::merge;
+use crate::gates::invariants::{scalar_text, PlanIndex};
+use crate::gates::status::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
+use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::state::{Constraint, Handoff, Intent, LoadOptions, ProjectState, Task};
+use crate::workspace::fsio;
+use crate::yaml::{self, Limits, Node};
+
+/// Which v1 artifacts exist in `small_dir`.
+pub(super) fn presence(small_dir: &Path) -> ArtifactPresence {
+    let is_file = |k: ArtifactKind| small_dir.join(k.file_name()).is_file();
+    ArtifactPresence {
+        intent: is_file(ArtifactKind::Intent),
+        constraints: is_file(ArtifactKind::Constraints),
+        plan: is_file(ArtifactKind::Plan),
+        progress: is_file(ArtifactKind::Progress),
+        handoff: is_file(ArtifactKind::Handoff),
+    }
+}
+
+/// Parse one small YAML file, bounded by the loader's limits; `Ok(None)` when absent.
+pub(super) fn parse(path: &Path) -> Result<Option<yaml::Document>, String> {
+    let limits = Limits::default();
+    match fsio::read_bounded(path, limits.max_bytes as u64) {
+        Ok(b) => yaml::parse_bytes(&b, &limits)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A scalar member as trimmed text ("" when absent or not a scalar).
+pub(super) fn text(n: &Node, key: &str) -> String {
+    n.get(key)
+        .and_then(scalar_text)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A sequence as text items (a non-scalar item as its JSON).
+pub(super) fn list(n: Option<&Node>) -> Vec<String> {
+    n.and_then(Node::as_seq)
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| scalar_text(x).or_else(|| Some(x.to_json().to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The intent document's fields.
+pub(super) fn intent(root: &Node) -> Intent {
+    Intent {
+        intent: text(root, "intent"),
+        scope_include: list(root.pointer("/scope/include")),
+        scope_exclude: list(root.pointer("/scope/exclude")),
+        success_criteria: list(root.get("success_criteria")),
+    }
+}
+
+/// The constraints document's items.
+pub(super) fn constraints(root: &Node) -> Vec<Constraint> {
+    root.get("constraints")
+        .and_then(Node::as_seq)
+        .map(|items| {
+            items
+                .iter()
+                .map(|c| Constraint {
+                    id: text(c, "id"),
+                    rule: text(c, "rule"),
+                    severity: text(c, "severity"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tasks of a parsed plan document, in plan order.
+pub(crate) fn tasks(root: &Node) -> Vec<Task> {
+    let idx = PlanIndex::from_plan(Some(root));
+    let nodes = root.get("tasks").and_then(Node::as_seq);
+    idx.tasks
+        .iter()
+        .map(|t| {
+            let node = nodes.and_then(|s| s.get(t.index));
+            Task {
+                id: t.id.clone(),
+                alias: String::new(),
+                title: t.title.trim().to_string(),
+                status: normalized_status(t),
+                revision: 0,
+                steps: list(node.and_then(|n| n.get("steps"))),
+                acceptance: list(node.and_then(|n| n.get("acceptance"))),
+                dependencies: t.dependencies.clone(),
+                attestations: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+fn handoff(doc: &yaml::Document) -> Handoff {
+    let h = &doc.root;
+    let at = |p: &str| {
+        h.pointer(p)
+            .and_then(scalar_text)
+            .map(|s| s.trim().to_string())
+    };
+    Handoff {
+        summary: text(h, "summary"),
+        replay_id: at(HANDOFF_REPLAY_ID_POINTER),
+        replay_id_source: at("/replayId/source"),
+        current_task_id: at("/resume/current_task_id").filter(|s| !s.is_empty()),
+        next_steps: list(h.pointer("/resume/next_steps")),
+        needs_regeneration: merge::handoff_needs_regeneration(&doc.source),
+    }
+}
+
+/// Fill `st` from the v1 artifacts.
+pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
+    let small = st.small_dir.clone();
+    let file = |k: ArtifactKind| small.join(k.file_name());
+    let problem = |st: &mut ProjectState, name: &str, e: String| {
+        st.problems.push(format!("{name}: {e}"));
+    };
+    match parse(&file(ArtifactKind::Intent)) {
+        Ok(Some(d)) => st.intent = Some(intent(&d.root)),
+        Ok(None) => {}
+        Err(e) => problem(st, ArtifactKind::Intent.file_name(), e),
+    }
+    match parse(&file(ArtifactKind::Constraints)) {
+        Ok(Some(d)) => st.constraints = constraints(&d.root),
+        Ok(None) => {}
+        Err(e) => problem(st, ArtifactKind::Constraints.file_name(), e),
+    }
+    match parse(&file(ArtifactKind::Plan)) {
+        Ok(Some(d)) => st.tasks = Some(tasks(&d.root)),
+        Ok(None) => {}
+        Err(e) => problem(st, ArtifactKind::Plan.file_name(), e),
+    }
+    match parse(&small.join(WORKSPACE_FILE)) {
+        Ok(Some(d)) => {
+            st.run_replay_id = d
+                .root
+                .pointer(RUN_REPLAY_ID_POINTER)
+                .and_then(Node::as_str)
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        }
+        Ok(None) => {}
+        Err(e) => problem(st, WORKSPACE_FILE, e),
+    }
+    match parse(&file(ArtifactKind::Handoff)) {
+        Ok(Some(d)) => st.handoff = Some(handoff(&d)),
+        Ok(None) => {}
+        Err(e) => problem(st, ArtifactKind::Handoff.file_name(), e),
+    }
+    if st.artifacts.progress && opts.recent > 0 {
+        let audit = opts.audit;
+        let keep = move |e: &Node| audit || RecentEntry::from_node(e).is_signal();
+        match recent_entries(&file(ArtifactKind::Progress), opts.recent, &keep) {
+            Ok(entries) => st.recent = entries.iter().map(RecentEntry::from_node).collect(),
+            Err(e) => problem(st, ArtifactKind::Progress.file_name(), e.to_string()),
+        }
+    }
+}

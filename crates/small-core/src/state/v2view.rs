@@ -1,0 +1,148 @@
+//! The state of a 2.0.0 workspace, from its records: loaded and checked once
+//! ([`crate::v2::check_store`]), folded by the reducer, and mapped onto the profile-neutral
+//! [`ProjectState`]. The policy files give the intent and constraints; the events give the
+//! tasks, the handoff and the recent entries.
+
+use std::collections::HashMap;
+
+use crate::gates::status::RecentEntry;
+use crate::state::v1;
+use crate::state::{Handoff, LoadOptions, ProjectState, Sessions, Task};
+use crate::v2::json::Jv;
+use crate::v2::load::Event;
+use crate::v2::{stage_of, Stage};
+
+/// The events a human reads as progress (the others are bookkeeping: task definitions,
+/// session starts and ends, the import), shown unless every entry is asked for.
+const SIGNAL_KINDS: [&str; 2] = ["task_transitioned", "command_recorded"];
+
+/// Fill `st` from the 2.0.0 records under its `.small/`.
+pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
+    let (checked, store) = crate::v2::check_store(&st.root, &st.small_dir);
+    st.record_problems = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && stage_of(&d.code) != Stage::State)
+        .cloned()
+        .collect();
+    let policy = st.small_dir.join("policy");
+    match v1::parse(&policy.join("intent.small.yml")) {
+        Ok(Some(d)) => st.intent = Some(v1::intent(&d.root)),
+        Ok(None) => {}
+        Err(e) => st.problems.push(format!("policy/intent.small.yml: {e}")),
+    }
+    match v1::parse(&policy.join("constraints.small.yml")) {
+        Ok(Some(d)) => st.constraints = v1::constraints(&d.root),
+        Ok(None) => {}
+        Err(e) => st
+            .problems
+            .push(format!("policy/constraints.small.yml: {e}")),
+    }
+    let s = checked.state;
+    st.tasks = Some(
+        s.tasks
+            .iter()
+            .map(|t| Task {
+                id: t.id.clone(),
+                alias: t.alias.clone(),
+                title: t.title.clone(),
+                status: t.status.clone(),
+                revision: t.revision,
+                steps: Vec::new(),
+                acceptance: Vec::new(),
+                dependencies: t.dependencies.clone(),
+                attestations: t.evidence_digests.clone(),
+            })
+            .collect(),
+    );
+    let by_id: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+    let alias: HashMap<&str, &str> = s
+        .tasks
+        .iter()
+        .filter(|t| !t.alias.is_empty())
+        .map(|t| (t.id.as_str(), t.alias.as_str()))
+        .collect();
+    // The latest handoff event, in timeline order.
+    if let Some(e) = s
+        .timeline
+        .iter()
+        .rev()
+        .filter(|t| t.kind == "handoff_recorded")
+        .find_map(|t| by_id.get(t.id.as_str()))
+    {
+        st.handoff = Some(Handoff {
+            summary: e.payload.str_of("summary").to_string(),
+            replay_id: Some(e.payload.str_of("legacy_replay_id").to_string())
+                .filter(|v| !v.is_empty()),
+            replay_id_source: None,
+            current_task_id: Some(e.payload.str_of("current_task_id").to_string())
+                .filter(|v| !v.is_empty()),
+            next_steps: e.payload.strs_of("next_steps"),
+            needs_regeneration: false,
+        });
+    }
+    if opts.recent > 0 {
+        st.recent = s
+            .timeline
+            .iter()
+            .rev()
+            .filter_map(|t| by_id.get(t.id.as_str()))
+            .filter(|e| opts.audit || SIGNAL_KINDS.contains(&e.kind.as_str()))
+            .map(|e| entry(e, &alias))
+            .filter(|r| opts.audit || r.is_signal())
+            .take(opts.recent)
+            .collect();
+    }
+    st.sessions = Some(Sessions {
+        project_id: s.project_id,
+        mode: s.mode,
+        policy_revision: s.policy_revision,
+        frontier: s.frontier,
+        sessions: s.sessions,
+        receipts: s.receipts,
+        conflicts: s.conflicts,
+        events: store.events.len(),
+    });
+}
+
+/// A string member of a payload object, masked for secrets.
+fn masked(v: &Jv, key: &str) -> Option<String> {
+    match v.get(key) {
+        Some(Jv::Str(s)) if !s.is_empty() => Some(crate::gates::secrets::redact(s).into_owned()),
+        _ => None,
+    }
+}
+
+/// One event as a recent entry: a transition shows its status and evidence, an imported v1
+/// entry its original fields, any other event its kind.
+fn entry(e: &Event, alias: &HashMap<&str, &str>) -> RecentEntry {
+    let p = &e.payload;
+    let legacy = p.get("legacy_entry").filter(|l| matches!(l, Jv::Obj(_)));
+    let from = legacy.unwrap_or(p);
+    let task = alias
+        .get(e.task_id.as_str())
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| e.task_id.clone());
+    let status = match e.kind.as_str() {
+        "task_transitioned" => masked(from, "status").unwrap_or_else(|| e.kind.clone()),
+        _ => e.kind.clone(),
+    };
+    let notes = match e.kind.as_str() {
+        "handoff_recorded" | "session_closed" => {
+            masked(p, "summary").or_else(|| masked(p, "reason"))
+        }
+        _ => masked(from, "notes"),
+    };
+    RecentEntry {
+        timestamp: legacy
+            .and_then(|l| masked(l, "timestamp"))
+            .unwrap_or_else(|| e.occurred_at.clone()),
+        task_id: task,
+        status,
+        evidence: masked(from, "evidence"),
+        notes,
+        command_summary: masked(from, "command_summary").or_else(|| masked(from, "command")),
+        command_ref: masked(from, "command_ref"),
+        command_sha256: masked(from, "command_sha256"),
+    }
+}
