@@ -52,13 +52,13 @@ const RECONSTRUCT_KEYS: &[&str] = &[
 /// The lists of `reconstruct --json` whose lengths must equal the reference's.
 const RECONSTRUCT_LISTS: &[&str] = &["obligations", "handoffs", "conflicts", "evidence", "events"];
 
-fn load_cases() -> Vec<Case> {
+pub(crate) fn load_cases() -> Vec<Case> {
     load_cases_in(CORPUS)
 }
 
 /// Copy a case; a checkout without symlink support stores each of the corpus's relative
 /// symlinks as a small file holding its target (`../../outside/...`): make those links again.
-fn copy_case_links(src: &Path, dst: &Path) {
+pub(crate) fn copy_case_links(src: &Path, dst: &Path) {
     copy_case(src, dst, true);
     restore_links(&dst.join(".small"));
 }

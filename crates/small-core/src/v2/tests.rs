@@ -555,3 +555,6 @@ proptest::proptest! {
         }
     }
 }
+
+#[path = "tests_artifacts.rs"]
+mod artifacts;
