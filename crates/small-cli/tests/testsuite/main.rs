@@ -29,6 +29,7 @@ mod conformance;
 mod conformance_v11;
 mod conformance_v11_commands;
 mod conformance_v2;
+mod conformance_v2_artifacts;
 mod conformance_v2_migrate;
 mod conformance_v2_state;
 mod docs;

@@ -44,6 +44,9 @@ pub struct Task {
     pub dependencies: Vec<String>,
     /// Digests of the evidence receipts its transitions cite (2.0.0).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// The events that attest its outcome at its current revision (2.0.0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attestations: Vec<String>,
 }
 

@@ -135,7 +135,9 @@ fn the_migrated_workspace_has_the_same_state_as_its_v1_original() {
         after.handoff.as_ref().map(|h| h.summary.as_str()),
         Some("Flag done; docs next")
     );
-    assert_eq!(after.task("docs").unwrap().dependencies, ["flag"]);
+    let docs = after.task("docs").unwrap();
+    assert_eq!(docs.dependencies, ["flag"]);
+    assert_eq!(docs.acceptance, ["the README names it"]);
     assert_eq!(
         after.preferred_task().map(Task::name),
         before.preferred_task().map(Task::name)

@@ -100,6 +100,7 @@ pub(crate) fn tasks(root: &Node) -> Vec<Task> {
                 steps: list(node.and_then(|n| n.get("steps"))),
                 acceptance: list(node.and_then(|n| n.get("acceptance"))),
                 dependencies: t.dependencies.clone(),
+                evidence: Vec::new(),
                 attestations: Vec::new(),
             }
         })

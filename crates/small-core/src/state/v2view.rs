@@ -49,9 +49,10 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
                 status: t.status.clone(),
                 revision: t.revision,
                 steps: Vec::new(),
-                acceptance: Vec::new(),
+                acceptance: t.acceptance.clone(),
                 dependencies: t.dependencies.clone(),
-                attestations: t.evidence_digests.clone(),
+                evidence: t.evidence_digests.clone(),
+                attestations: t.attestations.clone(),
             })
             .collect(),
     );

@@ -35,15 +35,17 @@ pub const EVENT_KINDS: &[&str] = &[
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Ty {
+pub(super) enum Ty {
     Str,
     Int,
     Obj,
     StrList,
+    /// A list of objects, or `null` (the reference writes an empty list as `null`).
+    ObjListOrNull,
 }
 
 /// (member, type, required)
-type Spec = &'static [(&'static str, Ty, bool)];
+pub(super) type Spec = &'static [(&'static str, Ty, bool)];
 
 const PROFILE: Spec = &[
     ("small_version", Ty::Str, true),
@@ -179,6 +181,10 @@ pub struct Receipt {
     pub task_id: String,
     pub outcome: String,
     pub digest: String,
+    /// The evidence blob the receipt names (`.small/evidence/blobs/sha256/<digest>`), if any.
+    pub artifact_path: String,
+    pub artifact_digest: String,
+    pub artifact_size: Option<i64>,
 }
 
 /// Everything read from a 2.0.0 tree, plus the problems found while reading it.
@@ -200,9 +206,9 @@ pub struct Store {
 
 /// Reads the tree under `small_dir`; `root` is the directory holding it (paths in
 /// diagnostics are relative to it).
-struct Loader<'a> {
-    root: &'a Path,
-    store: Store,
+pub(super) struct Loader<'a> {
+    pub(super) root: &'a Path,
+    pub(super) store: Store,
 }
 
 /// Read a 2.0.0 tree. Never fails: problems are in [`Store::diagnostics`].
@@ -224,29 +230,31 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     for (path, bytes) in l.json_files(&small_dir.join("receipts/sha256"), 1) {
         l.load_receipt(&path, &bytes);
     }
+    l.check_evidence(small_dir);
+    l.check_imports(small_dir);
     l.store
 }
 
 impl Loader<'_> {
-    fn rel(&self, p: &Path) -> String {
+    pub(super) fn rel(&self, p: &Path) -> String {
         p.strip_prefix(self.root)
             .unwrap_or(p)
             .to_string_lossy()
             .into_owned()
     }
 
-    fn push(&mut self, d: Diagnostic) {
+    pub(super) fn push(&mut self, d: Diagnostic) {
         self.store.diagnostics.push(d);
     }
 
-    fn io(&mut self, p: &Path, e: &std::io::Error) {
+    pub(super) fn io(&mut self, p: &Path, e: &std::io::Error) {
         let d = Diagnostic::error(CODE_IO, format!("cannot read {}: {e}", self.rel(p)))
             .in_file(self.rel(p))
             .with_help("check the file's permissions and that the disk is readable");
         self.push(d);
     }
 
-    fn symlink(&mut self, p: &Path) {
+    pub(super) fn symlink(&mut self, p: &Path) {
         let d = Diagnostic::error(
             "V2-SYMLINK",
             "symlink in authoritative state: records are never read through a link",
@@ -258,7 +266,7 @@ impl Loader<'_> {
 
     /// Read a regular file of at most [`MAX_RECORD_BYTES`] without following a symlink.
     /// `None` (with a diagnostic) when it cannot be used; `Some(None)` when it is absent.
-    fn read_bounded(&mut self, p: &Path) -> Option<Option<Vec<u8>>> {
+    pub(super) fn read_bounded(&mut self, p: &Path) -> Option<Option<Vec<u8>>> {
         let meta = match std::fs::symlink_metadata(p) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
@@ -303,7 +311,7 @@ impl Loader<'_> {
         }
     }
 
-    fn too_big(&mut self, p: &Path, len: u64) {
+    pub(super) fn too_big(&mut self, p: &Path, len: u64) {
         let d = Diagnostic::error(
             "V2-SIZE",
             format!("record is {len} bytes, over the {MAX_RECORD_BYTES}-byte limit"),
@@ -389,7 +397,7 @@ impl Loader<'_> {
 
     /// Parse `bytes` as a record of `what` against `spec`: syntax, duplicate keys, integers,
     /// unknown members, required members and their types. `None` when it cannot be used.
-    fn parse_record(&mut self, path: &Path, bytes: &[u8], what: &str, spec: Spec) -> Option<Jv> {
+    pub(super) fn parse_record(&mut self, path: &Path, bytes: &[u8], what: &str, spec: Spec) -> Option<Jv> {
         let file = self.rel(path);
         let v = match json::parse(bytes) {
             Ok(v) => v,
@@ -454,6 +462,10 @@ impl Loader<'_> {
                 (Some(Jv::Arr(items)), Ty::StrList) => {
                     items.iter().all(|i| matches!(i, Jv::Str(_)))
                 }
+                (Some(Jv::Null), Ty::ObjListOrNull) => true,
+                (Some(Jv::Arr(items)), Ty::ObjListOrNull) => {
+                    items.iter().all(|i| matches!(i, Jv::Obj(_)))
+                }
                 _ => false,
             };
             if !ok {
@@ -463,6 +475,7 @@ impl Loader<'_> {
                     Ty::Int => "an integer",
                     Ty::Obj => "an object",
                     Ty::StrList => "a list of strings",
+                    Ty::ObjListOrNull => "a list of objects",
                 };
                 let msg = match v.get(name) {
                     None => format!("{what} lacks the required member \"{name}\""),
@@ -731,6 +744,12 @@ impl Loader<'_> {
             task_id: v.str_of("task_id").into(),
             outcome: v.str_of("outcome").into(),
             digest,
+            artifact_path: v.str_of("artifact_path").into(),
+            artifact_digest: v.str_of("artifact_digest").into(),
+            artifact_size: match v.get("artifact_size") {
+                Some(Jv::Int(n)) => Some(*n),
+                _ => None,
+            },
         });
     }
 }

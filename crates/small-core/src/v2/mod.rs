@@ -6,6 +6,7 @@
 //! every record and the event graph, folds the events into a [`State`] ([`reduce`]) and
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
+pub mod artifacts;
 pub mod json;
 pub mod load;
 pub mod read;

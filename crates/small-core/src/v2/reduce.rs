@@ -18,12 +18,22 @@ pub struct Task {
     pub title: String,
     pub revision: i64,
     pub status: String,
+    /// The acceptance criteria of the task's definition in force.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acceptance: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence_digests: Vec<String>,
     #[serde(skip)]
     pub policy_revision: String,
+    /// The source the task was defined from, or its selected outcome's candidate.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source_digest: String,
+    /// The transitions that attest the task's outcome at its current revision (those not
+    /// stale), in event order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attestations: Vec<String>,
 }
 
 /// A session and what its events say about it.
@@ -471,22 +481,16 @@ pub fn reduce(store: &Store) -> State {
                         title: String::new(),
                         revision: 0,
                         status: "pending".into(),
+                        acceptance: Vec::new(),
                         dependencies: Vec::new(),
                         evidence_digests: Vec::new(),
                         policy_revision: String::new(),
+                        source_digest: String::new(),
+                        attestations: Vec::new(),
                     });
                     tasks.len() - 1
                 });
-                let t = &mut tasks[i];
-                t.revision = e.task_revision;
-                t.alias = e.payload.str_of("alias").into();
-                t.title = e.payload.str_of("title").into();
-                t.dependencies = e.payload.strs_of("dependencies");
-                t.policy_revision = if e.policy_revision.is_empty() {
-                    e.payload.str_of("policy_revision").into()
-                } else {
-                    e.policy_revision.clone()
-                };
+                apply_definition(&mut tasks[i], e);
             }
             "task_transitioned" => transitions.entry(e.task_id.clone()).or_default().push(e),
             "mode_changed" => modes.push(e),
@@ -546,6 +550,9 @@ pub fn reduce(store: &Store) -> State {
             .copied()
             .filter(|a| !live.iter().any(|b| g.is_ancestor(&a.id, &b.id)))
             .collect();
+        if !live.is_empty() {
+            tasks[i].attestations = live.iter().map(|e| e.id.clone()).collect();
+        }
         let Some(&last) = heads.last() else { continue };
         for h in &heads {
             if transition_key(h) != transition_key(last) {
@@ -622,6 +629,9 @@ pub fn reduce(store: &Store) -> State {
             if let (Some(sel), Some(&i)) = (selected, tix.get(&c.task_id)) {
                 if c.kind == "task_outcome" {
                     set_outcome(&mut tasks[i], sel);
+                }
+                if c.kind == "task_definition" {
+                    apply_definition(&mut tasks[i], sel);
                 }
             }
             if let Some(sel) = selected.filter(|_| c.kind == "mode_change") {
@@ -736,6 +746,31 @@ pub fn reduce(store: &Store) -> State {
 fn set_outcome(t: &mut Task, e: &Event) {
     t.status = e.payload.str_of("status").into();
     t.evidence_digests = e.payload.strs_of("evidence_digests");
+    t.source_digest =
+        first_non_empty(&e.source_digest, e.payload.str_of("candidate_digest")).to_string();
+}
+
+/// A task_created or task_updated event's definition, applied to `t`.
+fn apply_definition(t: &mut Task, e: &Event) {
+    t.revision = e.task_revision;
+    t.alias = e.payload.str_of("alias").into();
+    t.title = e.payload.str_of("title").into();
+    t.acceptance = e.payload.strs_of("acceptance");
+    t.dependencies = e.payload.strs_of("dependencies");
+    let source = first_non_empty(&e.source_digest, e.payload.str_of("source_digest"));
+    if !source.is_empty() {
+        t.source_digest = source.to_string();
+    }
+    t.policy_revision = first_non_empty(&e.policy_revision, e.payload.str_of("policy_revision"))
+        .to_string();
+}
+
+fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {
+    if a.is_empty() {
+        b
+    } else {
+        a
+    }
 }
 
 /// The event of `events` that descends from the others; concurrent ones that `differ` are

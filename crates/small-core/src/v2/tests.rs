@@ -555,3 +555,38 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn v2_task_acceptance_source_and_attestations() {
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e2"),
+        &event(
+            "e2",
+            2,
+            Some("e1"),
+            "task_created",
+            &[
+                ("task_id", q("task_1")),
+                ("task_revision", "1".into()),
+                ("source_digest", q("src1")),
+            ],
+            r#"{"acceptance":["tests pass","docs say so"],"alias":"t1","title":"First"}"#,
+        ),
+    );
+    let c = run(&dir);
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+    let t = &c.state.tasks[0];
+    assert_eq!(t.acceptance, ["tests pass", "docs say so"]);
+    assert_eq!(t.source_digest, "", "an outcome without a candidate clears the source");
+    assert_eq!(t.attestations, ["e3"]);
+    let t2 = &c.state.tasks[1];
+    assert!(t2.attestations.is_empty() && t2.acceptance.is_empty());
+    let json = serde_json::to_value(t).unwrap();
+    assert_eq!(json["attestations"], serde_json::json!(["e3"]));
+    assert!(json.get("source_digest").is_none());
+}
+
+#[path = "tests_artifacts.rs"]
+mod artifacts;
