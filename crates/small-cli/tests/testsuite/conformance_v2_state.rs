@@ -72,7 +72,7 @@ fn resume_emit_and_doctor_agree_with_the_strict_check_on_every_case() {
             let (_, out, _) = run(&["status", "--json"]);
             let status = json("status", &out);
             let tasks = status["tasks"].as_array().map_or(0, Vec::len);
-            if emit["status"]["totalTasks"] != Value::from(tasks) {
+            if emit["status"]["totalTasks"] != tasks {
                 failures.push(format!(
                     "{}: emit counts {} task(s), status {tasks}",
                     case.name, emit["status"]["totalTasks"]
