@@ -30,6 +30,7 @@ pub mod serve;
 pub mod session;
 pub mod start;
 pub mod status;
+pub mod ui;
 pub mod store;
 pub mod validate;
 pub mod verify;
