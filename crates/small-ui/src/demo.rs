@@ -41,7 +41,7 @@ fn record(root: &Path, task: &str, status: &str, evidence: &[(&str, &str)]) -> R
                 .collect(),
             ..RecordRequest::default()
         };
-        let r = if status == "completed" || status == "blocked" || status == "in_progress" {
+        let r = if status == "completed" || status == "blocked" {
             record::checkpoint(t, &req)
         } else {
             record::add_progress(t, &req)

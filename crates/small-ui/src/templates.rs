@@ -51,7 +51,15 @@ impl Templates {
             .env
             .get_template(name)
             .map_err(|e| format!("template {name}: {e}"))?;
-        t.render(ctx).map_err(|e| format!("template {name}: {e:#}"))
+        t.render(ctx).map_err(|e| {
+            let mut msg = format!("template {name}: {e}");
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                msg.push_str(&format!(": {s}"));
+                src = s.source();
+            }
+            msg
+        })
     }
 }
 
@@ -68,7 +76,7 @@ mod tests {
                 minijinja::context! { title => "x", message => "<script>alert(1)</script>" },
             )
             .unwrap();
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"));
         assert!(!html.contains("<script>alert"));
     }
 
