@@ -90,7 +90,7 @@ def main():
                 assert nodes.count() == 3, nodes.count()
                 edges = page.locator("svg.graph path.edge")
                 assert edges.count() == 2, edges.count()
-                assert page.locator("svg.graph a.node[data-task='task-1']").inner_text().find("completed") >= 0
+                assert "completed" in page.locator("svg.graph a.node[data-task='task-1']").text_content()
                 print("ok graph")
                 # Keyboard: the graph's nodes are links reachable with Tab.
                 page.locator("svg.graph a.node[data-task='task-2']").focus()
@@ -105,9 +105,9 @@ def main():
                 t0 = time.monotonic()
                 small(d, "progress", "add", "--task", "task-2", "--status", "in_progress",
                       "--evidence", "appeared live")
-                page.wait_for_function(
-                    "document.querySelector('#timeline').innerText.includes('appeared live')",
-                    timeout=5000)
+                # (A selector, not a predicate: the page's CSP forbids evaluating strings.)
+                page.wait_for_selector("#timeline li.entry:has-text('appeared live')",
+                                       timeout=5000)
                 took = time.monotonic() - t0
                 assert took < 1.5, f"live update took {took:.2f}s"
                 assert page.evaluate("document.documentElement.dataset.updates || '0'") != before
@@ -139,6 +139,8 @@ def main():
                     if SHOTS:
                         os.makedirs(SHOTS, exist_ok=True)
                         page.screenshot(path=os.path.join(SHOTS, f"workspace-{scheme}.png"))
+                        page.locator("#plan").screenshot(
+                            path=os.path.join(SHOTS, f"graph-{scheme}.png"))
                         page.goto(ui.url + "w/0/task/task-3")
                         page.screenshot(path=os.path.join(SHOTS, f"task-{scheme}.png"))
                     ctx.close()

@@ -34,20 +34,28 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    ignore_sigpipe();
     small_server::init_logging(small_server::LogFormat::Text);
     let demo = if args.demo {
         let dir = tempfile::Builder::new()
             .prefix("small-ui-demo-")
             .tempdir()
             .map_err(|e| CliError::usage(format!("cannot create a temporary directory: {e}")))?;
-        small_ui::generate_demo(dir.path())
-            .map_err(|e| CliError::usage(format!("cannot write the sample workspace: {e}")))?;
+        let root = dir.path().join("sample-project");
+        std::fs::create_dir(&root)
+            .and_then(|_| std::fs::canonicalize(&root))
+            .map_err(|e| CliError::usage(format!("cannot create a temporary directory: {e}")))
+            .and_then(|root| {
+                small_ui::generate_demo(&root).map_err(|e| {
+                    CliError::usage(format!("cannot write the sample workspace: {e}"))
+                })
+            })?;
         Some(dir)
     } else {
         None
     };
     let dirs = match &demo {
-        Some(d) => vec![d.path().to_path_buf()],
+        Some(d) => vec![d.path().join("sample-project")],
         None => args.dirs.clone(),
     };
     let config = small_ui::UiConfig {
@@ -76,6 +84,18 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     });
     drop(demo);
     result
+}
+
+/// A browser that closes a page mid-response must not end the server: hyper writes with
+/// `writev`, which raises SIGPIPE on a reset connection, and `main` restores SIGPIPE's default
+/// (exit) for the sake of pipes. A server takes the write error instead.
+fn ignore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: changing a signal's disposition to "ignore" has no other effect on the program;
+    // stdout then reports a closed pipe as an error, which the output layer handles.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
 }
 
 /// Start the desktop's browser on `url`; a failure is a warning (the URL is printed anyway).
