@@ -36,7 +36,6 @@ pub struct UiArgs {
 
 struct Server {
     child: Child,
-    port: u16,
 }
 
 impl Drop for Server {
@@ -118,6 +117,15 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
             a.work.clone()
         }
     };
+    // The server and the appends run in the workspace: the binary's path must not be relative.
+    let small = std::fs::canonicalize(&a.small)
+        .map_err(|e| format!("{}: {e}", a.small.display()))?;
+    let a = &UiArgs {
+        small,
+        work: a.work.clone(),
+        dir: a.dir.clone(),
+        ..*a
+    };
     let started = Instant::now();
     let mut child = Command::new(&a.small)
         .args(["ui", "--addr", "127.0.0.1:0"])
@@ -138,7 +146,7 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
         .next()
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| format!("unexpected first line {line:?}"))?;
-    let server = Server { child, port };
+    let server = Server { child };
     let pid = server.child.id();
     println!("start-up (index built, listening): {:.0} ms", ms(started.elapsed()));
 
