@@ -102,7 +102,10 @@ fn rss_kib(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, String>) -> Result<(), String> {
+pub fn run(
+    a: &UiArgs,
+    generate: &dyn Fn(&Path, usize, usize) -> Result<u64, String>,
+) -> Result<(), String> {
     let dir = match &a.dir {
         Some(d) => d.clone(),
         None => {
@@ -118,8 +121,8 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
         }
     };
     // The server and the appends run in the workspace: the binary's path must not be relative.
-    let small = std::fs::canonicalize(&a.small)
-        .map_err(|e| format!("{}: {e}", a.small.display()))?;
+    let small =
+        std::fs::canonicalize(&a.small).map_err(|e| format!("{}: {e}", a.small.display()))?;
     let a = &UiArgs {
         small,
         work: a.work.clone(),
@@ -148,7 +151,10 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
         .ok_or_else(|| format!("unexpected first line {line:?}"))?;
     let server = Server { child };
     let pid = server.child.id();
-    println!("start-up (index built, listening): {:.0} ms", ms(started.elapsed()));
+    println!(
+        "start-up (index built, listening): {:.0} ms",
+        ms(started.elapsed())
+    );
 
     let (ws, ws_size) = time_page(port, "/w/0/", a.runs)?;
     let (tl, _) = time_page(port, "/w/0/timeline", a.runs)?;
@@ -167,8 +173,11 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .map_err(|e| e.to_string())?;
-    write!(sock, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
-        .map_err(|e| e.to_string())?;
+    write!(
+        sock,
+        "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(sock);
     let mut l = String::new();
     loop {
@@ -186,7 +195,13 @@ pub fn run(a: &UiArgs, generate: &dyn Fn(&Path, usize, usize) -> Result<u64, Str
         let t0 = Instant::now();
         let st = Command::new(&a.small)
             .args([
-                "progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence",
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
             ])
             .arg(format!("bench append {i}"))
             .current_dir(&dir)

@@ -46,9 +46,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .and_then(|_| std::fs::canonicalize(&root))
             .map_err(|e| CliError::usage(format!("cannot create a temporary directory: {e}")))
             .and_then(|root| {
-                small_ui::generate_demo(&root).map_err(|e| {
-                    CliError::usage(format!("cannot write the sample workspace: {e}"))
-                })
+                small_ui::generate_demo(&root)
+                    .map_err(|e| CliError::usage(format!("cannot write the sample workspace: {e}")))
             })?;
         Some(dir)
     } else {
@@ -112,6 +111,8 @@ fn open_browser(url: &str, g: &GlobalArgs) {
         .stderr(std::process::Stdio::null())
         .spawn();
     if let Err(e) = spawned {
-        g.warn(format!("cannot open a browser ({opener}: {e}); open {url} yourself"));
+        g.warn(format!(
+            "cannot open a browser ({opener}: {e}); open {url} yourself"
+        ));
     }
 }

@@ -14,7 +14,8 @@ fn the_page_works_in_a_real_browser() {
         small_testkit::skip("browser", "SMALL_TEST_BROWSER_PYTHON is not set");
         return;
     };
-    let chromium = std::env::var("SMALL_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let chromium =
+        std::env::var("SMALL_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !std::path::Path::new(&chromium).exists() {
         small_testkit::skip("browser", &format!("{chromium} does not exist"));
         return;

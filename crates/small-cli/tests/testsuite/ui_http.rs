@@ -217,20 +217,27 @@ fn the_page_shows_the_workspace_with_every_artifact_string_escaped() {
     assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"));
     assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
     no_raw_payload(&r.body);
-    assert!(r.body.contains("&lt;script&gt;window.__xss=1&lt;&#x2f;script&gt;"));
+    assert!(r
+        .body
+        .contains("&lt;script&gt;window.__xss=1&lt;&#x2f;script&gt;"));
     assert!(r.body.contains("&lt;img src=x onerror="));
     // The graph: one node per task, one edge for the dependency.
     assert_eq!(r.body.matches("class=\"node ").count(), 2, "{}", r.body);
     assert!(r.body.contains("data-from=\"task-1\" data-to=\"task-2\""));
     // The only script is the embedded file.
     assert_eq!(r.body.matches("<script").count(), 1);
-    assert!(r.body.contains("<script src=\"/assets/ui.js\" defer></script>"));
+    assert!(r
+        .body
+        .contains("<script src=\"/assets/ui.js\" defer></script>"));
     let t = s.get("/w/0/task/task-1");
     assert_eq!(t.status, 200);
     no_raw_payload(&t.body);
     assert!(t.body.contains("Evidence history"));
     let js = s.get("/assets/ui.js");
-    assert!(js.header("content-type").unwrap().starts_with("text/javascript"));
+    assert!(js
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
     assert!(js.body.contains("EventSource"));
 }
 
@@ -262,7 +269,10 @@ fn a_foreign_host_is_refused() {
         assert_eq!(r.status, 403, "{host:?}");
         assert!(!r.body.contains("task-1"));
     }
-    for host in [format!("localhost:{}", s.port), format!("127.0.0.1:{}", s.port)] {
+    for host in [
+        format!("localhost:{}", s.port),
+        format!("127.0.0.1:{}", s.port),
+    ] {
         assert_eq!(s.request("GET", "/w/0/", Some(&host)).status, 200, "{host}");
     }
 }
@@ -270,13 +280,25 @@ fn a_foreign_host_is_refused() {
 #[test]
 fn the_timeline_filters_and_pages() {
     let d = tempfile::tempdir().unwrap();
-    small(d.path(), &["init", "--intent", "x", "--task", "a", "--task", "b"]);
+    small(
+        d.path(),
+        &["init", "--intent", "x", "--task", "a", "--task", "b"],
+    );
     for i in 0..60 {
         let task = if i % 2 == 0 { "task-1" } else { "task-2" };
         let ev = format!("step {i}");
         small(
             d.path(),
-            &["progress", "add", "--task", task, "--status", "in_progress", "--evidence", &ev],
+            &[
+                "progress",
+                "add",
+                "--task",
+                task,
+                "--status",
+                "in_progress",
+                "--evidence",
+                &ev,
+            ],
         );
     }
     let s = UiServer::start(&[], d.path());
@@ -301,7 +323,8 @@ fn a_progress_add_is_pushed_as_an_event() {
     let d = hostile_workspace();
     let s = UiServer::start(&[], d.path());
     let mut sock = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     write!(sock, "GET /events HTTP/1.1\r\nHost: {}\r\n\r\n", s.host()).unwrap();
     let mut reader = BufReader::new(sock);
     let mut seen = String::new();
@@ -314,7 +337,16 @@ fn a_progress_add_is_pushed_as_an_event() {
     // The first gate run may report first; the event for the append follows.
     small(
         d.path(),
-        &["progress", "add", "--task", "task-2", "--status", "in_progress", "--evidence", "live one"],
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "live one",
+        ],
     );
     let start = Instant::now();
     loop {
@@ -334,7 +366,10 @@ fn a_progress_add_is_pushed_as_an_event() {
 fn several_workspaces_get_an_overview() {
     let a = hostile_workspace();
     let b = tempfile::tempdir().unwrap();
-    small(b.path(), &["init", "--intent", "Second workspace", "--task", "x"]);
+    small(
+        b.path(),
+        &["init", "--intent", "Second workspace", "--task", "x"],
+    );
     let s = UiServer::start(
         &[a.path().to_str().unwrap(), b.path().to_str().unwrap()],
         b.path(),
