@@ -86,7 +86,10 @@ pub fn generate(root: &Path) -> Result<(), String> {
         "task-1",
         "completed",
         &[
-            ("evidence", "The flag parses; `--dry-run=false` is accepted too"),
+            (
+                "evidence",
+                "The flag parses; `--dry-run=false` is accepted too",
+            ),
             ("command", "cargo test -p cli flags::dry_run"),
             ("test", "flags::dry_run_is_parsed"),
             ("commit", "3f2a9c1"),
@@ -97,7 +100,10 @@ pub fn generate(root: &Path) -> Result<(), String> {
         "task-2",
         "completed",
         &[
-            ("evidence", "Every write goes through the plan; nothing touches the disk"),
+            (
+                "evidence",
+                "Every write goes through the plan; nothing touches the disk",
+            ),
             ("test", "plan::dry_run_writes_nothing"),
             ("commit", "8b41d07"),
         ],
@@ -107,7 +113,10 @@ pub fn generate(root: &Path) -> Result<(), String> {
         "task-4",
         "completed",
         &[
-            ("evidence", "docs/flags.md describes --dry-run with an example"),
+            (
+                "evidence",
+                "docs/flags.md describes --dry-run with an example",
+            ),
             ("link", "https://example.com/docs/flags#dry-run"),
         ],
     )?;
@@ -121,7 +130,10 @@ pub fn generate(root: &Path) -> Result<(), String> {
         root,
         "task-6",
         "blocked",
-        &[("evidence", "Waiting for the release date from the maintainers")],
+        &[(
+            "evidence",
+            "Waiting for the release date from the maintainers",
+        )],
     )?;
     tx(root, |t| {
         write_handoff(

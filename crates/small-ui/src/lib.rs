@@ -85,11 +85,18 @@ impl WsHandle {
     }
 
     pub fn checks(&self) -> Option<Arc<view::Checks>> {
-        self.checks.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn request_check(&self) {
-        let _ = self.recheck.lock().unwrap_or_else(|e| e.into_inner()).send(());
+        let _ = self
+            .recheck
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(());
     }
 }
 

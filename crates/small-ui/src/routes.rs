@@ -104,7 +104,9 @@ fn host_allowed(app: &App, req: &Request) -> bool {
         .map(|h| h.trim().to_ascii_lowercase())
         .or_else(|| {
             // HTTP/2 carries it in the URI.
-            req.uri().authority().map(|a| a.as_str().to_ascii_lowercase())
+            req.uri()
+                .authority()
+                .map(|a| a.as_str().to_ascii_lowercase())
         });
     host.is_some_and(|h| app.allowed_hosts.contains(&h))
 }
@@ -143,11 +145,9 @@ async fn blocking(
     let app = app.clone();
     let out = tokio::task::spawn_blocking(move || f(&app)).await;
     match out {
-        Ok(Ok(html)) => (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            html,
-        )
-            .into_response(),
+        Ok(Ok(html)) => {
+            ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+        }
         Ok(Err(Problem::NotFound(m))) => plain(StatusCode::NOT_FOUND, format!("{m}\n")),
         Ok(Err(Problem::Internal(m))) => {
             tracing::error!(target: "small::ui", "cannot render a page: {m}");
@@ -335,9 +335,10 @@ async fn fragment(
         let i = ws_index(app, &ws)?;
         let w = &app.workspaces[i];
         let html = match name.as_str() {
-            "summary" => app
-                .templates
-                .render("_summary.html", context! { ws => i, s => summary_of(app, i) })?,
+            "summary" => app.templates.render(
+                "_summary.html",
+                context! { ws => i, s => summary_of(app, i) },
+            )?,
             "card" => app
                 .templates
                 .render("_card.html", context! { ws => i, s => summary_of(app, i) })?,
@@ -367,9 +368,10 @@ async fn fragment(
                 "_handoff.html",
                 context! { ws => i, handoff => view::handoff(&w.loc), s => summary_of(app, i) },
             )?,
-            "checks" => app
-                .templates
-                .render("_checks.html", context! { ws => i, checks => w.checks().map(|c| (*c).clone()) })?,
+            "checks" => app.templates.render(
+                "_checks.html",
+                context! { ws => i, checks => w.checks().map(|c| (*c).clone()) },
+            )?,
             "runs" => app.templates.render(
                 "_runs.html",
                 context! { ws => i, runs => view::runs(&w.loc, None, None) },

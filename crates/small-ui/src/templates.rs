@@ -12,7 +12,10 @@ pub const JS: &str = include_str!("../assets/ui.js");
 const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../templates/base.html")),
     ("overview.html", include_str!("../templates/overview.html")),
-    ("workspace.html", include_str!("../templates/workspace.html")),
+    (
+        "workspace.html",
+        include_str!("../templates/workspace.html"),
+    ),
     ("task.html", include_str!("../templates/task.html")),
     ("timeline.html", include_str!("../templates/timeline.html")),
     ("runs.html", include_str!("../templates/runs.html")),
@@ -22,7 +25,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("_intent.html", include_str!("../templates/_intent.html")),
     ("_graph.html", include_str!("../templates/_graph.html")),
     ("_board.html", include_str!("../templates/_board.html")),
-    ("_timeline.html", include_str!("../templates/_timeline.html")),
+    (
+        "_timeline.html",
+        include_str!("../templates/_timeline.html"),
+    ),
     ("_handoff.html", include_str!("../templates/_handoff.html")),
     ("_checks.html", include_str!("../templates/_checks.html")),
     ("_runs.html", include_str!("../templates/_runs.html")),
@@ -92,7 +98,10 @@ mod tests {
             // No event handler attribute (` onclick=`, ` onload=`, ...).
             for (i, _) in src.match_indices(" on") {
                 let rest = &src[i + 3..];
-                let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                let word: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphabetic())
+                    .collect();
                 assert!(
                     !rest[word.len()..].starts_with('='),
                     "{name} has an event handler attribute"

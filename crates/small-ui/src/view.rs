@@ -208,7 +208,11 @@ pub fn summary(
     }
     let mut problems: Vec<String> = st.problems.iter().map(|p| mask(p)).collect();
     if let Some(p) = &timeline.problem {
-        if ws.small_dir.join(ArtifactKind::Progress.file_name()).exists() {
+        if ws
+            .small_dir
+            .join(ArtifactKind::Progress.file_name())
+            .exists()
+        {
             problems.push(p.clone());
         }
     }
@@ -449,7 +453,10 @@ pub fn plan(loc: &Location, timeline: &Timeline) -> PlanView {
     let mut dependents: HashMap<&str, Vec<&str>> = HashMap::new();
     for t in &idx.tasks {
         for d in &t.dependencies {
-            dependents.entry(d.as_str()).or_default().push(t.id.as_str());
+            dependents
+                .entry(d.as_str())
+                .or_default()
+                .push(t.id.as_str());
         }
     }
     let tasks: Vec<TaskView> = idx
@@ -476,7 +483,13 @@ pub fn plan(loc: &Location, timeline: &Timeline) -> PlanView {
         .collect();
     // The board: known statuses in working order, then any other status.
     let mut columns: BTreeMap<usize, Column> = BTreeMap::new();
-    let order = ["in_progress", "pending", "blocked", "completed", "cancelled"];
+    let order = [
+        "in_progress",
+        "pending",
+        "blocked",
+        "completed",
+        "cancelled",
+    ];
     for (i, t) in idx.tasks.iter().enumerate() {
         let s = norm(i);
         let k = order.iter().position(|o| *o == s).unwrap_or(order.len());
@@ -581,7 +594,11 @@ fn is_web_link(s: &str) -> bool {
 }
 
 fn entry_view(e: TimelineEntry) -> EntryView {
-    let href = e.link.as_deref().filter(|l| is_web_link(l)).map(str::to_string);
+    let href = e
+        .link
+        .as_deref()
+        .filter(|l| is_web_link(l))
+        .map(str::to_string);
     EntryView {
         index: e.index,
         status: status_view(&e.status),
@@ -593,7 +610,9 @@ fn entry_view(e: TimelineEntry) -> EntryView {
         verification: e.verification,
         command: e.command.or(e.command_summary),
         command_ref: e.command_ref,
-        receipt: e.receipt_verified.map(|v| if v { "verified" } else { "not verified" }),
+        receipt: e
+            .receipt_verified
+            .map(|v| if v { "verified" } else { "not verified" }),
         test: e.test,
         link: e.link,
         href,
@@ -635,7 +654,11 @@ pub struct TimelineView {
 /// Most choices a filter list offers (the most frequent values).
 const MAX_CHOICES: usize = 500;
 
-fn choices(values: &[(String, usize)], selected: &str, label: &dyn Fn(&str) -> String) -> Vec<Choice> {
+fn choices(
+    values: &[(String, usize)],
+    selected: &str,
+    label: &dyn Fn(&str) -> String,
+) -> Vec<Choice> {
     values
         .iter()
         .take(MAX_CHOICES)
@@ -687,10 +710,14 @@ pub fn timeline(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
         task: mask(filter.task.as_deref().unwrap_or("")),
         status: filter.status.clone().unwrap_or_default(),
         run: filter.run.clone().unwrap_or_default(),
-        tasks: choices(&facets.tasks, filter.task.as_deref().unwrap_or(""), &|v| mask(v)),
-        statuses: choices(&facets.statuses, filter.status.as_deref().unwrap_or(""), &|v| {
-            status_label(v)
+        tasks: choices(&facets.tasks, filter.task.as_deref().unwrap_or(""), &|v| {
+            mask(v)
         }),
+        statuses: choices(
+            &facets.statuses,
+            filter.status.as_deref().unwrap_or(""),
+            &|v| status_label(v),
+        ),
         runs: choices(&facets.runs, filter.run.as_deref().unwrap_or(""), &|v| {
             if v.is_empty() {
                 "(no run)".into()
@@ -1004,7 +1031,14 @@ mod tests {
 
     #[test]
     fn every_status_has_words_not_only_a_colour() {
-        for s in ["pending", "in_progress", "blocked", "completed", "cancelled", "weird"] {
+        for s in [
+            "pending",
+            "in_progress",
+            "blocked",
+            "completed",
+            "cancelled",
+            "weird",
+        ] {
             let v = status_view(s);
             assert!(!v.label.is_empty());
             assert!(!v.mark.is_empty());

@@ -520,7 +520,11 @@ mod tests {
             s.push_str(&entry(
                 i,
                 &format!("task-{}", i % 3),
-                if i % 2 == 0 { "completed" } else { "in_progress" },
+                if i % 2 == 0 {
+                    "completed"
+                } else {
+                    "in_progress"
+                },
             ));
         }
         s
