@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 
+mod ui;
+
 #[derive(Parser)]
 #[command(name = "small-bench")]
 struct Cli {
@@ -73,6 +75,8 @@ enum Cmd {
     Compare(RunArgs),
     /// Time the YAML loader alone on one file (full tree, then streaming `entries`)
     Parse { file: PathBuf },
+    /// Time `small ui` on a generated workspace: page loads, live-update latency, memory
+    Ui(ui::UiArgs),
     /// Time the secrets scanner (lint rule INV1) alone on every string of one YAML file
     Secrets {
         file: PathBuf,
@@ -104,6 +108,7 @@ fn main() {
             }
         }
         Cmd::Parse { file } => time_parse(&file),
+        Cmd::Ui(args) => ui::run(&args, &generate_fresh),
         Cmd::Secrets { file, runs } => time_secrets(&file, runs),
     };
     if let Err(e) = result {

@@ -79,6 +79,7 @@ pub enum Command {
     MergeDriver(commands::merge_driver::Args),
     Migrate(commands::migrate::Args),
     Serve(commands::serve::Args),
+    Ui(commands::ui::Args),
     Store(commands::store::Args),
     Man(commands::man::Args),
 }
@@ -188,6 +189,7 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::MergeDriver(a) => commands::merge_driver::run(a, g),
         Command::Migrate(a) => commands::migrate::run(a, g),
         Command::Serve(a) => commands::serve::run(a, g),
+        Command::Ui(a) => commands::ui::run(a, g),
         Command::Store(a) => commands::store::run(a, g),
         Command::Man(a) => commands::man::run(a, g),
     }

@@ -31,6 +31,7 @@ pub mod session;
 pub mod start;
 pub mod status;
 pub mod store;
+pub mod ui;
 pub mod validate;
 pub mod verify;
 pub mod version;

@@ -60,5 +60,7 @@ mod tools_completion;
 mod tools_draft_accept;
 mod tools_init;
 mod tools_selftest;
+mod ui_browser;
+mod ui_http;
 mod validate_cli;
 mod validate_conformance;

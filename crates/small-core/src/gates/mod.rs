@@ -13,5 +13,6 @@ pub mod report;
 pub mod schemas;
 pub mod secrets;
 pub mod status;
+pub mod timeline;
 pub mod validate;
 pub mod verify;

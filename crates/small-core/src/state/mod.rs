@@ -35,6 +35,9 @@ pub struct Task {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub alias: String,
     pub title: String,
+    /// A longer text some plans give a task (`description`; not a protocol field).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
     /// Trimmed; an absent v1 status is `pending`.
     pub status: String,
     /// The task's revision (2.0.0; 0 for v1).
@@ -109,8 +112,19 @@ pub struct Handoff {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_task_id: Option<String>,
     pub next_steps: Vec<String>,
+    /// The handoff's links (v1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
     /// A merge of two branches left the handoff stale (v1): `small handoff` rewrites it.
     pub needs_regeneration: bool,
+}
+
+/// A link of the handoff.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Link {
+    pub url: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
 }
 
 /// What the 2.0.0 profile adds: sessions, receipts, conflicts and the frontier.

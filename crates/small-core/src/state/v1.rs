@@ -9,7 +9,7 @@ use crate::gates::invariants::{scalar_text, PlanIndex};
 use crate::gates::status::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
-use crate::state::{Constraint, Handoff, Intent, LoadOptions, ProjectState, Task};
+use crate::state::{Constraint, Handoff, Intent, Link, LoadOptions, ProjectState, Task};
 use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
@@ -95,6 +95,7 @@ pub(crate) fn tasks(root: &Node) -> Vec<Task> {
                 id: t.id.clone(),
                 alias: String::new(),
                 title: t.title.trim().to_string(),
+                description: node.map(|n| text(n, "description")).unwrap_or_default(),
                 status: normalized_status(t),
                 revision: 0,
                 steps: list(node.and_then(|n| n.get("steps"))),
@@ -120,6 +121,18 @@ fn handoff(doc: &yaml::Document) -> Handoff {
         replay_id_source: at("/replayId/source"),
         current_task_id: at("/resume/current_task_id").filter(|s| !s.is_empty()),
         next_steps: list(h.pointer("/resume/next_steps")),
+        links: h
+            .get("links")
+            .and_then(Node::as_seq)
+            .map(|ls| {
+                ls.iter()
+                    .map(|l| Link {
+                        url: text(l, "url"),
+                        description: text(l, "description"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         needs_regeneration: merge::handoff_needs_regeneration(&doc.source),
     }
 }

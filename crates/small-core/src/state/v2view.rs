@@ -46,6 +46,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
                 id: t.id.clone(),
                 alias: t.alias.clone(),
                 title: t.title.clone(),
+                description: String::new(),
                 status: t.status.clone(),
                 revision: t.revision,
                 steps: Vec::new(),
@@ -79,6 +80,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
             current_task_id: Some(e.payload.str_of("current_task_id").to_string())
                 .filter(|v| !v.is_empty()),
             next_steps: e.payload.strs_of("next_steps"),
+            links: Vec::new(),
             needs_regeneration: false,
         });
     }

@@ -761,8 +761,8 @@ fn apply_definition(t: &mut Task, e: &Event) {
     if !source.is_empty() {
         t.source_digest = source.to_string();
     }
-    t.policy_revision = first_non_empty(&e.policy_revision, e.payload.str_of("policy_revision"))
-        .to_string();
+    t.policy_revision =
+        first_non_empty(&e.policy_revision, e.payload.str_of("policy_revision")).to_string();
 }
 
 fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {

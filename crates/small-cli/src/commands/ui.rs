@@ -1,0 +1,118 @@
+//! `small ui`: the live, read-only web page of one or several workspaces.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{CliError, CmdResult};
+use crate::GlobalArgs;
+
+/// Serve a live, read-only web page of the workspace (intent, plan graph and board, tasks,
+/// progress timeline, handoff, gate diagnostics, run snapshots)
+///
+/// Prints `listening on http://HOST:PORT/` as the first line on standard output, then serves
+/// until Ctrl-C or SIGTERM. The page updates itself within a second when the workspace files
+/// change. Several DIRs give an overview of each workspace. Listens on loopback unless --addr
+/// names another address; only GET and HEAD are answered.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Workspaces to show (each found at or above DIR); default: the one found from the
+    /// current directory
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Address to listen on (port 0: any free port)
+    #[arg(long, default_value = small_ui::DEFAULT_ADDR)]
+    pub addr: String,
+    /// Open the page in the default browser once listening
+    #[arg(long)]
+    pub open: bool,
+    /// Serve a generated sample workspace (in a temporary directory removed at exit)
+    #[arg(long, conflicts_with = "dirs")]
+    pub demo: bool,
+    /// Longest time a page may take (e.g. 500ms, 30s)
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub request_timeout: Duration,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    ignore_sigpipe();
+    small_server::init_logging(small_server::LogFormat::Text);
+    let demo = if args.demo {
+        let dir = tempfile::Builder::new()
+            .prefix("small-ui-demo-")
+            .tempdir()
+            .map_err(|e| CliError::usage(format!("cannot create a temporary directory: {e}")))?;
+        let root = dir.path().join("sample-project");
+        std::fs::create_dir(&root)
+            .and_then(|_| std::fs::canonicalize(&root))
+            .map_err(|e| CliError::usage(format!("cannot create a temporary directory: {e}")))
+            .and_then(|root| {
+                small_ui::generate_demo(&root)
+                    .map_err(|e| CliError::usage(format!("cannot write the sample workspace: {e}")))
+            })?;
+        Some(dir)
+    } else {
+        None
+    };
+    let dirs = match &demo {
+        Some(d) => vec![d.path().join("sample-project")],
+        None => args.dirs.clone(),
+    };
+    let config = small_ui::UiConfig {
+        dirs,
+        addr: args.addr.clone(),
+        request_timeout: args.request_timeout,
+        ..small_ui::UiConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::usage(format!("cannot start the runtime: {e}")))?;
+    let result = runtime.block_on(async move {
+        let ui = small_ui::bind(&config).await.map_err(CliError::usage)?;
+        let addr = ui
+            .local_addr()
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        let url = format!("http://{addr}/");
+        g.data(format!("listening on {url}\n"))?;
+        if args.open {
+            open_browser(&url, g);
+        }
+        ui.run(small_server::shutdown_signal())
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))
+    });
+    drop(demo);
+    result
+}
+
+/// A browser that closes a page mid-response must not end the server: hyper writes with
+/// `writev`, which raises SIGPIPE on a reset connection, and `main` restores SIGPIPE's default
+/// (exit) for the sake of pipes. A server takes the write error instead.
+fn ignore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: changing a signal's disposition to "ignore" has no other effect on the program;
+    // stdout then reports a closed pipe as an error, which the output layer handles.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Start the desktop's browser on `url`; a failure is a warning (the URL is printed anyway).
+fn open_browser(url: &str, g: &GlobalArgs) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        g.warn(format!(
+            "cannot open a browser ({opener}: {e}); open {url} yourself"
+        ));
+    }
+}

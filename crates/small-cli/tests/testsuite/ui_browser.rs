@@ -1,0 +1,51 @@
+//! `small ui` in a real headless Chromium: `ci/ui_browser.py` (Playwright for Python) drives
+//! the page served by the real binary. It runs with the interpreter named by
+//! `SMALL_TEST_BROWSER_PYTHON` (a virtual environment with `playwright`); without it the test
+//! is skipped visibly (suite `browser`). `SMALL_UI_SCREENSHOTS=DIR` makes the script save
+//! screenshots there.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+#[test]
+fn the_page_works_in_a_real_browser() {
+    let Some(python) = std::env::var_os("SMALL_TEST_BROWSER_PYTHON").filter(|p| !p.is_empty())
+    else {
+        small_testkit::skip("browser", "SMALL_TEST_BROWSER_PYTHON is not set");
+        return;
+    };
+    let chromium =
+        std::env::var("SMALL_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        small_testkit::skip("browser", &format!("{chromium} does not exist"));
+        return;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ci/ui_browser.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .env("SMALL_BIN", env!("CARGO_BIN_EXE_small"))
+        .env("SMALL_TEST_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ci/ui_browser.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // The script names each check it passed; all of them must have run.
+    for check in [
+        "content",
+        "graph",
+        "filter",
+        "live-update",
+        "xss",
+        "demo",
+        "keyboard",
+    ] {
+        assert!(
+            stdout.contains(&format!("ok {check}")),
+            "{check} did not run\n{stdout}"
+        );
+    }
+}

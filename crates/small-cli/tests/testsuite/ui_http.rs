@@ -1,0 +1,443 @@
+//! `small ui` over HTTP: the real binary on an ephemeral port, asked with a plain HTTP/1.1
+//! client (so that the Host header and the method can be anything).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_small");
+
+pub struct UiServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for UiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl UiServer {
+    pub fn start(args: &[&str], cwd: &Path) -> UiServer {
+        let mut child = Command::new(BIN)
+            .arg("ui")
+            .args(args)
+            .current_dir(cwd)
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("first line: {line:?}"));
+        assert!(url.ends_with('/'), "{line}");
+        let port = url
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        UiServer { child, port }
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn request(&self, method: &str, path: &str, host: Option<&str>) -> Resp {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let host_line = match host {
+            Some(h) => format!("Host: {h}\r\n"),
+            None => String::new(),
+        };
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\n{host_line}Connection: close\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        Resp::parse(&raw)
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.request("GET", path, Some(&self.host()))
+    }
+}
+
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    fn parse(raw: &[u8]) -> Resp {
+        let text = String::from_utf8_lossy(raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+pub fn small(dir: &Path, args: &[&str]) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "small {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A workspace whose artifacts hold the usual XSS payloads.
+pub fn hostile_workspace() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    small(
+        p,
+        &[
+            "init",
+            "--intent",
+            "Intent <script>window.__xss=1</script>",
+            "--task",
+            "Title <img src=x onerror=\"window.__xss=2\">",
+            "--task",
+            "Second",
+        ],
+    );
+    small(p, &["plan", "--depends", "task-2:task-1"]);
+    small(
+        p,
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "<img src=x onerror=\"window.__xss=3\"> and <script>window.__xss=4</script>",
+        ],
+    );
+    small(
+        p,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "done",
+            "--link",
+            "https://example.com/\"><script>window.__xss=5</script>",
+        ],
+    );
+    d
+}
+
+fn no_raw_payload(body: &str) {
+    assert!(!body.contains("<script>window"), "{body}");
+    assert!(!body.contains("<img src=x"), "{body}");
+}
+
+#[test]
+fn the_page_shows_the_workspace_with_every_artifact_string_escaped() {
+    let d = hostile_workspace();
+    let s = UiServer::start(&[], d.path());
+    let r = s.get("/");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/w/0/"));
+    let r = s.get("/w/0/");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    let csp = r.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    no_raw_payload(&r.body);
+    assert!(r
+        .body
+        .contains("&lt;script&gt;window.__xss=1&lt;&#x2f;script&gt;"));
+    assert!(r.body.contains("&lt;img src=x onerror="));
+    // The graph: one node per task, one edge for the dependency.
+    assert_eq!(r.body.matches("class=\"node ").count(), 2, "{}", r.body);
+    assert!(r.body.contains("data-from=\"task-1\" data-to=\"task-2\""));
+    // The only script is the embedded file.
+    assert_eq!(r.body.matches("<script").count(), 1);
+    assert!(r
+        .body
+        .contains("<script src=\"/assets/ui.js\" defer></script>"));
+    let t = s.get("/w/0/task/task-1");
+    assert_eq!(t.status, 200);
+    no_raw_payload(&t.body);
+    assert!(t.body.contains("Evidence history"));
+    let js = s.get("/assets/ui.js");
+    assert!(js
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert!(js.body.contains("EventSource"));
+}
+
+#[test]
+fn only_get_and_head_are_answered() {
+    let d = hostile_workspace();
+    let s = UiServer::start(&[], d.path());
+    for m in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
+        let r = s.request(m, "/w/0/", Some(&s.host()));
+        assert_eq!(r.status, 405, "{m}");
+        assert_eq!(r.header("allow"), Some("GET, HEAD"), "{m}");
+    }
+    let r = s.request("HEAD", "/w/0/", Some(&s.host()));
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty());
+}
+
+#[test]
+fn a_foreign_host_is_refused() {
+    let d = hostile_workspace();
+    let s = UiServer::start(&[], d.path());
+    for host in [
+        Some("evil.example.com".to_string()),
+        Some(format!("evil.example.com:{}", s.port)),
+        Some("localhost:1".to_string()),
+        None,
+    ] {
+        let r = s.request("GET", "/w/0/", host.as_deref());
+        assert_eq!(r.status, 403, "{host:?}");
+        assert!(!r.body.contains("task-1"));
+    }
+    for host in [
+        format!("localhost:{}", s.port),
+        format!("127.0.0.1:{}", s.port),
+    ] {
+        assert_eq!(s.request("GET", "/w/0/", Some(&host)).status, 200, "{host}");
+    }
+}
+
+#[test]
+fn the_timeline_filters_and_pages() {
+    let d = tempfile::tempdir().unwrap();
+    small(
+        d.path(),
+        &["init", "--intent", "x", "--task", "a", "--task", "b"],
+    );
+    for i in 0..60 {
+        let task = if i % 2 == 0 { "task-1" } else { "task-2" };
+        let ev = format!("step {i}");
+        small(
+            d.path(),
+            &[
+                "progress",
+                "add",
+                "--task",
+                task,
+                "--status",
+                "in_progress",
+                "--evidence",
+                &ev,
+            ],
+        );
+    }
+    let s = UiServer::start(&[], d.path());
+    let r = s.get("/w/0/timeline");
+    assert_eq!(r.status, 200);
+    // Newest first, 50 a page.
+    let first = r.body.find("step 59").unwrap();
+    let later = r.body.find("step 58").unwrap();
+    assert!(first < later);
+    assert!(!r.body.contains(">step 5<"));
+    assert!(r.body.contains("offset=50"));
+    let r = s.get("/w/0/timeline?task=task-2");
+    assert!(r.body.contains("step 59") && !r.body.contains("step 58"));
+    let r = s.get("/w/0/timeline?offset=50");
+    assert!(r.body.contains("step 0") && !r.body.contains("step 59"));
+    let r = s.get("/w/0/fragment/timeline?status=blocked");
+    assert!(r.body.contains("No entries match"));
+}
+
+#[test]
+fn a_progress_add_is_pushed_as_an_event() {
+    let d = hostile_workspace();
+    let s = UiServer::start(&[], d.path());
+    let mut sock = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(sock, "GET /events HTTP/1.1\r\nHost: {}\r\n\r\n", s.host()).unwrap();
+    let mut reader = BufReader::new(sock);
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !seen.contains("event: ready") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0);
+        seen.push_str(&line);
+    }
+    // The first gate run may report first; the event for the append follows.
+    small(
+        d.path(),
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "live one",
+        ],
+    );
+    let start = Instant::now();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended");
+        if line.starts_with("data:") && line.contains("\"timeline\"") {
+            assert!(line.contains("\"ws\":0"));
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no change event");
+    }
+    let r = s.get("/w/0/fragment/timeline");
+    assert!(r.body.contains("live one"));
+}
+
+#[test]
+fn several_workspaces_get_an_overview() {
+    let a = hostile_workspace();
+    let b = tempfile::tempdir().unwrap();
+    small(
+        b.path(),
+        &["init", "--intent", "Second workspace", "--task", "x"],
+    );
+    let s = UiServer::start(
+        &[a.path().to_str().unwrap(), b.path().to_str().unwrap()],
+        b.path(),
+    );
+    let r = s.get("/");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.matches("class=\"card\"").count(), 2);
+    assert!(r.body.contains("Second workspace"));
+    no_raw_payload(&r.body);
+    assert_eq!(s.get("/w/1/").status, 200);
+    assert_eq!(s.get("/w/2/").status, 404);
+}
+
+#[test]
+fn the_demo_serves_a_sample_workspace() {
+    let d = tempfile::tempdir().unwrap();
+    let s = UiServer::start(&["--demo"], d.path());
+    let r = s.get("/w/0/");
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("--dry-run"));
+    assert_eq!(r.body.matches("class=\"node ").count(), 6);
+    assert!(r.body.contains("class=\"edge\""));
+    let r = s.get("/w/0/fragment/handoff");
+    assert!(r.body.contains("printing the changes is in progress"));
+}
+
+#[test]
+fn no_workspace_is_a_usage_error() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["ui"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+/// A 2.0.0 workspace is shown from the same project state as a v1 one: its tasks by alias in
+/// the graph and on the board, their dependencies, the handoff event, and its sessions.
+#[test]
+fn a_v2_workspace_shows_its_tasks_sessions_and_handoff() {
+    let Some(case) = small_testkit::conformance_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/v2/cases/wf-single-session"
+    )) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    crate::conformance_v2::copy_case_links(&case, work.path());
+    let ui = UiServer::start(&["--addr", "127.0.0.1:0"], work.path());
+    let page = ui.get("/w/0/");
+    assert_eq!(page.status, 200, "{}", page.body);
+    for want in [
+        "SMALL 2.0.0, solo mode",
+        "Sessions (2, 0 open)",
+        "session_f74eaf91908d192c41c7311f0205109f",
+        "token-polling depends on device-code-request",
+        "Device-flow integration test written and accepted",
+    ] {
+        assert!(page.body.contains(want), "{want} missing from the page");
+    }
+    assert!(
+        !page.body.contains("task_2f73f9fb"),
+        "tasks are named by alias"
+    );
+    let task = ui.get("/w/0/task/token-polling");
+    assert_eq!(task.status, 200, "{}", task.body);
+    assert!(task.body.contains("Poll the token endpoint with backoff"));
+    assert_eq!(ui.get("/w/0/task/no-such-task").status, 404);
+}

@@ -1,0 +1,164 @@
+//! Live updates: a file watcher on each workspace's `.small/` (and `.small-runs/`), whose
+//! events are gathered for [`DEBOUNCE`], mapped to the parts of the page they change, and
+//! broadcast to the event streams; and a checker thread per workspace that re-runs the gates
+//! after a change, off the request path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use small_core::history::runs;
+
+use crate::{view, App, Change};
+
+/// How long events are gathered before the page is told.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Keeps the watcher alive.
+pub struct Watcher {
+    _inner: notify::RecommendedWatcher,
+}
+
+/// The parts of a workspace page that a change to `name` (a file in `.small/`) affects.
+fn parts_for(name: &str) -> &'static [&'static str] {
+    match name {
+        "progress.small.yml" => &["summary", "card", "timeline", "task"],
+        "plan.small.yml" => &["summary", "card", "graph", "board", "task"],
+        "handoff.small.yml" => &["summary", "card", "handoff"],
+        "intent.small.yml" | "constraints.small.yml" => &["summary", "card", "intent"],
+        _ => &["summary", "card"],
+    }
+}
+
+/// Temporary and lock files of writers: not a change anyone needs to see.
+fn ignored(name: &str) -> bool {
+    name.starts_with('.') || name.ends_with(".tmp") || name.contains(".tmp.") || name.ends_with('~')
+}
+
+pub fn start(app: Arc<App>) -> notify::Result<Watcher> {
+    let (tx, rx) = mpsc::channel();
+    let mut w = notify::recommended_watcher(move |res| {
+        let _ = tx.send(res);
+    })?;
+    for ws in &app.workspaces {
+        w.watch(&ws.loc.small_dir, RecursiveMode::Recursive)?;
+        let runs_dir = runs::store_dir(&ws.loc.root, None);
+        if runs_dir.is_dir() {
+            // Best effort: without it the runs list refreshes on the next page load.
+            let _ = w.watch(&runs_dir, RecursiveMode::Recursive);
+        }
+    }
+    std::thread::Builder::new()
+        .name("small-ui-watch".into())
+        .spawn(move || dispatch(app, rx))
+        .map_err(|e| notify::Error::generic(&e.to_string()))?;
+    Ok(Watcher { _inner: w })
+}
+
+fn dispatch(app: Arc<App>, rx: Receiver<notify::Result<notify::Event>>) {
+    loop {
+        let Ok(first) = rx.recv() else {
+            return;
+        };
+        let mut batch = vec![first];
+        let until = Instant::now() + DEBOUNCE;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(e) => batch.push(e),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        let mut changed: BTreeMap<usize, BTreeSet<&'static str>> = BTreeMap::new();
+        for ev in batch.into_iter().flatten() {
+            if matches!(ev.kind, EventKind::Access(_)) {
+                continue;
+            }
+            for path in &ev.paths {
+                for (i, ws) in app.workspaces.iter().enumerate() {
+                    if let Some(parts) = classify(path, &ws.loc.small_dir, &ws.loc.root) {
+                        changed.entry(i).or_default().extend(parts.iter().copied());
+                    }
+                }
+            }
+        }
+        for (i, parts) in changed {
+            let ws = &app.workspaces[i];
+            if parts.contains("timeline") {
+                ws.timeline().refresh();
+            }
+            if !parts.iter().all(|p| *p == "runs") {
+                ws.request_check();
+            }
+            let _ = app.events.send(Change {
+                ws: i,
+                parts: parts.into_iter().collect(),
+            });
+        }
+    }
+}
+
+fn classify(path: &Path, small_dir: &Path, root: &Path) -> Option<&'static [&'static str]> {
+    let name = path.file_name()?.to_string_lossy();
+    if ignored(&name) {
+        return None;
+    }
+    if path.starts_with(small_dir) {
+        return Some(parts_for(&name));
+    }
+    if path.starts_with(runs::store_dir(root, None)) {
+        return Some(&["runs"]);
+    }
+    None
+}
+
+/// The checker of workspace `i`: each request (coalesced) re-runs the gates and tells the
+/// page.
+pub fn start_checker(app: Arc<App>, i: usize, rx: Receiver<()>) {
+    let spawned = std::thread::Builder::new()
+        .name(format!("small-ui-check-{i}"))
+        .spawn(move || {
+            while rx.recv().is_ok() {
+                while rx.try_recv().is_ok() {}
+                let ws = &app.workspaces[i];
+                let loc = ws.loc.clone();
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| view::checks(&loc)));
+                if let Ok(c) = result {
+                    *ws.checks.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(c));
+                }
+                let _ = app.events.send(Change {
+                    ws: i,
+                    parts: vec!["card", "checks", "summary"],
+                });
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(target: "small::ui", "the gate verdict will not be shown: cannot start a thread: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_file_names_the_parts_it_changes() {
+        let root = PathBuf::from("/w");
+        let small = root.join(".small");
+        let p = |n: &str| classify(&small.join(n), &small, &root);
+        assert!(p("progress.small.yml").unwrap().contains(&"timeline"));
+        assert!(p("plan.small.yml").unwrap().contains(&"graph"));
+        assert!(p("handoff.small.yml").unwrap().contains(&"handoff"));
+        assert!(p(".lock").is_none());
+        assert!(p("plan.small.yml.tmp").is_none());
+        let runs = runs::store_dir(&root, None).join("x").join("meta.json");
+        assert_eq!(classify(&runs, &small, &root), Some(&["runs"][..]));
+        assert_eq!(classify(Path::new("/elsewhere/f"), &small, &root), None);
+    }
+}
