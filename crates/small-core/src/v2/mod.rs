@@ -8,7 +8,10 @@
 
 pub mod json;
 pub mod load;
+pub mod gojson;
 pub mod read;
+pub mod record;
+pub mod write;
 pub mod reduce;
 pub mod status;
 
