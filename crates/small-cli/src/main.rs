@@ -12,6 +12,7 @@ mod process;
 mod render;
 mod settings;
 mod units;
+mod v2writes;
 mod writes;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -71,6 +72,9 @@ pub enum Command {
     Accept(commands::accept::Args),
     Run(commands::run::Args),
     Session(commands::session::Args),
+    Evidence(commands::evidence::Args),
+    Mode(commands::mode::Args),
+    Policy(commands::policy::Args),
     Archive(commands::archive::Args),
     Selftest(commands::selftest::Args),
     Completion(commands::completion::Args),
@@ -180,6 +184,9 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Accept(a) => commands::accept::run(a, g),
         Command::Run(a) => commands::run::run(a, g),
         Command::Session(a) => commands::session::run(a, g),
+        Command::Evidence(a) => commands::evidence::run(a, g),
+        Command::Mode(a) => commands::mode::run(a, g),
+        Command::Policy(a) => commands::policy::run(a, g),
         Command::Archive(a) => commands::archive::run(a, g),
         Command::Selftest(a) => commands::selftest::run(a, g),
         Command::Completion(a) => commands::completion::run(a, g),

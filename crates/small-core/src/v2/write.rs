@@ -43,6 +43,9 @@ pub const ACTIVE_SESSION_FILE: &str = ".small-cache/active-session";
 /// The largest evidence file `evidence save` stores.
 pub const MAX_EVIDENCE_BYTES: u64 = 64 << 20;
 
+/// How long the read-only views (`mode show`, `policy show`) wait for a writer to finish.
+pub const DEFAULT_READ_WAIT: Duration = Duration::from_secs(60);
+
 /// The tool version written into session records.
 pub const TOOL_VERSION: &str = concat!("small-", env!("CARGO_PKG_VERSION"));
 
@@ -1083,6 +1086,87 @@ pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<W
     })?;
     w.refresh()?;
     Ok(r)
+}
+
+/// One receipt as `evidence verify` found it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Verified {
+    pub receipt_digest: String,
+    /// `verified`; for a receipt with an artifact: `missing`, `mismatch` (the blob's bytes
+    /// differ from the recorded digest or size) or `refused` (a symlink, not a regular file,
+    /// a path outside the blob store); for one without: its availability.
+    pub status: String,
+}
+
+fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+}
+
+/// Check every receipt's evidence: an artifact's blob must be a regular file in
+/// `.small/evidence/blobs/sha256/` (no symlink anywhere on the way) whose bytes have the
+/// recorded digest and size (read with a bound). Read-only.
+pub fn verify_evidence(store: &Store, root: &Path) -> Vec<Verified> {
+    let small_dir = root.join(crate::spec::consts::SMALL_DIR);
+    let mut out: Vec<Verified> = store
+        .receipts
+        .iter()
+        .map(|r| {
+            let status = match crate::workspace::fsio::read_bounded(&root.join(&r.file), crate::v2::MAX_RECORD_BYTES)
+                .ok()
+                .and_then(|b| crate::v2::json::parse(&b).ok())
+            {
+                None => "refused".to_string(),
+                Some(v) => {
+                    let digest = v.str_of("artifact_digest").to_string();
+                    let path = v.str_of("artifact_path").to_string();
+                    if digest.is_empty() && path.is_empty() {
+                        r.availability.clone()
+                    } else {
+                        let size = match v.get("artifact_size") {
+                            Some(crate::v2::json::Jv::Int(n)) => *n,
+                            _ => 0,
+                        };
+                        blob_status(&small_dir, &digest, &path, size)
+                    }
+                }
+            };
+            Verified {
+                receipt_digest: r.digest.clone(),
+                status,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.receipt_digest.cmp(&b.receipt_digest));
+    out
+}
+
+fn blob_status(small_dir: &Path, digest: &str, path: &str, size: i64) -> String {
+    let rel = format!("evidence/blobs/sha256/{digest}");
+    if !is_hex64(digest) || path != format!(".small/{rel}") {
+        return "refused".into();
+    }
+    let mut at = small_dir.to_path_buf();
+    for part in ["evidence", "blobs", "sha256"] {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return "refused".into(),
+            Err(_) => return "missing".into(),
+        }
+    }
+    let file = at.join(digest);
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return "refused".into(),
+        Err(_) => return "missing".into(),
+    }
+    match crate::workspace::fsio::read_bounded(&file, MAX_EVIDENCE_BYTES) {
+        Ok(b) if crate::v2::json::sha256_hex(&b) == digest && (size == 0 || b.len() as i64 == size) => {
+            "verified".into()
+        }
+        Ok(_) => "mismatch".into(),
+        Err(_) => "refused".into(),
+    }
 }
 
 #[cfg(test)]
