@@ -305,6 +305,9 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         }
         return Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1)));
     }
+    if args.json {
+        return Ok(());
+    }
     g.info(format!(
         "Command completed successfully (exit code: 0); evidence {}",
         receipt.digest

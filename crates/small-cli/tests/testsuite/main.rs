@@ -58,5 +58,6 @@ mod tools_completion;
 mod tools_draft_accept;
 mod tools_init;
 mod tools_selftest;
+mod v2_write;
 mod validate_cli;
 mod validate_conformance;
