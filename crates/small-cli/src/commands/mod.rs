@@ -24,6 +24,7 @@ pub mod mode;
 pub mod plan;
 pub mod policy;
 pub mod progress;
+pub mod reconcile;
 pub mod reconstruct;
 pub mod reset;
 pub mod resume;

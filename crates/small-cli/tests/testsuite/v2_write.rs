@@ -336,3 +336,40 @@ fn v2_merged_clones_reconcile() {
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(text.contains("V2-CONFLICT"), "{text}");
 }
+
+/// The merged conflict of the reference's corpus is resolved by `reconcile --apply`; a file
+/// without the reviewed frontier, or a stale frontier, is refused.
+#[test]
+fn v2_reconcile_resolves_a_merged_conflict() {
+    let Some(ws) = Ws::case("wf-merge-conflict") else {
+        return;
+    };
+    let o = ws.run(&["check", "--strict", "--workspace", "any"]);
+    assert_eq!(o.status.code(), Some(1));
+    ws.start();
+    let p = ws.json(&["reconcile", "--preview", "--json"]);
+    assert_eq!(p["conflict_count"], 1);
+    let c = &p["conflicts"][0];
+    let frontier = p["frontier"].as_str().unwrap();
+    let mut res = serde_json::json!({
+        "profile": "2.0.0",
+        "conflict_id": c["id"],
+        "heads": c["heads"],
+        "selected_event": c["heads"][0],
+        "reason": "keep the blocked outcome",
+    });
+    std::fs::write(ws.root.join("draft.json"), res.to_string()).unwrap();
+    let err = ws.fails(&["reconcile", "--apply", "draft.json", "--expect-state", frontier], 1);
+    assert!(err.contains("V2-STALE"), "{err}");
+    res["expected_frontier"] = frontier.into();
+    std::fs::write(ws.root.join("res.json"), res.to_string()).unwrap();
+    let err = ws.fails(&["reconcile", "--apply", "res.json", "--expect-state", "0000"], 1);
+    assert!(err.contains("V2-STALE"), "{err}");
+    let v = ws.json(&["reconcile", "--apply", "res.json", "--expect-state", frontier, "--json"]);
+    assert_eq!(v["resolved"], c["id"]);
+    assert_eq!(v["remaining_conflicts"], serde_json::json!([]));
+    assert_eq!(v["resolution_event"]["kind"], "conflict_resolved");
+    ws.strict_ok();
+    let err = ws.fails(&["reconcile", "--apply", "res.json", "--expect-state", v["frontier"].as_str().unwrap()], 1);
+    assert!(err.contains("V2-STALE") || err.contains("already resolved"), "{err}");
+}

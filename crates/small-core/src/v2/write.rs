@@ -1088,6 +1088,120 @@ pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<W
     Ok(r)
 }
 
+/// A reviewed resolution of one conflict (the file `reconcile --apply` reads).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resolution {
+    pub profile: String,
+    pub conflict_id: String,
+    pub heads: Vec<String>,
+    pub selected_event: String,
+    pub reason: String,
+    #[serde(default)]
+    pub resolver: String,
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub expected_frontier: String,
+}
+
+impl Resolution {
+    /// Read a resolution file: strict JSON (no duplicate or unknown member, integers only).
+    pub fn parse(bytes: &[u8]) -> Result<Resolution> {
+        crate::v2::json::parse(bytes).map_err(|e| {
+            usage(format!("resolution file: {e:?}"))
+        })?;
+        serde_json::from_slice(bytes).map_err(|e| usage(format!("resolution file: {e}")))
+    }
+}
+
+/// Resolve one conflict: a `conflict_resolved` event naming the conflict, its heads, the
+/// selected head and the frontier the resolution was reviewed against. Refused unless
+/// `expect_state` and the file's `expected_frontier` are the current frontier, the heads
+/// are the conflict's, the selected event is one of them, and a reason is given.
+pub fn reconcile(
+    w: &mut Writer,
+    session: &str,
+    res: &Resolution,
+    expect_state: &str,
+) -> Result<(Written, String)> {
+    if res.profile != crate::v2::PROFILE_VERSION {
+        return Err(usage(format!(
+            "resolution profile must be {}",
+            crate::v2::PROFILE_VERSION
+        )));
+    }
+    w.expect_state(expect_state)?;
+    if res.expected_frontier.trim() != expect_state.trim() {
+        return Err(refused(
+            code::STALE,
+            format!(
+                "the resolution file's expected_frontier ({}) is not --expect-state ({})",
+                if res.expected_frontier.is_empty() { "missing" } else { res.expected_frontier.as_str() },
+                expect_state.trim()
+            ),
+        )
+        .with_help("write the frontier you reviewed (`small reconcile --preview --json` prints it) into the file as expected_frontier"));
+    }
+    let Some(c) = w.state.conflicts.iter().find(|c| c.id == res.conflict_id).cloned() else {
+        return Err(refused(
+            "V2-CONFLICT",
+            format!("conflict {} is absent or already resolved", res.conflict_id),
+        ));
+    };
+    let mut heads = res.heads.clone();
+    heads.sort();
+    heads.dedup();
+    if heads != c.heads {
+        return Err(refused(
+            "V2-CONFLICT",
+            "resolution heads do not match the conflict's heads",
+        )
+        .with_help(format!("the heads are {}", c.heads.join(", "))));
+    }
+    if !c.heads.contains(&res.selected_event) {
+        return Err(refused("V2-CONFLICT", "selected_event must be one of the competing heads"));
+    }
+    if res.reason.trim().is_empty() {
+        return Err(usage("the resolution's reason is required"));
+    }
+    if c.kind == "policy_material" {
+        return Err(refused(
+            "V2-POLICY",
+            "a policy file differs from the policy in force: restore the file, or revise the policy",
+        ));
+    }
+    let e = w.append(
+        session,
+        Append {
+            kind: "conflict_resolved".into(),
+            parents: c.heads.clone(),
+            payload: vec![
+                ("conflict_id".into(), s(&c.id)),
+                (
+                    "heads".into(),
+                    GoValue::Arr(c.heads.iter().map(|h| s(h)).collect()),
+                ),
+                ("selected_event".into(), s(&res.selected_event)),
+                ("expected_frontier".into(), s(expect_state.trim())),
+                ("reason".into(), s(res.reason.trim())),
+                ("resolver".into(), s(res.resolver.trim())),
+            ],
+            ..Append::default()
+        },
+    )?;
+    if w.state.conflicts.iter().any(|x| x.id == c.id) {
+        return Err(refused(
+            "V2-CONFLICT",
+            format!(
+                "resolution event {} did not resolve conflict {}",
+                e.draft.event_id, c.id
+            ),
+        ));
+    }
+    Ok((e, c.id))
+}
+
 /// One receipt as `evidence verify` found it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Verified {
