@@ -373,3 +373,49 @@ fn v2_reconcile_resolves_a_merged_conflict() {
     let err = ws.fails(&["reconcile", "--apply", "res.json", "--expect-state", v["frontier"].as_str().unwrap()], 1);
     assert!(err.contains("V2-STALE") || err.contains("already resolved"), "{err}");
 }
+
+/// MCP sessions and CLI processes write through one session at the same time: every entry
+/// is recorded, the sequence is gapless; the session is started and closed over MCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v2_mcp_and_processes_write_together() {
+    use crate::agents_mcp::{call, connect};
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let a = connect(&ws.root).await;
+    let (ok, v) = call(&a, "session_start", serde_json::json!({"label": "mcp"})).await;
+    assert!(ok, "{v}");
+    let sid = v["session"]["session_id"].as_str().unwrap().to_string();
+    let b = connect(&ws.root).await;
+    let procs: Vec<_> = (0..3)
+        .map(|p| {
+            let script = format!(
+                "for i in $(seq 1 8); do \"{BIN}\" progress add --task task-1 --status in_progress --evidence \"proc {p} $i\" >/dev/null || exit 1; done"
+            );
+            Command::new("sh").arg("-c").arg(script).current_dir(&ws.root).spawn().unwrap()
+        })
+        .collect();
+    let mcp_writes = |c| async move {
+        for i in 0..8 {
+            let (ok, v) = call(
+                c,
+                "progress_add",
+                serde_json::json!({"task": "task-1", "status": "in_progress", "evidence": format!("mcp {i}")}),
+            )
+            .await;
+            assert!(ok, "{v}");
+            assert_eq!(v["event"]["kind"], "task_transitioned");
+        }
+    };
+    tokio::join!(mcp_writes(&a), mcp_writes(&b));
+    for mut p in procs {
+        assert!(p.wait().unwrap().success(), "a process was refused");
+    }
+    assert_eq!(ws.sequences(&sid), (1..=41).collect::<Vec<_>>());
+    let (ok, v) = call(&b, "session_close", serde_json::json!({"summary": "done over MCP"})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["events"][1]["kind"], "session_closed");
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    ws.strict_ok();
+}
