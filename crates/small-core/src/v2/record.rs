@@ -359,7 +359,7 @@ pub fn publish(
 ) -> Result<Published, PublishError> {
     let dir = make_dirs(small_dir, rel)?;
     let target = small_dir.join(rel);
-    if let Some(found) = existing(&target)? {
+    if let Some(found) = existing(&target, bytes.len())? {
         return if found == bytes {
             Ok(Published::Present)
         } else {
@@ -392,7 +392,7 @@ pub fn publish(
     match linked {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return match existing(&target)? {
+            return match existing(&target, bytes.len())? {
                 Some(found) if found == bytes => Ok(Published::Present),
                 _ => Err(PublishError::Different(target)),
             };
@@ -403,15 +403,21 @@ pub fn publish(
     Ok(Published::Created)
 }
 
-/// The bytes of an existing record (bounded; a symlink or non-file is an error).
-fn existing(path: &Path) -> Result<Option<Vec<u8>>, PublishError> {
+/// The bytes of an existing record, read up to one byte more than `len` (enough to tell
+/// whether they are the same); a symlink or non-file is an error.
+fn existing(path: &Path, len: usize) -> Result<Option<Vec<u8>>, PublishError> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => {}
         Ok(_) => return Err(PublishError::Different(path.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("read", path)(e)),
     }
-    let data = crate::workspace::fsio::read_bounded(path, MAX_RECORD_BYTES + 1).map_err(io("read", path))?;
+    use std::io::Read;
+    let f = crate::workspace::fsio::open_read(path).map_err(io("read", path))?;
+    let mut data = Vec::new();
+    f.take(len as u64 + 1)
+        .read_to_end(&mut data)
+        .map_err(io("read", path))?;
     Ok(Some(data))
 }
 

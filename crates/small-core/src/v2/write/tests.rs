@@ -385,3 +385,31 @@ fn policy_revision_matches_the_reference() {
         "policy_91190690fc525b9fbc3b67f42cf657fb"
     );
 }
+
+#[test]
+fn evidence_over_a_record_size_saves_twice_and_verifies() {
+    let Some(d) = case("wf-single-session") else {
+        return;
+    };
+    let root = d.path();
+    let mut w = open(root);
+    std::fs::write(root.join("big.log"), vec![b'x'; 2 << 20]).unwrap();
+    let a = save_evidence(&mut w, &root.join("big.log"), "task-1", "", "").unwrap();
+    let b = save_evidence(&mut w, &root.join("big.log"), "task-1", "", "").unwrap();
+    assert_eq!(a.blob, b.blob);
+    let all = verify_evidence(&w.store, root);
+    assert!(all.iter().all(|v| v.status == "verified"), "{all:?}");
+    // A tampered blob is a mismatch; a symlinked one is refused, never followed.
+    let blob = root.join(&a.blob);
+    std::fs::write(&blob, b"changed").unwrap();
+    let all = verify_evidence(&w.store, root);
+    assert!(all.iter().any(|v| v.status == "mismatch"), "{all:?}");
+    std::fs::remove_file(&blob).unwrap();
+    std::os::unix::fs::symlink(root.join("big.log"), &blob).unwrap();
+    let all = verify_evidence(&w.store, root);
+    assert!(all.iter().any(|v| v.status == "refused"), "{all:?}");
+    // A symlink given as the evidence file is refused.
+    std::os::unix::fs::symlink(root.join("big.log"), root.join("link.log")).unwrap();
+    let e = save_evidence(&mut w, &root.join("link.log"), "task-1", "", "").unwrap_err();
+    assert_eq!(e.code(), code::EVIDENCE);
+}
