@@ -119,8 +119,13 @@ pub struct Writer {
     root: PathBuf,
     small_dir: PathBuf,
     _lock: Transaction,
+    /// The records, as read under the lock (see [`Writer::refresh`]).
     pub store: Store,
+    /// Their state, as read under the lock.
     pub state: State,
+    /// An event was published since the records were read: read them again before the
+    /// next append (the session's last event and the heads changed).
+    dirty: bool,
 }
 
 impl Writer {
@@ -141,12 +146,14 @@ impl Writer {
             _lock: lock,
             store: Store::default(),
             state: State::default(),
+            dirty: false,
         };
         w.refresh()?;
         Ok(w)
     }
 
-    /// Read the records again (after this writer published some).
+    /// Read the records again. `store` and `state` are as read before the last append until
+    /// this runs (another append runs it first by itself).
     pub fn refresh(&mut self) -> Result<()> {
         let (checked, store) = v2::check_store(&self.root, &self.small_dir);
         let damage: Vec<&Diagnostic> = checked
@@ -176,6 +183,15 @@ impl Writer {
         }
         self.state = checked.state;
         self.store = store;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Read the records again if an event was published since they were read.
+    pub fn fresh(&mut self) -> Result<()> {
+        if self.dirty {
+            self.refresh()?;
+        }
         Ok(())
     }
 
@@ -329,13 +345,19 @@ impl Writer {
         Ok(WrittenReceipt { digest, members })
     }
 
-    /// Append one event to `session` (which must be active), after publishing `receipts`.
+    /// Append one event to `session` (which must be active).
     pub fn append(&mut self, session: &str, a: Append) -> Result<Written> {
+        if self.dirty {
+            self.refresh()?;
+        }
         self.require_active(session)?;
         self.append_unchecked(session, a)
     }
 
     fn append_unchecked(&mut self, session: &str, a: Append) -> Result<Written> {
+        if self.dirty {
+            self.refresh()?;
+        }
         let (sequence, previous) = match self.last_of(session) {
             Some(e) => (e.sequence + 1, e.id.clone()),
             None => (1, String::new()),
@@ -366,7 +388,7 @@ impl Writer {
         let (bytes, digest) = record::seal(members.clone()).map_err(too_large)?;
         self.publish(&draft.rel_path(), &bytes)?;
         members.push(("digest".into(), GoValue::str(&digest)));
-        self.refresh()?;
+        self.dirty = true;
         Ok(Written {
             draft,
             digest,
@@ -441,6 +463,7 @@ pub struct Started {
 /// Start a session. In solo mode a second active session is refused unless it takes over
 /// an active one with a reason. The new session becomes the local active selection.
 pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
+    w.fresh()?;
     let parent = trimmed(&req.parent_session);
     if !parent.is_empty() && !w.state.sessions.iter().any(|s| s.id == parent) {
         return Err(refused(code::SESSION_STATE, format!("parent session {parent} not found")));
@@ -538,6 +561,7 @@ pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
 
 /// Record a handoff and close `session`; clears the local selection if it named it.
 pub fn close_session(w: &mut Writer, session: &str, summary: &str) -> Result<Vec<Written>> {
+    w.fresh()?;
     let summary = summary.trim();
     if summary.is_empty() {
         return Err(usage("--summary is required and must not be blank"));
@@ -569,6 +593,7 @@ pub fn close_session(w: &mut Writer, session: &str, summary: &str) -> Result<Vec
 
 /// A handoff without closing the session.
 pub fn handoff(w: &mut Writer, session: &str, summary: &str) -> Result<Written> {
+    w.fresh()?;
     let summary = summary.trim();
     if summary.is_empty() {
         return Err(usage("--summary is required on a 2.0.0 workspace"));
@@ -599,6 +624,7 @@ pub fn progress(
     notes: &str,
     occurred_at: Option<String>,
 ) -> Result<(TaskRef, Written)> {
+    w.fresh()?;
     let status = status.trim().to_lowercase();
     if !STATUSES.contains(&status.as_str()) {
         return Err(usage(format!(
@@ -647,6 +673,7 @@ pub fn checkpoint(
     evidence: &str,
     notes: &str,
 ) -> Result<(TaskRef, Written, WrittenReceipt)> {
+    w.fresh()?;
     let status = status.trim().to_lowercase();
     if status != "completed" && status != "blocked" {
         return Err(usage(format!(
@@ -701,6 +728,7 @@ pub enum PlanChange {
 /// A `plan` change: `task_created` (alias `task-N`), `task_transitioned`, or
 /// `task_updated` for a dependency.
 pub fn plan(w: &mut Writer, session: &str, change: &PlanChange) -> Result<(String, String, Written)> {
+    w.fresh()?;
     match change {
         PlanChange::Add { title } => {
             let title = title.trim();
@@ -819,6 +847,7 @@ pub fn record_command(
     task: Option<&str>,
     run: &CommandRun,
 ) -> Result<(Written, WrittenReceipt)> {
+    w.fresh()?;
     w.require_active(session)?;
     let t = match task.map(str::trim).filter(|t| !t.is_empty()) {
         Some(r) => Some(w.task(r)?),
@@ -896,6 +925,7 @@ pub fn set_mode(
     requester: &str,
     expect_state: &str,
 ) -> Result<Option<Written>> {
+    w.fresh()?;
     let mode = mode.trim();
     if mode != "solo" && mode != "collaborative" {
         return Err(usage(format!("invalid mode {mode:?} (solo or collaborative)")));
@@ -960,6 +990,7 @@ pub fn revise_policy(
     requester: &str,
     expect_state: &str,
 ) -> Result<Written> {
+    w.fresh()?;
     if reason.trim().is_empty() {
         return Err(usage("--reason is required"));
     }
@@ -1029,6 +1060,7 @@ pub fn save_evidence(
     validator: &str,
     outcome: &str,
 ) -> Result<Saved> {
+    w.fresh()?;
     let t = w.task(task)?;
     let data = crate::workspace::fsio::read_bounded(file, MAX_EVIDENCE_BYTES).map_err(|e| {
         refused(
@@ -1068,6 +1100,7 @@ pub fn save_evidence(
 /// Declare evidence for a task unavailable (a narrative receipt with availability
 /// `unavailable` and the reason).
 pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<WrittenReceipt> {
+    w.fresh()?;
     if reason.trim().is_empty() {
         return Err(usage("--reason is required"));
     }
@@ -1125,6 +1158,7 @@ pub fn reconcile(
     res: &Resolution,
     expect_state: &str,
 ) -> Result<(Written, String)> {
+    w.fresh()?;
     if res.profile != crate::v2::PROFILE_VERSION {
         return Err(usage(format!(
             "resolution profile must be {}",
@@ -1190,6 +1224,7 @@ pub fn reconcile(
             ..Append::default()
         },
     )?;
+    w.refresh()?;
     if w.state.conflicts.iter().any(|x| x.id == c.id) {
         return Err(refused(
             "V2-CONFLICT",

@@ -52,6 +52,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         &args.requester,
         &args.expect_state,
     )?;
+    if e.is_some() {
+        w.refresh()?;
+    }
     if args.json {
         let mut m = vec![
             ("changed".into(), GoValue::Bool(e.is_some())),

@@ -215,6 +215,7 @@ fn a_whole_session_loop_passes_the_strict_check() {
         .join(".small/receipts/sha256")
         .join(format!("{}.json", r.digest))
         .is_file());
+    w.refresh().unwrap();
     let t = w.state.tasks.iter().find(|t| t.id == id).unwrap();
     assert_eq!(t.status, "completed");
     std::fs::write(root.join("report.txt"), "all green\n").unwrap();
@@ -272,6 +273,7 @@ fn solo_mode_refuses_a_second_session_unless_it_takes_over_with_a_reason() {
     .unwrap();
     assert_eq!(b.events.len(), 2);
     assert_eq!(b.events[1].draft.kind, "ownership_taken_over");
+    w.refresh().unwrap();
     assert_eq!(w.active_sessions(), vec![b.session.session_id.clone()]);
     // The superseded session writes nothing more.
     let e = handoff(&mut w, &a, "late").unwrap_err();
@@ -295,10 +297,12 @@ fn mode_and_policy_compare_and_swap_on_the_frontier() {
     assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
     let f = w.state.frontier.clone();
     assert!(set_mode(&mut w, &sid, "collaborative", "pairing", "me", &f).unwrap().is_some());
+    w.refresh().unwrap();
     assert_eq!(w.state.mode, "collaborative");
     // Collaborative mode allows a second active session.
     start_session(&mut w, &StartRequest::default()).unwrap();
     // ... and solo is refused while two are active.
+    w.refresh().unwrap();
     let f = w.state.frontier.clone();
     assert_eq!(set_mode(&mut w, &sid, "solo", "back", "me", &f).unwrap_err().code(), code::SESSION_STATE);
     let material = PolicyMaterial {
