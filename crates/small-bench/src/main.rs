@@ -766,7 +766,12 @@ fn v2_session(bin: &Path, dir: &Path) -> Result<String, String> {
         .nth(1)
         .and_then(|r| r.split('"').next())
         .map(str::to_string)
-        .ok_or_else(|| format!("session start failed: {}", String::from_utf8_lossy(&out.stderr)))
+        .ok_or_else(|| {
+            format!(
+                "session start failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -785,10 +790,21 @@ fn v2_append_one(name: &str, bin: &Path, a: &V2AppendArgs) -> Result<(), String>
     copy_tree(&a.case, &dir)?;
     let sid = v2_session(bin, &dir)?;
     let args = |ev: &str| -> Vec<String> {
-        ["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", ev, "--session", &sid]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            ev,
+            "--session",
+            &sid,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     let mut lat = Vec::with_capacity(a.appends);
     let mut failed = 0;
@@ -813,7 +829,9 @@ fn v2_append_one(name: &str, bin: &Path, a: &V2AppendArgs) -> Result<(), String>
         .map(|w| {
             let bin = bin.to_path_buf();
             let dir = dir.clone();
-            let argv: Vec<Vec<String>> = (0..a.per_writer).map(|i| args(&format!("w{w} {i}"))).collect();
+            let argv: Vec<Vec<String>> = (0..a.per_writer)
+                .map(|i| args(&format!("w{w} {i}")))
+                .collect();
             std::thread::spawn(move || {
                 let mut ok = 0usize;
                 for argv in argv {

@@ -61,8 +61,7 @@ impl SessionFlags {
 /// The workspace root when `dir` (or the current directory) holds a 2.0.0 workspace.
 pub fn v2_root(dir: Option<&Path>) -> Option<PathBuf> {
     let root = runs::discover_root(dir);
-    (v2::detect(&root.join(small_core::spec::consts::SMALL_DIR)) == v2::Profile::V2)
-        .then_some(root)
+    (v2::detect(&root.join(small_core::spec::consts::SMALL_DIR)) == v2::Profile::V2).then_some(root)
 }
 
 /// The 2.0.0 workspace root, or a refusal for a v1 one (for the 2.0.0-only commands).

@@ -432,7 +432,9 @@ impl SmallMcp {
                 None,
             )
             .map_err(err_diag));
-            return ok(json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "event": record_value(&e.members)}));
+            return ok(
+                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "event": record_value(&e.members)}),
+            );
         }
         let core_req = RecordRequest {
             task: req.task,
@@ -471,7 +473,9 @@ impl SmallMcp {
                 req.notes.as_deref().unwrap_or_default(),
             )
             .map_err(err_diag));
-            return ok(json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "status": req.status.trim().to_lowercase(), "event": record_value(&e.members), "receipt": record_value(&r.members), "validated": true}));
+            return ok(
+                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "status": req.status.trim().to_lowercase(), "event": record_value(&e.members), "receipt": record_value(&r.members), "validated": true}),
+            );
         }
         let evidence = [
             ("evidence", req.evidence),
@@ -502,8 +506,10 @@ impl SmallMcp {
     async fn handoff(&self, Parameters(req): Parameters<HandoffRequest>) -> ToolResult {
         if let Some(root) = self.v2_root() {
             let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
-            let e = tri!(v2w::handoff(&mut w, &sid, req.summary.as_deref().unwrap_or_default())
-                .map_err(err_diag));
+            let e = tri!(
+                v2w::handoff(&mut w, &sid, req.summary.as_deref().unwrap_or_default())
+                    .map_err(err_diag)
+            );
             return ok(json!({"profile": "2.0.0", "event": record_value(&e.members)}));
         }
         let core_req = session::HandoffRequest {
@@ -522,9 +528,17 @@ impl SmallMcp {
     )]
     async fn session_start(&self, Parameters(req): Parameters<SessionStartRequest>) -> ToolResult {
         let Some(root) = self.v2_root() else {
-            return Ok(diag("refused", "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace", Some("`small migrate` converts a v1 workspace".into())));
+            return Ok(diag(
+                "refused",
+                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
+                Some("`small migrate` converts a v1 workspace".into()),
+            ));
         };
-        let mut w = tri!(v2w::Writer::open(&root, small_core::authoring::txn::lock_timeout_from_env()).map_err(err_diag));
+        let mut w = tri!(v2w::Writer::open(
+            &root,
+            small_core::authoring::txn::lock_timeout_from_env()
+        )
+        .map_err(err_diag));
         let out = tri!(v2w::start_session(
             &mut w,
             &v2w::StartRequest {
@@ -538,7 +552,11 @@ impl SmallMcp {
             },
         )
         .map_err(err_diag));
-        let events: Vec<Value> = out.events.iter().map(|e| record_value(&e.members)).collect();
+        let events: Vec<Value> = out
+            .events
+            .iter()
+            .map(|e| record_value(&e.members))
+            .collect();
         ok(json!({"session": record_value(&out.session_members), "events": events}))
     }
 
@@ -547,7 +565,11 @@ impl SmallMcp {
     )]
     async fn session_close(&self, Parameters(req): Parameters<SessionCloseRequest>) -> ToolResult {
         let Some(root) = self.v2_root() else {
-            return Ok(diag("refused", "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace", None));
+            return Ok(diag(
+                "refused",
+                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
+                None,
+            ));
         };
         let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
         let events = tri!(v2w::close_session(&mut w, &sid, &req.summary).map_err(err_diag));

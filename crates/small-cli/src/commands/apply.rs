@@ -209,11 +209,19 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
                 ("dry_run".into(), GoValue::Bool(true)),
             ]));
         }
-        g.info(format!("Dry run: would run `{command}` in {}", root.display()));
+        g.info(format!(
+            "Dry run: would run `{command}` in {}",
+            root.display()
+        ));
         return Ok(());
     }
     if args.auto_checkpoint
-        && args.acceptance_evidence.as_deref().unwrap_or("").trim().is_empty()
+        && args
+            .acceptance_evidence
+            .as_deref()
+            .unwrap_or("")
+            .trim()
+            .is_empty()
     {
         // Checked before the command runs: a task with acceptance criteria needs the
         // caller's evidence.
@@ -244,7 +252,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     let spec = small_core::authoring::apply::RunSpec {
         root: root.to_path_buf(),
         command: command.clone(),
-        output_log: cache.join(format!("{}.output.log", small_core::v2::record::new_id("run"))),
+        output_log: cache.join(format!(
+            "{}.output.log",
+            small_core::v2::record::new_id("run")
+        )),
     };
     let echo = (!args.json && !g.quiet(), true);
     let (code, output) = crate::process::run_shell(g, &spec, echo)?;
@@ -267,7 +278,9 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
             .acceptance_evidence
             .clone()
             .filter(|x| !x.trim().is_empty())
-            .unwrap_or_else(|| format!("Explicit acceptance of captured command result exit_code={code}"));
+            .unwrap_or_else(|| {
+                format!("Explicit acceptance of captured command result exit_code={code}")
+            });
         let status = if code == 0 { "completed" } else { "blocked" };
         write::checkpoint(
             &mut w,
@@ -280,7 +293,11 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         checkpointed = true;
     }
     if args.handoff && code == 0 {
-        write::handoff(&mut w, &session, &format!("Command completed successfully: {}", command.trim()))?;
+        write::handoff(
+            &mut w,
+            &session,
+            &format!("Command completed successfully: {}", command.trim()),
+        )?;
     }
     let task_id = e.draft.task_id.clone();
     if args.json {
@@ -288,7 +305,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
             ("checkpointed".into(), GoValue::Bool(checkpointed)),
             ("child_executed".into(), GoValue::Bool(true)),
             ("child_exit_code".into(), GoValue::Int(i64::from(code))),
-            ("child_outcome".into(), v2w::s(if code == 0 { "succeeded" } else { "failed" })),
+            (
+                "child_outcome".into(),
+                v2w::s(if code == 0 { "succeeded" } else { "failed" }),
+            ),
             ("command".into(), v2w::s(&command)),
             ("event".into(), v2w::s(&e.draft.event_id)),
             ("evidence_recorded".into(), GoValue::Bool(true)),

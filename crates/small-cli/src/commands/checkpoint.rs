@@ -80,16 +80,28 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
 fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     let r = &args.record;
-    let evidence = [&r.evidence, &r.command, &r.test, &r.link, &r.commit, &r.verification]
-        .iter()
-        .filter_map(|v| v.as_deref())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let evidence = [
+        &r.evidence,
+        &r.command,
+        &r.test,
+        &r.link,
+        &r.commit,
+        &r.verification,
+    ]
+    .iter()
+    .filter_map(|v| v.as_deref())
+    .collect::<Vec<_>>()
+    .join("; ");
     let session = args.v2.session(root)?;
     let mut w = args.v2.open(root)?;
     let notes = r.notes.clone().unwrap_or_default();
     let (t, e, receipt) = small_core::v2::write::checkpoint(
-        &mut w, &session, &args.task, &args.status, &evidence, &notes,
+        &mut w,
+        &session,
+        &args.task,
+        &args.status,
+        &evidence,
+        &notes,
     )?;
     let status = args.status.trim().to_lowercase();
     if r.json {
@@ -100,7 +112,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
             ("receipt".into(), v2w::receipt(&receipt)),
             ("status".into(), v2w::s(&status)),
             ("task_id".into(), v2w::s(&t.task.id)),
-            ("validated".into(), small_core::v2::gojson::GoValue::Bool(true)),
+            (
+                "validated".into(),
+                small_core::v2::gojson::GoValue::Bool(true),
+            ),
         ]));
     }
     shared::say(

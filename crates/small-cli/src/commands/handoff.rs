@@ -6,8 +6,8 @@ use small_core::authoring::handoff;
 use small_core::authoring::session::{self, HandoffRequest};
 
 use crate::error::{CliError, CmdResult};
-use crate::writes as shared;
 use crate::v2writes::SessionFlags;
+use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
 
@@ -103,6 +103,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
             ("profile".into(), v2w::s("2.0.0")),
         ]));
     }
-    g.info(format!("Handoff recorded: {} [{}]", summary.trim(), e.draft.event_id));
+    g.info(format!(
+        "Handoff recorded: {} [{}]",
+        summary.trim(),
+        e.draft.event_id
+    ));
     Ok(())
 }

@@ -189,11 +189,20 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let mut changes: Vec<PlanChange> = Vec::new();
     for title in &args.add {
-        changes.push(PlanChange::Add { title: title.clone() });
+        changes.push(PlanChange::Add {
+            title: title.clone(),
+        });
     }
-    for (task, status) in [(&args.done, "completed"), (&args.pending, "pending"), (&args.blocked, "blocked")] {
+    for (task, status) in [
+        (&args.done, "completed"),
+        (&args.pending, "pending"),
+        (&args.blocked, "blocked"),
+    ] {
         if let Some(t) = task {
-            changes.push(PlanChange::Status { task: t.clone(), status: status.into() });
+            changes.push(PlanChange::Status {
+                task: t.clone(),
+                status: status.into(),
+            });
         }
     }
     if let Some(spec) = &args.depends {
@@ -202,7 +211,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
                 "--depends {spec:?}: write it as <task>:<dependency>"
             )));
         };
-        changes.push(PlanChange::Depends { task: t.trim().into(), on: d.trim().into() });
+        changes.push(PlanChange::Depends {
+            task: t.trim().into(),
+            on: d.trim().into(),
+        });
     }
     if changes.len() > 1 {
         return Err(CliError::usage("a 2.0.0 plan takes one change per call"));
@@ -211,7 +223,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         let checked = small_core::v2::check(root, &root.join(".small"));
         let mut o = String::new();
         for t in &checked.state.tasks {
-            o.push_str(&format!("{}\t{}\t{}\t{}\n", t.alias, t.id, t.status, t.title));
+            o.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                t.alias, t.id, t.status, t.title
+            ));
         }
         return crate::output::data(&crate::render::escape_controls(&o));
     };

@@ -45,7 +45,10 @@ pub struct Args {
 }
 
 fn conflict(c: &Conflict) -> GoValue {
-    let mut m = vec![("id".into(), v2w::s(&c.id)), ("kind".into(), v2w::s(&c.kind))];
+    let mut m = vec![
+        ("id".into(), v2w::s(&c.id)),
+        ("kind".into(), v2w::s(&c.kind)),
+    ];
     if !c.task_id.is_empty() {
         m.push(("task_id".into(), v2w::s(&c.task_id)));
     }
@@ -62,15 +65,21 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let Some(file) = &args.apply else {
         return preview(&root, args.json, g);
     };
-    let Some(expect) = args.expect_state.as_deref().filter(|s| !s.trim().is_empty()) else {
+    let Some(expect) = args
+        .expect_state
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    else {
         return Err(CliError::usage("--expect-state is required with --apply"));
     };
     let bytes = small_core::workspace::fsio::read_user_input(file, v2::MAX_RECORD_BYTES)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
     let res = Resolution::parse(&bytes)?;
-    let explicit = args.v2.session.clone().or_else(|| {
-        Some(res.session_id.clone()).filter(|s| !s.trim().is_empty())
-    });
+    let explicit = args
+        .v2
+        .session
+        .clone()
+        .or_else(|| Some(res.session_id.clone()).filter(|s| !s.trim().is_empty()));
     let session = write::resolve_session(&root, explicit.as_deref())?;
     let mut w = args.v2.open(&root)?;
     let (e, id) = write::reconcile(&mut w, &session, &res, expect)?;
@@ -113,7 +122,10 @@ fn preview(root: &std::path::Path, json: bool, g: &GlobalArgs) -> CmdResult {
         .iter()
         .map(|c| {
             if c.kind == "policy_material" {
-                format!("restore the reviewed policy bytes selected by {}", c.heads.join(","))
+                format!(
+                    "restore the reviewed policy bytes selected by {}",
+                    c.heads.join(",")
+                )
             } else {
                 format!("create a resolution for {} referencing all heads", c.id)
             }
@@ -124,7 +136,10 @@ fn preview(root: &std::path::Path, json: bool, g: &GlobalArgs) -> CmdResult {
     }
     if json {
         return v2w::print(&GoValue::map(vec![
-            ("conflict_count".into(), GoValue::Int(st.conflicts.len() as i64)),
+            (
+                "conflict_count".into(),
+                GoValue::Int(st.conflicts.len() as i64),
+            ),
             (
                 "conflicts".into(),
                 GoValue::Arr(st.conflicts.iter().map(conflict).collect()),

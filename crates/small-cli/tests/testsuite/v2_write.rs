@@ -109,27 +109,61 @@ fn v2_session_loop_writes_records_the_strict_check_accepts() {
     let out = ws.ok(&["plan", "--add", "Write the docs"]);
     assert!(out.starts_with("Added task task-2 (task_"), "{out}");
     let v = ws.json(&[
-        "progress", "add", "--task", "task-2", "--status", "in_progress", "--evidence", "begun",
+        "progress",
+        "add",
+        "--task",
+        "task-2",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "begun",
         "--json",
     ]);
     assert_eq!(v["event"]["kind"], "task_transitioned");
     assert_eq!(v["event"]["sequence"], 3);
     assert_eq!(v["event"]["previous_event"].as_str().unwrap().len(), 38);
-    let v = ws.json(&["apply", "--task", "task-2", "--cmd", "echo applied", "--json"]);
+    let v = ws.json(&[
+        "apply",
+        "--task",
+        "task-2",
+        "--cmd",
+        "echo applied",
+        "--json",
+    ]);
     assert_eq!(v["child_exit_code"], 0);
     assert_eq!(v["evidence_recorded"], true);
     let o = ws.run(&["apply", "--task", "task-2", "--cmd", "exit 3"]);
     assert_eq!(o.status.code(), Some(3));
     let v = ws.json(&[
-        "checkpoint", "--task", "task-2", "--status", "completed", "--evidence", "docs build",
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "docs build",
         "--json",
     ]);
     assert_eq!(v["receipt"]["strength"], "narrative_assertion");
     std::fs::write(ws.root.join("proof.txt"), "green\n").unwrap();
-    let r = ws.json(&["evidence", "save", "--task", "task-2", "--file", "proof.txt", "--json"]);
+    let r = ws.json(&[
+        "evidence",
+        "save",
+        "--task",
+        "task-2",
+        "--file",
+        "proof.txt",
+        "--json",
+    ]);
     assert_eq!(r["strength"], "verified_artifact");
     let r = ws.json(&[
-        "evidence", "declare-unavailable", "--task", "task-2", "--reason", "no device", "--json",
+        "evidence",
+        "declare-unavailable",
+        "--task",
+        "task-2",
+        "--reason",
+        "no device",
+        "--json",
     ]);
     assert_eq!(r["availability"], "unavailable");
     let v = ws.json(&["evidence", "verify", "--json"]);
@@ -141,9 +175,35 @@ fn v2_session_loop_writes_records_the_strict_check_accepts() {
     assert!(!ws.root.join(".small-cache/active-session").exists());
     assert_eq!(ws.sequences(&sid), (1..=9).collect::<Vec<_>>());
     // Nothing more is written to a closed session; no session at all is a clear refusal.
-    let err = ws.fails(&["progress", "add", "--task", "task-2", "--status", "blocked", "--evidence", "x", "--session", &sid], 1);
+    let err = ws.fails(
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "blocked",
+            "--evidence",
+            "x",
+            "--session",
+            &sid,
+        ],
+        1,
+    );
     assert!(err.contains("not active"), "{err}");
-    let err = ws.fails(&["progress", "add", "--task", "task-2", "--status", "blocked", "--evidence", "x"], 1);
+    let err = ws.fails(
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "blocked",
+            "--evidence",
+            "x",
+        ],
+        1,
+    );
     assert!(err.contains("V2-NO-SESSION"), "{err}");
     ws.strict_ok();
 }
@@ -155,9 +215,20 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
     };
     let a = ws.start();
     let err = ws.fails(&["session", "start"], 1);
-    assert!(err.contains("solo mode already has active session"), "{err}");
+    assert!(
+        err.contains("solo mode already has active session"),
+        "{err}"
+    );
     ws.fails(&["session", "start", "--takeover", &a], 2);
-    let v = ws.json(&["session", "start", "--takeover", &a, "--reason", "agent crashed", "--json"]);
+    let v = ws.json(&[
+        "session",
+        "start",
+        "--takeover",
+        &a,
+        "--reason",
+        "agent crashed",
+        "--json",
+    ]);
     assert_eq!(v["events"][1]["kind"], "ownership_taken_over");
     assert_eq!(v["events"][1]["payload"]["prior_session"], a.as_str());
     let b = v["session"]["session_id"].as_str().unwrap().to_string();
@@ -166,20 +237,74 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
     let show = ws.json(&["mode", "show", "--json"]);
     assert_eq!(show["active_sessions"], serde_json::json!([b]));
     let frontier = show["frontier"].as_str().unwrap().to_string();
-    let err = ws.fails(&["mode", "set", "collaborative", "--reason", "pair", "--expect-state", "0000"], 1);
+    let err = ws.fails(
+        &[
+            "mode",
+            "set",
+            "collaborative",
+            "--reason",
+            "pair",
+            "--expect-state",
+            "0000",
+        ],
+        1,
+    );
     assert!(err.contains("V2-STALE"), "{err}");
-    ws.fails(&["mode", "set", "collaborative", "--reason", " ", "--expect-state", &frontier], 2);
-    let v = ws.json(&["mode", "set", "collaborative", "--reason", "pair", "--expect-state", &frontier, "--json"]);
+    ws.fails(
+        &[
+            "mode",
+            "set",
+            "collaborative",
+            "--reason",
+            " ",
+            "--expect-state",
+            &frontier,
+        ],
+        2,
+    );
+    let v = ws.json(&[
+        "mode",
+        "set",
+        "collaborative",
+        "--reason",
+        "pair",
+        "--expect-state",
+        &frontier,
+        "--json",
+    ]);
     assert_eq!(v["changed"], true);
     // Collaborative: a second active session is fine.
     ws.start();
     let p = ws.json(&["policy", "show", "--json"]);
     std::fs::write(ws.root.join("intent.yml"), "intent: sharper\n").unwrap();
-    let err = ws.fails(&["policy", "revise", "--intent", "intent.yml", "--reason", "r", "--expect-state", "bad", "--session", &b], 1);
+    let err = ws.fails(
+        &[
+            "policy",
+            "revise",
+            "--intent",
+            "intent.yml",
+            "--reason",
+            "r",
+            "--expect-state",
+            "bad",
+            "--session",
+            &b,
+        ],
+        1,
+    );
     assert!(err.contains("V2-STALE"), "{err}");
     let v = ws.json(&[
-        "policy", "revise", "--intent", "intent.yml", "--reason", "sharper", "--session", &b,
-        "--expect-state", p["frontier"].as_str().unwrap(), "--json",
+        "policy",
+        "revise",
+        "--intent",
+        "intent.yml",
+        "--reason",
+        "sharper",
+        "--session",
+        &b,
+        "--expect-state",
+        p["frontier"].as_str().unwrap(),
+        "--json",
     ]);
     assert_ne!(v["policy_revision"], p["policy_revision"]);
     ws.strict_ok();
@@ -193,10 +318,25 @@ fn v2_writes_refused_on_v1_flags_and_damaged_records() {
     let err = ws.fails(&["session", "start"], 1);
     assert!(err.contains("V2-DAMAGED"), "{err}");
     let d = tempfile::tempdir().unwrap();
-    let v1 = Command::new(BIN).args(["init", "--intent", "x"]).current_dir(d.path()).output().unwrap();
+    let v1 = Command::new(BIN)
+        .args(["init", "--intent", "x"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
     assert!(v1.status.success());
     let o = Command::new(BIN)
-        .args(["progress", "add", "--task", "meta/x", "--status", "in_progress", "--evidence", "e", "--session", "s"])
+        .args([
+            "progress",
+            "add",
+            "--task",
+            "meta/x",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "e",
+            "--session",
+            "s",
+        ])
         .current_dir(d.path())
         .output()
         .unwrap();
@@ -252,9 +392,30 @@ fn v2_sigkill_during_writes_leaves_no_torn_record() {
         let delay = x % 40;
         let evidence = format!("crash {it}");
         let args: Vec<&str> = if it % 3 == 0 {
-            vec!["checkpoint", "--task", "task-1", "--status", "blocked", "--evidence", &evidence, "--session", &sid]
+            vec![
+                "checkpoint",
+                "--task",
+                "task-1",
+                "--status",
+                "blocked",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ]
         } else {
-            vec!["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", &evidence, "--session", &sid]
+            vec![
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ]
         };
         let mut child = ws
             .cmd(&args)
@@ -267,12 +428,27 @@ fn v2_sigkill_during_writes_leaves_no_torn_record() {
         let _ = child.kill();
         let _ = child.wait();
         let seqs = ws.sequences(&sid);
-        assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "iteration {it}");
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as i64).collect::<Vec<_>>(),
+            "iteration {it}"
+        );
         ws.strict_ok();
     }
     // The next writer goes on from where the killed ones stopped.
     let before = ws.sequences(&sid).len();
-    ws.ok(&["progress", "add", "--task", "task-1", "--status", "in_progress", "--evidence", "after", "--session", &sid]);
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "after",
+        "--session",
+        &sid,
+    ]);
     assert_eq!(ws.sequences(&sid).len(), before + 1);
     ws.strict_ok();
 }
@@ -296,20 +472,43 @@ fn v2_merged_clones_reconcile() {
             .current_dir(dir)
             .output()
             .unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     };
     std::fs::write(base.root.join(".gitignore"), ".small-cache/\n").unwrap();
     git(&base.root, &["init", "-q", "-b", "main"]);
     git(&base.root, &["add", "-A"]);
     git(&base.root, &["commit", "-qm", "base"]);
     let run_in = |dir: &Path, args: &[&str]| {
-        let o = Command::new(BIN).args(args).current_dir(dir).output().unwrap();
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     };
     git(&base.root, &["checkout", "-qb", "other"]);
     run_in(&base.root, &["session", "start", "--label", "b"]);
     run_in(&base.root, &["plan", "--add", "Other work"]);
-    run_in(&base.root, &["checkpoint", "--task", "task-1", "--status", "blocked", "--evidence", "blocked on b"]);
+    run_in(
+        &base.root,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "blocked",
+            "--evidence",
+            "blocked on b",
+        ],
+    );
     run_in(&base.root, &["session", "close", "--summary", "b done"]);
     git(&base.root, &["add", "-A"]);
     git(&base.root, &["commit", "-qm", "b"]);
@@ -325,7 +524,18 @@ fn v2_merged_clones_reconcile() {
     // A conflicting outcome on one task from two branches is a conflict the check names.
     git(&base.root, &["checkout", "-qb", "third", "HEAD~1"]);
     run_in(&base.root, &["session", "start", "--label", "c"]);
-    run_in(&base.root, &["checkpoint", "--task", "task-1", "--status", "completed", "--evidence", "done on c"]);
+    run_in(
+        &base.root,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "done on c",
+        ],
+    );
     run_in(&base.root, &["session", "close", "--summary", "c done"]);
     git(&base.root, &["add", "-A"]);
     git(&base.root, &["commit", "-qm", "c"]);
@@ -333,7 +543,11 @@ fn v2_merged_clones_reconcile() {
     git(&base.root, &["merge", "-q", "--no-edit", "third"]);
     let o = base.run(&["check", "--strict", "--workspace", "any"]);
     assert_eq!(o.status.code(), Some(1));
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(text.contains("V2-CONFLICT"), "{text}");
 }
 
@@ -359,19 +573,50 @@ fn v2_reconcile_resolves_a_merged_conflict() {
         "reason": "keep the blocked outcome",
     });
     std::fs::write(ws.root.join("draft.json"), res.to_string()).unwrap();
-    let err = ws.fails(&["reconcile", "--apply", "draft.json", "--expect-state", frontier], 1);
+    let err = ws.fails(
+        &[
+            "reconcile",
+            "--apply",
+            "draft.json",
+            "--expect-state",
+            frontier,
+        ],
+        1,
+    );
     assert!(err.contains("V2-STALE"), "{err}");
     res["expected_frontier"] = frontier.into();
     std::fs::write(ws.root.join("res.json"), res.to_string()).unwrap();
-    let err = ws.fails(&["reconcile", "--apply", "res.json", "--expect-state", "0000"], 1);
+    let err = ws.fails(
+        &["reconcile", "--apply", "res.json", "--expect-state", "0000"],
+        1,
+    );
     assert!(err.contains("V2-STALE"), "{err}");
-    let v = ws.json(&["reconcile", "--apply", "res.json", "--expect-state", frontier, "--json"]);
+    let v = ws.json(&[
+        "reconcile",
+        "--apply",
+        "res.json",
+        "--expect-state",
+        frontier,
+        "--json",
+    ]);
     assert_eq!(v["resolved"], c["id"]);
     assert_eq!(v["remaining_conflicts"], serde_json::json!([]));
     assert_eq!(v["resolution_event"]["kind"], "conflict_resolved");
     ws.strict_ok();
-    let err = ws.fails(&["reconcile", "--apply", "res.json", "--expect-state", v["frontier"].as_str().unwrap()], 1);
-    assert!(err.contains("V2-STALE") || err.contains("already resolved"), "{err}");
+    let err = ws.fails(
+        &[
+            "reconcile",
+            "--apply",
+            "res.json",
+            "--expect-state",
+            v["frontier"].as_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("V2-STALE") || err.contains("already resolved"),
+        "{err}"
+    );
 }
 
 /// MCP sessions and CLI processes write through one session at the same time: every entry
@@ -412,7 +657,12 @@ async fn v2_mcp_and_processes_write_together() {
         assert!(p.wait().unwrap().success(), "a process was refused");
     }
     assert_eq!(ws.sequences(&sid), (1..=41).collect::<Vec<_>>());
-    let (ok, v) = call(&b, "session_close", serde_json::json!({"summary": "done over MCP"})).await;
+    let (ok, v) = call(
+        &b,
+        "session_close",
+        serde_json::json!({"summary": "done over MCP"}),
+    )
+    .await;
     assert!(ok, "{v}");
     assert_eq!(v["events"][1]["kind"], "session_closed");
     a.cancel().await.unwrap();

@@ -401,7 +401,10 @@ struct Built {
 
 /// A record as the reference writes it (see [`crate::v2::record`]): sealed with its digest
 /// (sessions, events) or not (profile, manifest).
-fn sealed(members: Vec<(String, GoValue)>, with_digest: bool) -> Result<(Vec<u8>, String), MigrateError> {
+fn sealed(
+    members: Vec<(String, GoValue)>,
+    with_digest: bool,
+) -> Result<(Vec<u8>, String), MigrateError> {
     let out = if with_digest {
         record::seal(members)
     } else {

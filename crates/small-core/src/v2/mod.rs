@@ -6,14 +6,14 @@
 //! every record and the event graph, folds the events into a [`State`] ([`reduce`]) and
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
+pub mod gojson;
 pub mod json;
 pub mod load;
-pub mod gojson;
 pub mod read;
 pub mod record;
-pub mod write;
 pub mod reduce;
 pub mod status;
+pub mod write;
 
 use std::path::Path;
 

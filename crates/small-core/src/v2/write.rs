@@ -61,7 +61,10 @@ fn publish_err(e: record::PublishError) -> Error {
     match e {
         record::PublishError::Different(p) => refused(
             acode::REFUSED,
-            format!("immutable record {} already holds different bytes", p.display()),
+            format!(
+                "immutable record {} already holds different bytes",
+                p.display()
+            ),
         )
         .with_help("records are never replaced; restore the file from version control"),
         record::PublishError::Io { what, path, source } => Error::system(
@@ -178,8 +181,9 @@ impl Writer {
             return Err(e);
         }
         if store.profile.is_none() {
-            return Err(refused(code::DAMAGED, "profile.json is missing")
-                .in_file(".small/profile.json"));
+            return Err(
+                refused(code::DAMAGED, "profile.json is missing").in_file(".small/profile.json")
+            );
         }
         self.state = checked.state;
         self.store = store;
@@ -250,11 +254,18 @@ impl Writer {
 
     fn require_active(&self, session: &str) -> Result<()> {
         let Some(s) = self.state.sessions.iter().find(|s| s.id == session) else {
-            return Err(refused(code::SESSION_STATE, format!("session {session} not found"))
-                .with_help("`small session list` shows the sessions; `small session start` starts one"));
+            return Err(
+                refused(code::SESSION_STATE, format!("session {session} not found")).with_help(
+                    "`small session list` shows the sessions; `small session start` starts one",
+                ),
+            );
         };
         if s.closed || self.superseded().contains(session) {
-            let how = if s.closed { "closed" } else { "superseded by a take-over" };
+            let how = if s.closed {
+                "closed"
+            } else {
+                "superseded by a take-over"
+            };
             return Err(refused(
                 code::SESSION_STATE,
                 format!("session {session} is not active ({how})"),
@@ -324,7 +335,9 @@ impl Writer {
             })
             .max_by(|a, b| a.task_revision.cmp(&b.task_revision).then(a.id.cmp(&b.id)));
         Ok(TaskRef {
-            acceptance: def.map(|e| e.payload.strs_of("acceptance")).unwrap_or_default(),
+            acceptance: def
+                .map(|e| e.payload.strs_of("acceptance"))
+                .unwrap_or_default(),
             source_digest: def.map(|e| e.source_digest.clone()).unwrap_or_default(),
             task: found,
         })
@@ -417,18 +430,20 @@ pub fn resolve_session(root: &Path, explicit: Option<&str>) -> Result<String> {
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
     if text.is_empty() || text.contains(['/', '\\']) {
-        return Err(refused(
-            code::NO_SESSION,
-            "no session given and none is active here",
-        )
-        .with_help("pass --session ID, or start one with `small session start`"));
+        return Err(
+            refused(code::NO_SESSION, "no session given and none is active here")
+                .with_help("pass --session ID, or start one with `small session start`"),
+        );
     }
     Ok(text)
 }
 
 fn select_session(root: &Path, id: &str) -> Result<()> {
-    crate::authoring::txn::atomic_write(root.join(ACTIVE_SESSION_FILE), format!("{id}\n").as_bytes())
-        .map_err(Error::from)
+    crate::authoring::txn::atomic_write(
+        root.join(ACTIVE_SESSION_FILE),
+        format!("{id}\n").as_bytes(),
+    )
+    .map_err(Error::from)
 }
 
 fn clear_session_if(root: &Path, id: &str) {
@@ -466,7 +481,10 @@ pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
     w.fresh()?;
     let parent = trimmed(&req.parent_session);
     if !parent.is_empty() && !w.state.sessions.iter().any(|s| s.id == parent) {
-        return Err(refused(code::SESSION_STATE, format!("parent session {parent} not found")));
+        return Err(refused(
+            code::SESSION_STATE,
+            format!("parent session {parent} not found"),
+        ));
     }
     let from = trimmed(&req.from_handoff);
     if !from.is_empty()
@@ -476,12 +494,17 @@ pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
             .iter()
             .any(|e| e.id == from && e.kind == "handoff_recorded")
     {
-        return Err(refused(code::SESSION_STATE, format!("handoff event {from} not found")));
+        return Err(refused(
+            code::SESSION_STATE,
+            format!("handoff event {from} not found"),
+        ));
     }
     let takeover = trimmed(&req.takeover);
     let reason = trimmed(&req.reason);
     if !takeover.is_empty() && reason.is_empty() {
-        return Err(usage("--takeover needs --reason (a non-empty reason is recorded)"));
+        return Err(usage(
+            "--takeover needs --reason (a non-empty reason is recorded)",
+        ));
     }
     if takeover.is_empty() && !reason.is_empty() {
         return Err(usage("--reason is for --takeover"));
@@ -612,7 +635,13 @@ pub fn handoff(w: &mut Writer, session: &str, summary: &str) -> Result<Written> 
 }
 
 /// The progress statuses.
-pub const STATUSES: &[&str] = &["pending", "in_progress", "completed", "blocked", "cancelled"];
+pub const STATUSES: &[&str] = &[
+    "pending",
+    "in_progress",
+    "completed",
+    "blocked",
+    "cancelled",
+];
 
 /// A progress entry: a `task_transitioned` event.
 pub fn progress(
@@ -636,7 +665,10 @@ pub fn progress(
     if status == "completed" && !t.acceptance.is_empty() {
         return Err(refused(
             code::EVIDENCE,
-            format!("task {} has acceptance criteria; complete it with `small checkpoint --evidence`", t.task.alias),
+            format!(
+                "task {} has acceptance criteria; complete it with `small checkpoint --evidence`",
+                t.task.alias
+            ),
         ));
     }
     let mut payload = vec![("status".into(), s(&status))];
@@ -682,7 +714,10 @@ pub fn checkpoint(
     }
     let evidence = evidence.trim();
     if evidence.is_empty() {
-        return Err(refused(code::EVIDENCE, "a 2.0.0 checkpoint requires explicit --evidence"));
+        return Err(refused(
+            code::EVIDENCE,
+            "a 2.0.0 checkpoint requires explicit --evidence",
+        ));
     }
     w.require_active(session)?;
     let t = w.task(task)?;
@@ -727,7 +762,11 @@ pub enum PlanChange {
 
 /// A `plan` change: `task_created` (alias `task-N`), `task_transitioned`, or
 /// `task_updated` for a dependency.
-pub fn plan(w: &mut Writer, session: &str, change: &PlanChange) -> Result<(String, String, Written)> {
+pub fn plan(
+    w: &mut Writer,
+    session: &str,
+    change: &PlanChange,
+) -> Result<(String, String, Written)> {
     w.fresh()?;
     match change {
         PlanChange::Add { title } => {
@@ -758,7 +797,10 @@ pub fn plan(w: &mut Writer, session: &str, change: &PlanChange) -> Result<(Strin
             if status == "completed" && !t.acceptance.is_empty() {
                 return Err(refused(
                     code::EVIDENCE,
-                    format!("task {} has acceptance criteria; use `small checkpoint --evidence`", t.task.alias),
+                    format!(
+                        "task {} has acceptance criteria; use `small checkpoint --evidence`",
+                        t.task.alias
+                    ),
                 ));
             }
             let e = w.append(
@@ -798,8 +840,7 @@ pub fn plan(w: &mut Writer, session: &str, change: &PlanChange) -> Result<(Strin
                     kind: "task_updated".into(),
                     task_id: t.task.id.clone(),
                     task_revision: t.task.revision + 1,
-                    policy_revision: Some(t.task.policy_revision.clone())
-                        .filter(|p| !p.is_empty()),
+                    policy_revision: Some(t.task.policy_revision.clone()).filter(|p| !p.is_empty()),
                     source_digest: t.source_digest.clone(),
                     payload: vec![
                         ("alias".into(), s(&t.task.alias)),
@@ -854,13 +895,25 @@ pub fn record_command(
         None => None,
     };
     let sha = crate::v2::json::sha256_hex(run.command.as_bytes());
-    let outcome = if run.exit_code == 0 { "succeeded" } else { "failed" };
+    let outcome = if run.exit_code == 0 {
+        "succeeded"
+    } else {
+        "failed"
+    };
     let text = String::from_utf8_lossy(&run.output);
     let masked = crate::gates::secrets::redact(&text).into_owned();
     let (bounded, truncated) = cut(&masked, BOUNDED_OUTPUT);
-    let summary = cut(&crate::gates::secrets::redact(run.command.trim()), COMMAND_SUMMARY_CAP).0;
+    let summary = cut(
+        &crate::gates::secrets::redact(run.command.trim()),
+        COMMAND_SUMMARY_CAP,
+    )
+    .0;
     let (task_id, rev, policy) = match &t {
-        Some(t) => (t.task.id.clone(), t.task.revision, t.task.policy_revision.clone()),
+        Some(t) => (
+            t.task.id.clone(),
+            t.task.revision,
+            t.task.policy_revision.clone(),
+        ),
         None => (String::new(), 0, String::new()),
     };
     let receipt = w.publish_receipt(&ReceiptDraft {
@@ -928,7 +981,9 @@ pub fn set_mode(
     w.fresh()?;
     let mode = mode.trim();
     if mode != "solo" && mode != "collaborative" {
-        return Err(usage(format!("invalid mode {mode:?} (solo or collaborative)")));
+        return Err(usage(format!(
+            "invalid mode {mode:?} (solo or collaborative)"
+        )));
     }
     if reason.trim().is_empty() {
         return Err(usage("--reason is required"));
@@ -1001,7 +1056,10 @@ pub fn revise_policy(
     if !w.state.conflicts.is_empty() {
         return Err(refused(
             "V2-CONFLICT",
-            format!("{} unresolved conflict(s); resolve them first", w.state.conflicts.len()),
+            format!(
+                "{} unresolved conflict(s); resolve them first",
+                w.state.conflicts.len()
+            ),
         )
         .with_help("`small reconcile --preview` lists them"));
     }
@@ -1073,7 +1131,11 @@ pub fn save_evidence(
     let rel = format!("evidence/blobs/sha256/{digest}");
     // A blob is not a JSON record but the same exclusive publish applies.
     w.publish(&rel, &data)?;
-    let outcome = if outcome.trim().is_empty() { "passed" } else { outcome.trim() };
+    let outcome = if outcome.trim().is_empty() {
+        "passed"
+    } else {
+        outcome.trim()
+    };
     let receipt = w.publish_receipt(&ReceiptDraft {
         receipt_id: record::new_id("receipt"),
         strength: "verified_artifact".into(),
@@ -1141,9 +1203,7 @@ pub struct Resolution {
 impl Resolution {
     /// Read a resolution file: strict JSON (no duplicate or unknown member, integers only).
     pub fn parse(bytes: &[u8]) -> Result<Resolution> {
-        crate::v2::json::parse(bytes).map_err(|e| {
-            usage(format!("resolution file: {e:?}"))
-        })?;
+        crate::v2::json::parse(bytes).map_err(|e| usage(format!("resolution file: {e:?}")))?;
         serde_json::from_slice(bytes).map_err(|e| usage(format!("resolution file: {e}")))
     }
 }
@@ -1177,7 +1237,13 @@ pub fn reconcile(
         )
         .with_help("write the frontier you reviewed (`small reconcile --preview --json` prints it) into the file as expected_frontier"));
     }
-    let Some(c) = w.state.conflicts.iter().find(|c| c.id == res.conflict_id).cloned() else {
+    let Some(c) = w
+        .state
+        .conflicts
+        .iter()
+        .find(|c| c.id == res.conflict_id)
+        .cloned()
+    else {
         return Err(refused(
             "V2-CONFLICT",
             format!("conflict {} is absent or already resolved", res.conflict_id),
@@ -1194,7 +1260,10 @@ pub fn reconcile(
         .with_help(format!("the heads are {}", c.heads.join(", "))));
     }
     if !c.heads.contains(&res.selected_event) {
-        return Err(refused("V2-CONFLICT", "selected_event must be one of the competing heads"));
+        return Err(refused(
+            "V2-CONFLICT",
+            "selected_event must be one of the competing heads",
+        ));
     }
     if res.reason.trim().is_empty() {
         return Err(usage("the resolution's reason is required"));
@@ -1248,7 +1317,9 @@ pub struct Verified {
 }
 
 fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    s.len() == 64
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 /// Check every receipt's evidence: an artifact's blob must be a regular file in
@@ -1260,9 +1331,12 @@ pub fn verify_evidence(store: &Store, root: &Path) -> Vec<Verified> {
         .receipts
         .iter()
         .map(|r| {
-            let status = match crate::workspace::fsio::read_bounded(&root.join(&r.file), crate::v2::MAX_RECORD_BYTES)
-                .ok()
-                .and_then(|b| crate::v2::json::parse(&b).ok())
+            let status = match crate::workspace::fsio::read_bounded(
+                &root.join(&r.file),
+                crate::v2::MAX_RECORD_BYTES,
+            )
+            .ok()
+            .and_then(|b| crate::v2::json::parse(&b).ok())
             {
                 None => "refused".to_string(),
                 Some(v) => {
@@ -1310,7 +1384,10 @@ fn blob_status(small_dir: &Path, digest: &str, path: &str, size: i64) -> String 
         Err(_) => return "missing".into(),
     }
     match crate::workspace::fsio::read_bounded(&file, MAX_EVIDENCE_BYTES) {
-        Ok(b) if crate::v2::json::sha256_hex(&b) == digest && (size == 0 || b.len() as i64 == size) => {
+        Ok(b)
+            if crate::v2::json::sha256_hex(&b) == digest
+                && (size == 0 || b.len() as i64 == size) =>
+        {
             "verified".into()
         }
         Ok(_) => "mismatch".into(),

@@ -43,6 +43,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         return v2w::print(&v2w::receipt(&r));
     }
-    g.info(format!("Declared evidence unavailable; receipt {}", r.digest));
+    g.info(format!(
+        "Declared evidence unavailable; receipt {}",
+        r.digest
+    ));
     Ok(())
 }

@@ -46,7 +46,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         lock_timeout: args.lock_timeout.clone(),
     };
     let mut w = flags.open(&root)?;
-    let saved = write::save_evidence(&mut w, &args.file, &args.task, &args.validator, &args.outcome)?;
+    let saved = write::save_evidence(
+        &mut w,
+        &args.file,
+        &args.task,
+        &args.validator,
+        &args.outcome,
+    )?;
     if args.json {
         return v2w::print(&v2w::receipt(&saved.receipt));
     }

@@ -72,7 +72,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         g.info(format!(
             "{} receipt(s); {}",
             found.len(),
-            if all { "all verified" } else { "not all verified" }
+            if all {
+                "all verified"
+            } else {
+                "not all verified"
+            }
         ));
     }
     if failed {

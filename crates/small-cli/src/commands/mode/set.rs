@@ -66,8 +66,14 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return v2w::print(&GoValue::map(m));
     }
     match e {
-        Some(e) => g.info(format!("Mode set to {} [{}]", w.state.mode, e.draft.event_id)),
-        None => g.info(format!("Mode is already {}; nothing recorded", w.state.mode)),
+        Some(e) => g.info(format!(
+            "Mode set to {} [{}]",
+            w.state.mode, e.draft.event_id
+        )),
+        None => g.info(format!(
+            "Mode is already {}; nothing recorded",
+            w.state.mode
+        )),
     }
     Ok(())
 }

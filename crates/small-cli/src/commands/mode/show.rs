@@ -40,7 +40,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     g.info(format!("Mode: {}", w.state.mode));
     g.info(format!(
         "Active sessions: {}",
-        if active.is_empty() { "none".to_string() } else { active.join(", ") }
+        if active.is_empty() {
+            "none".to_string()
+        } else {
+            active.join(", ")
+        }
     ));
     g.info(format!("Frontier: {}", w.state.frontier));
     Ok(())

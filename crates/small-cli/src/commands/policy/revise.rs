@@ -46,9 +46,11 @@ pub struct Args {
 fn read(p: &Option<PathBuf>) -> Result<Option<Vec<u8>>, CliError> {
     match p {
         None => Ok(None),
-        Some(p) => small_core::workspace::fsio::read_user_input(p, u64::from(small_core::v2::MAX_RECORD_BYTES as u32))
-            .map(Some)
-            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display()))),
+        Some(p) => {
+            small_core::workspace::fsio::read_user_input(p, small_core::v2::MAX_RECORD_BYTES)
+                .map(Some)
+                .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display())))
+        }
     }
 }
 

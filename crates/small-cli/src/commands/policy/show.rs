@@ -33,16 +33,25 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 "conflicts".into(),
                 GoValue::Arr(conflicts.iter().map(|c| v2w::s(c)).collect()),
             ),
-            ("constraints_digest".into(), v2w::s(&w.store.policy_constraints_digest)),
+            (
+                "constraints_digest".into(),
+                v2w::s(&w.store.policy_constraints_digest),
+            ),
             ("frontier".into(), v2w::s(&w.state.frontier)),
-            ("intent_digest".into(), v2w::s(&w.store.policy_intent_digest)),
+            (
+                "intent_digest".into(),
+                v2w::s(&w.store.policy_intent_digest),
+            ),
             ("policy_revision".into(), v2w::s(&w.state.policy_revision)),
             ("profile".into(), v2w::s("2.0.0")),
         ]));
     }
     g.info(format!("Policy revision: {}", w.state.policy_revision));
     g.info(format!("  intent:      {}", w.store.policy_intent_digest));
-    g.info(format!("  constraints: {}", w.store.policy_constraints_digest));
+    g.info(format!(
+        "  constraints: {}",
+        w.store.policy_constraints_digest
+    ));
     g.info(format!("Frontier: {}", w.state.frontier));
     Ok(())
 }

@@ -63,16 +63,27 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
 fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     let r = &args.record;
-    let evidence = [&r.evidence, &r.command, &r.test, &r.link, &r.commit, &r.verification]
-        .iter()
-        .filter_map(|v| v.as_deref())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let evidence = [
+        &r.evidence,
+        &r.command,
+        &r.test,
+        &r.link,
+        &r.commit,
+        &r.verification,
+    ]
+    .iter()
+    .filter_map(|v| v.as_deref())
+    .collect::<Vec<_>>()
+    .join("; ");
     let occurred = match (&r.at, &r.after) {
         (Some(at), _) => Some(v2_time(at, "--at")?),
         (None, Some(after)) => {
             let t = v2_time(after, "--after")?;
-            Some(if small_core::v2::record::now() > t { small_core::v2::record::now() } else { t })
+            Some(if small_core::v2::record::now() > t {
+                small_core::v2::record::now()
+            } else {
+                t
+            })
         }
         _ => None,
     };
@@ -80,7 +91,13 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     let mut w = args.v2.open(root)?;
     let notes = r.notes.clone().unwrap_or_default();
     let (t, e) = small_core::v2::write::progress(
-        &mut w, &session, &args.task, &args.status, &evidence, &notes, occurred,
+        &mut w,
+        &session,
+        &args.task,
+        &args.status,
+        &evidence,
+        &notes,
+        occurred,
     )?;
     if r.json {
         return v2w::print(&small_core::v2::gojson::GoValue::map(vec![

@@ -59,7 +59,12 @@ fn rebuild(kind: &str, v: &Value) -> Vec<u8> {
             parents: v
                 .get("parents")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default(),
             occurred_at: st(v, "occurred_at"),
             task_id: st(v, "task_id"),
@@ -122,7 +127,13 @@ fn builders_reproduce_every_reference_record() {
         return;
     };
     let mut n = 0;
-    for case in ["wf-single-session", "wf-merge-conflict-resolved", "wf-merge-disjoint", "wf-open-session-policy-mode", "wf-merge-conflict"] {
+    for case in [
+        "wf-single-session",
+        "wf-merge-conflict-resolved",
+        "wf-merge-disjoint",
+        "wf-open-session-policy-mode",
+        "wf-merge-conflict",
+    ] {
         for kind in ["events", "sessions", "receipts"] {
             let mut files = Vec::new();
             walk(&cases.join(case).join(".small").join(kind), &mut files);
@@ -195,7 +206,14 @@ fn a_whole_session_loop_passes_the_strict_check() {
     .unwrap();
     let sid = started.session.session_id.clone();
     assert_eq!(resolve_session(root, None).unwrap(), sid);
-    let (alias, id, _) = plan(&mut w, &sid, &PlanChange::Add { title: "Write <docs> & tests".into() }).unwrap();
+    let (alias, id, _) = plan(
+        &mut w,
+        &sid,
+        &PlanChange::Add {
+            title: "Write <docs> & tests".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(alias, "task-2");
     progress(&mut w, &sid, &alias, "in_progress", "started", "", None).unwrap();
     record_command(
@@ -226,7 +244,10 @@ fn a_whole_session_loop_passes_the_strict_check() {
     let closed = close_session(&mut w, &sid, "done").unwrap();
     assert_eq!(closed[1].draft.kind, "session_closed");
     assert!(closed[1].draft.parents.is_empty());
-    assert!(resolve_session(root, None).is_err(), "the selection is cleared");
+    assert!(
+        resolve_session(root, None).is_err(),
+        "the selection is cleared"
+    );
     assert!(progress(&mut w, &sid, &alias, "blocked", "x", "", None).is_err());
     drop(w);
     assert_eq!(strict_errors(root), Vec::<String>::new());
@@ -289,14 +310,19 @@ fn mode_and_policy_compare_and_swap_on_the_frontier() {
     };
     let root = d.path();
     let mut w = open(root);
-    let sid = start_session(&mut w, &StartRequest::default()).unwrap().session.session_id;
+    let sid = start_session(&mut w, &StartRequest::default())
+        .unwrap()
+        .session
+        .session_id;
     let e = set_mode(&mut w, &sid, "collaborative", "pairing", "me", "0000").unwrap_err();
     assert_eq!(e.code(), code::STALE);
     let f = w.state.frontier.clone();
     let e = set_mode(&mut w, &sid, "collaborative", " ", "me", &f).unwrap_err();
     assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
     let f = w.state.frontier.clone();
-    assert!(set_mode(&mut w, &sid, "collaborative", "pairing", "me", &f).unwrap().is_some());
+    assert!(set_mode(&mut w, &sid, "collaborative", "pairing", "me", &f)
+        .unwrap()
+        .is_some());
     w.refresh().unwrap();
     assert_eq!(w.state.mode, "collaborative");
     // Collaborative mode allows a second active session.
@@ -304,7 +330,12 @@ fn mode_and_policy_compare_and_swap_on_the_frontier() {
     // ... and solo is refused while two are active.
     w.refresh().unwrap();
     let f = w.state.frontier.clone();
-    assert_eq!(set_mode(&mut w, &sid, "solo", "back", "me", &f).unwrap_err().code(), code::SESSION_STATE);
+    assert_eq!(
+        set_mode(&mut w, &sid, "solo", "back", "me", &f)
+            .unwrap_err()
+            .code(),
+        code::SESSION_STATE
+    );
     let material = PolicyMaterial {
         intent: Some(b"intent: revised\n".to_vec()),
         constraints: None,
@@ -331,7 +362,10 @@ fn writers_in_threads_queue_on_the_lock_and_lose_nothing() {
     let root = d.path().to_path_buf();
     let sid = {
         let mut w = open(&root);
-        start_session(&mut w, &StartRequest::default()).unwrap().session.session_id
+        start_session(&mut w, &StartRequest::default())
+            .unwrap()
+            .session
+            .session_id
     };
     let threads: Vec<_> = (0..4)
         .map(|_| {
@@ -339,7 +373,16 @@ fn writers_in_threads_queue_on_the_lock_and_lose_nothing() {
             std::thread::spawn(move || {
                 for i in 0..5 {
                     let mut w = open(&root);
-                    progress(&mut w, &sid, "task-1", "in_progress", &format!("step {i}"), "", None).unwrap();
+                    progress(
+                        &mut w,
+                        &sid,
+                        "task-1",
+                        "in_progress",
+                        &format!("step {i}"),
+                        "",
+                        None,
+                    )
+                    .unwrap();
                 }
             })
         })
@@ -366,7 +409,9 @@ fn writing_over_damaged_records_is_refused() {
     let Some(d) = case("tampered-event-payload-byte") else {
         return;
     };
-    let e = Writer::open(d.path(), Duration::from_secs(5)).err().unwrap();
+    let e = Writer::open(d.path(), Duration::from_secs(5))
+        .err()
+        .unwrap();
     assert_eq!(e.code(), code::DAMAGED);
 }
 
