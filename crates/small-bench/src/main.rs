@@ -56,6 +56,32 @@ struct RunArgs {
     markdown: bool,
 }
 
+#[derive(clap::Args)]
+struct V2AppendArgs {
+    /// The `small` binary to measure (build with --release)
+    #[arg(long, default_value = "target/release/small")]
+    small: PathBuf,
+    /// A reference binary to measure the same way
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// A 2.0.0 workspace (a directory holding .small/profile.json) with a task `task-1`
+    /// and no active session, e.g. ../shared/conformance/v2/cases/wf-single-session
+    #[arg(long)]
+    case: PathBuf,
+    /// Sequential appends timed for the latency
+    #[arg(long, default_value_t = 200)]
+    appends: usize,
+    /// Writer processes for the throughput
+    #[arg(long, default_value_t = 8)]
+    writers: usize,
+    /// Appends per writer
+    #[arg(long, default_value_t = 20)]
+    per_writer: usize,
+    /// Where to copy the workspace
+    #[arg(long, default_value = "target/bench-v2")]
+    work: PathBuf,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Write a valid workspace with T tasks and P progress entries into DIR/.small
@@ -77,6 +103,12 @@ enum Cmd {
     Parse { file: PathBuf },
     /// Time `small ui` on a generated workspace: page loads, live-update latency, memory
     Ui(ui::UiArgs),
+
+    /// SMALL 2.0.0 event appends on a copy of a 2.0.0 workspace: the latency of sequential
+    /// `progress add` (p50, p99), then W writer processes appending N each through one
+    /// session at once (appended, refused, events per second); with --reference, the same
+    /// with that binary on its own copy
+    V2Append(V2AppendArgs),
     /// Time the secrets scanner (lint rule INV1) alone on every string of one YAML file
     Secrets {
         file: PathBuf,
@@ -109,6 +141,7 @@ fn main() {
         }
         Cmd::Parse { file } => time_parse(&file),
         Cmd::Ui(args) => ui::run(&args, &generate_fresh),
+        Cmd::V2Append(args) => v2_append(&args),
         Cmd::Secrets { file, runs } => time_secrets(&file, runs),
     };
     if let Err(e) = result {
@@ -709,5 +742,137 @@ fn time_secrets(file: &Path, runs: usize) -> Result<(), String> {
         hits,
         runs.max(1)
     );
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let ft = e.file_type().map_err(|e| e.to_string())?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if ft.is_file() && e.file_name() != "expected.json" {
+            fs::copy(e.path(), &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn v2_session(bin: &Path, dir: &Path) -> Result<String, String> {
+    let out = Command::new(bin)
+        .args(["session", "start", "--label", "bench", "--json"])
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The session id is the only `"session_id": "session_..."` whose value starts so.
+    text.split("\"session_id\": \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "session start failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+fn v2_append_one(name: &str, bin: &Path, a: &V2AppendArgs) -> Result<(), String> {
+    let dir = a.work.join(name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+    }
+    copy_tree(&a.case, &dir)?;
+    let sid = v2_session(bin, &dir)?;
+    let args = |ev: &str| -> Vec<String> {
+        [
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            ev,
+            "--session",
+            &sid,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let mut lat = Vec::with_capacity(a.appends);
+    let mut failed = 0;
+    for i in 0..a.appends {
+        let argv = args(&format!("seq {i}"));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let s = measure(bin, &argv, &dir)?;
+        if s.exit != 0 {
+            failed += 1;
+        }
+        lat.push(s.wall);
+    }
+    lat.sort();
+    println!(
+        "{name}: {} sequential appends: p50 {:.1} ms, p99 {:.1} ms ({failed} failed)",
+        a.appends,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99)
+    );
+    let start = Instant::now();
+    let writers: Vec<_> = (0..a.writers)
+        .map(|w| {
+            let bin = bin.to_path_buf();
+            let dir = dir.clone();
+            let argv: Vec<Vec<String>> = (0..a.per_writer)
+                .map(|i| args(&format!("w{w} {i}")))
+                .collect();
+            std::thread::spawn(move || {
+                let mut ok = 0usize;
+                for argv in argv {
+                    let st = Command::new(&bin)
+                        .args(&argv)
+                        .current_dir(&dir)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                    if st.is_ok_and(|s| s.success()) {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let ok: usize = writers.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    let secs = start.elapsed().as_secs_f64();
+    let total = a.writers * a.per_writer;
+    println!(
+        "{name}: {} writers x {} appends: {ok} of {total} appended, {} refused, {:.2} s, {:.0} appends/s",
+        a.writers,
+        a.per_writer,
+        total - ok,
+        secs,
+        ok as f64 / secs
+    );
+    Ok(())
+}
+
+fn v2_append(a: &V2AppendArgs) -> Result<(), String> {
+    v2_append_one("small", &a.small, a)?;
+    if let Some(r) = &a.reference {
+        v2_append_one("reference", r, a)?;
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod process;
 mod render;
 mod settings;
 mod units;
+mod v2writes;
 mod writes;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -65,12 +66,16 @@ pub enum Command {
     Reset(commands::reset::Args),
     Resume(commands::resume::Args),
     Reconstruct(commands::reconstruct::Args),
+    Reconcile(commands::reconcile::Args),
     Fix(commands::fix::Args),
     Agents(commands::agents::Args),
     Draft(commands::draft::Args),
     Accept(commands::accept::Args),
     Run(commands::run::Args),
     Session(commands::session::Args),
+    Evidence(commands::evidence::Args),
+    Mode(commands::mode::Args),
+    Policy(commands::policy::Args),
     Archive(commands::archive::Args),
     Selftest(commands::selftest::Args),
     Completion(commands::completion::Args),
@@ -175,12 +180,16 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Reset(a) => commands::reset::run(a, g),
         Command::Resume(a) => commands::resume::run(a, g),
         Command::Reconstruct(a) => commands::reconstruct::run(a, g),
+        Command::Reconcile(a) => commands::reconcile::run(a, g),
         Command::Fix(a) => commands::fix::run(a, g),
         Command::Agents(a) => commands::agents::run(a, g),
         Command::Draft(a) => commands::draft::run(a, g),
         Command::Accept(a) => commands::accept::run(a, g),
         Command::Run(a) => commands::run::run(a, g),
         Command::Session(a) => commands::session::run(a, g),
+        Command::Evidence(a) => commands::evidence::run(a, g),
+        Command::Mode(a) => commands::mode::run(a, g),
+        Command::Policy(a) => commands::policy::run(a, g),
         Command::Archive(a) => commands::archive::run(a, g),
         Command::Selftest(a) => commands::selftest::run(a, g),
         Command::Completion(a) => commands::completion::run(a, g),

@@ -39,6 +39,8 @@ use small_core::history::reconstruct::{self, ReconstructOptions};
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
+
+use small_core::v2::{self, write as v2w};
 use small_core::workspace::{self, Location};
 
 /// The server: one workspace directory (`--dir`, or the current directory).
@@ -152,6 +154,8 @@ pub struct ProgressAddRequest {
     /// What proves the work
     pub evidence: Option<String>,
     pub notes: Option<String>,
+    /// 2.0.0 workspaces: the session to record in (default: the active one)
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -172,6 +176,8 @@ pub struct CheckpointRequest {
     /// Complete even though dependencies are not completed (recorded in the entry)
     #[serde(default)]
     pub force: bool,
+    /// 2.0.0 workspaces: the session to record in (default: the active one)
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
@@ -182,6 +188,30 @@ pub struct HandoffRequest {
     /// The end-of-run check: refuse while a task of this run is left open
     #[serde(default, rename = "final")]
     pub final_check: bool,
+    /// 2.0.0 workspaces: the session to record in (default: the active one)
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct SessionStartRequest {
+    /// A label for the session
+    pub label: Option<String>,
+    /// Who works in it
+    pub actor_label: Option<String>,
+    /// The model, for an agent
+    pub model_label: Option<String>,
+    /// Solo mode: take over this active session (needs `reason`)
+    pub takeover: Option<String>,
+    /// Why the session is taken over
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct SessionCloseRequest {
+    /// What was done and what is next (required)
+    pub summary: String,
+    /// The session to close (default: the active one)
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -239,6 +269,32 @@ impl SmallMcp {
         let txn = Transaction::begin(&loc.root).map_err(txn_diag)?;
         Ok((loc, txn))
     }
+}
+
+impl SmallMcp {
+    /// The root of the workspace when it is a 2.0.0 one.
+    fn v2_root(&self) -> Option<PathBuf> {
+        let root = runs::discover_root(self.dir.as_deref());
+        (v2::detect(&root.join(".small")) == v2::Profile::V2).then_some(root)
+    }
+
+    /// The 2.0.0 writer (waits for the workspace lock) and the session to write in.
+    fn v2_open(
+        &self,
+        root: &Path,
+        session: Option<&str>,
+    ) -> Result<(v2w::Writer, String), CallToolResult> {
+        let sid = v2w::resolve_session(root, session).map_err(err_diag)?;
+        let w = v2w::Writer::open(root, small_core::authoring::txn::lock_timeout_from_env())
+            .map_err(err_diag)?;
+        Ok((w, sid))
+    }
+}
+
+/// A record (Go JSON members) as a JSON value, members in record order.
+fn record_value(m: &small_core::v2::record::Members) -> Value {
+    let text = small_core::v2::gojson::compact(&small_core::v2::gojson::GoValue::Obj(m.clone()));
+    serde_json::from_str(&text).unwrap_or_default()
 }
 
 macro_rules! tri {
@@ -383,6 +439,22 @@ impl SmallMcp {
         description = "Append one entry to the append-only progress log; the task must be in the plan (or meta/...), and a completion needs evidence (same as `small progress add`)."
     )]
     async fn progress_add(&self, Parameters(req): Parameters<ProgressAddRequest>) -> ToolResult {
+        if let Some(root) = self.v2_root() {
+            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
+            let (t, e) = tri!(v2w::progress(
+                &mut w,
+                &sid,
+                &req.task,
+                &req.status,
+                req.evidence.as_deref().unwrap_or_default(),
+                req.notes.as_deref().unwrap_or_default(),
+                None,
+            )
+            .map_err(err_diag));
+            return ok(
+                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "event": record_value(&e.members)}),
+            );
+        }
         let core_req = RecordRequest {
             task: req.task,
             status: req.status,
@@ -404,6 +476,26 @@ impl SmallMcp {
         description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`)."
     )]
     async fn checkpoint(&self, Parameters(req): Parameters<CheckpointRequest>) -> ToolResult {
+        if let Some(root) = self.v2_root() {
+            let evidence = [&req.evidence, &req.command, &req.test, &req.commit]
+                .iter()
+                .filter_map(|v| v.as_deref())
+                .collect::<Vec<_>>()
+                .join("; ");
+            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
+            let (t, e, r) = tri!(v2w::checkpoint(
+                &mut w,
+                &sid,
+                &req.task,
+                &req.status,
+                &evidence,
+                req.notes.as_deref().unwrap_or_default(),
+            )
+            .map_err(err_diag));
+            return ok(
+                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "status": req.status.trim().to_lowercase(), "event": record_value(&e.members), "receipt": record_value(&r.members), "validated": true}),
+            );
+        }
         let evidence = [
             ("evidence", req.evidence),
             ("command", req.command),
@@ -431,6 +523,14 @@ impl SmallMcp {
         description = "Write .small/handoff.small.yml, the resume point for the next session, recording the run as it is (mid-run handoffs are normal; `final` refuses while a task of this run is open) (same as `small handoff`)."
     )]
     async fn handoff(&self, Parameters(req): Parameters<HandoffRequest>) -> ToolResult {
+        if let Some(root) = self.v2_root() {
+            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
+            let e = tri!(
+                v2w::handoff(&mut w, &sid, req.summary.as_deref().unwrap_or_default())
+                    .map_err(err_diag)
+            );
+            return ok(json!({"profile": "2.0.0", "event": record_value(&e.members)}));
+        }
         let core_req = session::HandoffRequest {
             summary: req.summary,
             replay_id: None,
@@ -440,6 +540,60 @@ impl SmallMcp {
         let out = tri!(session::write_handoff(&mut txn, &core_req).map_err(err_diag));
         tri!(txn.commit().map_err(txn_diag));
         ok(serde_json::to_value(&out).unwrap_or_default())
+    }
+
+    #[tool(
+        description = "SMALL 2.0.0 workspaces: start a session (solo mode allows one active session; take one over with `takeover` and `reason`). It becomes the active session the writing tools use (same as `small session start --json`)."
+    )]
+    async fn session_start(&self, Parameters(req): Parameters<SessionStartRequest>) -> ToolResult {
+        let Some(root) = self.v2_root() else {
+            return Ok(diag(
+                "refused",
+                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
+                Some("`small migrate` converts a v1 workspace".into()),
+            ));
+        };
+        let mut w = tri!(v2w::Writer::open(
+            &root,
+            small_core::authoring::txn::lock_timeout_from_env()
+        )
+        .map_err(err_diag));
+        let out = tri!(v2w::start_session(
+            &mut w,
+            &v2w::StartRequest {
+                label: req.label,
+                actor_label: req.actor_label,
+                model_label: req.model_label,
+                parent_session: None,
+                from_handoff: None,
+                takeover: req.takeover,
+                reason: req.reason,
+            },
+        )
+        .map_err(err_diag));
+        let events: Vec<Value> = out
+            .events
+            .iter()
+            .map(|e| record_value(&e.members))
+            .collect();
+        ok(json!({"session": record_value(&out.session_members), "events": events}))
+    }
+
+    #[tool(
+        description = "SMALL 2.0.0 workspaces: record a handoff summary and close the session (default: the active one) (same as `small session close --json`)."
+    )]
+    async fn session_close(&self, Parameters(req): Parameters<SessionCloseRequest>) -> ToolResult {
+        let Some(root) = self.v2_root() else {
+            return Ok(diag(
+                "refused",
+                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
+                None,
+            ));
+        };
+        let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
+        let events = tri!(v2w::close_session(&mut w, &sid, &req.summary).map_err(err_diag));
+        let events: Vec<Value> = events.iter().map(|e| record_value(&e.members)).collect();
+        ok(json!({"session_id": sid, "events": events}))
     }
 
     #[tool(
@@ -706,7 +860,7 @@ impl ServerHandler for SmallMcp {
                 .build(),
         )
         .with_instructions(
-            "SMALL keeps durable project state in .small/. Start with the resume tool (or read small://workspace/handoff.small.yml), record work with progress_add or checkpoint, and hand off with handoff before you stop.",
+            "SMALL keeps durable project state in .small/. Start with the resume tool (or read small://workspace/handoff.small.yml), record work with progress_add or checkpoint, and hand off with handoff before you stop. In a SMALL 2.0.0 workspace (.small/profile.json), start with session_start and end with session_close; the writing tools record events in the active session.",
         )
     }
 

@@ -36,6 +36,11 @@ use crate::GlobalArgs;
 /// full output is kept in `.small-cache/logs/<replayId>/commands/<start>.output.log`. The
 /// workspace lock is not held while the command runs, so the command may itself run
 /// `small`. Exits with the command's exit code. Without --cmd, apply is a dry run.
+///
+/// In a SMALL 2.0.0 workspace the run is recorded in the session (--session, or the active
+/// one) as a cli_captured evidence receipt (exit code, bounded output) and a
+/// command_recorded event; --auto-checkpoint then checkpoints the task, --handoff records a
+/// handoff after a successful run.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -73,9 +78,15 @@ pub struct Args {
     /// written, appended}; the command's standard output goes only to its output log
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub v2: crate::v2writes::SessionFlags,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if let Some(root) = crate::v2writes::v2_root(args.dir.as_deref()) {
+        return run_v2(&root, args, g);
+    }
+    args.v2.refuse_on_v1()?;
     let mode = if crate::settings::progress_mode_is_audit()? {
         ProgressMode::Audit
     } else {
@@ -180,4 +191,146 @@ fn say(g: &GlobalArgs, step: Step<'_>) {
         )),
         Step::HandoffSkipped => g.info("Handoff not regenerated: the command failed"),
     }
+}
+
+fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
+    use crate::v2writes as v2w;
+    use small_core::v2::gojson::GoValue;
+    use small_core::v2::write;
+    let Some(command) = args.cmd.clone().filter(|c| !c.trim().is_empty()) else {
+        g.info("Dry run: no command given (--cmd), nothing runs");
+        return Ok(());
+    };
+    if args.dry_run {
+        if args.json {
+            return v2w::print(&GoValue::map(vec![
+                ("child_outcome".into(), v2w::s("not_executed")),
+                ("command".into(), v2w::s(&command)),
+                ("dry_run".into(), GoValue::Bool(true)),
+            ]));
+        }
+        g.info(format!(
+            "Dry run: would run `{command}` in {}",
+            root.display()
+        ));
+        return Ok(());
+    }
+    if args.auto_checkpoint
+        && args
+            .acceptance_evidence
+            .as_deref()
+            .unwrap_or("")
+            .trim()
+            .is_empty()
+    {
+        // Checked before the command runs: a task with acceptance criteria needs the
+        // caller's evidence.
+        let w = args.v2.open(root)?;
+        let t = w.task(args.task.as_deref().unwrap_or_default())?;
+        if !t.acceptance.is_empty() {
+            return Err(CliError::usage(format!(
+                "--auto-checkpoint requires --acceptance-evidence for task {}",
+                t.task.alias
+            )));
+        }
+    }
+    let session = args.v2.session(root)?;
+    {
+        // Refuse before running anything when the session cannot record the run.
+        let w = args.v2.open(root)?;
+        if !w.active_sessions().contains(&session) {
+            return Err(CliError::invalid(format!(
+                "session {session} is not active; nothing was run"
+            )));
+        }
+        if let Some(t) = args.task.as_deref() {
+            w.task(t)?;
+        }
+    }
+    let cache = root.join(".small-cache").join("commands");
+    std::fs::create_dir_all(&cache)?;
+    let spec = small_core::authoring::apply::RunSpec {
+        root: root.to_path_buf(),
+        command: command.clone(),
+        output_log: cache.join(format!(
+            "{}.output.log",
+            small_core::v2::record::new_id("run")
+        )),
+    };
+    let echo = (!args.json && !g.quiet(), true);
+    let (code, output) = crate::process::run_shell(g, &spec, echo)?;
+    let run = write::CommandRun {
+        command: command.clone(),
+        exit_code: i64::from(code),
+        output,
+    };
+    let mut w = args.v2.open(root)?;
+    let (e, receipt) = write::record_command(&mut w, &session, args.task.as_deref(), &run)
+        .map_err(|err| {
+            CliError::invalid(format!(
+                "the command ran (exit code {code}) but its evidence was not recorded; it was not retried: {}",
+                err.message()
+            ))
+        })?;
+    let mut checkpointed = false;
+    if args.auto_checkpoint {
+        let evidence = args
+            .acceptance_evidence
+            .clone()
+            .filter(|x| !x.trim().is_empty())
+            .unwrap_or_else(|| {
+                format!("Explicit acceptance of captured command result exit_code={code}")
+            });
+        let status = if code == 0 { "completed" } else { "blocked" };
+        write::checkpoint(
+            &mut w,
+            &session,
+            args.task.as_deref().unwrap_or_default(),
+            status,
+            &evidence,
+            "small apply --auto-checkpoint",
+        )?;
+        checkpointed = true;
+    }
+    if args.handoff && code == 0 {
+        write::handoff(
+            &mut w,
+            &session,
+            &format!("Command completed successfully: {}", command.trim()),
+        )?;
+    }
+    let task_id = e.draft.task_id.clone();
+    if args.json {
+        v2w::print(&GoValue::map(vec![
+            ("checkpointed".into(), GoValue::Bool(checkpointed)),
+            ("child_executed".into(), GoValue::Bool(true)),
+            ("child_exit_code".into(), GoValue::Int(i64::from(code))),
+            (
+                "child_outcome".into(),
+                v2w::s(if code == 0 { "succeeded" } else { "failed" }),
+            ),
+            ("command".into(), v2w::s(&command)),
+            ("event".into(), v2w::s(&e.draft.event_id)),
+            ("evidence_recorded".into(), GoValue::Bool(true)),
+            ("profile".into(), v2w::s("2.0.0")),
+            ("receipt".into(), v2w::s(&receipt.digest)),
+            ("task_id".into(), v2w::s(&task_id)),
+        ]))?;
+    }
+    if code != 0 {
+        if !args.json {
+            g.error(format!(
+                "child command failed with exit code {code} after evidence was recorded"
+            ));
+        }
+        return Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1)));
+    }
+    if args.json {
+        return Ok(());
+    }
+    g.info(format!(
+        "Command completed successfully (exit code: 0); evidence {}",
+        receipt.digest
+    ));
+    Ok(())
 }

@@ -4,6 +4,7 @@ use serde_json::json;
 use small_core::authoring::record;
 
 use crate::error::CmdResult;
+use crate::v2writes::{self as v2w, SessionFlags};
 use crate::writes::{self as shared, RecordFlags};
 use crate::GlobalArgs;
 
@@ -14,6 +15,9 @@ use crate::GlobalArgs;
 /// (--evidence, --command, --test, --link, --commit or --verification); there is no default.
 /// A task whose dependencies are not completed is completed only with --force, which the
 /// entry records.
+///
+/// In a SMALL 2.0.0 workspace the checkpoint is a narrative evidence receipt and a
+/// task_transitioned event naming it, in the session (--session, or the active one).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The plan task to checkpoint
@@ -24,9 +28,15 @@ pub struct Args {
     pub status: String,
     #[command(flatten)]
     pub record: RecordFlags,
+    #[command(flatten)]
+    pub v2: SessionFlags,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if let Some(root) = v2w::v2_root(args.record.dir.as_deref()) {
+        return run_v2(&root, args, g);
+    }
+    args.v2.refuse_on_v1()?;
     let req = args.record.request(&args.task, &args.status)?;
     let root = shared::root(args.record.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
@@ -65,5 +75,55 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         );
     }
     shared::print_changes(g, &report);
+    Ok(())
+}
+
+fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
+    let r = &args.record;
+    let evidence = [
+        &r.evidence,
+        &r.command,
+        &r.test,
+        &r.link,
+        &r.commit,
+        &r.verification,
+    ]
+    .iter()
+    .filter_map(|v| v.as_deref())
+    .collect::<Vec<_>>()
+    .join("; ");
+    let session = args.v2.session(root)?;
+    let mut w = args.v2.open(root)?;
+    let notes = r.notes.clone().unwrap_or_default();
+    let (t, e, receipt) = small_core::v2::write::checkpoint(
+        &mut w,
+        &session,
+        &args.task,
+        &args.status,
+        &evidence,
+        &notes,
+    )?;
+    let status = args.status.trim().to_lowercase();
+    if r.json {
+        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
+            ("alias".into(), v2w::s(&t.task.alias)),
+            ("event".into(), v2w::event(&e)),
+            ("profile".into(), v2w::s("2.0.0")),
+            ("receipt".into(), v2w::receipt(&receipt)),
+            ("status".into(), v2w::s(&status)),
+            ("task_id".into(), v2w::s(&t.task.id)),
+            (
+                "validated".into(),
+                small_core::v2::gojson::GoValue::Bool(true),
+            ),
+        ]));
+    }
+    shared::say(
+        g,
+        format!(
+            "checkpoint: {} -> {status} [{} receipt:{}]",
+            t.task.alias, e.draft.event_id, receipt.digest
+        ),
+    );
     Ok(())
 }

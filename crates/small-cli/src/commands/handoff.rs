@@ -6,6 +6,7 @@ use small_core::authoring::handoff;
 use small_core::authoring::session::{self, HandoffRequest};
 
 use crate::error::{CliError, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
@@ -39,9 +40,15 @@ pub struct Args {
     /// Print what was written as JSON
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub v2: SessionFlags,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if let Some(root) = crate::v2writes::v2_root(args.dir.as_deref()) {
+        return run_v2(&root, args, g);
+    }
+    args.v2.refuse_on_v1()?;
     let replay_id = match args
         .replay_id
         .as_deref()
@@ -80,5 +87,26 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         );
     }
     shared::print_changes(g, &report);
+    Ok(())
+}
+
+/// 2.0.0: a handoff_recorded event with the summary (the session stays open).
+fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
+    use crate::v2writes as v2w;
+    let summary = args.summary.clone().unwrap_or_default();
+    let session = args.v2.session(root)?;
+    let mut w = args.v2.open(root)?;
+    let e = small_core::v2::write::handoff(&mut w, &session, &summary)?;
+    if args.json {
+        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
+            ("event".into(), v2w::event(&e)),
+            ("profile".into(), v2w::s("2.0.0")),
+        ]));
+    }
+    g.info(format!(
+        "Handoff recorded: {} [{}]",
+        summary.trim(),
+        e.draft.event_id
+    ));
     Ok(())
 }

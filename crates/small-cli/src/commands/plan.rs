@@ -6,6 +6,7 @@ use small_core::authoring::plan;
 use small_core::authoring::plan_edit::{self, PlanRequest};
 
 use crate::error::{CliError, CmdResult};
+use crate::v2writes::{self as v2w, SessionFlags};
 use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::workspace::Scope;
@@ -18,6 +19,10 @@ use small_core::workspace::Scope;
 /// order --add, --title, --done, --pending, --blocked, --cancel, --depends. With no flag, a
 /// missing plan is created from the template. --done needs a completed entry with evidence
 /// (`small checkpoint` writes one) and completed dependencies (or --force).
+///
+/// In a SMALL 2.0.0 workspace each call makes one change, an event of the session
+/// (--session, or the active one): --add (task_created, alias task-N), --done, --pending,
+/// --blocked (task_transitioned), --depends (task_updated). With no flag it lists the tasks.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Add a task with this title (its id is the next free task-N); may be repeated
@@ -63,6 +68,8 @@ pub struct Args {
     /// Print what changed as JSON (the new task ids among it)
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub v2: SessionFlags,
 }
 
 fn request(args: &Args) -> Result<PlanRequest, CliError> {
@@ -105,6 +112,10 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    if let Some(root) = v2w::v2_root(args.dir.as_deref()) {
+        return run_v2(&root, args, g);
+    }
+    args.v2.refuse_on_v1()?;
     let req = request(&args)?;
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
@@ -161,5 +172,81 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if let Some(r) = &report {
         shared::print_changes(g, r);
     }
+    Ok(())
+}
+
+fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
+    use small_core::v2::write::{self, PlanChange};
+    if args.reset {
+        return Err(CliError::invalid(
+            "a 2.0.0 history cannot be reset; record explicit task events instead",
+        ));
+    }
+    if args.title.is_some() || !args.cancel.is_empty() || args.id.is_some() || args.force {
+        return Err(CliError::usage(
+            "on a 2.0.0 workspace plan takes --add, --done, --pending, --blocked or --depends",
+        ));
+    }
+    let mut changes: Vec<PlanChange> = Vec::new();
+    for title in &args.add {
+        changes.push(PlanChange::Add {
+            title: title.clone(),
+        });
+    }
+    for (task, status) in [
+        (&args.done, "completed"),
+        (&args.pending, "pending"),
+        (&args.blocked, "blocked"),
+    ] {
+        if let Some(t) = task {
+            changes.push(PlanChange::Status {
+                task: t.clone(),
+                status: status.into(),
+            });
+        }
+    }
+    if let Some(spec) = &args.depends {
+        let Some((t, d)) = spec.split_once(':') else {
+            return Err(CliError::usage(format!(
+                "--depends {spec:?}: write it as <task>:<dependency>"
+            )));
+        };
+        changes.push(PlanChange::Depends {
+            task: t.trim().into(),
+            on: d.trim().into(),
+        });
+    }
+    if changes.len() > 1 {
+        return Err(CliError::usage("a 2.0.0 plan takes one change per call"));
+    }
+    let Some(change) = changes.pop() else {
+        let checked = small_core::v2::check(root, &root.join(".small"));
+        let mut o = String::new();
+        for t in &checked.state.tasks {
+            o.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                t.alias, t.id, t.status, t.title
+            ));
+        }
+        return crate::output::data(&crate::render::escape_controls(&o));
+    };
+    let session = args.v2.session(root)?;
+    let mut w = args.v2.open(root)?;
+    let (alias, id, e) = write::plan(&mut w, &session, &change)?;
+    if args.json {
+        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
+            ("alias".into(), v2w::s(&alias)),
+            ("event".into(), v2w::event(&e)),
+            ("profile".into(), v2w::s("2.0.0")),
+            ("task_id".into(), v2w::s(&id)),
+        ]));
+    }
+    let ev = &e.draft.event_id;
+    let line = match &change {
+        PlanChange::Add { title } => format!("Added task {alias} ({id}): {} [{ev}]", title.trim()),
+        PlanChange::Status { status, .. } => format!("Marked task {alias} as {status} [{ev}]"),
+        PlanChange::Depends { .. } => format!("Updated {alias} dependencies [{ev}]"),
+    };
+    shared::say(g, line);
     Ok(())
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::author_support::{bin, Ws};
 
-async fn connect(dir: &std::path::Path) -> RunningService<RoleClient, ()> {
+pub(crate) async fn connect(dir: &std::path::Path) -> RunningService<RoleClient, ()> {
     let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
         cmd.arg("mcp").arg("--dir").arg(dir);
     }))
@@ -16,7 +16,7 @@ async fn connect(dir: &std::path::Path) -> RunningService<RoleClient, ()> {
     ().serve(transport).await.unwrap()
 }
 
-async fn call(
+pub(crate) async fn call(
     c: &RunningService<RoleClient, ()>,
     name: &'static str,
     args: Value,

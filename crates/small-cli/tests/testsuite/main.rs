@@ -62,5 +62,7 @@ mod tools_init;
 mod tools_selftest;
 mod ui_browser;
 mod ui_http;
+
+mod v2_write;
 mod validate_cli;
 mod validate_conformance;

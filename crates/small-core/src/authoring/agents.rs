@@ -75,6 +75,19 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 - On parallel branches, name new tasks: `small plan --add "<task>" --id <name>`; run
   `small merge-driver --install` once per clone so `.small/` files merge entry by entry.
 
+## SMALL 2.0.0 Workspaces
+
+A workspace with `.small/profile.json` records work as immutable events of a session:
+1. `small session start --label "<what>"` (solo mode allows one active session; take one
+   over with `--takeover <session-id> --reason "<why>"`). The writing commands use it until
+   it is closed; `--session <id>` names another.
+2. `plan --add`, `progress add`, `apply` and `checkpoint` work as above (one change per
+   `plan` call); `small evidence save --task <task-id> --file <file>` stores proof.
+   Writers wait for each other, so parallel calls are safe.
+3. `small session close --summary "<what was done, what is next>"` when you stop.
+4. Mode and policy change only with `mode set` / `policy revise`, a reason and
+   `--expect-state <frontier>` from `small mode show` / `small policy show`.
+
 ## Strict Mode Rules
 
 `small check --strict` also enforces:

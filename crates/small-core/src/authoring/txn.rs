@@ -740,7 +740,7 @@ fn check_rel(rel: &str) -> Result<()> {
     }
 }
 
-fn lock_timeout_from_env() -> Duration {
+pub fn lock_timeout_from_env() -> Duration {
     std::env::var(LOCK_TIMEOUT_ENV)
         .ok()
         .and_then(|s| parse_lock_timeout(&s))
@@ -748,7 +748,7 @@ fn lock_timeout_from_env() -> Duration {
 }
 
 /// Seconds (`90`, `0.5`) or a `humantime` duration (`90s`, `2m`, `1m 30s`).
-fn parse_lock_timeout(s: &str) -> Option<Duration> {
+pub fn parse_lock_timeout(s: &str) -> Option<Duration> {
     let t = s.trim();
     match t.parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).ok(),

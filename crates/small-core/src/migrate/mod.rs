@@ -13,7 +13,7 @@
 //!   halves; [`recover`] (also run first by every apply) finishes that last state.
 //!   Applying the same plan to the migrated tree succeeds as idempotent.
 
-pub mod gojson;
+pub use crate::v2::gojson;
 pub mod legacy;
 
 use std::collections::BTreeMap;
@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::v2::record;
 use gojson::GoValue;
 
 /// The plan format the reference writes.
@@ -398,26 +399,18 @@ struct Built {
     event_count: usize,
 }
 
-/// A record as the reference writes it: compact, then a newline. `digest` (when given) is
-/// the sha256 of the record without its digest member.
+/// A record as the reference writes it (see [`crate::v2::record`]): sealed with its digest
+/// (sessions, events) or not (profile, manifest).
 fn sealed(
-    mut members: Vec<(String, GoValue)>,
+    members: Vec<(String, GoValue)>,
     with_digest: bool,
 ) -> Result<(Vec<u8>, String), MigrateError> {
-    let body = gojson::compact(&GoValue::Obj(members.clone()));
-    let digest = sha256_hex(body.as_bytes());
-    let text = if with_digest {
-        members.push(("digest".into(), GoValue::str(&digest)));
-        gojson::compact(&GoValue::Obj(members))
+    let out = if with_digest {
+        record::seal(members)
     } else {
-        body
+        record::unsealed(members)
     };
-    if text.len() > MAX_RECORD_BYTES {
-        return Err(MigrateError::Refused(format!(
-            "candidate validation: record exceeds {MAX_RECORD_BYTES}-byte limit"
-        )));
-    }
-    Ok((format!("{text}\n").into_bytes(), digest))
+    out.map_err(|e| MigrateError::Refused(format!("candidate validation: {e}")))
 }
 
 fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, MigrateError> {
@@ -638,11 +631,8 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
     })
 }
 
-/// The frontier of a set of events: sha256 over the sorted `event_id:digest` lines.
 fn frontier_of(events: &[(String, String)]) -> String {
-    let mut lines: Vec<String> = events.iter().map(|(id, d)| format!("{id}:{d}")).collect();
-    lines.sort();
-    sha256_hex(lines.join("\n").as_bytes())
+    record::frontier_of(events)
 }
 
 struct Events<'a> {
@@ -668,27 +658,25 @@ impl Events<'_> {
             "event",
             &[&p.namespace, &p.import_id, kind, occurrence, task_id],
         );
-        let s = |v: &str| GoValue::str(v);
-        let mut m: Vec<(String, GoValue)> = vec![
-            ("small_version".into(), s(PROFILE_VERSION)),
-            ("project_id".into(), s(&p.project_id)),
-            ("lineage_id".into(), s(&p.lineage_id)),
-            ("session_id".into(), s(self.session_id)),
-            ("event_id".into(), s(&id)),
-            ("kind".into(), s(kind)),
-            ("sequence".into(), GoValue::Int(sequence)),
-        ];
-        if !self.previous.is_empty() {
-            m.push(("previous_event".into(), s(&self.previous)));
-        }
-        m.push(("occurred_at".into(), s(occurrence)));
-        if !task_id.is_empty() {
-            m.push(("task_id".into(), s(task_id)));
-            m.push(("task_revision".into(), GoValue::Int(1)));
-        }
-        m.push(("policy_revision".into(), s(&p.policy_revision)));
-        m.push(("source_digest".into(), s(&p.expected_input_digest)));
-        m.push(("payload".into(), GoValue::map(payload)));
+        let draft = record::EventDraft {
+            session_id: self.session_id.to_string(),
+            event_id: id.clone(),
+            kind: kind.to_string(),
+            sequence,
+            previous_event: self.previous.clone(),
+            parents: Vec::new(),
+            occurred_at: occurrence.to_string(),
+            task_id: task_id.to_string(),
+            task_revision: if task_id.is_empty() { 0 } else { 1 },
+            policy_revision: p.policy_revision.clone(),
+            source_digest: p.expected_input_digest.clone(),
+            payload,
+        };
+        let ids = record::Ids {
+            project_id: p.project_id.clone(),
+            lineage_id: p.lineage_id.clone(),
+        };
+        let m = draft.members(&ids);
         let (bytes, digest) = sealed(m, true)?;
         self.files
             .push((format!("events/{}/{id}.json", self.session_id), bytes));

@@ -7,11 +7,14 @@
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
 pub mod artifacts;
+pub mod gojson;
 pub mod json;
 pub mod load;
 pub mod read;
+pub mod record;
 pub mod reduce;
 pub mod status;
+pub mod write;
 
 use std::path::Path;
 

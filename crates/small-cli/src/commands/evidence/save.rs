@@ -1,0 +1,64 @@
+//! `small evidence save`: store a file as evidence for a task.
+
+use std::path::PathBuf;
+
+use small_core::v2::write;
+
+use crate::error::CmdResult;
+use crate::v2writes as v2w;
+use crate::GlobalArgs;
+
+/// Store a file as evidence: its bytes as `.small/evidence/blobs/sha256/<digest>` and a
+/// verified_artifact receipt for the task. The file is read without following a symlink,
+/// at most 64 MiB. Saving the same bytes again is idempotent for the blob.
+///
+/// Exit codes: 0 saved; 1 refused (unknown task, unreadable file, v1 workspace, damaged
+/// records); 2 bad flags or the lock wait ran out.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The evidence file
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+    /// The task it is evidence for (id or alias)
+    #[arg(long, value_name = "ID")]
+    pub task: String,
+    /// What validated it (a test command, a reviewer)
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub validator: String,
+    /// The outcome it shows [default: passed]
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub outcome: String,
+    /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
+    #[arg(long, value_name = "DURATION")]
+    pub lock_timeout: Option<String>,
+    /// Directory containing .small/ [default: search upward from the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print the receipt as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let root = v2w::require_v2(args.dir.as_deref(), "evidence")?;
+    let flags = v2w::SessionFlags {
+        session: None,
+        lock_timeout: args.lock_timeout.clone(),
+    };
+    let mut w = flags.open(&root)?;
+    let saved = write::save_evidence(
+        &mut w,
+        &args.file,
+        &args.task,
+        &args.validator,
+        &args.outcome,
+    )?;
+    if args.json {
+        return v2w::print(&v2w::receipt(&saved.receipt));
+    }
+    g.info(format!(
+        "Saved evidence {} ({} bytes); receipt {}",
+        saved.blob, saved.size, saved.receipt.digest
+    ));
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! Helpers shared by the commands that write to a SMALL 2.0.0 workspace (docs/v2.md):
+//! finding it, `--session` and `--lock-timeout`, opening the locked writer, and printing
+//! records as the reference prints them (Go's indented JSON, objects in record order).
+
+use std::path::{Path, PathBuf};
+
+use small_core::authoring::txn;
+use small_core::history::runs;
+use small_core::v2::gojson::{self, GoValue};
+use small_core::v2::write::{self, Writer, Written, WrittenReceipt};
+use small_core::v2::{self, record::Members};
+
+use crate::error::{CliError, CmdResult};
+
+/// `--session` and `--lock-timeout`, for the commands that write 2.0.0 events.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SessionFlags {
+    /// 2.0.0 workspaces: the session to record in [default: the active one, in .small-cache/active-session]
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// 2.0.0 workspaces: how long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
+    #[arg(long, value_name = "DURATION")]
+    pub lock_timeout: Option<String>,
+}
+
+impl SessionFlags {
+    /// Refuse the 2.0.0-only flags on a v1 workspace.
+    pub fn refuse_on_v1(&self) -> Result<(), CliError> {
+        if self.session.is_some() {
+            return Err(CliError::usage(
+                "--session applies to SMALL 2.0.0 workspaces; this one is v1",
+            ));
+        }
+        if self.lock_timeout.is_some() {
+            return Err(CliError::usage(
+                "--lock-timeout applies to SMALL 2.0.0 workspaces; v1 writes take SMALL_LOCK_TIMEOUT",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Lock the workspace for writing, waiting as asked.
+    pub fn open(&self, root: &Path) -> Result<Writer, CliError> {
+        let timeout = match self.lock_timeout.as_deref() {
+            None => txn::lock_timeout_from_env(),
+            Some(s) => txn::parse_lock_timeout(s).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--lock-timeout {s:?}: give seconds (30, 0.5) or a duration (90s, 2m)"
+                ))
+            })?,
+        };
+        Ok(Writer::open(root, timeout)?)
+    }
+
+    /// The session named, else the active one.
+    pub fn session(&self, root: &Path) -> Result<String, CliError> {
+        Ok(write::resolve_session(root, self.session.as_deref())?)
+    }
+}
+
+/// The workspace root when `dir` (or the current directory) holds a 2.0.0 workspace.
+pub fn v2_root(dir: Option<&Path>) -> Option<PathBuf> {
+    let root = runs::discover_root(dir);
+    (v2::detect(&root.join(small_core::spec::consts::SMALL_DIR)) == v2::Profile::V2).then_some(root)
+}
+
+/// The 2.0.0 workspace root, or a refusal for a v1 one (for the 2.0.0-only commands).
+pub fn require_v2(dir: Option<&Path>, what: &str) -> Result<PathBuf, CliError> {
+    v2_root(dir).ok_or_else(|| {
+        CliError::invalid(format!(
+            "{what} is part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)"
+        ))
+    })
+}
+
+/// A record's members as an object.
+pub fn obj(m: &Members) -> GoValue {
+    GoValue::Obj(m.clone())
+}
+
+pub fn event(w: &Written) -> GoValue {
+    obj(&w.members)
+}
+
+pub fn receipt(r: &WrittenReceipt) -> GoValue {
+    obj(&r.members)
+}
+
+pub fn s(v: &str) -> GoValue {
+    GoValue::str(v)
+}
+
+/// Print `v` as the reference prints `--json` (indented, final newline). A top-level
+/// object built with [`GoValue::map`] has its keys sorted, as the reference's maps do.
+pub fn print(v: &GoValue) -> CmdResult {
+    crate::output::data(&format!("{}\n", gojson::indented(v)))
+}

@@ -1,0 +1,671 @@
+//! Writing to a SMALL 2.0.0 workspace with the real binary, on copies of the recorded
+//! reference workspaces: the session loop, take-over, compare-and-swap refusals, writers in
+//! parallel processes that wait for each other, SIGKILL while writing, and merged clones.
+//! Every tree written is then checked with small's strict check.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_small");
+const CASES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/conformance/v2/cases"
+);
+
+struct Ws {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Ws {
+    /// A copy of a recorded reference workspace, or `None` after a visible skip.
+    fn case(name: &str) -> Option<Ws> {
+        let src = small_testkit::conformance_path(Path::new(CASES).join(name))?;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        crate::conformance_v11::copy_case(&src, &root, true);
+        Some(Ws { _dir: dir, root })
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(&self.root)
+            .env("NO_COLOR", "1")
+            .env_remove("SMALL_LOCK_TIMEOUT")
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "small {args:?} failed ({:?}): {}{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    fn fails(&self, args: &[&str], code: i32) -> String {
+        let o = self.run(args);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "small {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+
+    fn strict_ok(&self) {
+        self.ok(&["check", "--strict", "--workspace", "any"]);
+    }
+
+    fn start(&self) -> String {
+        let v = self.json(&["session", "start", "--label", "t", "--json"]);
+        v["session"]["session_id"].as_str().unwrap().to_string()
+    }
+
+    /// Sequences of a session's events, sorted.
+    fn sequences(&self, session: &str) -> Vec<i64> {
+        let mut out: Vec<i64> = std::fs::read_dir(self.root.join(".small/events").join(session))
+            .unwrap()
+            .map(|e| {
+                let v: Value =
+                    serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap();
+                v["sequence"].as_i64().unwrap()
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+#[test]
+fn v2_session_loop_writes_records_the_strict_check_accepts() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let sid = ws.start();
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join(".small-cache/active-session")).unwrap(),
+        format!("{sid}\n")
+    );
+    let out = ws.ok(&["plan", "--add", "Write the docs"]);
+    assert!(out.starts_with("Added task task-2 (task_"), "{out}");
+    let v = ws.json(&[
+        "progress",
+        "add",
+        "--task",
+        "task-2",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "begun",
+        "--json",
+    ]);
+    assert_eq!(v["event"]["kind"], "task_transitioned");
+    assert_eq!(v["event"]["sequence"], 3);
+    assert_eq!(v["event"]["previous_event"].as_str().unwrap().len(), 38);
+    let v = ws.json(&[
+        "apply",
+        "--task",
+        "task-2",
+        "--cmd",
+        "echo applied",
+        "--json",
+    ]);
+    assert_eq!(v["child_exit_code"], 0);
+    assert_eq!(v["evidence_recorded"], true);
+    let o = ws.run(&["apply", "--task", "task-2", "--cmd", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3));
+    let v = ws.json(&[
+        "checkpoint",
+        "--task",
+        "task-2",
+        "--status",
+        "completed",
+        "--evidence",
+        "docs build",
+        "--json",
+    ]);
+    assert_eq!(v["receipt"]["strength"], "narrative_assertion");
+    std::fs::write(ws.root.join("proof.txt"), "green\n").unwrap();
+    let r = ws.json(&[
+        "evidence",
+        "save",
+        "--task",
+        "task-2",
+        "--file",
+        "proof.txt",
+        "--json",
+    ]);
+    assert_eq!(r["strength"], "verified_artifact");
+    let r = ws.json(&[
+        "evidence",
+        "declare-unavailable",
+        "--task",
+        "task-2",
+        "--reason",
+        "no device",
+        "--json",
+    ]);
+    assert_eq!(r["availability"], "unavailable");
+    let v = ws.json(&["evidence", "verify", "--json"]);
+    assert_eq!(v["all_verified"], false);
+    ws.ok(&["handoff", "--summary", "midway"]);
+    let v = ws.json(&["session", "close", "--summary", "docs written", "--json"]);
+    assert_eq!(v["session_id"], sid.as_str());
+    assert_eq!(v["events"][1]["kind"], "session_closed");
+    assert!(!ws.root.join(".small-cache/active-session").exists());
+    assert_eq!(ws.sequences(&sid), (1..=9).collect::<Vec<_>>());
+    // Nothing more is written to a closed session; no session at all is a clear refusal.
+    let err = ws.fails(
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "blocked",
+            "--evidence",
+            "x",
+            "--session",
+            &sid,
+        ],
+        1,
+    );
+    assert!(err.contains("not active"), "{err}");
+    let err = ws.fails(
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-2",
+            "--status",
+            "blocked",
+            "--evidence",
+            "x",
+        ],
+        1,
+    );
+    assert!(err.contains("V2-NO-SESSION"), "{err}");
+    ws.strict_ok();
+}
+
+#[test]
+fn v2_solo_mode_takeover_and_compare_and_swap() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let a = ws.start();
+    let err = ws.fails(&["session", "start"], 1);
+    assert!(
+        err.contains("solo mode already has active session"),
+        "{err}"
+    );
+    ws.fails(&["session", "start", "--takeover", &a], 2);
+    let v = ws.json(&[
+        "session",
+        "start",
+        "--takeover",
+        &a,
+        "--reason",
+        "agent crashed",
+        "--json",
+    ]);
+    assert_eq!(v["events"][1]["kind"], "ownership_taken_over");
+    assert_eq!(v["events"][1]["payload"]["prior_session"], a.as_str());
+    let b = v["session"]["session_id"].as_str().unwrap().to_string();
+    let err = ws.fails(&["handoff", "--summary", "late", "--session", &a], 1);
+    assert!(err.contains("superseded"), "{err}");
+    let show = ws.json(&["mode", "show", "--json"]);
+    assert_eq!(show["active_sessions"], serde_json::json!([b]));
+    let frontier = show["frontier"].as_str().unwrap().to_string();
+    let err = ws.fails(
+        &[
+            "mode",
+            "set",
+            "collaborative",
+            "--reason",
+            "pair",
+            "--expect-state",
+            "0000",
+        ],
+        1,
+    );
+    assert!(err.contains("V2-STALE"), "{err}");
+    ws.fails(
+        &[
+            "mode",
+            "set",
+            "collaborative",
+            "--reason",
+            " ",
+            "--expect-state",
+            &frontier,
+        ],
+        2,
+    );
+    let v = ws.json(&[
+        "mode",
+        "set",
+        "collaborative",
+        "--reason",
+        "pair",
+        "--expect-state",
+        &frontier,
+        "--json",
+    ]);
+    assert_eq!(v["changed"], true);
+    // Collaborative: a second active session is fine.
+    ws.start();
+    let p = ws.json(&["policy", "show", "--json"]);
+    std::fs::write(ws.root.join("intent.yml"), "intent: sharper\n").unwrap();
+    let err = ws.fails(
+        &[
+            "policy",
+            "revise",
+            "--intent",
+            "intent.yml",
+            "--reason",
+            "r",
+            "--expect-state",
+            "bad",
+            "--session",
+            &b,
+        ],
+        1,
+    );
+    assert!(err.contains("V2-STALE"), "{err}");
+    let v = ws.json(&[
+        "policy",
+        "revise",
+        "--intent",
+        "intent.yml",
+        "--reason",
+        "sharper",
+        "--session",
+        &b,
+        "--expect-state",
+        p["frontier"].as_str().unwrap(),
+        "--json",
+    ]);
+    assert_ne!(v["policy_revision"], p["policy_revision"]);
+    ws.strict_ok();
+}
+
+#[test]
+fn v2_writes_refused_on_v1_flags_and_damaged_records() {
+    let Some(ws) = Ws::case("tampered-event-payload-byte") else {
+        return;
+    };
+    let err = ws.fails(&["session", "start"], 1);
+    assert!(err.contains("V2-DAMAGED"), "{err}");
+    let d = tempfile::tempdir().unwrap();
+    let v1 = Command::new(BIN)
+        .args(["init", "--intent", "x"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(v1.status.success());
+    let o = Command::new(BIN)
+        .args([
+            "progress",
+            "add",
+            "--task",
+            "meta/x",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "e",
+            "--session",
+            "s",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// 8 processes append 20 progress entries each through one session: all 160 are recorded,
+/// none refused, the session's sequence gapless.
+#[test]
+fn v2_eight_writers_append_160_events_none_refused() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let sid = ws.start();
+    let children: Vec<_> = (0..8)
+        .map(|p| {
+            let script = format!(
+                "for i in $(seq 1 20); do \"{BIN}\" progress add --task task-1 --status in_progress --evidence \"writer {p} entry $i\" --session {sid} >/dev/null || exit 1; done"
+            );
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(&ws.root)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a writer was refused");
+    }
+    assert_eq!(ws.sequences(&sid), (1..=161).collect::<Vec<_>>());
+    ws.strict_ok();
+}
+
+/// SIGKILL at random moments while writing (with the window between staging and publishing
+/// widened): the tree always passes the strict check, no sequence has a gap.
+#[test]
+fn v2_sigkill_during_writes_leaves_no_torn_record() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let sid = ws.start();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    eprintln!("crash test seed: {seed}");
+    let mut x = seed | 1;
+    for it in 0..12 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let delay = x % 40;
+        let evidence = format!("crash {it}");
+        let args: Vec<&str> = if it % 3 == 0 {
+            vec![
+                "checkpoint",
+                "--task",
+                "task-1",
+                "--status",
+                "blocked",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ]
+        } else {
+            vec![
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ]
+        };
+        let mut child = ws
+            .cmd(&args)
+            .env("SMALL_TEST_SLOW_PUBLISH_MS", "15")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        let seqs = ws.sequences(&sid);
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as i64).collect::<Vec<_>>(),
+            "iteration {it}"
+        );
+        ws.strict_ok();
+    }
+    // The next writer goes on from where the killed ones stopped.
+    let before = ws.sequences(&sid).len();
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "after",
+        "--session",
+        &sid,
+    ]);
+    assert_eq!(ws.sequences(&sid).len(), before + 1);
+    ws.strict_ok();
+}
+
+/// Two clones write in their own sessions; git merges the event files without a conflict and
+/// the merged tree passes the strict check (disjoint work) or names the conflict (the same
+/// task completed in one and blocked in the other).
+#[test]
+fn v2_merged_clones_reconcile() {
+    let Some(base) = Ws::case("wf-single-session") else {
+        return;
+    };
+    if Command::new("git").arg("--version").output().is_err() {
+        small_testkit::skip("git", "git is not installed");
+        return;
+    }
+    let git = |dir: &Path, args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    std::fs::write(base.root.join(".gitignore"), ".small-cache/\n").unwrap();
+    git(&base.root, &["init", "-q", "-b", "main"]);
+    git(&base.root, &["add", "-A"]);
+    git(&base.root, &["commit", "-qm", "base"]);
+    let run_in = |dir: &Path, args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    git(&base.root, &["checkout", "-qb", "other"]);
+    run_in(&base.root, &["session", "start", "--label", "b"]);
+    run_in(&base.root, &["plan", "--add", "Other work"]);
+    run_in(
+        &base.root,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "blocked",
+            "--evidence",
+            "blocked on b",
+        ],
+    );
+    run_in(&base.root, &["session", "close", "--summary", "b done"]);
+    git(&base.root, &["add", "-A"]);
+    git(&base.root, &["commit", "-qm", "b"]);
+    git(&base.root, &["checkout", "-q", "main"]);
+    run_in(&base.root, &["session", "start", "--label", "a"]);
+    run_in(&base.root, &["plan", "--add", "Main work"]);
+    run_in(&base.root, &["session", "close", "--summary", "a done"]);
+    git(&base.root, &["add", "-A"]);
+    git(&base.root, &["commit", "-qm", "a"]);
+    // Disjoint so far: the merge has no git conflict and passes the strict check.
+    git(&base.root, &["merge", "-q", "--no-edit", "other"]);
+    base.strict_ok();
+    // A conflicting outcome on one task from two branches is a conflict the check names.
+    git(&base.root, &["checkout", "-qb", "third", "HEAD~1"]);
+    run_in(&base.root, &["session", "start", "--label", "c"]);
+    run_in(
+        &base.root,
+        &[
+            "checkpoint",
+            "--task",
+            "task-1",
+            "--status",
+            "completed",
+            "--evidence",
+            "done on c",
+        ],
+    );
+    run_in(&base.root, &["session", "close", "--summary", "c done"]);
+    git(&base.root, &["add", "-A"]);
+    git(&base.root, &["commit", "-qm", "c"]);
+    git(&base.root, &["checkout", "-q", "main"]);
+    git(&base.root, &["merge", "-q", "--no-edit", "third"]);
+    let o = base.run(&["check", "--strict", "--workspace", "any"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("V2-CONFLICT"), "{text}");
+}
+
+/// The merged conflict of the reference's corpus is resolved by `reconcile --apply`; a file
+/// without the reviewed frontier, or a stale frontier, is refused.
+#[test]
+fn v2_reconcile_resolves_a_merged_conflict() {
+    let Some(ws) = Ws::case("wf-merge-conflict") else {
+        return;
+    };
+    let o = ws.run(&["check", "--strict", "--workspace", "any"]);
+    assert_eq!(o.status.code(), Some(1));
+    ws.start();
+    let p = ws.json(&["reconcile", "--preview", "--json"]);
+    assert_eq!(p["conflict_count"], 1);
+    let c = &p["conflicts"][0];
+    let frontier = p["frontier"].as_str().unwrap();
+    let mut res = serde_json::json!({
+        "profile": "2.0.0",
+        "conflict_id": c["id"],
+        "heads": c["heads"],
+        "selected_event": c["heads"][0],
+        "reason": "keep the blocked outcome",
+    });
+    std::fs::write(ws.root.join("draft.json"), res.to_string()).unwrap();
+    let err = ws.fails(
+        &[
+            "reconcile",
+            "--apply",
+            "draft.json",
+            "--expect-state",
+            frontier,
+        ],
+        1,
+    );
+    assert!(err.contains("V2-STALE"), "{err}");
+    res["expected_frontier"] = frontier.into();
+    std::fs::write(ws.root.join("res.json"), res.to_string()).unwrap();
+    let err = ws.fails(
+        &["reconcile", "--apply", "res.json", "--expect-state", "0000"],
+        1,
+    );
+    assert!(err.contains("V2-STALE"), "{err}");
+    let v = ws.json(&[
+        "reconcile",
+        "--apply",
+        "res.json",
+        "--expect-state",
+        frontier,
+        "--json",
+    ]);
+    assert_eq!(v["resolved"], c["id"]);
+    assert_eq!(v["remaining_conflicts"], serde_json::json!([]));
+    assert_eq!(v["resolution_event"]["kind"], "conflict_resolved");
+    ws.strict_ok();
+    let err = ws.fails(
+        &[
+            "reconcile",
+            "--apply",
+            "res.json",
+            "--expect-state",
+            v["frontier"].as_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("V2-STALE") || err.contains("already resolved"),
+        "{err}"
+    );
+}
+
+/// MCP sessions and CLI processes write through one session at the same time: every entry
+/// is recorded, the sequence is gapless; the session is started and closed over MCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v2_mcp_and_processes_write_together() {
+    use crate::agents_mcp::{call, connect};
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let a = connect(&ws.root).await;
+    let (ok, v) = call(&a, "session_start", serde_json::json!({"label": "mcp"})).await;
+    assert!(ok, "{v}");
+    let sid = v["session"]["session_id"].as_str().unwrap().to_string();
+    let b = connect(&ws.root).await;
+    let procs: Vec<_> = (0..3)
+        .map(|p| {
+            let script = format!(
+                "for i in $(seq 1 8); do \"{BIN}\" progress add --task task-1 --status in_progress --evidence \"proc {p} $i\" >/dev/null || exit 1; done"
+            );
+            Command::new("sh").arg("-c").arg(script).current_dir(&ws.root).spawn().unwrap()
+        })
+        .collect();
+    let mcp_writes = |c| async move {
+        for i in 0..8 {
+            let (ok, v) = call(
+                c,
+                "progress_add",
+                serde_json::json!({"task": "task-1", "status": "in_progress", "evidence": format!("mcp {i}")}),
+            )
+            .await;
+            assert!(ok, "{v}");
+            assert_eq!(v["event"]["kind"], "task_transitioned");
+        }
+    };
+    tokio::join!(mcp_writes(&a), mcp_writes(&b));
+    for mut p in procs {
+        assert!(p.wait().unwrap().success(), "a process was refused");
+    }
+    assert_eq!(ws.sequences(&sid), (1..=41).collect::<Vec<_>>());
+    let (ok, v) = call(
+        &b,
+        "session_close",
+        serde_json::json!({"summary": "done over MCP"}),
+    )
+    .await;
+    assert!(ok, "{v}");
+    assert_eq!(v["events"][1]["kind"], "session_closed");
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    ws.strict_ok();
+}
