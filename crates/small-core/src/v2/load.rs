@@ -617,7 +617,7 @@ impl Loader<'_> {
     }
 
     fn check_identity(&mut self, path: &Path, v: &Jv, what: &str, lineage: bool) {
-        let Some(p) = self.store.profile.clone() else {
+        let Some(p) = self.store.profile.as_ref() else {
             return;
         };
         let mut wrong = Vec::new();
