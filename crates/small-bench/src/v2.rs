@@ -90,7 +90,15 @@ fn migrate(bin: &Path, dir: &Path) -> Result<Sample, String> {
     let plan_file = fs::File::create(&plan_path).map_err(|e| e.to_string())?;
     let preview = measure_with(
         bin,
-        &["migrate", "--to", "2.0.0", "--preview", "--namespace", NAMESPACE, "--json"],
+        &[
+            "migrate",
+            "--to",
+            "2.0.0",
+            "--preview",
+            "--namespace",
+            NAMESPACE,
+            "--json",
+        ],
         dir,
         Stdio::from(plan_file),
     )?;
@@ -101,7 +109,14 @@ fn migrate(bin: &Path, dir: &Path) -> Result<Sample, String> {
     let digest = expected_digest(&plan).ok_or("the plan has no expected_input_digest")?;
     let apply = measure(
         bin,
-        &["migrate", "--apply", "plan.json", "--expect-state", &digest, "--json"],
+        &[
+            "migrate",
+            "--apply",
+            "plan.json",
+            "--expect-state",
+            &digest,
+            "--json",
+        ],
         dir,
     )?;
     Ok(Sample {
@@ -152,7 +167,10 @@ pub fn run(a: &Args) -> Result<(), String> {
             None => None,
         };
         if ours.exit != 0 {
-            return Err(format!("small migrate failed on P={p} (exit {})", ours.exit));
+            return Err(format!(
+                "small migrate failed on P={p} (exit {})",
+                ours.exit
+            ));
         }
         let events = count_files(&ours_dir.join(".small/events"));
         eprintln!("P={p}: {events} events");
@@ -179,7 +197,9 @@ pub fn run(a: &Args) -> Result<(), String> {
         }
     }
     println!();
-    println!("| entries | command | small | small peak RSS | reference | reference peak RSS | ratio |");
+    println!(
+        "| entries | command | small | small peak RSS | reference | reference peak RSS | ratio |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for r in &rows {
         let exit = |s: &Sample| {

@@ -140,9 +140,9 @@ fn compare_json(case: &str, key: &str, ours: &Value, theirs: &Value, failures: &
             // health").
             let disputed = |k: &str| {
                 matches!(k, "status" | "evidence_digests")
-                    && ours["conflicts"].as_array().is_some_and(|cs| {
-                        cs.iter().any(|c| c["task_id"] == theirs["task"]["id"])
-                    })
+                    && ours["conflicts"]
+                        .as_array()
+                        .is_some_and(|cs| cs.iter().any(|c| c["task_id"] == theirs["task"]["id"]))
             };
             for (k, v) in theirs["task"].as_object().into_iter().flatten() {
                 if !disputed(k) {

@@ -63,7 +63,11 @@ fn assert_names(case: &str, damage: impl Fn(&Path), code: &str, file_part: &str)
 
 #[test]
 fn v2_untouched_cases_with_blobs_and_imports_pass() {
-    for case in ["wf-single-session", "durable-session", "wf-open-session-policy-mode"] {
+    for case in [
+        "wf-single-session",
+        "durable-session",
+        "wf-open-session-policy-mode",
+    ] {
         if let Some((exit, errors)) = checked(case, |_| {}) {
             assert_eq!(exit, 0, "{case}: {errors:#?}");
         }

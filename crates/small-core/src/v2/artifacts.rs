@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::diag::Diagnostic;
-use crate::v2::json::{Jv, sha256_hex};
+use crate::v2::json::{sha256_hex, Jv};
 use crate::v2::load::{Loader, Spec, Ty, PROFILE_VERSION};
 
 /// The largest evidence blob (and imported original) read, in bytes: the reference's limit
@@ -258,7 +258,9 @@ impl Loader<'_> {
                 (Some(_), None) => {
                     // A blob that exists but was refused above is already reported.
                     if std::fs::symlink_metadata(
-                        small_dir.join("evidence/blobs/sha256").join(&r.artifact_digest),
+                        small_dir
+                            .join("evidence/blobs/sha256")
+                            .join(&r.artifact_digest),
                     )
                     .is_err()
                     {
@@ -346,8 +348,7 @@ impl Loader<'_> {
             }
             None => return,
         };
-        let Some(v) = self.parse_record(&manifest_path, &bytes, "import manifest", MANIFEST)
-        else {
+        let Some(v) = self.parse_record(&manifest_path, &bytes, "import manifest", MANIFEST) else {
             return;
         };
         if v.str_of("profile") != PROFILE_VERSION {
@@ -366,7 +367,9 @@ impl Loader<'_> {
                 ),
             )
             .in_file(self.rel(&manifest_path))
-            .with_help("an import's path is its identity: restore .small/imports/ from version control");
+            .with_help(
+                "an import's path is its identity: restore .small/imports/ from version control",
+            );
             self.push(d);
         }
         // The listed files: a safe relative path each, once, with sha256 and size.
@@ -394,7 +397,9 @@ impl Loader<'_> {
                 continue;
             }
             if !safe_relative(path) {
-                let msg = format!("files[{i}] path \"{path}\" is not a plain relative path inside originals/");
+                let msg = format!(
+                    "files[{i}] path \"{path}\" is not a plain relative path inside originals/"
+                );
                 self.import_problem(&manifest_path, msg);
                 continue;
             }
@@ -467,12 +472,18 @@ impl Loader<'_> {
         out: &mut BTreeMap<String, PathBuf>,
     ) {
         if depth > MAX_IMPORT_DEPTH {
-            self.import_problem(dir, format!("originals nest deeper than {MAX_IMPORT_DEPTH} levels"));
+            self.import_problem(
+                dir,
+                format!("originals nest deeper than {MAX_IMPORT_DEPTH} levels"),
+            );
             return;
         }
         for (name, path, ty) in self.entries(dir).unwrap_or_default() {
             if out.len() >= MAX_IMPORT_ENTRIES {
-                self.import_problem(dir, format!("the import holds more than {MAX_IMPORT_ENTRIES} files"));
+                self.import_problem(
+                    dir,
+                    format!("the import holds more than {MAX_IMPORT_ENTRIES} files"),
+                );
                 return;
             }
             let rel = if prefix.is_empty() {

@@ -494,7 +494,13 @@ impl Loader<'_> {
 
     /// Parse `bytes` as a record of `what` against `spec`: syntax, duplicate keys, integers,
     /// unknown members, required members and their types. `None` when it cannot be used.
-    pub(super) fn parse_record(&mut self, path: &Path, bytes: &[u8], what: &str, spec: Spec) -> Option<Jv> {
+    pub(super) fn parse_record(
+        &mut self,
+        path: &Path,
+        bytes: &[u8],
+        what: &str,
+        spec: Spec,
+    ) -> Option<Jv> {
         let file = self.rel(path);
         let v = match json::parse(bytes) {
             Ok(v) => v,

@@ -363,7 +363,11 @@ impl<'a> Graph<'a> {
                 }
             };
             chain.push((c, pos));
-            let others: Vec<usize> = parents.iter().copied().filter(|&p| Some(p) != pred).collect();
+            let others: Vec<usize> = parents
+                .iter()
+                .copied()
+                .filter(|&p| Some(p) != pred)
+                .collect();
             let ck = match (pred, others.is_empty()) {
                 (Some(p), true) => std::rc::Rc::clone(&clock[p]),
                 (None, true) => std::rc::Rc::clone(&empty),
@@ -812,8 +816,8 @@ fn apply_definition(t: &mut Task, e: &Event) {
     if !source.is_empty() {
         t.source_digest = source.to_string();
     }
-    t.policy_revision = first_non_empty(&e.policy_revision, e.payload.str_of("policy_revision"))
-        .to_string();
+    t.policy_revision =
+        first_non_empty(&e.policy_revision, e.payload.str_of("policy_revision")).to_string();
 }
 
 fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {

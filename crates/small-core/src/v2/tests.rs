@@ -579,7 +579,10 @@ fn v2_task_acceptance_source_and_attestations() {
     assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
     let t = &c.state.tasks[0];
     assert_eq!(t.acceptance, ["tests pass", "docs say so"]);
-    assert_eq!(t.source_digest, "", "an outcome without a candidate clears the source");
+    assert_eq!(
+        t.source_digest, "",
+        "an outcome without a candidate clears the source"
+    );
     assert_eq!(t.attestations, ["e3"]);
     let t2 = &c.state.tasks[1];
     assert!(t2.attestations.is_empty() && t2.acceptance.is_empty());

@@ -27,7 +27,13 @@ fn with_artifacts() -> (tempfile::TempDir, String, String) {
     write(
         root,
         &format!("imports/v1/{IMPORT}/manifest.json"),
-        &manifest(&input, &format!(r#"[{{"path":"plan.small.yml","sha256":"{sha}","size":{}}}]"#, ORIGINAL.len())),
+        &manifest(
+            &input,
+            &format!(
+                r#"[{{"path":"plan.small.yml","sha256":"{sha}","size":{}}}]"#,
+                ORIGINAL.len()
+            ),
+        ),
     );
     let orig = small(&dir).join(format!("imports/v1/{IMPORT}/originals/plan.small.yml"));
     std::fs::create_dir_all(orig.parent().unwrap()).unwrap();
@@ -129,7 +135,8 @@ fn v2_rule_blob_over_limit() {
     let (dir, _, _) = with_artifacts();
     let name = "f".repeat(64);
     let f = std::fs::File::create(blob_path(&dir, &name)).unwrap();
-    f.set_len(crate::v2::artifacts::MAX_EVIDENCE_BYTES + 1).unwrap();
+    f.set_len(crate::v2::artifacts::MAX_EVIDENCE_BYTES + 1)
+        .unwrap();
     only(&dir, "V2-SIZE");
 }
 
@@ -139,7 +146,11 @@ fn v2_rule_evidence_missing_blob_unless_unavailable() {
     put_receipt(&dir, &receipt);
     std::fs::remove_file(blob_path(&dir, &blob)).unwrap();
     let c = has(&dir, "V2-EVIDENCE");
-    assert!(c.diagnostics[0].message.contains("missing"), "{:#?}", c.diagnostics);
+    assert!(
+        c.diagnostics[0].message.contains("missing"),
+        "{:#?}",
+        c.diagnostics
+    );
 
     // The same reference, declared unavailable: fine.
     let (dir, blob, _) = with_artifacts();
@@ -161,17 +172,27 @@ fn v2_rule_evidence_size_and_path() {
     let path = format!(".small/evidence/blobs/sha256/{blob}");
     put_receipt(&dir, &artifact_receipt(&path, &blob, 5, "verified"));
     let c = has(&dir, "V2-EVIDENCE");
-    assert!(c.diagnostics[0].message.contains("says 5"), "{:#?}", c.diagnostics);
+    assert!(
+        c.diagnostics[0].message.contains("says 5"),
+        "{:#?}",
+        c.diagnostics
+    );
 
     // A path that leaves the blob directory is refused, whatever it points at.
     let (dir, blob, _) = with_artifacts();
     let path = format!(".small/evidence/blobs/sha256/../../../../{blob}");
-    put_receipt(&dir, &artifact_receipt(&path, &blob, BLOB.len() as i64, "verified"));
+    put_receipt(
+        &dir,
+        &artifact_receipt(&path, &blob, BLOB.len() as i64, "verified"),
+    );
     only(&dir, "V2-EVIDENCE");
 
     // A digest that is not one.
     let (dir, _, _) = with_artifacts();
-    put_receipt(&dir, &artifact_receipt(".small/evidence/blobs/sha256/x", "x", 1, "verified"));
+    put_receipt(
+        &dir,
+        &artifact_receipt(".small/evidence/blobs/sha256/x", "x", 1, "verified"),
+    );
     only(&dir, "V2-EVIDENCE");
 
     // verified_artifact with no artifact at all.
@@ -203,7 +224,9 @@ fn v2_rule_import_original_changed_missing_unlisted() {
     std::fs::create_dir_all(original(&dir, "runs")).unwrap();
     std::fs::write(original(&dir, "runs/extra.yml"), b"x").unwrap();
     let c = has(&dir, "V2-IMPORT");
-    assert!(c.diagnostics[0].message.contains("runs/extra.yml is not listed"));
+    assert!(c.diagnostics[0]
+        .message
+        .contains("runs/extra.yml is not listed"));
 
     let (dir, _, _) = with_artifacts();
     let p = original(&dir, "plan.small.yml");
@@ -223,14 +246,28 @@ fn v2_rule_import_manifest() {
     let (dir, _, _) = with_artifacts();
     let sha = sha256_hex(ORIGINAL);
     let files = format!(r#"[{{"path":"../../../profile.json","sha256":"{sha}","size":1}}]"#);
-    write(dir.path(), &format!("imports/v1/{IMPORT}/manifest.json"), &manifest(&"0".repeat(64), &files));
+    write(
+        dir.path(),
+        &format!("imports/v1/{IMPORT}/manifest.json"),
+        &manifest(&"0".repeat(64), &files),
+    );
     let c = has(&dir, "V2-IMPORT");
-    assert!(c.diagnostics.iter().any(|d| d.message.contains("not a plain relative path")));
+    assert!(c
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("not a plain relative path")));
 
     // An input_digest that does not name the listed files.
     let (dir, _, _) = with_artifacts();
-    let files = format!(r#"[{{"path":"plan.small.yml","sha256":"{sha}","size":{}}}]"#, ORIGINAL.len());
-    write(dir.path(), &format!("imports/v1/{IMPORT}/manifest.json"), &manifest(&"0".repeat(64), &files));
+    let files = format!(
+        r#"[{{"path":"plan.small.yml","sha256":"{sha}","size":{}}}]"#,
+        ORIGINAL.len()
+    );
+    write(
+        dir.path(),
+        &format!("imports/v1/{IMPORT}/manifest.json"),
+        &manifest(&"0".repeat(64), &files),
+    );
     let c = has(&dir, "V2-IMPORT");
     assert!(c.diagnostics[0].message.contains("input_digest"));
 
@@ -239,7 +276,11 @@ fn v2_rule_import_manifest() {
     let m = std::fs::read_to_string(small(&dir).join(format!("imports/v1/{IMPORT}/manifest.json")))
         .unwrap()
         .replace(r#""tasks":null"#, r#""tasks":null,"extra":1"#);
-    write(dir.path(), &format!("imports/v1/{IMPORT}/manifest.json"), &m);
+    write(
+        dir.path(),
+        &format!("imports/v1/{IMPORT}/manifest.json"),
+        &m,
+    );
     only(&dir, "V2-UNKNOWN-FIELD");
 
     // A directory whose name is not the manifest's import_id.
@@ -250,7 +291,10 @@ fn v2_rule_import_manifest() {
     )
     .unwrap();
     let c = has(&dir, "V2-PATH");
-    assert!(c.diagnostics.iter().any(|d| d.code == "V2-IMPORT"), "profile's import is gone too");
+    assert!(
+        c.diagnostics.iter().any(|d| d.code == "V2-IMPORT"),
+        "profile's import is gone too"
+    );
 }
 
 #[test]
