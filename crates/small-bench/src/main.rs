@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 
 mod ui;
+mod v2;
 
 #[derive(Parser)]
 #[command(name = "small-bench")]
@@ -99,6 +100,9 @@ enum Cmd {
     Run(RunArgs),
     /// `run` with a reference binary side by side (the same as `run --reference PATH`)
     Compare(RunArgs),
+    /// Profile 2.0.0: generate v1 workspaces, migrate them (timed, side by side with
+    /// --reference), then time reconstruct, check --strict and status on the migrated trees
+    V2(v2::Args),
     /// Time the YAML loader alone on one file (full tree, then streaming `entries`)
     Parse { file: PathBuf },
     /// Time `small ui` on a generated workspace: page loads, live-update latency, memory
@@ -139,6 +143,7 @@ fn main() {
                 run_benchmarks(&args)
             }
         }
+        Cmd::V2(args) => v2::run(&args),
         Cmd::Parse { file } => time_parse(&file),
         Cmd::Ui(args) => ui::run(&args, &generate_fresh),
         Cmd::V2Append(args) => v2_append(&args),
@@ -264,11 +269,16 @@ struct Sample {
 }
 
 fn measure(small: &Path, args: &[&str], dir: &Path) -> Result<Sample, String> {
+    measure_with(small, args, dir, Stdio::null())
+}
+
+/// [`measure`] with the command's standard output sent to `stdout`.
+fn measure_with(small: &Path, args: &[&str], dir: &Path, stdout: Stdio) -> Result<Sample, String> {
     let start = Instant::now();
     let child = Command::new(small)
         .args(args)
         .current_dir(dir)
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", small.display()))?;

@@ -16,7 +16,7 @@
 pub use crate::v2::gojson;
 pub mod legacy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -723,6 +723,74 @@ fn write_file_synced(path: &Path, data: &[u8]) -> Result<(), MigrateError> {
         .map_err(|e| io_err("cannot write", path, &e))
 }
 
+/// Write the candidate tree: its directories once each, its files on two threads, and then
+/// one `syncfs` for all of them (file data and directory entries alike) instead of an
+/// `fsync` per file, which cost a disk flush per event. Nothing points at the candidate
+/// until the journal says `prepared`, which is written after this returns.
+fn write_candidate(candidate: &Path, files: &[(String, Vec<u8>)]) -> Result<(), MigrateError> {
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    for (rel, _) in files {
+        if let Some(parent) = candidate.join(rel).parent() {
+            dirs.insert(parent.to_path_buf());
+        }
+    }
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
+    }
+    let write = |part: &[(String, Vec<u8>)]| -> Result<(), MigrateError> {
+        for (rel, data) in part {
+            let path = candidate.join(rel);
+            std::fs::write(&path, data).map_err(|e| io_err("cannot write", &path, &e))?;
+        }
+        Ok(())
+    };
+    let (first, second) = files.split_at(files.len() / 2);
+    std::thread::scope(|scope| {
+        let other = crate::par::spawn(scope, || write(second));
+        let mine = write(first);
+        let theirs = other
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        mine.and(theirs)
+    })?;
+    sync_tree(candidate, &dirs, files)
+}
+
+/// Make the files and directories just written durable.
+#[cfg(target_os = "linux")]
+fn sync_tree(
+    candidate: &Path,
+    _dirs: &BTreeSet<PathBuf>,
+    _files: &[(String, Vec<u8>)],
+) -> Result<(), MigrateError> {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(candidate).map_err(|e| io_err("cannot open", candidate, &e))?;
+    // SAFETY: syncfs takes an open descriptor, which `d` holds for the call.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(io_err("cannot sync", candidate, &e));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sync_tree(
+    candidate: &Path,
+    dirs: &BTreeSet<PathBuf>,
+    files: &[(String, Vec<u8>)],
+) -> Result<(), MigrateError> {
+    for (rel, _) in files {
+        let path = candidate.join(rel);
+        std::fs::File::open(&path)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_err("cannot sync", &path, &e))?;
+    }
+    for dir in dirs {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
 fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
@@ -943,9 +1011,7 @@ fn apply_locked(root: &Path, plan: &Plan) -> Result<Outcome, MigrateError> {
             .map_err(|e| io_err("cannot remove", &candidate_root, &e))?;
     }
     let candidate = candidate_root.join(".small");
-    for (rel, data) in &built.files {
-        write_file_synced(&candidate.join(rel), data)?;
-    }
+    write_candidate(&candidate, &built.files)?;
     let again = read_legacy_tree(root)?;
     if again.digest != plan.expected_input_digest {
         return Err(MigrateError::Stale {

@@ -204,6 +204,14 @@ pub struct Store {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// What reading one file gave.
+enum ReadOutcome {
+    Ok,
+    Absent,
+    /// Not usable (reported).
+    Refused,
+}
+
 /// Reads the tree under `small_dir`; `root` is the directory holding it (paths in
 /// diagnostics are relative to it).
 pub(super) struct Loader<'a> {
@@ -221,14 +229,22 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     l.store.policy_intent_digest = l.policy_digest(&small_dir.join("policy/intent.small.yml"));
     l.store.policy_constraints_digest =
         l.policy_digest(&small_dir.join("policy/constraints.small.yml"));
-    for (path, bytes) in l.json_files(&small_dir.join("sessions"), 1) {
-        l.load_session(&path, &bytes);
+    let mut buf = Vec::new();
+    for path in l.json_files(&small_dir.join("sessions"), 1) {
+        if l.read_into(&path, &mut buf) {
+            l.load_session(&path, &buf);
+        } else {
+            l.note_unreadable(&path);
+        }
     }
-    for (path, bytes) in l.json_files(&small_dir.join("events"), 2) {
-        l.load_event(&path, &bytes);
-    }
-    for (path, bytes) in l.json_files(&small_dir.join("receipts/sha256"), 1) {
-        l.load_receipt(&path, &bytes);
+    let events = l.json_files(&small_dir.join("events"), 2);
+    l.load_events(&events);
+    for path in l.json_files(&small_dir.join("receipts/sha256"), 1) {
+        if l.read_into(&path, &mut buf) {
+            l.load_receipt(&path, &buf);
+        } else {
+            l.note_unreadable(&path);
+        }
     }
     l.check_evidence(small_dir);
     l.check_imports(small_dir);
@@ -267,48 +283,89 @@ impl Loader<'_> {
     /// Read a regular file of at most [`MAX_RECORD_BYTES`] without following a symlink.
     /// `None` (with a diagnostic) when it cannot be used; `Some(None)` when it is absent.
     pub(super) fn read_bounded(&mut self, p: &Path) -> Option<Option<Vec<u8>>> {
-        let meta = match std::fs::symlink_metadata(p) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
-            Err(e) => {
-                self.io(p, &e);
-                return None;
+        let mut buf = Vec::new();
+        match self.read_file(p, &mut buf) {
+            ReadOutcome::Ok => Some(Some(buf)),
+            ReadOutcome::Absent => Some(None),
+            ReadOutcome::Refused => None,
+        }
+    }
+
+    /// [`Self::read_bounded`] into `buf` (cleared first): whether it holds the file. An
+    /// absent file is reported as unreadable (it was listed a moment ago).
+    pub(super) fn read_into(&mut self, p: &Path, buf: &mut Vec<u8>) -> bool {
+        match self.read_file(p, buf) {
+            ReadOutcome::Ok => true,
+            ReadOutcome::Absent => {
+                self.io(p, &std::io::Error::from(std::io::ErrorKind::NotFound));
+                false
             }
-        };
-        if meta.file_type().is_symlink() {
-            self.symlink(p);
-            return None;
+            ReadOutcome::Refused => false,
         }
-        if !meta.is_file() {
-            let d = Diagnostic::error("V2-NOT-FILE", "not a regular file where a record belongs")
-                .in_file(self.rel(p))
-                .with_help("authoritative records are regular files; remove or replace this entry");
-            self.push(d);
-            return None;
-        }
-        if meta.len() > MAX_RECORD_BYTES {
-            self.too_big(p, meta.len());
-            return None;
-        }
+    }
+
+    /// One `open` (never following a link, never waiting on a FIFO), one `fstat`, one
+    /// bounded read.
+    fn read_file(&mut self, p: &Path, buf: &mut Vec<u8>) -> ReadOutcome {
+        buf.clear();
         let file = {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
                 .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(p)
         };
-        let mut bytes = Vec::new();
-        match file.and_then(|f| f.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)) {
-            Ok(_) if bytes.len() as u64 > MAX_RECORD_BYTES => {
-                self.too_big(p, bytes.len() as u64);
-                None
+        let file = match file {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ReadOutcome::Absent,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                self.symlink(p);
+                return ReadOutcome::Refused;
             }
-            Ok(_) => Some(Some(bytes)),
+            Err(e) => {
+                // A unix socket cannot be opened: report it as what it is.
+                if std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+                    self.not_file(p);
+                } else {
+                    self.io(p, &e);
+                }
+                return ReadOutcome::Refused;
+            }
+        };
+        let len = match file.metadata() {
+            Ok(m) if !m.is_file() => {
+                self.not_file(p);
+                return ReadOutcome::Refused;
+            }
+            Ok(m) => m.len(),
             Err(e) => {
                 self.io(p, &e);
-                None
+                return ReadOutcome::Refused;
+            }
+        };
+        if len > MAX_RECORD_BYTES {
+            self.too_big(p, len);
+            return ReadOutcome::Refused;
+        }
+        buf.reserve(len as usize + 1);
+        match file.take(MAX_RECORD_BYTES + 1).read_to_end(buf) {
+            Ok(_) if buf.len() as u64 > MAX_RECORD_BYTES => {
+                self.too_big(p, buf.len() as u64);
+                ReadOutcome::Refused
+            }
+            Ok(_) => ReadOutcome::Ok,
+            Err(e) => {
+                self.io(p, &e);
+                ReadOutcome::Refused
             }
         }
+    }
+
+    fn not_file(&mut self, p: &Path) {
+        let d = Diagnostic::error("V2-NOT-FILE", "not a regular file where a record belongs")
+            .in_file(self.rel(p))
+            .with_help("authoritative records are regular files; remove or replace this entry");
+        self.push(d);
     }
 
     pub(super) fn too_big(&mut self, p: &Path, len: u64) {
@@ -331,7 +388,7 @@ impl Loader<'_> {
 
     /// Every `*.json` file `depth` levels below `dir` (1: its files, 2: files of its
     /// subdirectories), in name order. Anything else there is reported.
-    fn json_files(&mut self, dir: &Path, depth: u32) -> Vec<(PathBuf, Vec<u8>)> {
+    fn json_files(&mut self, dir: &Path, depth: u32) -> Vec<PathBuf> {
         let mut out = Vec::new();
         match std::fs::symlink_metadata(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
@@ -369,11 +426,7 @@ impl Loader<'_> {
             } else if depth > 1 && ty.is_dir() {
                 out.extend(self.json_files(&path, depth - 1));
             } else if depth == 1 && ty.is_file() && path.extension().is_some_and(|e| e == "json") {
-                if let Some(Some(bytes)) = self.read_bounded(&path) {
-                    out.push((path, bytes));
-                } else if depth == 1 {
-                    self.note_unreadable(&path);
-                }
+                out.push(path);
             } else {
                 let d = Diagnostic::error(
                     "V2-STRAY",
@@ -385,6 +438,50 @@ impl Loader<'_> {
             }
         }
         out
+    }
+
+    /// Read and check the event files `paths` (in order) on two threads: each half into a
+    /// loader of its own, merged in order, so the result is the same as one thread's.
+    fn load_events(&mut self, paths: &[PathBuf]) {
+        let run = |root: &Path, profile: Option<Profile>, part: &[PathBuf]| {
+            let mut sub = Loader {
+                root,
+                store: Store {
+                    profile,
+                    ..Store::default()
+                },
+            };
+            let mut buf = Vec::new();
+            for path in part {
+                if sub.read_into(path, &mut buf) {
+                    sub.load_event(path, &buf);
+                } else {
+                    sub.note_unreadable(path);
+                }
+            }
+            sub.store
+        };
+        let (first, second) = paths.split_at(paths.len() / 2);
+        let root = self.root;
+        let profile = self.store.profile.clone();
+        let parts = if second.len() < 64 {
+            vec![run(root, profile, paths)]
+        } else {
+            std::thread::scope(|scope| {
+                let p2 = profile.clone();
+                let other = crate::par::spawn(scope, move || run(root, p2, second));
+                let mine = run(root, profile, first);
+                match other.join() {
+                    Ok(theirs) => vec![mine, theirs],
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            })
+        };
+        for part in parts {
+            self.store.events.extend(part.events);
+            self.store.diagnostics.extend(part.diagnostics);
+            self.store.unreadable_events.extend(part.unreadable_events);
+        }
     }
 
     fn note_unreadable(&mut self, path: &Path) {
@@ -526,7 +623,7 @@ impl Loader<'_> {
     }
 
     fn check_identity(&mut self, path: &Path, v: &Jv, what: &str, lineage: bool) {
-        let Some(p) = self.store.profile.clone() else {
+        let Some(p) = self.store.profile.as_ref() else {
             return;
         };
         let mut wrong = Vec::new();

@@ -297,8 +297,13 @@ fn cycle(store: &Store) -> Option<&Event> {
 struct Graph<'a> {
     events: Vec<&'a Event>,
     index: HashMap<&'a str, usize>,
-    /// ancestors[i]: every event reachable through parents from i (excluding i).
-    ancestors: Vec<BTreeSet<usize>>,
+    /// The chain of each event and its position on it: the events are split into chains
+    /// (paths that follow one parent link each, a session's `previous_event` first), so
+    /// that an event's ancestry is, per other chain, the furthest position it reaches.
+    chain: Vec<(u32, u32)>,
+    /// Per event, the furthest position reached on every other chain (sorted by chain). An
+    /// event whose only parent is its predecessor on its chain shares that one's clock.
+    clock: Vec<std::rc::Rc<Vec<(u32, u32)>>>,
 }
 
 impl<'a> Graph<'a> {
@@ -342,28 +347,87 @@ impl<'a> Graph<'a> {
             .enumerate()
             .map(|(i, e)| (e.id.as_str(), i))
             .collect();
-        let mut ancestors: Vec<BTreeSet<usize>> = Vec::with_capacity(events.len());
+        // Chains and clocks, in topological order (every parent is done before its child).
+        let mut chain: Vec<(u32, u32)> = Vec::with_capacity(events.len());
+        let mut clock: Vec<std::rc::Rc<Vec<(u32, u32)>>> = Vec::with_capacity(events.len());
+        let mut extended = vec![false; events.len()];
+        let mut chains = 0u32;
+        let empty = std::rc::Rc::new(Vec::new());
         for e in &events {
-            let mut set = BTreeSet::new();
-            for p in e.all_parents() {
-                if let Some(&pi) = index.get(p) {
-                    set.insert(pi);
-                    set.extend(ancestors[pi].iter().copied());
+            let parents: Vec<usize> = e
+                .all_parents()
+                .iter()
+                .filter_map(|p| index.get(p).copied())
+                .collect();
+            // Continue the chain of the previous event of the session, unless another event
+            // already did (a fork): then start a chain.
+            let pred = index
+                .get(e.previous_event.as_str())
+                .copied()
+                .filter(|&p| !extended[p]);
+            let (c, pos) = match pred {
+                Some(p) => {
+                    extended[p] = true;
+                    (chain[p].0, chain[p].1 + 1)
                 }
-            }
-            ancestors.push(set);
+                None => {
+                    chains += 1;
+                    (chains - 1, 0)
+                }
+            };
+            chain.push((c, pos));
+            let others: Vec<usize> = parents
+                .iter()
+                .copied()
+                .filter(|&p| Some(p) != pred)
+                .collect();
+            let ck = match (pred, others.is_empty()) {
+                (Some(p), true) => std::rc::Rc::clone(&clock[p]),
+                (None, true) => std::rc::Rc::clone(&empty),
+                _ => {
+                    let mut m: BTreeMap<u32, u32> = BTreeMap::new();
+                    let mut reach = |ch: u32, at: u32| {
+                        let v = m.entry(ch).or_insert(at);
+                        *v = (*v).max(at);
+                    };
+                    for &p in pred.iter().chain(others.iter()) {
+                        for &(ch, at) in clock[p].iter() {
+                            reach(ch, at);
+                        }
+                        reach(chain[p].0, chain[p].1);
+                    }
+                    m.remove(&c);
+                    std::rc::Rc::new(m.into_iter().collect())
+                }
+            };
+            clock.push(ck);
         }
         Graph {
             events,
             index,
-            ancestors,
+            chain,
+            clock,
         }
     }
 
     fn is_ancestor(&self, a: &str, d: &str) -> bool {
         match (self.index.get(a), self.index.get(d)) {
-            (Some(&ai), Some(&di)) => self.ancestors[di].contains(&ai),
+            (Some(&ai), Some(&di)) => self.is_ancestor_at(ai, di),
             _ => false,
+        }
+    }
+
+    /// Whether event `a` is reachable through parents from event `d` (both positions in
+    /// `events`).
+    fn is_ancestor_at(&self, a: usize, d: usize) -> bool {
+        let ((ca, pa), (cd, pd)) = (self.chain[a], self.chain[d]);
+        if ca == cd {
+            return pa < pd;
+        }
+        let ck = &self.clock[d];
+        match ck.binary_search_by_key(&ca, |&(c, _)| c) {
+            Ok(i) => ck[i].1 >= pa,
+            Err(_) => false,
         }
     }
 
@@ -545,11 +609,15 @@ pub fn reduce(store: &Store) -> State {
             live.push(c);
         }
         // Heads: transitions no other transition descends from.
-        let heads: Vec<&Event> = live
-            .iter()
-            .copied()
-            .filter(|a| !live.iter().any(|b| g.is_ancestor(&a.id, &b.id)))
-            .collect();
+        // Latest first: an event is a head unless it is an ancestor of a later head (an
+        // ancestor of any later live event is one of a head's, by transitivity).
+        let mut heads: Vec<&Event> = Vec::new();
+        for &a in live.iter().rev() {
+            if !heads.iter().any(|h| g.is_ancestor(&a.id, &h.id)) {
+                heads.push(a);
+            }
+        }
+        heads.reverse();
         if !live.is_empty() {
             tasks[i].attestations = live.iter().map(|e| e.id.clone()).collect();
         }

@@ -51,9 +51,9 @@ fn manifest(input: &str, files: &str) -> String {
     ) + "\n"
 }
 
-/// Write a receipt naming an artifact; its file name (its digest).
+/// A sealed verified_artifact receipt naming an evidence blob.
 fn artifact_receipt(path: &str, digest: &str, size: i64, availability: &str) -> String {
-    let dir_less = seal(&[
+    seal(&[
         ("small_version", q("2.0.0")),
         ("project_id", q(P)),
         ("receipt_id", q("receipt_art")),
@@ -62,8 +62,7 @@ fn artifact_receipt(path: &str, digest: &str, size: i64, availability: &str) -> 
         ("artifact_path", q(path)),
         ("artifact_digest", q(digest)),
         ("artifact_size", size.to_string()),
-    ]);
-    dir_less
+    ])
 }
 
 fn put_receipt(dir: &tempfile::TempDir, receipt: &str) -> std::path::PathBuf {
