@@ -1091,19 +1091,32 @@ mod tests {
 
     #[test]
     fn layers_follow_dependencies_and_survive_cycles() {
-        let doc = small_core::yaml::parse_str(
-            "tasks:\n  - {id: a}\n  - {id: b, dependencies: [a]}\n  - {id: c, dependencies: [b, a]}\n  - {id: x, dependencies: [y]}\n  - {id: y, dependencies: [x]}\n",
-            &small_core::yaml::Limits::default(),
-        )
-        .unwrap();
-        let idx = PlanIndex::from_plan(Some(&doc.root));
-        let pos: HashMap<&str, usize> = idx
-            .tasks
+        let task = |id: &str, deps: &[&str]| Task {
+            id: id.into(),
+            alias: String::new(),
+            title: id.into(),
+            description: String::new(),
+            status: "pending".into(),
+            revision: 0,
+            steps: Vec::new(),
+            acceptance: Vec::new(),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            evidence: Vec::new(),
+            attestations: Vec::new(),
+        };
+        let tasks = [
+            task("a", &[]),
+            task("b", &["a"]),
+            task("c", &["b", "a"]),
+            task("x", &["y"]),
+            task("y", &["x"]),
+        ];
+        let pos: HashMap<&str, usize> = tasks
             .iter()
             .enumerate()
             .map(|(i, t)| (t.id.as_str(), i))
             .collect();
-        let d = layers(&idx, &pos);
+        let d = layers(&tasks, &pos);
         assert_eq!(&d[..3], &[0, 1, 2]);
         assert!(d[3] <= 1 && d[4] <= 1);
     }
