@@ -312,3 +312,16 @@ mod tests {
         assert!(!decide_color(ColorChoice::Never, false, true));
     }
 }
+
+/// For the servers (`small serve`, `small ui`): a client that closes its connection
+/// mid-response must not end the server. hyper writes with `writev`, which raises SIGPIPE on
+/// a reset connection, and `main` restores SIGPIPE's default (exit) for the sake of pipes
+/// (`small status | head`); a server takes the write error instead.
+pub fn ignore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: changing a signal's disposition to "ignore" has no other effect on the program;
+    // stdout then reports a closed pipe as an error, which this module handles.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}

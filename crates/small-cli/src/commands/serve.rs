@@ -84,6 +84,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             shutdown_timeout: args.shutdown_timeout,
         },
     };
+    crate::output::ignore_sigpipe();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    ignore_sigpipe();
+    crate::output::ignore_sigpipe();
     small_server::init_logging(small_server::LogFormat::Text);
     let demo = if args.demo {
         let dir = tempfile::Builder::new()
@@ -83,18 +83,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     });
     drop(demo);
     result
-}
-
-/// A browser that closes a page mid-response must not end the server: hyper writes with
-/// `writev`, which raises SIGPIPE on a reset connection, and `main` restores SIGPIPE's default
-/// (exit) for the sake of pipes. A server takes the write error instead.
-fn ignore_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: changing a signal's disposition to "ignore" has no other effect on the program;
-    // stdout then reports a closed pipe as an error, which the output layer handles.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
 }
 
 /// Start the desktop's browser on `url`; a failure is a warning (the URL is printed anyway).
