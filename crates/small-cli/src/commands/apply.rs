@@ -215,38 +215,16 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         ));
         return Ok(());
     }
-    if args.auto_checkpoint
-        && args
-            .acceptance_evidence
-            .as_deref()
-            .unwrap_or("")
-            .trim()
-            .is_empty()
-    {
-        // Checked before the command runs: a task with acceptance criteria needs the
-        // caller's evidence.
-        let w = args.v2.open(root)?;
-        let t = w.task(args.task.as_deref().unwrap_or_default())?;
-        if !t.acceptance.is_empty() {
-            return Err(CliError::usage(format!(
-                "--auto-checkpoint requires --acceptance-evidence for task {}",
-                t.task.alias
-            )));
-        }
-    }
     let session = args.v2.session(root)?;
-    {
-        // Refuse before running anything when the session cannot record the run.
-        let w = args.v2.open(root)?;
-        if !w.active_sessions().contains(&session) {
-            return Err(CliError::invalid(format!(
-                "session {session} is not active; nothing was run"
-            )));
-        }
-        if let Some(t) = args.task.as_deref() {
-            w.task(t)?;
-        }
-    }
+    let req = write::ApplyRequest {
+        session: &session,
+        task: args.task.as_deref(),
+        auto_checkpoint: args.auto_checkpoint,
+        acceptance_evidence: args.acceptance_evidence.as_deref(),
+        handoff: args.handoff,
+    };
+    // Refuse before running anything; the lock is not held while the command runs.
+    write::apply_precheck(&mut args.v2.open(root)?, &req)?;
     let cache = root.join(".small-cache").join("commands");
     std::fs::create_dir_all(&cache)?;
     let spec = small_core::authoring::apply::RunSpec {
@@ -265,40 +243,8 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         output,
     };
     let mut w = args.v2.open(root)?;
-    let (e, receipt) = write::record_command(&mut w, &session, args.task.as_deref(), &run)
-        .map_err(|err| {
-            CliError::invalid(format!(
-                "the command ran (exit code {code}) but its evidence was not recorded; it was not retried: {}",
-                err.message()
-            ))
-        })?;
-    let mut checkpointed = false;
-    if args.auto_checkpoint {
-        let evidence = args
-            .acceptance_evidence
-            .clone()
-            .filter(|x| !x.trim().is_empty())
-            .unwrap_or_else(|| {
-                format!("Explicit acceptance of captured command result exit_code={code}")
-            });
-        let status = if code == 0 { "completed" } else { "blocked" };
-        write::checkpoint(
-            &mut w,
-            &session,
-            args.task.as_deref().unwrap_or_default(),
-            status,
-            &evidence,
-            "small apply --auto-checkpoint",
-        )?;
-        checkpointed = true;
-    }
-    if args.handoff && code == 0 {
-        write::handoff(
-            &mut w,
-            &session,
-            &format!("Command completed successfully: {}", command.trim()),
-        )?;
-    }
+    let out = write::apply_record(&mut w, &req, &run)?;
+    let (e, receipt, checkpointed) = (out.event, out.receipt, out.checkpointed);
     let task_id = e.draft.task_id.clone();
     if args.json {
         v2w::print(&GoValue::map(vec![

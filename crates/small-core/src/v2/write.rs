@@ -880,6 +880,105 @@ fn cut(s: &str, max: usize) -> (String, bool) {
     (s[..end].to_string(), true)
 }
 
+/// What `apply` is asked to record besides the command.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyRequest<'a> {
+    pub session: &'a str,
+    pub task: Option<&'a str>,
+    /// Checkpoint the task after the run: `completed` on exit 0, else `blocked`.
+    pub auto_checkpoint: bool,
+    /// The caller's acceptance evidence for that checkpoint.
+    pub acceptance_evidence: Option<&'a str>,
+    /// Record a handoff after a successful run.
+    pub handoff: bool,
+}
+
+impl ApplyRequest<'_> {
+    fn acceptance(&self) -> Option<&str> {
+        self.acceptance_evidence
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+    }
+}
+
+/// What `apply` recorded.
+#[derive(Debug, Clone)]
+pub struct ApplyOutcome {
+    pub event: Written,
+    pub receipt: WrittenReceipt,
+    pub checkpointed: bool,
+}
+
+/// Before `apply` runs anything: refuse what the session could not record afterwards (the
+/// session is not active, the task does not exist, an automatic checkpoint of a task with
+/// acceptance criteria without the caller's acceptance evidence).
+pub fn apply_precheck(w: &mut Writer, req: &ApplyRequest) -> Result<()> {
+    w.fresh()?;
+    if req.auto_checkpoint && req.acceptance().is_none() {
+        let t = w.task(req.task.unwrap_or_default())?;
+        if !t.acceptance.is_empty() {
+            return Err(usage(format!(
+                "--auto-checkpoint requires --acceptance-evidence for task {}",
+                t.task.alias
+            )));
+        }
+    }
+    if !w.active_sessions().iter().any(|s| s == req.session) {
+        return Err(refused(
+            code::SESSION_STATE,
+            format!("session {} is not active; nothing was run", req.session),
+        ));
+    }
+    if let Some(t) = req.task {
+        w.task(t)?;
+    }
+    Ok(())
+}
+
+/// After `apply` ran the command: record it ([`record_command`]; a failure says the command
+/// ran and was not retried), then the automatic checkpoint and the handoff asked for.
+pub fn apply_record(w: &mut Writer, req: &ApplyRequest, run: &CommandRun) -> Result<ApplyOutcome> {
+    let (event, receipt) = record_command(w, req.session, req.task, run).map_err(|err| {
+        refused(
+            err.code(),
+            format!(
+                "the command ran (exit code {}) but its evidence was not recorded; it was not retried: {}",
+                run.exit_code,
+                err.message()
+            ),
+        )
+    })?;
+    let ok = run.exit_code == 0;
+    if req.auto_checkpoint {
+        let evidence = req.acceptance().map(str::to_string).unwrap_or_else(|| {
+            format!(
+                "Explicit acceptance of captured command result exit_code={}",
+                run.exit_code
+            )
+        });
+        checkpoint(
+            w,
+            req.session,
+            req.task.unwrap_or_default(),
+            if ok { "completed" } else { "blocked" },
+            &evidence,
+            "small apply --auto-checkpoint",
+        )?;
+    }
+    if req.handoff && ok {
+        handoff(
+            w,
+            req.session,
+            &format!("Command completed successfully: {}", run.command.trim()),
+        )?;
+    }
+    Ok(ApplyOutcome {
+        event,
+        receipt,
+        checkpointed: req.auto_checkpoint,
+    })
+}
+
 /// Record a command `apply` ran: a `cli_captured` receipt (exit code, bounded output), the
 /// command text in `.small-cache/commands/<sha256>.txt`, and a `command_recorded` event.
 pub fn record_command(

@@ -462,3 +462,62 @@ fn evidence_over_a_record_size_saves_twice_and_verifies() {
     let e = save_evidence(&mut w, &root.join("link.log"), "task-1", "", "").unwrap_err();
     assert_eq!(e.code(), code::EVIDENCE);
 }
+
+#[test]
+fn apply_refuses_before_the_run_and_records_checkpoint_and_handoff_after() {
+    let Some(d) = case("wf-single-session") else {
+        return;
+    };
+    let root = d.path();
+    let mut w = open(root);
+    let mut req = ApplyRequest {
+        session: "session_none",
+        task: Some("token-polling"),
+        ..Default::default()
+    };
+    let e = apply_precheck(&mut w, &req).unwrap_err();
+    assert_eq!(e.code(), code::SESSION_STATE, "{}", e.message());
+    let sid = start_session(&mut w, &StartRequest::default())
+        .unwrap()
+        .session
+        .session_id;
+    req.session = &sid;
+    req.task = Some("no-such-task");
+    assert!(apply_precheck(&mut w, &req).is_err());
+    req.task = Some("token-polling");
+    req.auto_checkpoint = true;
+    req.handoff = true;
+    apply_precheck(&mut w, &req).unwrap();
+    let run = |exit_code| CommandRun {
+        command: "cargo test".into(),
+        exit_code,
+        output: b"ok\n".to_vec(),
+    };
+    let out = apply_record(&mut w, &req, &run(1)).unwrap();
+    assert!(out.checkpointed);
+    w.refresh().unwrap();
+    let status = |w: &Writer| {
+        w.state
+            .tasks
+            .iter()
+            .find(|t| t.alias == "token-polling")
+            .unwrap()
+            .status
+            .clone()
+    };
+    assert_eq!(status(&w), "blocked", "a failed run blocks the task");
+    let handoffs = |w: &Writer| {
+        w.state
+            .timeline
+            .iter()
+            .filter(|e| e.kind == "handoff_recorded")
+            .count()
+    };
+    let before = handoffs(&w);
+    apply_record(&mut w, &req, &run(0)).unwrap();
+    w.refresh().unwrap();
+    assert_eq!(status(&w), "completed");
+    assert_eq!(handoffs(&w), before + 1, "a successful run hands off");
+    drop(w);
+    assert_eq!(strict_errors(root), Vec::<String>::new());
+}
