@@ -230,21 +230,16 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
 /// The strict verdict of a 2.0.0 workspace, from the checks its state was loaded with:
 /// damaged records, a broken event graph and unresolved conflicts fail it.
 fn v2_verdict(st: &crate::state::ProjectState) -> GateVerdict {
-    let conflicts = st.sessions.as_ref().map_or(&[][..], |s| &s.conflicts[..]);
-    let errors: Vec<String> = st
-        .record_problems
+    let findings = st.sessions.as_ref().map_or(&[][..], |s| &s.findings[..]);
+    let errors: Vec<String> = findings
         .iter()
+        .filter(|d| d.is_error())
         .map(|d| format!("{}: {}", d.code, d.message))
-        .chain(
-            conflicts
-                .iter()
-                .map(|c| format!("V2-CONFLICT: {} conflict: {} ({})", c.kind, c.message, c.id)),
-        )
         .collect();
     GateVerdict {
         status: if errors.is_empty() { "pass" } else { "fail" }.into(),
         errors: errors.len(),
-        warnings: 0,
+        warnings: findings.len() - errors.len(),
         first_errors: errors.into_iter().take(3).collect(),
         source: "checked now".into(),
     }

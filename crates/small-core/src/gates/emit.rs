@@ -414,8 +414,8 @@ fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
     }
     let mut verdict = None;
     if req.check || has(Section::Enforcement) {
-        let c = crate::v2::check(&loc.root, &loc.small_dir);
-        let (enforcement, v) = enforcement_of(report::v2_check_report(&c.diagnostics));
+        let findings = st.sessions.as_ref().map_or(&[][..], |s| &s.findings[..]);
+        let (enforcement, v) = enforcement_of(report::v2_check_report(findings));
         out.insert("enforcement".into(), enforcement);
         verdict = req.check.then_some(v);
     }

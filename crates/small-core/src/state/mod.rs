@@ -140,6 +140,10 @@ pub struct Sessions {
     pub conflicts: Vec<Conflict>,
     /// How many events were folded.
     pub events: usize,
+    /// Every finding of the 2.0.0 checks the state was loaded with (records, graph and
+    /// state stages): the strict verdict without reading the records again.
+    #[serde(skip)]
+    pub findings: Vec<Diagnostic>,
 }
 
 /// The state of one workspace (see the module documentation).

@@ -6,26 +6,25 @@ use std::path::Path;
 
 use crate::gates::status::{PlanStatus, PlanTaskLine, Status, StatusOptions, KNOWN_STATUSES};
 use crate::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
+use crate::spec::queue;
 use crate::state::{self, LoadOptions, ProjectState, Task};
 use crate::yaml::Node;
 
 /// The plan summary of `tasks`, with at most `next` next actionable tasks.
-pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
-    let tasks = st.tasks.as_deref()?;
+pub fn plan_summary(tasks: &[Task], next: usize) -> PlanStatus {
     let mut by: BTreeMap<String, usize> =
         KNOWN_STATUSES.iter().map(|s| (s.to_string(), 0)).collect();
     for t in tasks {
         *by.entry(t.status.clone()).or_insert(0) += 1;
     }
-    Some(PlanStatus {
+    PlanStatus {
         total_tasks: tasks.len(),
         tasks_by_status: by,
-        next_actionable: st
-            .next_actionable(next)
+        next_actionable: queue::next_actionable(tasks, next)
             .into_iter()
             .map(|t| t.name().to_string())
             .collect(),
-        first_incomplete: st.preferred_task().map(|t| t.name().to_string()),
+        first_incomplete: queue::preferred(tasks).map(|t| t.name().to_string()),
         tasks: tasks
             .iter()
             .map(|t| PlanTaskLine {
@@ -34,20 +33,17 @@ pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
                 status: t.status.clone(),
             })
             .collect(),
-    })
+    }
+}
+
+/// The plan summary of a state (`None`: no plan).
+pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
+    st.tasks.as_deref().map(|t| plan_summary(t, next))
 }
 
 /// The plan summary of a parsed v1 plan document (`None`: no plan).
 pub fn plan_status_of(plan: Option<&Node>, next: usize) -> PlanStatus {
-    let st = ProjectState::of_tasks(plan.map(state::v1::tasks).unwrap_or_default());
-    // `of_tasks` always holds a task list, so there is a summary.
-    plan_status(&st, next).unwrap_or(PlanStatus {
-        total_tasks: 0,
-        tasks_by_status: BTreeMap::new(),
-        next_actionable: Vec::new(),
-        first_incomplete: None,
-        tasks: Vec::new(),
-    })
+    plan_summary(&plan.map(state::v1::tasks).unwrap_or_default(), next)
 }
 
 /// The status of the v1 workspace whose `.small/` directory is `small_dir`.
@@ -92,27 +88,5 @@ pub fn from_state(st: &ProjectState, opts: StatusOptions) -> Status {
         current_task,
         recent_progress: st.recent.clone(),
         problems: st.problems.clone(),
-    }
-}
-
-impl ProjectState {
-    /// A state holding only `tasks` (for summaries of a plan document).
-    fn of_tasks(tasks: Vec<Task>) -> ProjectState {
-        ProjectState {
-            profile: state::ProfileName::V1,
-            root: Default::default(),
-            small_dir: Default::default(),
-            small_dir_exists: true,
-            artifacts: Default::default(),
-            intent: None,
-            constraints: Vec::new(),
-            tasks: Some(tasks),
-            handoff: None,
-            run_replay_id: None,
-            recent: Vec::new(),
-            sessions: None,
-            problems: Vec::new(),
-            record_problems: Vec::new(),
-        }
     }
 }

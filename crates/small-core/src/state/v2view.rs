@@ -105,6 +105,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
         receipts: s.receipts,
         conflicts: s.conflicts,
         events: store.events.len(),
+        findings: checked.diagnostics,
     });
 }
 
