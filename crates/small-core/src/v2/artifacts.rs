@@ -49,45 +49,6 @@ enum Hashed {
 }
 
 impl Loader<'_> {
-    /// The entries of `dir` (name, path, type), sorted; `None` (reported) when `dir` is not a
-    /// readable directory; `Some(empty)` when it is absent.
-    fn entries(&mut self, dir: &Path) -> Option<Vec<(String, PathBuf, std::fs::FileType)>> {
-        match std::fs::symlink_metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
-            Err(e) => {
-                self.io(dir, &e);
-                return None;
-            }
-            Ok(m) if m.file_type().is_symlink() => {
-                self.symlink(dir);
-                return None;
-            }
-            Ok(m) if !m.is_dir() => {
-                let d = Diagnostic::error("V2-NOT-FILE", "expected a directory here")
-                    .in_file(self.rel(dir))
-                    .with_help("remove this entry; the profile keeps a directory of this name");
-                self.push(d);
-                return None;
-            }
-            Ok(_) => {}
-        }
-        let mut out: Vec<_> = match std::fs::read_dir(dir) {
-            Ok(rd) => rd
-                .filter_map(Result::ok)
-                .filter_map(|e| {
-                    let ty = e.file_type().ok()?;
-                    Some((e.file_name().to_string_lossy().into_owned(), e.path(), ty))
-                })
-                .collect(),
-            Err(e) => {
-                self.io(dir, &e);
-                return None;
-            }
-        };
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Some(out)
-    }
-
     fn stray(&mut self, p: &Path, what: &str) {
         let d = Diagnostic::error("V2-STRAY", format!("unexpected entry: {what}"))
             .in_file(self.rel(p))

@@ -386,41 +386,55 @@ impl Loader<'_> {
         }
     }
 
+    /// The entries of `dir` (name, path, type), sorted, never following a link; `None`
+    /// (reported) when `dir` is a link or not a readable directory; `Some(empty)` when it is
+    /// absent. Every walk of the profile's directories starts here.
+    pub(super) fn entries(
+        &mut self,
+        dir: &Path,
+    ) -> Option<Vec<(String, PathBuf, std::fs::FileType)>> {
+        match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
+            Err(e) => {
+                self.io(dir, &e);
+                return None;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                self.symlink(dir);
+                return None;
+            }
+            Ok(m) if !m.is_dir() => {
+                let d = Diagnostic::error("V2-NOT-FILE", "expected a directory here")
+                    .in_file(self.rel(dir))
+                    .with_help("remove this entry; the profile keeps a directory of this name");
+                self.push(d);
+                return None;
+            }
+            Ok(_) => {}
+        }
+        let mut out: Vec<_> = match std::fs::read_dir(dir) {
+            Ok(rd) => rd
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let ty = e.file_type().ok()?;
+                    Some((e.file_name().to_string_lossy().into_owned(), e.path(), ty))
+                })
+                .collect(),
+            Err(e) => {
+                self.io(dir, &e);
+                return None;
+            }
+        };
+        // By path: within one directory, by the name's bytes.
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        Some(out)
+    }
+
     /// Every `*.json` file `depth` levels below `dir` (1: its files, 2: files of its
     /// subdirectories), in name order. Anything else there is reported.
     fn json_files(&mut self, dir: &Path, depth: u32) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        match std::fs::symlink_metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
-            Err(e) => {
-                self.io(dir, &e);
-                return out;
-            }
-            Ok(m) if m.file_type().is_symlink() => {
-                self.symlink(dir);
-                return out;
-            }
-            Ok(m) if !m.is_dir() => {
-                let d = Diagnostic::error("V2-NOT-FILE", "expected a directory of records")
-                    .in_file(self.rel(dir))
-                    .with_help("remove this entry; records live in a directory of this name");
-                self.push(d);
-                return out;
-            }
-            Ok(_) => {}
-        }
-        let mut entries: Vec<(PathBuf, std::fs::FileType)> = match std::fs::read_dir(dir) {
-            Ok(rd) => rd
-                .filter_map(Result::ok)
-                .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
-                .collect(),
-            Err(e) => {
-                self.io(dir, &e);
-                return out;
-            }
-        };
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        for (path, ty) in entries {
+        for (_, path, ty) in self.entries(dir).unwrap_or_default() {
             if ty.is_symlink() {
                 self.symlink(&path);
             } else if depth > 1 && ty.is_dir() {
