@@ -253,23 +253,35 @@ pub fn handoff(bytes: Option<&[u8]>) -> LegacyHandoff {
     out
 }
 
-/// The entries of progress.small.yml that have an entry's shape (a mapping, or null).
-pub fn progress_entries(bytes: Option<&[u8]>) -> Vec<LegacyEntry> {
-    let Some(doc) = bytes.and_then(|b| parse(b).ok()) else {
-        return Vec::new();
-    };
-    let Value::Map(entries) = &doc.root.value else {
-        return Vec::new();
-    };
-    let Some(list) = entries.iter().find(|e| e.key == "entries") else {
-        return Vec::new();
-    };
-    let Value::Seq(items) = &list.value.value else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .filter_map(|item| match &item.value {
+/// progress.small.yml, parsed once; its entries are converted one at a time, so that a long
+/// log is never held twice (as YAML nodes and as values) in memory.
+pub struct Progress(Option<Document>);
+
+/// Parse progress.small.yml (an unreadable or missing log has no entries).
+pub fn progress(bytes: Option<&[u8]>) -> Progress {
+    Progress(bytes.and_then(|b| parse(b).ok()))
+}
+
+impl Progress {
+    fn items(&self) -> &[Node] {
+        let Some(doc) = &self.0 else {
+            return &[];
+        };
+        let Value::Map(entries) = &doc.root.value else {
+            return &[];
+        };
+        let Some(list) = entries.iter().find(|e| e.key == "entries") else {
+            return &[];
+        };
+        match &list.value.value {
+            Value::Seq(items) => items,
+            _ => &[],
+        }
+    }
+
+    /// The entries that have an entry's shape (a mapping, or null), in order.
+    pub fn entries(&self) -> impl Iterator<Item = LegacyEntry> + '_ {
+        self.items().iter().filter_map(|item| match &item.value {
             Value::Null => Some(None),
             Value::Map(fields) => Some(Some(
                 fields
@@ -279,7 +291,12 @@ pub fn progress_entries(bytes: Option<&[u8]>) -> Vec<LegacyEntry> {
             )),
             _ => None,
         })
-        .collect()
+    }
+}
+
+/// The entries of progress.small.yml that have an entry's shape (a mapping, or null).
+pub fn progress_entries(bytes: Option<&[u8]>) -> Vec<LegacyEntry> {
+    progress(bytes).entries().collect()
 }
 
 /// A member of an entry as text (trimmed; empty when absent or null).

@@ -394,10 +394,13 @@ fn plan_for(tree: &LegacyTree, namespace: &str) -> Result<Plan, MigrateError> {
 
 /// The migrated tree, in memory: files relative to `.small/`, and its frontier.
 struct Built {
-    files: Vec<(String, Vec<u8>)>,
     frontier: String,
     event_count: usize,
 }
+
+/// Where [`build`] puts each file of the migrated tree (path relative to `.small/`, bytes)
+/// as soon as it is made, so that the tree is never held in memory whole.
+type Sink<'a> = &'a mut dyn FnMut(String, Vec<u8>) -> Result<(), MigrateError>;
 
 /// A record as the reference writes it (see [`crate::v2::record`]): sealed with its digest
 /// (sessions, events) or not (profile, manifest).
@@ -413,12 +416,15 @@ fn sealed(
     out.map_err(|e| MigrateError::Refused(format!("candidate validation: {e}")))
 }
 
-fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, MigrateError> {
+fn build(
+    plan: &Plan,
+    contents: &BTreeMap<String, Vec<u8>>,
+    files: Sink<'_>,
+) -> Result<Built, MigrateError> {
     let s = |v: &str| GoValue::str(v);
     let ns = plan.namespace.as_str();
     let import = plan.import_id.as_str();
     let digest = plan.expected_input_digest.as_str();
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
 
     let material = |name: &str| {
         contents
@@ -439,15 +445,15 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
         ),
     ];
     profile.push(("import_id".into(), s(import)));
-    files.push(("profile.json".into(), sealed(profile, false)?.0));
+    files("profile.json".into(), sealed(profile, false)?.0)?;
     for name in ["intent.small.yml", "constraints.small.yml"] {
         if let Some(data) = contents.get(name) {
-            files.push((format!("policy/{name}"), data.clone()));
+            files(format!("policy/{name}"), data.clone())?;
         }
     }
     let import_dir = format!("imports/v1/{import}");
     for (path, data) in contents {
-        files.push((format!("{import_dir}/originals/{path}"), data.clone()));
+        files(format!("{import_dir}/originals/{path}"), data.clone())?;
     }
     let handoff = legacy::handoff(contents.get("handoff.small.yml").map(Vec::as_slice));
     let replay = handoff.replay_id.trim().to_string();
@@ -462,10 +468,10 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
     }
     manifest.push(("files".into(), files_value(&plan.files)));
     manifest.push(("tasks".into(), tasks_value(&plan.tasks)));
-    files.push((
+    files(
         format!("{import_dir}/manifest.json"),
         sealed(manifest, false)?.0,
-    ));
+    )?;
 
     let session_id = stable_id("session", &[ns, import, "v1-import"]);
     let session = vec![
@@ -478,17 +484,17 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
         ("tool_version".into(), s("small-migrate")),
         ("created_at".into(), s(EPOCH)),
     ];
-    files.push((
+    files(
         format!("sessions/{session_id}.json"),
         sealed(session, true)?.0,
-    ));
+    )?;
 
     let mut events = Events {
         plan,
         session_id: &session_id,
         previous: String::new(),
         heads: Vec::new(),
-        files: &mut files,
+        files,
     };
     events.push(
         "session_started",
@@ -533,10 +539,10 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
             ],
         )?;
     }
-    let entries = legacy::progress_entries(contents.get("progress.small.yml").map(Vec::as_slice));
+    let progress = legacy::progress(contents.get("progress.small.yml").map(Vec::as_slice));
     let mut last_status: std::collections::HashMap<String, String> = Default::default();
-    for (i, entry) in entries.iter().enumerate() {
-        let legacy_id = legacy::entry_text(entry, "task_id");
+    for (i, entry) in progress.entries().enumerate() {
+        let legacy_id = legacy::entry_text(&entry, "task_id");
         let task_id = match mappings.get(&legacy_id).filter(|t| !t.is_empty()) {
             Some(t) => t.clone(),
             None => {
@@ -554,15 +560,15 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
                 t
             }
         };
-        let status = legacy::entry_text(entry, "status");
-        let mut occurrence = legacy::entry_text(entry, "timestamp");
+        let status = legacy::entry_text(&entry, "status");
+        let mut occurrence = legacy::entry_text(&entry, "timestamp");
         if occurrence.is_empty() {
             occurrence = format!("legacy-progress-{i:06}");
         }
         if !status.is_empty() {
             let legacy_entry = match entry {
                 None => GoValue::Null,
-                Some(members) => GoValue::map(members.clone()),
+                Some(members) => GoValue::map(members),
             };
             if let Some(n) = legacy_entry.first_non_integer() {
                 return Err(MigrateError::Refused(format!(
@@ -625,7 +631,6 @@ fn build(plan: &Plan, contents: &BTreeMap<String, Vec<u8>>) -> Result<Built, Mig
     let frontier = frontier_of(&events.heads);
     let event_count = events.heads.len();
     Ok(Built {
-        files,
         frontier,
         event_count,
     })
@@ -641,7 +646,7 @@ struct Events<'a> {
     previous: String,
     /// Every event written: (event id, digest).
     heads: Vec<(String, String)>,
-    files: &'a mut Vec<(String, Vec<u8>)>,
+    files: Sink<'a>,
 }
 
 impl Events<'_> {
@@ -676,10 +681,8 @@ impl Events<'_> {
             project_id: p.project_id.clone(),
             lineage_id: p.lineage_id.clone(),
         };
-        let m = draft.members(&ids);
-        let (bytes, digest) = sealed(m, true)?;
-        self.files
-            .push((format!("events/{}/{id}.json", self.session_id), bytes));
+        let (bytes, digest) = sealed(draft.into_members(&ids), true)?;
+        (self.files)(format!("events/{}/{id}.json", self.session_id), bytes)?;
         self.heads.push((id.clone(), digest));
         self.previous = id;
         Ok(())
@@ -695,8 +698,8 @@ pub fn preview(root: &Path, namespace: &str) -> Result<Plan, MigrateError> {
     }
     let tree = read_legacy_tree(root)?;
     let plan = plan_for(&tree, namespace)?;
-    // Refuse now what apply would refuse.
-    build(&plan, &tree.contents)?;
+    // Refuse now what apply would refuse (the records are made and dropped).
+    build(&plan, &tree.contents, &mut |_, _| Ok(()))?;
     Ok(plan)
 }
 
@@ -723,72 +726,110 @@ fn write_file_synced(path: &Path, data: &[u8]) -> Result<(), MigrateError> {
         .map_err(|e| io_err("cannot write", path, &e))
 }
 
-/// Write the candidate tree: its directories once each, its files on two threads, and then
-/// one `syncfs` for all of them (file data and directory entries alike) instead of an
-/// `fsync` per file, which cost a disk flush per event. Nothing points at the candidate
-/// until the journal says `prepared`, which is written after this returns.
-fn write_candidate(candidate: &Path, files: &[(String, Vec<u8>)]) -> Result<(), MigrateError> {
-    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
-    for (rel, _) in files {
-        if let Some(parent) = candidate.join(rel).parent() {
-            dirs.insert(parent.to_path_buf());
+/// Build the migrated tree and write it as the candidate at `candidate`: the records are
+/// made on this thread and written on a second one as they come (through a short queue, so
+/// the tree is never in memory whole), each directory created once; then one `syncfs`
+/// makes all of it durable (file data and directory entries alike) instead of an `fsync`
+/// per file, which cost a disk flush per event. Nothing points at the candidate until the
+/// journal says `prepared`, which is written after this returns.
+fn write_candidate(
+    candidate: &Path,
+    plan: &Plan,
+    contents: &BTreeMap<String, Vec<u8>>,
+) -> Result<Built, MigrateError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(256);
+    let (built, writer) = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut writer = CandidateWriter::new(candidate);
+            for (rel, data) in rx {
+                writer.write(&rel, &data)?;
+            }
+            Ok::<_, MigrateError>(writer)
+        });
+        match spawned {
+            Ok(handle) => {
+                let built = build(plan, contents, &mut |rel, data| {
+                    tx.send((rel, data))
+                        .map_err(|_| MigrateError::Io("the candidate writer stopped".into()))
+                });
+                drop(tx);
+                let writer = handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                // (A write error stops the writer, and then the builder: the `?` above
+                // reports the cause.)
+                Ok::<_, MigrateError>((built?, writer))
+            }
+            // No second thread: write each file as it is made.
+            Err(_) => {
+                let mut writer = CandidateWriter::new(candidate);
+                let built = build(plan, contents, &mut |rel, data| writer.write(&rel, &data))?;
+                Ok((built, writer))
+            }
         }
-    }
-    for dir in &dirs {
-        std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
-    }
-    let write = |part: &[(String, Vec<u8>)]| -> Result<(), MigrateError> {
-        for (rel, data) in part {
-            let path = candidate.join(rel);
-            std::fs::write(&path, data).map_err(|e| io_err("cannot write", &path, &e))?;
-        }
-        Ok(())
-    };
-    let (first, second) = files.split_at(files.len() / 2);
-    std::thread::scope(|scope| {
-        let other = crate::par::spawn(scope, || write(second));
-        let mine = write(first);
-        let theirs = other
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        mine.and(theirs)
     })?;
-    sync_tree(candidate, &dirs, files)
+    writer.sync()?;
+    Ok(built)
 }
 
-/// Make the files and directories just written durable.
-#[cfg(target_os = "linux")]
-fn sync_tree(
-    candidate: &Path,
-    _dirs: &BTreeSet<PathBuf>,
-    _files: &[(String, Vec<u8>)],
-) -> Result<(), MigrateError> {
-    use std::os::fd::AsRawFd;
-    let d = std::fs::File::open(candidate).map_err(|e| io_err("cannot open", candidate, &e))?;
-    // SAFETY: syncfs takes an open descriptor, which `d` holds for the call.
-    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(io_err("cannot sync", candidate, &e));
+/// Writes the files of a candidate tree, creating each directory once.
+struct CandidateWriter<'a> {
+    root: &'a Path,
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl<'a> CandidateWriter<'a> {
+    fn new(root: &'a Path) -> Self {
+        CandidateWriter {
+            root,
+            dirs: BTreeSet::new(),
+        }
     }
-    Ok(())
+
+    fn write(&mut self, rel: &str, data: &[u8]) -> Result<(), MigrateError> {
+        let path = self.root.join(rel);
+        if let Some(parent) = path.parent() {
+            if !self.dirs.contains(parent) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_err("cannot create", parent, &e))?;
+                self.dirs.insert(parent.to_path_buf());
+            }
+        }
+        write_new_file(&path, data)
+    }
+
+    /// Make the files and directories written durable.
+    #[cfg(target_os = "linux")]
+    fn sync(&self) -> Result<(), MigrateError> {
+        use std::os::fd::AsRawFd;
+        let d = std::fs::File::open(self.root)
+            .map_err(|e| io_err("cannot open", self.root, &e))?;
+        // SAFETY: syncfs takes an open descriptor, which `d` holds for the call.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(io_err("cannot sync", self.root, &e));
+        }
+        Ok(())
+    }
+
+    /// Make the files and directories written durable (each file was synced as written).
+    #[cfg(not(target_os = "linux"))]
+    fn sync(&self) -> Result<(), MigrateError> {
+        for dir in &self.dirs {
+            sync_dir(dir);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn write_new_file(path: &Path, data: &[u8]) -> Result<(), MigrateError> {
+    std::fs::write(path, data).map_err(|e| io_err("cannot write", path, &e))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn sync_tree(
-    candidate: &Path,
-    dirs: &BTreeSet<PathBuf>,
-    files: &[(String, Vec<u8>)],
-) -> Result<(), MigrateError> {
-    for (rel, _) in files {
-        let path = candidate.join(rel);
-        std::fs::File::open(&path)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| io_err("cannot sync", &path, &e))?;
-    }
-    for dir in dirs {
-        sync_dir(dir);
-    }
-    Ok(())
+fn write_new_file(path: &Path, data: &[u8]) -> Result<(), MigrateError> {
+    write_file_synced(path, data)
 }
 
 fn sync_dir(dir: &Path) {
@@ -996,7 +1037,6 @@ fn apply_locked(root: &Path, plan: &Plan) -> Result<Outcome, MigrateError> {
             actual: tree.digest,
         });
     }
-    let built = build(plan, &tree.contents)?;
     let mig = migrations_dir(root).join(&plan.import_id);
     // A journal of an earlier attempt that stopped before moving the v1 tree (recovery
     // left it, the v1 tree being in place) no longer describes the candidate.
@@ -1011,7 +1051,15 @@ fn apply_locked(root: &Path, plan: &Plan) -> Result<Outcome, MigrateError> {
             .map_err(|e| io_err("cannot remove", &candidate_root, &e))?;
     }
     let candidate = candidate_root.join(".small");
-    write_candidate(&candidate, &built.files)?;
+    let built = match write_candidate(&candidate, plan, &tree.contents) {
+        Ok(built) => built,
+        Err(e) => {
+            // A refused or failed candidate is not left behind.
+            let _ = std::fs::remove_dir_all(&candidate_root);
+            return Err(e);
+        }
+    };
+    drop(tree);
     let again = read_legacy_tree(root)?;
     if again.digest != plan.expected_input_digest {
         return Err(MigrateError::Stale {

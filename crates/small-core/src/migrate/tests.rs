@@ -87,11 +87,8 @@ fn recover_finishes_a_swap_interrupted_between_the_renames() {
     apply(reference.path(), &plan, &plan.expected_input_digest).expect("apply");
     // Interrupted after the v1 tree was moved aside: the candidate is complete.
     let tree = read_legacy_tree(ws.path()).expect("tree");
-    let built = build(&plan, &tree.contents).expect("build");
     let mig = migrations_dir(ws.path()).join(&plan.import_id);
-    for (rel, data) in &built.files {
-        write_file_synced(&mig.join("candidate/.small").join(rel), data).expect("write");
-    }
+    write_candidate(&mig.join("candidate/.small"), &plan, &tree.contents).expect("write");
     write_journal(&mig, &plan.import_id, "prepared").expect("journal");
     std::fs::rename(ws.path().join(".small"), mig.join("legacy.small")).expect("move");
     let r = recover(ws.path()).expect("recover");
@@ -99,4 +96,27 @@ fn recover_finishes_a_swap_interrupted_between_the_renames() {
     assert_eq!(current_import(ws.path()), Some(plan.import_id.clone()));
     let again = apply(ws.path(), &plan, &plan.expected_input_digest).expect("again");
     assert!(again.idempotent);
+}
+
+#[test]
+fn an_apply_refused_while_building_leaves_no_candidate() {
+    let ws = workspace(&[
+        ("plan.small.yml", PLAN),
+        (
+            "progress.small.yml",
+            "entries:\n  - task_id: a\n    status: completed\n    score: 0.5\n",
+        ),
+    ]);
+    // Preview refuses it; a plan made by hand for the same inputs is refused by apply too.
+    assert!(matches!(
+        preview(ws.path(), "ns"),
+        Err(MigrateError::Refused(_))
+    ));
+    let tree = read_legacy_tree(ws.path()).expect("tree");
+    let plan = plan_for(&tree, "ns").expect("plan");
+    let err = apply(ws.path(), &plan, &plan.expected_input_digest).unwrap_err();
+    assert!(err.to_string().contains("non-integer"), "{err}");
+    let mig = migrations_dir(ws.path()).join(&plan.import_id);
+    assert!(!mig.join("candidate").exists());
+    assert!(ws.path().join(".small/progress.small.yml").is_file());
 }

@@ -21,19 +21,31 @@ pub struct TooLarge(pub usize);
 /// Members of a JSON object, in order.
 pub type Members = Vec<(String, GoValue)>;
 
-fn checked(text: String) -> Result<Vec<u8>, TooLarge> {
+fn checked(mut text: String) -> Result<Vec<u8>, TooLarge> {
     if text.len() as u64 > MAX_RECORD_BYTES {
         return Err(TooLarge(text.len()));
     }
-    Ok(format!("{text}\n").into_bytes())
+    text.push('\n');
+    Ok(text.into_bytes())
 }
 
 /// The record's bytes with its `digest` member appended, and that digest.
-pub fn seal(mut members: Members) -> Result<(Vec<u8>, String), TooLarge> {
-    let body = gojson::compact(&GoValue::Obj(members.clone()));
-    let digest = sha256_hex(body.as_bytes());
-    members.push(("digest".into(), GoValue::str(&digest)));
-    Ok((checked(gojson::compact(&GoValue::Obj(members)))?, digest))
+///
+/// The compact JSON without the digest is encoded once: the sealed record is those bytes
+/// with `,"digest":"…"` put before the closing brace (a digest is hex, so it needs no
+/// escaping).
+pub fn seal(members: Members) -> Result<(Vec<u8>, String), TooLarge> {
+    let mut text = String::with_capacity(512);
+    gojson::write_compact(&mut text, &GoValue::Obj(members));
+    let digest = sha256_hex(text.as_bytes());
+    text.pop(); // the closing brace
+    if text.len() > 1 {
+        text.push(',');
+    }
+    text.push_str("\"digest\":\"");
+    text.push_str(&digest);
+    text.push_str("\"}");
+    Ok((checked(text)?, digest))
 }
 
 /// A record without a digest member (`profile.json`, a manifest): its bytes, and the
@@ -135,6 +147,21 @@ fn push_str(m: &mut Members, key: &str, v: &str) {
 impl EventDraft {
     /// The members in the reference's order (without `digest`).
     pub fn members(&self, ids: &Ids) -> Members {
+        let mut m = self.head(ids);
+        m.push(("payload".into(), GoValue::map(self.payload.clone())));
+        m
+    }
+
+    /// [`EventDraft::members`], moving the payload instead of copying it.
+    pub fn into_members(mut self, ids: &Ids) -> Members {
+        let payload = std::mem::take(&mut self.payload);
+        let mut m = self.head(ids);
+        m.push(("payload".into(), GoValue::map(payload)));
+        m
+    }
+
+    /// Every member before the payload.
+    fn head(&self, ids: &Ids) -> Members {
         let s = GoValue::str;
         let mut m: Members = vec![
             ("small_version".into(), s(PROFILE_VERSION)),
@@ -159,7 +186,6 @@ impl EventDraft {
         }
         push_str(&mut m, "policy_revision", &self.policy_revision);
         push_str(&mut m, "source_digest", &self.source_digest);
-        m.push(("payload".into(), GoValue::map(self.payload.clone())));
         m
     }
 
@@ -431,6 +457,27 @@ mod tests {
         assert_eq!(rfc3339_nano(t), "2026-11-26T13:33:38.52580545Z");
         let t = time::macros::datetime!(2026-01-02 03:04:05 UTC);
         assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05Z");
+    }
+
+    #[test]
+    fn a_sealed_record_is_its_members_then_the_digest_of_them() {
+        for members in [
+            vec![],
+            vec![("a".to_string(), GoValue::Int(1))],
+            vec![
+                ("k".to_string(), GoValue::str("<x>")),
+                ("p".to_string(), GoValue::map(vec![("z".into(), GoValue::Null)])),
+            ],
+        ] {
+            let body = gojson::compact(&GoValue::Obj(members.clone()));
+            let digest = sha256_hex(body.as_bytes());
+            let mut whole = members.clone();
+            whole.push(("digest".into(), GoValue::str(&digest)));
+            let expected = format!("{}\n", gojson::compact(&GoValue::Obj(whole)));
+            let (bytes, d) = seal(members).unwrap();
+            assert_eq!(d, digest);
+            assert_eq!(String::from_utf8(bytes).unwrap(), expected);
+        }
     }
 
     #[test]
