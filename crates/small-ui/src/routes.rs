@@ -33,6 +33,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/w/{ws}/timeline", get(timeline))
         .route("/w/{ws}/runs", get(runs))
         .route("/w/{ws}/fragment/{name}", get(fragment))
+        .route("/store", get(store_list))
+        .route("/store/artifact", get(store_artifact))
+        .route("/store/fragment", get(store_list_fragment))
+        .route("/store/fragment/artifact", get(store_artifact_fragment))
         .route("/events", get(events))
         .route("/assets/ui.css", get(css))
         .route("/assets/ui.js", get(js))
@@ -212,6 +216,9 @@ fn nav(app: &App) -> Vec<(usize, String)> {
 }
 
 async fn overview(State(app): State<Arc<App>>) -> Response {
+    if app.workspaces.is_empty() && app.store.is_some() {
+        return Redirect::to("/store").into_response();
+    }
     if app.workspaces.len() == 1 {
         return Redirect::to("/w/0/").into_response();
     }
@@ -396,6 +403,81 @@ async fn fragment(
             _ => return Err(Problem::NotFound("no such fragment".into())),
         };
         Ok(html)
+    })
+    .await
+}
+
+fn the_store(app: &App) -> Result<&crate::StoreHandle, Problem> {
+    app.store
+        .as_ref()
+        .ok_or_else(|| Problem::NotFound("no store is shown (start with --store PATH|URL)".into()))
+}
+
+fn store_view(app: &App, q: &HashMap<String, String>) -> Result<crate::store::StoreView, Problem> {
+    let h = the_store(app)?;
+    let after = q.get("after").filter(|s| !s.is_empty()).map(String::as_str);
+    Ok(crate::store::store_page(h.store.as_ref(), &h.location, after))
+}
+
+fn artifact_view(
+    app: &App,
+    q: &HashMap<String, String>,
+) -> Result<crate::store::ArtifactView, Problem> {
+    let h = the_store(app)?;
+    let id = q.get("id").map(String::as_str).unwrap_or("");
+    match crate::store::artifact_page(h.store.as_ref(), id) {
+        Ok(Some(a)) => Ok(a),
+        Ok(None) => Err(Problem::NotFound("no such artifact in the store".into())),
+        Err(e) => Err(Problem::Internal(e)),
+    }
+}
+
+async fn store_list(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let st = store_view(app, &q)?;
+        Ok(app.templates.render(
+            "store.html",
+            context! { title => "Store", st, nav => nav(app) },
+        )?)
+    })
+    .await
+}
+
+async fn store_list_fragment(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let st = store_view(app, &q)?;
+        Ok(app.templates.render("_store.html", context! { st })?)
+    })
+    .await
+}
+
+async fn store_artifact(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let a = artifact_view(app, &q)?;
+        Ok(app.templates.render(
+            "artifact.html",
+            context! { title => a.id.clone(), a, nav => nav(app) },
+        )?)
+    })
+    .await
+}
+
+async fn store_artifact_fragment(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let a = artifact_view(app, &q)?;
+        Ok(app.templates.render("_artifact.html", context! { a })?)
     })
     .await
 }
