@@ -250,6 +250,21 @@ fn filter_of(q: &HashMap<String, String>) -> Filter {
     }
 }
 
+/// The 2.0.0 event timeline of workspace `i`, when it is a 2.0.0 workspace.
+fn events_of(app: &App, i: usize, q: &HashMap<String, String>) -> Option<view::EventsView> {
+    let loc = &app.workspaces[i].loc;
+    if !view::is_v2(loc) {
+        return None;
+    }
+    let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
+    let filter = view::EventFilter {
+        task: v("task"),
+        session: v("session"),
+        kind: v("kind"),
+    };
+    Some(view::events(loc, &filter, offset_of(q)))
+}
+
 fn offset_of(q: &HashMap<String, String>) -> usize {
     q.get("offset")
         .and_then(|s| s.parse::<usize>().ok())
@@ -273,10 +288,11 @@ async fn workspace(State(app): State<Arc<App>>, Path(ws): Path<String>) -> Respo
         };
         let handoff = view::handoff(&st);
         let checks = w.checks().map(|c| (*c).clone());
+        let ev = events_of(app, i, &HashMap::new());
         Ok(app.templates.render(
             "workspace.html",
             context! {
-                title => summary.name.clone(), ws => i, s => summary, intent, plan, tl,
+                title => summary.name.clone(), ws => i, s => summary, intent, plan, tl, ev,
                 handoff, checks, nav => nav(app), multi => app.workspaces.len() > 1,
             },
         )?)
@@ -302,9 +318,10 @@ async fn task(State(app): State<Arc<App>>, Path((ws, id)): Path<(String, String)
         let Some(task) = plan.tasks.into_iter().find(|t| t.id == id) else {
             return Err(Problem::NotFound("no such task in the plan".into()));
         };
+        let ev = events_of(app, i, &HashMap::from([("task".to_string(), id.clone())]));
         Ok(app.templates.render(
             "task.html",
-            context! { title => task.id.clone(), ws => i, task, tl, nav => nav(app) },
+            context! { title => task.id.clone(), ws => i, task, tl, ev, nav => nav(app) },
         )?)
     })
     .await
@@ -318,9 +335,10 @@ async fn timeline(
     blocking(&app, move |app| {
         let i = ws_index(app, &ws)?;
         let tl = view::timeline(&app.workspaces[i].timeline(), &filter_of(&q), offset_of(&q));
+        let ev = events_of(app, i, &q);
         Ok(app.templates.render(
             "timeline.html",
-            context! { title => "Timeline", ws => i, tl, nav => nav(app) },
+            context! { title => "Timeline", ws => i, tl, ev, nav => nav(app) },
         )?)
     })
     .await
@@ -382,8 +400,9 @@ async fn fragment(
             }
             "timeline" => {
                 let tl = view::timeline(&w.timeline(), &filter_of(&q), offset_of(&q));
+                let ev = events_of(app, i, &q);
                 app.templates
-                    .render("_timeline.html", context! { ws => i, tl })?
+                    .render("_timeline.html", context! { ws => i, tl, ev })?
             }
             "handoff" => {
                 let st = view::state(&w.loc);

@@ -141,6 +141,10 @@ fn classify(path: &Path, small_dir: &Path, root: &Path) -> Option<&'static [&'st
         return None;
     }
     if path.starts_with(small_dir) {
+        // 2.0.0: a new event can change every part the events feed.
+        if path.starts_with(small_dir.join("events")) || path.starts_with(small_dir.join("receipts")) {
+            return Some(&["summary", "card", "timeline", "task", "graph", "board", "handoff"]);
+        }
         return Some(parts_for(&name));
     }
     if path.starts_with(runs::store_dir(root, None)) {
@@ -189,6 +193,8 @@ mod tests {
         assert!(p("plan.small.yml").unwrap().contains(&"graph"));
         assert!(p("handoff.small.yml").unwrap().contains(&"handoff"));
         assert!(p(".lock").is_none());
+        let ev = small.join("events").join("session_1").join("event_2.json");
+        assert!(classify(&ev, &small, &root).unwrap().contains(&"timeline"));
         assert!(p("plan.small.yml.tmp").is_none());
         let runs = runs::store_dir(&root, None).join("x").join("meta.json");
         assert_eq!(classify(&runs, &small, &root), Some(&["runs"][..]));
