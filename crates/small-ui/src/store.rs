@@ -272,7 +272,7 @@ fn layout(
         nodes.push(LNode {
             id: mask(id),
             label: mask(&truncate(id, LABEL)),
-            kind,
+            kind: truncate(&kind, LABEL),
             version: rec.as_ref().map(|r| r.version),
             exists: rec.is_some(),
             focus: focus == Some(id.as_str()),
@@ -291,19 +291,30 @@ fn layout(
         let (sx, sy) = (a.x + a.w, a.y + a.h / 2);
         let (ex, ey) = (b.x, b.y + b.h / 2);
         let bend = GAP_X / 2;
+        // An edge that skips a layer would pass under the boxes between: it arcs below them.
+        let path = if ex > sx + GAP_X + NODE_W / 2 {
+            let low = sy.max(ey) + NODE_H + GAP_Y / 2;
+            format!(
+                "M{sx} {sy} C{} {low} {} {low} {ex} {ey}",
+                sx + GAP_X,
+                ex.saturating_sub(GAP_X)
+            )
+        } else {
+            format!(
+                "M{sx} {sy} C{} {sy} {} {ey} {ex} {ey}",
+                sx + bend,
+                ex.saturating_sub(bend)
+            )
+        };
         out_edges.push(LEdge {
             from: mask(p),
             to: mask(c),
             by: mask(by),
-            path: format!(
-                "M{sx} {sy} C{} {sy} {} {ey} {ex} {ey}",
-                sx + bend,
-                ex.saturating_sub(bend)
-            ),
+            path,
         });
     }
     let width = nodes.iter().map(|n| n.x + n.w).max().unwrap_or(0) + PAD;
-    let height = nodes.iter().map(|n| n.y + n.h).max().unwrap_or(0) + PAD;
+    let height = nodes.iter().map(|n| n.y + n.h).max().unwrap_or(0) + PAD + NODE_H;
     LGraph {
         width,
         height,
