@@ -242,6 +242,12 @@ pub fn summary(
                 })
                 .collect(),
             conflicts: s.conflicts.len(),
+            receipts: s.receipts.len(),
+            receipts_verified: s
+                .receipts
+                .iter()
+                .filter(|r| r.availability == "verified")
+                .count(),
         });
     }
     Summary {
@@ -280,6 +286,8 @@ pub struct SessionsView {
     pub open: usize,
     pub sessions: Vec<SessionView>,
     pub conflicts: usize,
+    pub receipts: usize,
+    pub receipts_verified: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -426,6 +426,7 @@ fn a_v2_workspace_shows_its_tasks_sessions_and_handoff() {
     for want in [
         "SMALL 2.0.0, solo mode",
         "Sessions (2, 0 open)",
+        "3 (3 verified)",
         "session_f74eaf91908d192c41c7311f0205109f",
         "token-polling depends on device-code-request",
         "Device-flow integration test written and accepted",
