@@ -279,7 +279,11 @@ fn browser(python: &Path, port: u16, a: &UiArgs, dir: &Path) -> Result<(), Strin
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("{}: unexpected output: {e}", script.display()))?;
-    let f = |p: &str| v.pointer(p).and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
+    let f = |p: &str| {
+        v.pointer(p)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(f64::NAN)
+    };
     for page in ["workspace", "timeline"] {
         println!(
             "browser, {page} page: domContentLoaded {:.0} ms, load {:.0} ms (median of {}; response {:.0} ms)",

@@ -435,7 +435,11 @@ fn the_store(app: &App) -> Result<&crate::StoreHandle, Problem> {
 fn store_view(app: &App, q: &HashMap<String, String>) -> Result<crate::store::StoreView, Problem> {
     let h = the_store(app)?;
     let after = q.get("after").filter(|s| !s.is_empty()).map(String::as_str);
-    Ok(crate::store::store_page(h.store.as_ref(), &h.location, after))
+    Ok(crate::store::store_page(
+        h.store.as_ref(),
+        &h.location,
+        after,
+    ))
 }
 
 fn artifact_view(

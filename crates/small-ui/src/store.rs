@@ -470,17 +470,25 @@ mod tests {
         }))
         .unwrap();
         for id in ["a", "b", "c"] {
-            s.put_artifact(&json!({"id": id, "kind": "doc", "schemaId": "note", "data": {"t": id}}))
-                .unwrap();
+            s.put_artifact(
+                &json!({"id": id, "kind": "doc", "schemaId": "note", "data": {"t": id}}),
+            )
+            .unwrap();
         }
         s.append_lineage(&json!({"artifactId": "b", "derivedFrom": ["a"], "producedBy": {"actor": "agent", "name": "summarise"}}))
             .unwrap();
         s.append_lineage(&json!({"artifactId": "c", "derivedFrom": ["a", "b"], "producedBy": {"actor": "agent", "name": "merge"}}))
             .unwrap();
-        s.append_lifecycle("a", &json!({"type": "created", "at": "2025-01-01T00:00:00Z"}))
-            .unwrap();
-        s.append_lifecycle("a", &json!({"type": "validated", "at": "2025-01-02T00:00:00Z", "note": "ok"}))
-            .unwrap();
+        s.append_lifecycle(
+            "a",
+            &json!({"type": "created", "at": "2025-01-01T00:00:00Z"}),
+        )
+        .unwrap();
+        s.append_lifecycle(
+            "a",
+            &json!({"type": "validated", "at": "2025-01-02T00:00:00Z", "note": "ok"}),
+        )
+        .unwrap();
         (dir, s)
     }
 

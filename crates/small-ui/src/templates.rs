@@ -37,7 +37,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("store.html", include_str!("../templates/store.html")),
     ("_store.html", include_str!("../templates/_store.html")),
     ("artifact.html", include_str!("../templates/artifact.html")),
-    ("_artifact.html", include_str!("../templates/_artifact.html")),
+    (
+        "_artifact.html",
+        include_str!("../templates/_artifact.html"),
+    ),
     ("_lineage.html", include_str!("../templates/_lineage.html")),
 ];
 

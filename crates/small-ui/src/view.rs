@@ -1228,7 +1228,9 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView
                 position: e.position,
                 event_id: mask(&e.event_id),
                 session_short: mask(&truncate(
-                    e.session_id.strip_prefix("session_").unwrap_or(&e.session_id),
+                    e.session_id
+                        .strip_prefix("session_")
+                        .unwrap_or(&e.session_id),
                     13,
                 )),
                 session_id: mask(&e.session_id),
@@ -1273,7 +1275,12 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView
         session: mask(&sel(&filter.session)),
         kind: mask(&sel(&filter.kind)),
         tasks: choices(
-            &counted(tl.entries.iter().map(|e| e.entry.task_id.as_str()).filter(|t| !t.is_empty())),
+            &counted(
+                tl.entries
+                    .iter()
+                    .map(|e| e.entry.task_id.as_str())
+                    .filter(|t| !t.is_empty()),
+            ),
             filter.task.as_deref().unwrap_or(""),
             &|v| mask(v),
         ),

@@ -142,8 +142,12 @@ fn classify(path: &Path, small_dir: &Path, root: &Path) -> Option<&'static [&'st
     }
     if path.starts_with(small_dir) {
         // 2.0.0: a new event can change every part the events feed.
-        if path.starts_with(small_dir.join("events")) || path.starts_with(small_dir.join("receipts")) {
-            return Some(&["summary", "card", "timeline", "task", "graph", "board", "handoff"]);
+        if path.starts_with(small_dir.join("events"))
+            || path.starts_with(small_dir.join("receipts"))
+        {
+            return Some(&[
+                "summary", "card", "timeline", "task", "graph", "board", "handoff",
+            ]);
         }
         return Some(parts_for(&name));
     }

@@ -24,11 +24,7 @@ fn the_page_works_in_a_real_browser() {
     // A primitives store for the lineage checks, and a 2.0.0 workspace when the corpus is here.
     let store_dir = tempfile::tempdir().unwrap();
     let store = store_dir.path().join("primitives.db");
-    crate::ui_store::fill(
-        small_store::open(store.to_str().unwrap())
-            .unwrap()
-            .as_ref(),
-    );
+    crate::ui_store::fill(small_store::open(store.to_str().unwrap()).unwrap().as_ref());
     let v2_dir = tempfile::tempdir().unwrap();
     let case = small_testkit::conformance_path(concat!(
         env!("CARGO_MANIFEST_DIR"),

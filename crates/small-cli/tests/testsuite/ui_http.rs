@@ -478,7 +478,9 @@ fn a_v2_workspace_has_an_event_timeline() {
     let r = ui.get("/w/0/timeline?session=session_f74eaf91908d192c41c7311f0205109f");
     let n = r.body.matches("<li class=\"entry\"").count();
     assert!((1..17).contains(&n), "{n}");
-    assert!(!r.body.contains("data-session=\"session_3bcb641eab1bc69869dfcfeb5c41ee3e\""));
+    assert!(!r
+        .body
+        .contains("data-session=\"session_3bcb641eab1bc69869dfcfeb5c41ee3e\""));
     let r = ui.get("/w/0/fragment/timeline?task=token-polling");
     assert!(r.body.contains("data-task=\"token-polling\""));
     assert!(!r.body.contains("data-task=\"device-code-request\""));

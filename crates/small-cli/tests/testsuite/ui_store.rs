@@ -39,7 +39,11 @@ pub fn fill(s: &dyn PrimitiveStore) {
     for (t, at, note) in [
         ("created", "2025-01-01T00:00:00Z", "first"),
         ("validated", "2025-01-02T00:00:00Z", "checked"),
-        ("published", "2025-01-03T00:00:00Z", "<img src=x onerror=\"window.__xss=14\">"),
+        (
+            "published",
+            "2025-01-03T00:00:00Z",
+            "<img src=x onerror=\"window.__xss=14\">",
+        ),
     ] {
         s.append_lifecycle("dataset-a", &json!({"type": t, "at": at, "note": note}))
             .unwrap();
@@ -122,8 +126,10 @@ fn the_artifact_list_is_paged() {
         }))
         .unwrap();
         for i in 0..60 {
-            s.put_artifact(&json!({"id": format!("art-{i:03}"), "kind": "doc", "schemaId": "doc", "data": {}}))
-                .unwrap();
+            s.put_artifact(
+                &json!({"id": format!("art-{i:03}"), "kind": "doc", "schemaId": "doc", "data": {}}),
+            )
+            .unwrap();
         }
     }
     // No workspace here: the store alone.
@@ -224,4 +230,3 @@ fn the_store_page_reads_postgres() {
     c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .unwrap();
 }
-
