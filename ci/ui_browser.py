@@ -19,6 +19,9 @@ from playwright.sync_api import sync_playwright
 SMALL = os.environ["SMALL_BIN"]
 CHROMIUM = os.environ.get("SMALL_TEST_CHROMIUM", "/usr/bin/chromium")
 SHOTS = os.environ.get("SMALL_UI_SCREENSHOTS")
+# A primitives store (SQLite file) and a 2.0.0 workspace prepared by the calling test.
+STORE = os.environ.get("SMALL_UI_STORE")
+V2 = os.environ.get("SMALL_UI_V2")
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -147,8 +150,77 @@ def main():
                 print("ok demo")
             finally:
                 ui.close()
+        if STORE:
+            check_store(browser)
+        if V2:
+            check_v2(browser)
         browser.close()
     return 0
+
+
+def check_store(browser):
+    """The store's lineage graph: a node per artifact, an edge per derivation; no payload runs."""
+    errors = []
+    with tempfile.TemporaryDirectory() as d:
+        ui = Ui(d, "--store", STORE)
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(ui.url)
+            page.wait_for_url(re.compile(r"/store$"))
+            page.wait_for_selector("html[data-live='1']", timeout=10000)
+            nodes = page.locator("svg.lineage a.node")
+            ids = sorted(nodes.evaluate_all("els => els.map(e => e.dataset.artifact)"))
+            assert ids == ["dataset-a", "evil<img>", "report-c", "summary-b"], ids
+            edges = sorted(page.locator("svg.lineage path.edge").evaluate_all(
+                "els => els.map(e => e.dataset.from + '>' + e.dataset.to)"))
+            assert edges == ["dataset-a>report-c", "dataset-a>summary-b",
+                             "report-c>evil<img>", "summary-b>report-c"], edges
+            print("ok store-lineage")
+            if SHOTS:
+                os.makedirs(SHOTS, exist_ok=True)
+                page.set_viewport_size({"width": 1280, "height": 900})
+                page.screenshot(path=os.path.join(SHOTS, "store-light.png"))
+            # Keyboard: a node is a link to the artifact's page.
+            page.locator("svg.lineage a.node[data-artifact='evil<img>']").focus()
+            page.keyboard.press("Enter")
+            page.wait_for_url(re.compile(r"/store/artifact\?id="))
+            assert "evil<img>" in page.inner_text("h1")
+            assert "<script>window.__xss=13</script>" in page.inner_text("main")
+            assert page.evaluate("window.__xss") is None
+            page.goto(ui.url + "store/artifact?id=dataset-a")
+            kinds = page.locator("ol.lifecycle li").evaluate_all(
+                "els => els.map(e => e.dataset.event)")
+            assert kinds == ["created", "validated", "published"], kinds
+            assert page.evaluate("window.__xss") is None
+            assert not errors, errors
+            print("ok store-xss")
+        finally:
+            ui.close()
+
+
+def check_v2(browser):
+    """A 2.0.0 workspace: its events newest first, filtered by session; a new event live."""
+    ui = Ui(V2)
+    try:
+        page = browser.new_page()
+        page.goto(ui.url + "w/0/timeline")
+        positions = page.locator("ol.timeline li.entry").evaluate_all(
+            "els => els.map(e => +e.dataset.index)")
+        assert positions and positions == sorted(positions, reverse=True), positions
+        assert page.locator("text=receipt verified").count() >= 1
+        sessions = page.locator("select[name=session] option").evaluate_all(
+            "els => els.map(e => e.value).filter(v => v)")
+        assert len(sessions) >= 2, sessions
+        page.select_option("select[name=session]", sessions[0])
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"session="))
+        shown = page.locator("ol.timeline li.entry").evaluate_all(
+            "els => els.map(e => e.dataset.session)")
+        assert shown and all(s == sessions[0] for s in shown), shown
+        print("ok v2-timeline")
+    finally:
+        ui.close()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,14 @@ pub struct UiArgs {
     /// Use this workspace as it is instead of generating one
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Also load the pages in headless Chromium with this Python (one with Playwright), via
+    /// bench/ui_browser_load.py: Navigation Timing medians and the live update as the
+    /// browser sees it
+    #[arg(long, value_name = "PYTHON")]
+    browser: Option<PathBuf>,
+    /// Appends timed in the browser (with --browser)
+    #[arg(long, default_value_t = 20)]
+    browser_appends: usize,
 }
 
 struct Server {
@@ -127,6 +135,7 @@ pub fn run(
         small,
         work: a.work.clone(),
         dir: a.dir.clone(),
+        browser: a.browser.clone(),
         ..*a
     };
     let started = Instant::now();
@@ -239,11 +248,59 @@ pub fn run(
     );
     let (tl2, _) = time_page(port, "/w/0/timeline", a.runs)?;
     println!("timeline after the appends: {:.1} ms", ms(tl2));
+    if let Some(python) = &a.browser {
+        drop(reader);
+        browser(python, port, a, &dir)?;
+    }
     println!(
         "server memory: RSS {:.0} MiB now, peak {:.0} MiB",
         rss_kib(pid, "VmRSS:") as f64 / 1024.0,
         rss_kib(pid, "VmHWM:") as f64 / 1024.0
     );
     drop(server);
+    Ok(())
+}
+
+/// The pages in headless Chromium: bench/ui_browser_load.py prints one JSON object.
+fn browser(python: &Path, port: u16, a: &UiArgs, dir: &Path) -> Result<(), String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/ui_browser_load.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg(a.runs.max(1).to_string())
+        .arg(a.browser_appends.to_string())
+        .arg(&a.small)
+        .arg(dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed", script.display()));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{}: unexpected output: {e}", script.display()))?;
+    let f = |p: &str| {
+        v.pointer(p)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(f64::NAN)
+    };
+    for page in ["workspace", "timeline"] {
+        println!(
+            "browser, {page} page: domContentLoaded {:.0} ms, load {:.0} ms (median of {}; response {:.0} ms)",
+            f(&format!("/{page}/domContentLoaded_ms")),
+            f(&format!("/{page}/load_ms")),
+            a.runs.max(1),
+            f(&format!("/{page}/response_ms")),
+        );
+    }
+    if v.get("live").is_some() {
+        println!(
+            "browser, progress add -> entry shown: p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms ({} appends)",
+            f("/live/p50_ms"),
+            f("/live/p95_ms"),
+            f("/live/max_ms"),
+            f("/live/appends"),
+        );
+    }
     Ok(())
 }

@@ -89,6 +89,30 @@ pub fn open(location: &str) -> Result<Arc<dyn PrimitiveStore>> {
     }
 }
 
+/// Opens an existing store for reading only (a viewer's open): a `postgres://` URL must hold
+/// the store's tables and every transaction is read-only; an SQLite path must be an existing
+/// store file, which is opened read-only (never created, never migrated).
+pub fn open_read_only(location: &str) -> Result<Arc<dyn PrimitiveStore>> {
+    if is_postgres_url(location) {
+        Ok(Arc::new(Store::new(pg::PgBackend::connect_read_only(
+            location,
+        )?)))
+    } else {
+        Ok(Arc::new(Store::new(sqlite::SqliteBackend::open_read_only(
+            std::path::Path::new(location),
+        )?)))
+    }
+}
+
+/// A store location fit to show: a PostgreSQL URL without its password.
+pub fn display_location(location: &str) -> String {
+    if is_postgres_url(location) {
+        pg::redact(location)
+    } else {
+        location.to_string()
+    }
+}
+
 /// Whether a store location names a PostgreSQL database.
 pub fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")

@@ -171,6 +171,7 @@ pub struct PgBackend {
     url: String,
     schema: Option<String>,
     pool: Mutex<Vec<Conn>>,
+    read_only: bool,
 }
 
 /// Marker in backend error messages for failures worth retrying.
@@ -217,6 +218,7 @@ impl PgBackend {
             url: url.to_string(),
             schema: schema.map(str::to_string),
             pool: Mutex::new(Vec::new()),
+            read_only: false,
         };
         // The blocking client runs its own small runtime, which cannot start on a thread that
         // is driving an async runtime (a server opening its store): connect on a helper thread.
@@ -224,6 +226,33 @@ impl PgBackend {
             let mut client = backend.raw_client()?;
             migrate(&mut client)?;
             backend.prepare(client)
+        })?;
+        backend
+            .pool
+            .lock()
+            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
+            .push(conn);
+        Ok(backend)
+    }
+
+    /// Connects to `url` for reading only: no migration runs, no schema is created, and every
+    /// transaction of every connection is read-only (`default_transaction_read_only`). A
+    /// database without the store's tables is refused.
+    pub fn connect_read_only(url: &str) -> Result<Self> {
+        let backend = PgBackend {
+            url: url.to_string(),
+            schema: None,
+            pool: Mutex::new(Vec::new()),
+            read_only: true,
+        };
+        let conn = off_runtime(|| {
+            let client = backend.raw_client()?;
+            backend.prepare(client).map_err(|e| {
+                StoreError::Backend(format!(
+                    "{} does not hold a small store ({e})",
+                    redact(&backend.url)
+                ))
+            })
         })?;
         backend
             .pool
@@ -245,6 +274,9 @@ impl PgBackend {
         // all of them, also when the planner's statistics are stale after a bulk load, when it
         // would otherwise pick hash joins that scan whole tables at every recursion step.
         let mut setup = String::from("SET enable_hashjoin = off; SET enable_mergejoin = off;");
+        if self.read_only {
+            setup.push_str(" SET default_transaction_read_only = on;");
+        }
         if let Some(s) = &self.schema {
             setup.push_str(&format!(
                 " CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s};"

@@ -5,7 +5,7 @@
 use crate::error::{Result, StoreError};
 use crate::model::Record;
 use crate::tx::{Backend, Tx, Versioned, Walk};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -64,9 +64,20 @@ CREATE TABLE small_lifecycle (
 pub struct SqliteBackend {
     path: PathBuf,
     pool: Mutex<Vec<Connection>>,
+    read_only: bool,
 }
 
-fn connect(path: &Path) -> Result<Connection> {
+fn connect(path: &Path, read_only: bool) -> Result<Connection> {
+    if read_only {
+        // Never creates the file, never changes the journal mode, refuses every write.
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "query_only", "ON")?;
+        return Ok(conn);
+    }
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(30))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -87,13 +98,71 @@ impl SqliteBackend {
                 })?;
             }
         }
-        let mut conn = connect(path).map_err(|e| {
+        let mut conn = connect(path, false).map_err(|e| {
             StoreError::Backend(format!("cannot open the store {}: {e}", path.display()))
         })?;
         migrate(&mut conn)?;
         Ok(SqliteBackend {
             path: path.to_owned(),
             pool: Mutex::new(vec![conn]),
+            read_only: false,
+        })
+    }
+
+    /// Opens an existing store for reading only: a missing path, or one that is not a regular
+    /// file, is an error (nothing is created), no migration runs, and every connection is
+    /// opened read-only. A store whose schema is older or newer than this build's is refused.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(StoreError::Backend(format!(
+                    "the store {} is not a regular file",
+                    path.display()
+                )))
+            }
+            Err(e) => {
+                return Err(StoreError::Backend(format!(
+                    "cannot open the store {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+        let conn = connect(path, true).map_err(|e| {
+            StoreError::Backend(format!("cannot open the store {}: {e}", path.display()))
+        })?;
+        let version: std::result::Result<i64, _> = conn.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM small_store_migrations",
+            [],
+            |r| r.get(0),
+        );
+        match version {
+            Ok(v) if v as usize == MIGRATIONS.len() => {}
+            Ok(v) if v as usize > MIGRATIONS.len() => {
+                return Err(StoreError::Backend(format!(
+                    "the store {} was written by a newer version of small (schema version {v}, this build knows {})",
+                    path.display(),
+                    MIGRATIONS.len()
+                )))
+            }
+            Ok(v) => {
+                return Err(StoreError::Backend(format!(
+                    "the store {} has schema version {v}, older than this build's {} (open it once for writing to migrate it)",
+                    path.display(),
+                    MIGRATIONS.len()
+                )))
+            }
+            Err(e) => {
+                return Err(StoreError::Backend(format!(
+                    "{} is not a small store: {e}",
+                    path.display()
+                )))
+            }
+        }
+        Ok(SqliteBackend {
+            path: path.to_owned(),
+            pool: Mutex::new(vec![conn]),
+            read_only: true,
         })
     }
 
@@ -109,7 +178,7 @@ impl SqliteBackend {
             .pop();
         let mut conn = match taken {
             Some(c) => c,
-            None => connect(&self.path)?,
+            None => connect(&self.path, self.read_only)?,
         };
         let out = f(&mut conn);
         if let Ok(mut pool) = self.pool.lock() {

@@ -694,3 +694,49 @@ fn ids_that_cannot_exist_are_simply_not_found(s: Arc<dyn PrimitiveStore>) {
         a["data"]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Read-only opening (the viewer's open): SQLite
+
+#[test]
+fn a_read_only_open_never_creates_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("sub").join("store.db");
+    let e = small_store::open_read_only(missing.to_str().unwrap())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("cannot open the store"), "{e}");
+    assert!(!missing.exists());
+    assert!(!dir.path().join("sub").exists());
+    // A directory is not a store; a file that is not a small store is refused.
+    let e = small_store::open_read_only(dir.path().to_str().unwrap())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let other = dir.path().join("other.db");
+    std::fs::write(&other, b"").unwrap();
+    let e = small_store::open_read_only(other.to_str().unwrap())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("not a small store"), "{e}");
+    assert_eq!(std::fs::metadata(&other).unwrap().len(), 0);
+}
+
+#[test]
+fn a_read_only_store_reads_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    {
+        let s = small_store::open(path.to_str().unwrap()).unwrap();
+        s.register_schema(&article_schema()).unwrap();
+        s.put_artifact(&article("a", None, "first")).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let s = small_store::open_read_only(path.to_str().unwrap()).unwrap();
+    assert!(s.get_artifact("a", None).unwrap().is_some());
+    assert_eq!(s.list_artifacts(&Page::default()).unwrap().items.len(), 1);
+    assert!(s.put_artifact(&article("b", None, "second")).is_err());
+    assert!(s.append_lineage(&lineage("a", &[])).is_err());
+    drop(s);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

@@ -16,6 +16,7 @@
 
 mod demo;
 mod routes;
+pub mod store;
 mod templates;
 pub mod view;
 mod watch;
@@ -50,6 +51,8 @@ pub struct UiConfig {
     pub max_event_clients: usize,
     /// Connection limits of the accept loop.
     pub limits: small_server::conn::Limits,
+    /// A primitives store to show (an SQLite path or a `postgres://` URL), opened read-only.
+    pub store: Option<String>,
 }
 
 impl Default for UiConfig {
@@ -60,15 +63,37 @@ impl Default for UiConfig {
             request_timeout: Duration::from_secs(30),
             max_event_clients: DEFAULT_MAX_EVENT_CLIENTS,
             limits: small_server::conn::Limits::default(),
+            store: None,
         }
     }
 }
 
-/// A change the watcher saw: which workspace, and which parts of its page to refresh.
+/// A change the watcher saw: which workspace (or the store), and which parts of its page to
+/// refresh.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Change {
-    pub ws: usize,
+    pub ws: Scope,
     pub parts: Vec<&'static str>,
+}
+
+/// What a change is about: a workspace by index (`0`), or the primitives store (`"store"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Scope {
+    Ws(usize),
+    Store(&'static str),
+}
+
+/// The scope of the primitives store's changes.
+pub const STORE_SCOPE: Scope = Scope::Store("store");
+
+/// The primitives store shown with `--store`.
+pub(crate) struct StoreHandle {
+    pub store: Arc<dyn small_store::PrimitiveStore>,
+    /// The location as given (a PostgreSQL URL keeps its password here, never on the page).
+    pub location: String,
+    /// The SQLite file, watched for changes.
+    pub file: Option<PathBuf>,
 }
 
 /// One served workspace.
@@ -109,6 +134,7 @@ pub(crate) struct App {
     pub event_clients: Arc<Semaphore>,
     pub shutdown: tokio_watch::Receiver<bool>,
     pub request_timeout: Duration,
+    pub store: Option<StoreHandle>,
 }
 
 /// A bound, not yet running page server.
@@ -165,7 +191,30 @@ impl Ui {
 
 /// Locate the workspaces, bind the listener, index the progress logs and start the watcher.
 pub async fn bind(config: &UiConfig) -> Result<Ui, String> {
-    let locations = locate(&config.dirs)?;
+    // With a store and no DIR, a workspace is shown when one is found from here; the store
+    // alone otherwise.
+    let locations = match locate(&config.dirs) {
+        Err(_) if config.store.is_some() && config.dirs.is_empty() => Vec::new(),
+        other => other?,
+    };
+    let store = match config.store.clone() {
+        None => None,
+        Some(location) => {
+            let loc = location.clone();
+            let store = tokio::task::spawn_blocking(move || small_store::open_read_only(&loc))
+                .await
+                .map_err(|e| format!("cannot open the store: {e}"))?
+                .map_err(|e| small_core::gates::secrets::redact(&e.to_string()).into_owned())?;
+            let file = (!small_store::is_postgres_url(&location))
+                .then(|| std::fs::canonicalize(&location).ok())
+                .flatten();
+            Some(StoreHandle {
+                store,
+                location,
+                file,
+            })
+        }
+    };
     let listener = tokio::net::TcpListener::bind(&config.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
@@ -204,12 +253,13 @@ pub async fn bind(config: &UiConfig) -> Result<Ui, String> {
     .collect();
     let app = Arc::new(App {
         workspaces,
-        templates: templates::Templates::new()?,
+        templates: templates::Templates::new(store.is_some())?,
         events,
         allowed_hosts: allowed_hosts(addr, &config.addr),
         event_clients: Arc::new(Semaphore::new(config.max_event_clients.max(1))),
         shutdown: shutdown_rx,
         request_timeout: config.request_timeout,
+        store,
     });
     for (i, rx) in receivers.into_iter().enumerate() {
         watch::start_checker(app.clone(), i, rx);

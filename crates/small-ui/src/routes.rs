@@ -33,6 +33,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/w/{ws}/timeline", get(timeline))
         .route("/w/{ws}/runs", get(runs))
         .route("/w/{ws}/fragment/{name}", get(fragment))
+        .route("/store", get(store_list))
+        .route("/store/artifact", get(store_artifact))
+        .route("/store/fragment", get(store_list_fragment))
+        .route("/store/fragment/artifact", get(store_artifact_fragment))
         .route("/events", get(events))
         .route("/assets/ui.css", get(css))
         .route("/assets/ui.js", get(js))
@@ -212,6 +216,9 @@ fn nav(app: &App) -> Vec<(usize, String)> {
 }
 
 async fn overview(State(app): State<Arc<App>>) -> Response {
+    if app.workspaces.is_empty() && app.store.is_some() {
+        return Redirect::to("/store").into_response();
+    }
     if app.workspaces.len() == 1 {
         return Redirect::to("/w/0/").into_response();
     }
@@ -243,6 +250,21 @@ fn filter_of(q: &HashMap<String, String>) -> Filter {
     }
 }
 
+/// The 2.0.0 event timeline of workspace `i`, when it is a 2.0.0 workspace.
+fn events_of(app: &App, i: usize, q: &HashMap<String, String>) -> Option<view::EventsView> {
+    let loc = &app.workspaces[i].loc;
+    if !view::is_v2(loc) {
+        return None;
+    }
+    let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
+    let filter = view::EventFilter {
+        task: v("task"),
+        session: v("session"),
+        kind: v("kind"),
+    };
+    Some(view::events(loc, &filter, offset_of(q)))
+}
+
 fn offset_of(q: &HashMap<String, String>) -> usize {
     q.get("offset")
         .and_then(|s| s.parse::<usize>().ok())
@@ -266,10 +288,11 @@ async fn workspace(State(app): State<Arc<App>>, Path(ws): Path<String>) -> Respo
         };
         let handoff = view::handoff(&st);
         let checks = w.checks().map(|c| (*c).clone());
+        let ev = events_of(app, i, &HashMap::new());
         Ok(app.templates.render(
             "workspace.html",
             context! {
-                title => summary.name.clone(), ws => i, s => summary, intent, plan, tl,
+                title => summary.name.clone(), ws => i, s => summary, intent, plan, tl, ev,
                 handoff, checks, nav => nav(app), multi => app.workspaces.len() > 1,
             },
         )?)
@@ -295,9 +318,10 @@ async fn task(State(app): State<Arc<App>>, Path((ws, id)): Path<(String, String)
         let Some(task) = plan.tasks.into_iter().find(|t| t.id == id) else {
             return Err(Problem::NotFound("no such task in the plan".into()));
         };
+        let ev = events_of(app, i, &HashMap::from([("task".to_string(), id.clone())]));
         Ok(app.templates.render(
             "task.html",
-            context! { title => task.id.clone(), ws => i, task, tl, nav => nav(app) },
+            context! { title => task.id.clone(), ws => i, task, tl, ev, nav => nav(app) },
         )?)
     })
     .await
@@ -311,9 +335,10 @@ async fn timeline(
     blocking(&app, move |app| {
         let i = ws_index(app, &ws)?;
         let tl = view::timeline(&app.workspaces[i].timeline(), &filter_of(&q), offset_of(&q));
+        let ev = events_of(app, i, &q);
         Ok(app.templates.render(
             "timeline.html",
-            context! { title => "Timeline", ws => i, tl, nav => nav(app) },
+            context! { title => "Timeline", ws => i, tl, ev, nav => nav(app) },
         )?)
     })
     .await
@@ -375,8 +400,9 @@ async fn fragment(
             }
             "timeline" => {
                 let tl = view::timeline(&w.timeline(), &filter_of(&q), offset_of(&q));
+                let ev = events_of(app, i, &q);
                 app.templates
-                    .render("_timeline.html", context! { ws => i, tl })?
+                    .render("_timeline.html", context! { ws => i, tl, ev })?
             }
             "handoff" => {
                 let st = view::state(&w.loc);
@@ -396,6 +422,85 @@ async fn fragment(
             _ => return Err(Problem::NotFound("no such fragment".into())),
         };
         Ok(html)
+    })
+    .await
+}
+
+fn the_store(app: &App) -> Result<&crate::StoreHandle, Problem> {
+    app.store
+        .as_ref()
+        .ok_or_else(|| Problem::NotFound("no store is shown (start with --store PATH|URL)".into()))
+}
+
+fn store_view(app: &App, q: &HashMap<String, String>) -> Result<crate::store::StoreView, Problem> {
+    let h = the_store(app)?;
+    let after = q.get("after").filter(|s| !s.is_empty()).map(String::as_str);
+    Ok(crate::store::store_page(
+        h.store.as_ref(),
+        &h.location,
+        after,
+    ))
+}
+
+fn artifact_view(
+    app: &App,
+    q: &HashMap<String, String>,
+) -> Result<crate::store::ArtifactView, Problem> {
+    let h = the_store(app)?;
+    let id = q.get("id").map(String::as_str).unwrap_or("");
+    match crate::store::artifact_page(h.store.as_ref(), id) {
+        Ok(Some(a)) => Ok(a),
+        Ok(None) => Err(Problem::NotFound("no such artifact in the store".into())),
+        Err(e) => Err(Problem::Internal(e)),
+    }
+}
+
+async fn store_list(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let st = store_view(app, &q)?;
+        Ok(app.templates.render(
+            "store.html",
+            context! { title => "Store", st, nav => nav(app) },
+        )?)
+    })
+    .await
+}
+
+async fn store_list_fragment(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let st = store_view(app, &q)?;
+        Ok(app.templates.render("_store.html", context! { st })?)
+    })
+    .await
+}
+
+async fn store_artifact(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let a = artifact_view(app, &q)?;
+        Ok(app.templates.render(
+            "artifact.html",
+            context! { title => a.id.clone(), a, nav => nav(app) },
+        )?)
+    })
+    .await
+}
+
+async fn store_artifact_fragment(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    blocking(&app, move |app| {
+        let a = artifact_view(app, &q)?;
+        Ok(app.templates.render("_artifact.html", context! { a })?)
     })
     .await
 }

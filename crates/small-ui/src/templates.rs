@@ -33,6 +33,15 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("_checks.html", include_str!("../templates/_checks.html")),
     ("_runs.html", include_str!("../templates/_runs.html")),
     ("_task.html", include_str!("../templates/_task.html")),
+    ("_events.html", include_str!("../templates/_events.html")),
+    ("store.html", include_str!("../templates/store.html")),
+    ("_store.html", include_str!("../templates/_store.html")),
+    ("artifact.html", include_str!("../templates/artifact.html")),
+    (
+        "_artifact.html",
+        include_str!("../templates/_artifact.html"),
+    ),
+    ("_lineage.html", include_str!("../templates/_lineage.html")),
 ];
 
 pub struct Templates {
@@ -40,8 +49,10 @@ pub struct Templates {
 }
 
 impl Templates {
-    pub fn new() -> Result<Templates, String> {
+    /// `has_store`: the pages link to the primitives store.
+    pub fn new(has_store: bool) -> Result<Templates, String> {
         let mut env = Environment::new();
+        env.add_global("has_store", has_store);
         // Every template is HTML: escape everything, whatever the name.
         env.set_auto_escape_callback(|_| AutoEscape::Html);
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
@@ -75,7 +86,7 @@ mod tests {
 
     #[test]
     fn every_template_parses_and_values_are_escaped() {
-        let t = Templates::new().unwrap();
+        let t = Templates::new(false).unwrap();
         let html = t
             .render(
                 "error.html",

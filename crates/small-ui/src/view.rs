@@ -242,6 +242,12 @@ pub fn summary(
                 })
                 .collect(),
             conflicts: s.conflicts.len(),
+            receipts: s.receipts.len(),
+            receipts_verified: s
+                .receipts
+                .iter()
+                .filter(|r| r.availability == "verified")
+                .count(),
         });
     }
     Summary {
@@ -280,6 +286,8 @@ pub struct SessionsView {
     pub open: usize,
     pub sessions: Vec<SessionView>,
     pub conflicts: usize,
+    pub receipts: usize,
+    pub receipts_verified: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -1128,5 +1136,165 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(query_of(&f), "task=a%26b%3D%3Cc%3E");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The event timeline of a 2.0.0 workspace
+
+/// Whether the workspace keeps its state as 2.0.0 events.
+pub fn is_v2(loc: &Location) -> bool {
+    small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2
+}
+
+/// What a 2.0.0 timeline is filtered by.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub task: Option<String>,
+    pub session: Option<String>,
+    pub kind: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventView {
+    pub position: usize,
+    pub event_id: String,
+    pub session_id: String,
+    pub session_short: String,
+    pub sequence: i64,
+    pub kind: String,
+    pub kind_label: String,
+    pub timestamp: String,
+    pub task_id: String,
+    /// A transition's status (with words and a mark), when the event is one.
+    pub status: Option<StatusView>,
+    pub evidence: Option<String>,
+    pub command: Option<String>,
+    pub command_ref: Option<String>,
+    pub receipt: Option<&'static str>,
+    pub notes: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsView {
+    pub entries: Vec<EventView>,
+    pub matching: usize,
+    pub total: usize,
+    pub offset: usize,
+    pub first_shown: usize,
+    pub last_shown: usize,
+    pub newer: Option<usize>,
+    pub older: Option<usize>,
+    pub task: String,
+    pub session: String,
+    pub kind: String,
+    pub tasks: Vec<Choice>,
+    pub sessions: Vec<Choice>,
+    pub kinds: Vec<Choice>,
+    pub query: String,
+    pub problems: Vec<String>,
+}
+
+fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
+    let mut m: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in values {
+        *m.entry(v).or_default() += 1;
+    }
+    let mut v: Vec<(String, usize)> = m.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+/// The events of a 2.0.0 workspace, newest first, `PAGE_SIZE` a page from `offset`, filtered
+/// by task (alias or id), session and kind; a command receipt is marked verified or not.
+pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView {
+    let tl = small_core::state::event_timeline(&loc.root, &loc.small_dir);
+    let total = tl.entries.len();
+    let keep = |e: &small_core::state::EventEntry| {
+        filter.task.as_deref().is_none_or(|t| e.entry.task_id == t)
+            && filter.session.as_deref().is_none_or(|s| e.session_id == s)
+            && filter.kind.as_deref().is_none_or(|k| e.kind == k)
+    };
+    let matching: Vec<&small_core::state::EventEntry> =
+        tl.entries.iter().rev().filter(|e| keep(e)).collect();
+    let n = matching.len();
+    let entries: Vec<EventView> = matching
+        .into_iter()
+        .skip(offset)
+        .take(PAGE_SIZE)
+        .map(|e| {
+            let r = &e.entry;
+            EventView {
+                position: e.position,
+                event_id: mask(&e.event_id),
+                session_short: mask(&truncate(
+                    e.session_id
+                        .strip_prefix("session_")
+                        .unwrap_or(&e.session_id),
+                    13,
+                )),
+                session_id: mask(&e.session_id),
+                sequence: e.sequence,
+                kind_label: e.kind.replace('_', " "),
+                kind: mask(&e.kind),
+                timestamp: mask(&r.timestamp),
+                task_id: mask(&r.task_id),
+                status: (e.kind == "task_transitioned").then(|| status_view(&r.status)),
+                evidence: r.evidence.clone(),
+                command: r.command_summary.clone(),
+                command_ref: r.command_ref.clone(),
+                receipt: e
+                    .receipt_verified
+                    .map(|v| if v { "verified" } else { "not verified" }),
+                notes: r.notes.clone(),
+            }
+        })
+        .collect();
+    let shown = entries.len();
+    let sel = |o: &Option<String>| o.clone().unwrap_or_default();
+    let mut query = Vec::new();
+    for (k, v) in [
+        ("task", &filter.task),
+        ("session", &filter.session),
+        ("kind", &filter.kind),
+    ] {
+        if let Some(v) = v {
+            query.push(format!("{k}={}", pct(v)));
+        }
+    }
+    EventsView {
+        entries,
+        matching: n,
+        total,
+        offset,
+        first_shown: if shown > 0 { offset + 1 } else { 0 },
+        last_shown: offset + shown,
+        newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
+        older: (offset + PAGE_SIZE < n).then_some(offset + PAGE_SIZE),
+        task: mask(&sel(&filter.task)),
+        session: mask(&sel(&filter.session)),
+        kind: mask(&sel(&filter.kind)),
+        tasks: choices(
+            &counted(
+                tl.entries
+                    .iter()
+                    .map(|e| e.entry.task_id.as_str())
+                    .filter(|t| !t.is_empty()),
+            ),
+            filter.task.as_deref().unwrap_or(""),
+            &|v| mask(v),
+        ),
+        sessions: choices(
+            &counted(tl.entries.iter().map(|e| e.session_id.as_str())),
+            filter.session.as_deref().unwrap_or(""),
+            &|v| mask(v),
+        ),
+        kinds: choices(
+            &counted(tl.entries.iter().map(|e| e.kind.as_str())),
+            filter.kind.as_deref().unwrap_or(""),
+            &|v| v.replace('_', " "),
+        ),
+        query: query.join("&"),
+        problems: tl.problems,
     }
 }

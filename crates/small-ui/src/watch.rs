@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use small_core::history::runs;
 
-use crate::{view, App, Change};
+use crate::{view, App, Change, Scope, STORE_SCOPE};
 
 /// How long events are gathered before the page is told.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -51,6 +51,12 @@ pub fn start(app: Arc<App>) -> notify::Result<Watcher> {
             let _ = w.watch(&runs_dir, RecursiveMode::Recursive);
         }
     }
+    if let Some(file) = app.store.as_ref().and_then(|s| s.file.as_ref()) {
+        // The store's directory: SQLite writes the file and its `-wal` beside it.
+        if let Some(dir) = file.parent() {
+            let _ = w.watch(dir, RecursiveMode::NonRecursive);
+        }
+    }
     std::thread::Builder::new()
         .name("small-ui-watch".into())
         .spawn(move || dispatch(app, rx))
@@ -74,11 +80,15 @@ fn dispatch(app: Arc<App>, rx: Receiver<notify::Result<notify::Event>>) {
             }
         }
         let mut changed: BTreeMap<usize, BTreeSet<&'static str>> = BTreeMap::new();
+        let mut store_changed = false;
         for ev in batch.into_iter().flatten() {
             if matches!(ev.kind, EventKind::Access(_)) {
                 continue;
             }
             for path in &ev.paths {
+                if store_file_changed(&app, path) {
+                    store_changed = true;
+                }
                 for (i, ws) in app.workspaces.iter().enumerate() {
                     if let Some(parts) = classify(path, &ws.loc.small_dir, &ws.loc.root) {
                         changed.entry(i).or_default().extend(parts.iter().copied());
@@ -95,10 +105,33 @@ fn dispatch(app: Arc<App>, rx: Receiver<notify::Result<notify::Event>>) {
                 ws.request_check();
             }
             let _ = app.events.send(Change {
-                ws: i,
+                ws: Scope::Ws(i),
                 parts: parts.into_iter().collect(),
             });
         }
+        if store_changed {
+            let _ = app.events.send(Change {
+                ws: STORE_SCOPE,
+                parts: vec!["store", "artifact"],
+            });
+        }
+    }
+}
+
+/// Whether `path` is the SQLite store file or one of its companions (`-wal`, `-journal`).
+fn store_file_changed(app: &App, path: &Path) -> bool {
+    let Some(file) = app.store.as_ref().and_then(|s| s.file.as_ref()) else {
+        return false;
+    };
+    if path.parent() != file.parent() {
+        return false;
+    }
+    match (path.file_name(), file.file_name()) {
+        (Some(p), Some(f)) => {
+            let (p, f) = (p.to_string_lossy(), f.to_string_lossy());
+            p == f || p == format!("{f}-wal") || p == format!("{f}-journal")
+        }
+        _ => false,
     }
 }
 
@@ -108,6 +141,14 @@ fn classify(path: &Path, small_dir: &Path, root: &Path) -> Option<&'static [&'st
         return None;
     }
     if path.starts_with(small_dir) {
+        // 2.0.0: a new event can change every part the events feed.
+        if path.starts_with(small_dir.join("events"))
+            || path.starts_with(small_dir.join("receipts"))
+        {
+            return Some(&[
+                "summary", "card", "timeline", "task", "graph", "board", "handoff",
+            ]);
+        }
         return Some(parts_for(&name));
     }
     if path.starts_with(runs::store_dir(root, None)) {
@@ -132,7 +173,7 @@ pub fn start_checker(app: Arc<App>, i: usize, rx: Receiver<()>) {
                     *ws.checks.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(c));
                 }
                 let _ = app.events.send(Change {
-                    ws: i,
+                    ws: Scope::Ws(i),
                     parts: vec!["card", "checks", "summary"],
                 });
             }
@@ -156,6 +197,8 @@ mod tests {
         assert!(p("plan.small.yml").unwrap().contains(&"graph"));
         assert!(p("handoff.small.yml").unwrap().contains(&"handoff"));
         assert!(p(".lock").is_none());
+        let ev = small.join("events").join("session_1").join("event_2.json");
+        assert!(classify(&ev, &small, &root).unwrap().contains(&"timeline"));
         assert!(p("plan.small.yml.tmp").is_none());
         let runs = runs::store_dir(&root, None).join("x").join("meta.json");
         assert_eq!(classify(&runs, &small, &root), Some(&["runs"][..]));

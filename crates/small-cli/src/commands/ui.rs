@@ -28,6 +28,10 @@ pub struct Args {
     /// Serve a generated sample workspace (in a temporary directory removed at exit)
     #[arg(long, conflicts_with = "dirs")]
     pub demo: bool,
+    /// A primitives store to show too (an SQLite file or a postgres:// URL), opened
+    /// read-only: its artifacts, their lineage graph and lifecycle events
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "demo")]
+    pub store: Option<String>,
     /// Longest time a page may take (e.g. 500ms, 30s)
     #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub request_timeout: Duration,
@@ -61,6 +65,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         dirs,
         addr: args.addr.clone(),
         request_timeout: args.request_timeout,
+        store: args.store.clone(),
         ..small_ui::UiConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

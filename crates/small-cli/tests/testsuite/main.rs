@@ -62,6 +62,7 @@ mod tools_init;
 mod tools_selftest;
 mod ui_browser;
 mod ui_http;
+mod ui_store;
 
 mod v2_write;
 mod validate_cli;

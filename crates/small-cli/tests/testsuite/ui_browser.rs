@@ -21,7 +21,22 @@ fn the_page_works_in_a_real_browser() {
         return;
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ci/ui_browser.py");
-    let out = Command::new(python)
+    // A primitives store for the lineage checks, and a 2.0.0 workspace when the corpus is here.
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = store_dir.path().join("primitives.db");
+    crate::ui_store::fill(small_store::open(store.to_str().unwrap()).unwrap().as_ref());
+    let v2_dir = tempfile::tempdir().unwrap();
+    let case = small_testkit::conformance_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/v2/cases/wf-single-session"
+    ));
+    let mut cmd = Command::new(python);
+    cmd.env("SMALL_UI_STORE", &store);
+    if let Some(case) = &case {
+        crate::conformance_v2::copy_case_links(case, v2_dir.path());
+        cmd.env("SMALL_UI_V2", v2_dir.path());
+    }
+    let out = cmd
         .arg(&script)
         .env("SMALL_BIN", env!("CARGO_BIN_EXE_small"))
         .env("SMALL_TEST_CHROMIUM", &chromium)
@@ -42,7 +57,12 @@ fn the_page_works_in_a_real_browser() {
         "xss",
         "demo",
         "keyboard",
-    ] {
+        "store-lineage",
+        "store-xss",
+    ]
+    .into_iter()
+    .chain(case.as_ref().map(|_| "v2-timeline"))
+    {
         assert!(
             stdout.contains(&format!("ok {check}")),
             "{check} did not run\n{stdout}"

@@ -426,6 +426,7 @@ fn a_v2_workspace_shows_its_tasks_sessions_and_handoff() {
     for want in [
         "SMALL 2.0.0, solo mode",
         "Sessions (2, 0 open)",
+        "3 (3 verified)",
         "session_f74eaf91908d192c41c7311f0205109f",
         "token-polling depends on device-code-request",
         "Device-flow integration test written and accepted",
@@ -440,4 +441,61 @@ fn a_v2_workspace_shows_its_tasks_sessions_and_handoff() {
     assert_eq!(task.status, 200, "{}", task.body);
     assert!(task.body.contains("Poll the token endpoint with backoff"));
     assert_eq!(ui.get("/w/0/task/no-such-task").status, 404);
+}
+
+/// The timeline of a 2.0.0 workspace is its events: newest first, filtered by task, session
+/// and kind, command receipts marked, and a new event file pushed to the page.
+#[test]
+fn a_v2_workspace_has_an_event_timeline() {
+    let Some(case) = small_testkit::conformance_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/v2/cases/wf-single-session"
+    )) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    crate::conformance_v2::copy_case_links(&case, work.path());
+    let ui = UiServer::start(&[], work.path());
+    let page = ui.get("/w/0/timeline");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Events 1–17 of 17"), "{}", page.body);
+    assert_eq!(page.body.matches("<li class=\"entry\"").count(), 17);
+    // Newest first: the last session's close comes before the first session's start.
+    let positions: Vec<usize> = page
+        .body
+        .split("data-index=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(positions, (1..=17).rev().collect::<Vec<_>>());
+    // The command receipt is verified (its receipt file is there and sound).
+    assert!(page.body.contains("receipt verified"));
+    assert!(page.body.contains("echo ok"));
+    // Filters: by kind, by session, by task (alias).
+    let r = ui.get("/w/0/timeline?kind=task_created");
+    assert_eq!(r.body.matches("<li class=\"entry\"").count(), 5);
+    assert!(r.body.contains("matching (17 in all)"));
+    let r = ui.get("/w/0/timeline?session=session_f74eaf91908d192c41c7311f0205109f");
+    let n = r.body.matches("<li class=\"entry\"").count();
+    assert!((1..17).contains(&n), "{n}");
+    assert!(!r
+        .body
+        .contains("data-session=\"session_3bcb641eab1bc69869dfcfeb5c41ee3e\""));
+    let r = ui.get("/w/0/fragment/timeline?task=token-polling");
+    assert!(r.body.contains("data-task=\"token-polling\""));
+    assert!(!r.body.contains("data-task=\"device-code-request\""));
+    // The task page's history is its events; the workspace page shows the newest.
+    let t = ui.get("/w/0/task/token-polling");
+    assert!(t.body.contains("data-kind=\"task_created\""), "{}", t.body);
+    let w = ui.get("/w/0/");
+    assert!(w.body.contains("data-kind=\"session_closed\""));
+    // A damaged receipt makes the command's receipt not verified.
+    let receipt = std::fs::read_dir(work.path().join(".small/receipts/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("d6b7369d"))
+        .unwrap();
+    std::fs::remove_file(&receipt).unwrap();
+    let r = ui.get("/w/0/timeline?kind=command_recorded");
+    assert!(r.body.contains("receipt not verified"), "{}", r.body);
 }

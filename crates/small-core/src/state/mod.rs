@@ -15,6 +15,8 @@ pub mod status;
 pub(crate) mod v1;
 mod v2view;
 
+pub use v2view::{event_timeline, EventEntry, EventTimeline};
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;

@@ -175,3 +175,34 @@ fn a_damaged_event_store_is_reported_not_trusted() {
     assert!(!st.is_sound());
     assert!(st.record_problems.iter().all(|d| d.code.starts_with("V2-")));
 }
+
+#[test]
+fn the_event_timeline_lists_every_event_in_order_with_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    v1_workspace(dir.path());
+    let plan = crate::migrate::preview(dir.path(), "test/state").unwrap();
+    crate::migrate::apply(dir.path(), &plan, &plan.expected_input_digest).unwrap();
+    let st = load(
+        &loc(dir.path()),
+        &LoadOptions {
+            recent: usize::MAX,
+            audit: true,
+        },
+    );
+    let tl = event_timeline(dir.path(), &dir.path().join(".small"));
+    assert!(tl.problems.is_empty(), "{:?}", tl.problems);
+    assert_eq!(tl.entries.len(), st.sessions.as_ref().unwrap().events);
+    let positions: Vec<usize> = tl.entries.iter().map(|e| e.position).collect();
+    assert_eq!(positions, (1..=tl.entries.len()).collect::<Vec<_>>());
+    // The same entries as the state's recent list (newest first there).
+    let mut recent = st.recent.clone();
+    recent.reverse();
+    let ours: Vec<_> = tl.entries.iter().map(|e| e.entry.clone()).collect();
+    assert_eq!(ours, recent);
+    let sessions: std::collections::BTreeSet<&str> =
+        tl.entries.iter().map(|e| e.session_id.as_str()).collect();
+    assert!(sessions.iter().all(|s| s.starts_with("session_")));
+    assert!(tl.entries.iter().any(|e| e.kind == "task_created"));
+    // Tasks named by alias, as everywhere else.
+    assert!(tl.entries.iter().any(|e| e.entry.task_id == "flag"));
+}

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use crate::gates::status::RecentEntry;
 use crate::state::v1;
 use crate::state::{Handoff, LoadOptions, ProjectState, Sessions, Task};
@@ -149,4 +151,74 @@ fn entry(e: &Event, alias: &HashMap<&str, &str>) -> RecentEntry {
         command_ref: masked(from, "command_ref"),
         command_sha256: masked(from, "command_sha256"),
     }
+}
+
+/// One event of a 2.0.0 workspace's timeline, as a reader shows it: where it sits, who wrote
+/// it, and what it says (the same mapping as the recent entries of [`ProjectState`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventEntry {
+    /// 1-based position in the timeline (the reducer's order).
+    pub position: usize,
+    pub event_id: String,
+    pub session_id: String,
+    pub sequence: i64,
+    pub kind: String,
+    /// The task as people name it (its alias when it has one).
+    pub entry: RecentEntry,
+    /// For an event that names evidence receipts: whether every one of them is present and
+    /// verified. `None` when it names none.
+    pub receipt_verified: Option<bool>,
+}
+
+/// The whole timeline of a 2.0.0 workspace, oldest first, with the problems that make it
+/// untrustworthy (damaged records or event graph), as [`load`] reports them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EventTimeline {
+    pub entries: Vec<EventEntry>,
+    pub problems: Vec<String>,
+}
+
+/// Every event of the 2.0.0 workspace under `small_dir`, in timeline order.
+pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> EventTimeline {
+    let (checked, store) = crate::v2::check_store(root, small_dir);
+    let problems = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && stage_of(&d.code) != Stage::State)
+        .map(|d| crate::gates::secrets::redact(&d.message).into_owned())
+        .collect();
+    let s = checked.state;
+    let by_id: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+    let alias: HashMap<&str, &str> = s
+        .tasks
+        .iter()
+        .filter(|t| !t.alias.is_empty())
+        .map(|t| (t.id.as_str(), t.alias.as_str()))
+        .collect();
+    let verified: std::collections::HashSet<&str> = store
+        .receipts
+        .iter()
+        .filter(|r| r.availability == "verified")
+        .map(|r| r.digest.as_str())
+        .collect();
+    let entries = s
+        .timeline
+        .iter()
+        .filter_map(|t| by_id.get(t.id.as_str()))
+        .enumerate()
+        .map(|(i, e)| {
+            let digests = e.payload.strs_of("evidence_digests");
+            EventEntry {
+                position: i + 1,
+                event_id: e.id.clone(),
+                session_id: e.session_id.clone(),
+                sequence: e.sequence,
+                kind: e.kind.clone(),
+                entry: entry(e, &alias),
+                receipt_verified: (!digests.is_empty())
+                    .then(|| digests.iter().all(|d| verified.contains(d.as_str()))),
+            }
+        })
+        .collect();
+    EventTimeline { entries, problems }
 }
