@@ -790,8 +790,7 @@ impl<'a> CandidateWriter<'a> {
         let path = self.root.join(rel);
         if let Some(parent) = path.parent() {
             if !self.dirs.contains(parent) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| io_err("cannot create", parent, &e))?;
+                std::fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, &e))?;
                 self.dirs.insert(parent.to_path_buf());
             }
         }
@@ -802,8 +801,7 @@ impl<'a> CandidateWriter<'a> {
     #[cfg(target_os = "linux")]
     fn sync(&self) -> Result<(), MigrateError> {
         use std::os::fd::AsRawFd;
-        let d = std::fs::File::open(self.root)
-            .map_err(|e| io_err("cannot open", self.root, &e))?;
+        let d = std::fs::File::open(self.root).map_err(|e| io_err("cannot open", self.root, &e))?;
         // SAFETY: syncfs takes an open descriptor, which `d` holds for the call.
         if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
             let e = std::io::Error::last_os_error();

@@ -466,7 +466,10 @@ mod tests {
             vec![("a".to_string(), GoValue::Int(1))],
             vec![
                 ("k".to_string(), GoValue::str("<x>")),
-                ("p".to_string(), GoValue::map(vec![("z".into(), GoValue::Null)])),
+                (
+                    "p".to_string(),
+                    GoValue::map(vec![("z".into(), GoValue::Null)]),
+                ),
             ],
         ] {
             let body = gojson::compact(&GoValue::Obj(members.clone()));
