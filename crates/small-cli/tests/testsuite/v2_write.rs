@@ -234,6 +234,28 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
     let b = v["session"]["session_id"].as_str().unwrap().to_string();
     let err = ws.fails(&["handoff", "--summary", "late", "--session", &a], 1);
     assert!(err.contains("superseded"), "{err}");
+    // session list shows the taken-over session as superseded, the new one as active.
+    let list = ws.json(&["session", "list", "--json"]);
+    let status_of = |id: &str| {
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .map(|s| s["status"].clone())
+    };
+    assert_eq!(
+        status_of(&a),
+        Some(serde_json::json!("superseded")),
+        "{list}"
+    );
+    assert_eq!(status_of(&b), Some(serde_json::json!("active")), "{list}");
+    let text = ws.ok(&["session", "list"]);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&a) && l.contains("superseded")),
+        "{text}"
+    );
     let show = ws.json(&["mode", "show", "--json"]);
     assert_eq!(show["active_sessions"], serde_json::json!([b]));
     let frontier = show["frontier"].as_str().unwrap().to_string();
@@ -667,5 +689,48 @@ async fn v2_mcp_and_processes_write_together() {
     assert_eq!(v["events"][1]["kind"], "session_closed");
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+    ws.strict_ok();
+}
+
+#[test]
+fn v2_checkpoint_refuses_completion_without_evidence_for_the_acceptance_criteria() {
+    let Some(ws) = Ws::case("migrated-valid-current-task-absent") else {
+        return;
+    };
+    ws.start();
+    let args = [
+        "checkpoint",
+        "--task",
+        "dedupe",
+        "--status",
+        "completed",
+        "--evidence",
+        "looks right",
+    ];
+    let err = ws.fails(&args, 1);
+    assert!(err.contains("V2-EVIDENCE"), "{err}");
+    assert!(
+        err.contains("Re-import of a file yields zero new rows"),
+        "{err}"
+    );
+    assert!(err.contains("small evidence save --task dedupe"), "{err}");
+    std::fs::write(ws.root.join("reimport.txt"), "0 new rows\n").unwrap();
+    let saved = ws.json(&[
+        "evidence",
+        "save",
+        "--task",
+        "dedupe",
+        "--file",
+        "reimport.txt",
+        "--validator",
+        "reimport twice",
+        "--json",
+    ]);
+    let v = ws.json(&[&args[..], &["--json"]].concat());
+    let digests = v["event"]["payload"]["evidence_digests"]
+        .as_array()
+        .unwrap();
+    assert!(digests.contains(&saved["digest"]), "{v}");
+    assert!(digests.contains(&v["receipt"]["digest"]), "{v}");
     ws.strict_ok();
 }
