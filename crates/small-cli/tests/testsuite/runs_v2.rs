@@ -189,7 +189,10 @@ fn v2_checkout_restores_a_tree_and_refuses_to_drop_unsaved_files() {
     ]);
     let v = ws.json(&["run", "checkout", &first, "--force", "--json"]);
     let backup = PathBuf::from(v["backup"].as_str().unwrap());
-    assert!(backup.starts_with(ws.root.join(".small-cache/checkout")), "{v}");
+    assert!(
+        backup.starts_with(ws.root.join(".small-cache/checkout")),
+        "{v}"
+    );
     assert!(backup.join("profile.json").is_file());
     assert_eq!(ws.tree(), before);
     // No staging directory is left beside the tree.
@@ -214,7 +217,11 @@ fn v2_links_in_a_snapshot_are_never_followed() {
     };
     let frontier = ws.frontier();
     ws.ok(&["run", "snapshot"]);
-    let state = ws.root.join(".small-runs").join(&frontier).join("state/.small");
+    let state = ws
+        .root
+        .join(".small-runs")
+        .join(&frontier)
+        .join("state/.small");
     // A link planted in the snapshot, pointing at a file outside the workspace.
     let outside = ws.root.parent().unwrap().join("secret.txt");
     std::fs::write(&outside, "outside\n").unwrap();

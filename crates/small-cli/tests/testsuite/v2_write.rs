@@ -543,6 +543,11 @@ fn v2_merged_clones_reconcile() {
     // Disjoint so far: the merge has no git conflict and passes the strict check.
     git(&base.root, &["merge", "-q", "--no-edit", "other"]);
     base.strict_ok();
+    // Without a conflict, resume lists none.
+    let r = base.json(&["resume", "--json"]);
+    assert!(r.get("conflicts").is_none(), "{r}");
+    assert_eq!(r["gates"]["status"], "pass");
+    assert!(!base.ok(&["resume"]).contains("## Conflicts"));
     // A conflicting outcome on one task from two branches is a conflict the check names.
     git(&base.root, &["checkout", "-qb", "third", "HEAD~1"]);
     run_in(&base.root, &["session", "start", "--label", "c"]);
@@ -571,6 +576,72 @@ fn v2_merged_clones_reconcile() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("V2-CONFLICT"), "{text}");
+    // The check and resume name the conflict and the steps that resolve it, with the real
+    // conflict id and frontier; every session is closed, so the first step starts one.
+    let frontier = base.json(&["status", "--json"])["frontier"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = base.json(&["resume", "--json"]);
+    assert_eq!(r["gates"]["status"], "fail");
+    let c = &r["conflicts"][0];
+    assert_eq!(r["conflicts"].as_array().unwrap().len(), 1, "{r}");
+    let id = c["conflict_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("conflict_"), "{c}");
+    assert_eq!(c["kind"], "task_outcome");
+    assert_eq!(c["task"], "task-1");
+    assert_eq!(c["frontier"], frontier.as_str());
+    assert_eq!(c["start_session"], "small session start --label reconcile");
+    let says: Vec<&str> = c["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["says"].as_str().unwrap())
+        .collect();
+    assert!(
+        says.iter()
+            .any(|s| s.contains("status completed: \"done on c\"")),
+        "{says:?}"
+    );
+    assert!(
+        says.iter()
+            .any(|s| s.contains("status blocked: \"blocked on b\"")),
+        "{says:?}"
+    );
+    let apply = format!("small reconcile --apply FILE --expect-state {frontier}");
+    assert!(text.contains(&id) && text.contains(&apply), "{text}");
+    let md = base.ok(&["resume"]);
+    assert!(md.contains("## Conflicts: 1 unresolved"), "{md}");
+    assert!(md.contains(&id) && md.contains(&apply), "{md}");
+    assert!(md.contains("small session start --label reconcile"), "{md}");
+    // Following the steps resolves it: start the session, take the new frontier's steps,
+    // keep the completed head, apply.
+    run_in(&base.root, &["session", "start", "--label", "reconcile"]);
+    let r = base.json(&["resume", "--json"]);
+    let c = &r["conflicts"][0];
+    assert!(c.get("start_session").is_none(), "{c}");
+    assert_ne!(c["frontier"], frontier.as_str());
+    let mut file = c["resolution_file"].clone();
+    let keep = c["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["says"].as_str().unwrap().contains("completed"))
+        .unwrap()["event"]
+        .clone();
+    file["selected_event"] = keep;
+    file["reason"] = serde_json::json!("the c branch ran the real test");
+    std::fs::write(base.root.join("resolution.json"), file.to_string()).unwrap();
+    let cmd = c["apply"]
+        .as_str()
+        .unwrap()
+        .replace("FILE", "resolution.json");
+    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    base.ok(&args);
+    base.strict_ok();
+    let r = base.json(&["resume", "--json"]);
+    assert!(r.get("conflicts").is_none(), "{r}");
+    assert_eq!(r["gates"]["status"], "pass");
 }
 
 /// The merged conflict of the reference's corpus is resolved by `reconcile --apply`; a file

@@ -90,6 +90,11 @@ pub struct Conflict {
     pub task_id: String,
     pub heads: Vec<String>,
     pub message: String,
+    /// What each head says, in the order of `heads` (the outcome, mode or policy it
+    /// records and its session), for the steps that resolve the conflict. Not part of the
+    /// JSON: the reference's conflict objects have the members above.
+    #[serde(skip)]
+    pub head_summaries: Vec<String>,
 }
 
 /// A receipt by digest.
@@ -494,6 +499,7 @@ impl Conflicts {
                 task_id: task.into(),
                 heads,
                 message: message.into(),
+                head_summaries: Vec::new(),
             },
         );
     }
@@ -856,6 +862,21 @@ pub fn reduce(store: &Store) -> State {
         })
         .collect();
     receipts.sort_by(|a, b| a.digest.cmp(&b.digest));
+    let mut conflicts: Vec<Conflict> = conflicts
+        .0
+        .into_values()
+        .filter(|c| !resolved.contains(&c.id))
+        .collect();
+    for c in &mut conflicts {
+        c.head_summaries = c
+            .heads
+            .iter()
+            .map(|h| match g.index.get(h.as_str()) {
+                Some(&i) => head_summary(g.events[i]),
+                None => "not an event (the profile's policy)".to_string(),
+            })
+            .collect();
+    }
     State {
         project_id: profile.project_id.clone(),
         mode,
@@ -876,13 +897,43 @@ pub fn reduce(store: &Store) -> State {
                 task_id: e.task_id.clone(),
             })
             .collect(),
-        conflicts: conflicts
-            .0
-            .into_values()
-            .filter(|c| !resolved.contains(&c.id))
-            .collect(),
+        conflicts,
         handoff,
     }
+}
+
+/// One line on what event `e` records, secrets masked: the head of a conflict as a
+/// reviewer chooses between them.
+fn head_summary(e: &Event) -> String {
+    let p = &e.payload;
+    let what = match e.kind.as_str() {
+        "task_transitioned" => {
+            let evidence = p.str_of("evidence");
+            if evidence.is_empty() {
+                format!("status {}", p.str_of("status"))
+            } else {
+                let short: String = evidence.chars().take(80).collect();
+                let cut = if short.len() < evidence.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                format!("status {}: \"{short}{cut}\"", p.str_of("status"))
+            }
+        }
+        "mode_changed" => format!("mode {}", p.str_of("new_mode")),
+        "policy_changed" => format!("policy revision {}", p.str_of("new_revision")),
+        "task_created" | "task_updated" => {
+            format!("definition r{} \"{}\"", e.task_revision, p.str_of("title"))
+        }
+        "ownership_claimed" | "ownership_taken_over" => {
+            format!("{} by {}", e.kind, p.str_of("owner_session"))
+        }
+        "conflict_resolved" => format!("resolution selecting {}", p.str_of("selected_event")),
+        other => other.to_string(),
+    };
+    let line = format!("{what} (session {}, {})", e.session_id, e.occurred_at);
+    crate::gates::secrets::redact(&line).into_owned()
 }
 
 fn set_outcome(t: &mut Task, e: &Event) {

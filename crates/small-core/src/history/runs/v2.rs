@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{
-    digest, git_info, index, now_rfc3339, parse_snapshot_name, safe, short_id, snapshot_name,
-    Meta, RunError, Snapshot, SnapshotResult, META_FILE,
+    digest, git_info, index, now_rfc3339, parse_snapshot_name, safe, short_id, snapshot_name, Meta,
+    RunError, Snapshot, SnapshotResult, META_FILE,
 };
 use crate::spec::consts::{CACHE_DIR, SMALL_DIR, TOOL_VERSION};
 
@@ -173,7 +173,10 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     let mut per = BTreeMap::new();
     for (rel, path) in &files {
         let bytes = safe::read_stored_file(path)?.ok_or_else(|| {
-            RunError::usage(format!("{} disappeared while it was copied", path.display()))
+            RunError::usage(format!(
+                "{} disappeared while it was copied",
+                path.display()
+            ))
         })?;
         let dest = copy_root.join(rel);
         if let Some(parent) = dest.parent() {
@@ -297,8 +300,9 @@ fn artifact_names(meta: &Meta) -> Vec<String> {
 /// the summary is the latest handoff of the copied tree.
 pub fn load(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
     let dir = store.join(name);
-    let (id, generation) = parse_snapshot_name(name)
-        .ok_or_else(|| RunError::usage(format!("`{}` is not a snapshot name", name.escape_debug())))?;
+    let (id, generation) = parse_snapshot_name(name).ok_or_else(|| {
+        RunError::usage(format!("`{}` is not a snapshot name", name.escape_debug()))
+    })?;
     let meta_path = dir.join(META_FILE);
     let mut problems = Vec::new();
     let meta = match safe::read_stored_file(&meta_path)? {
@@ -323,9 +327,11 @@ pub fn load(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
     let state = dir.join(STATE_DIR);
     if verify {
         let v = compare(id, name, &meta, &state.join(SMALL_DIR))?;
-        problems.extend(v.mismatches.iter().map(|m| {
-            format!("{SMALL_DIR}/{}: {}", m.filename, m.reason.as_str())
-        }));
+        problems.extend(
+            v.mismatches
+                .iter()
+                .map(|m| format!("{SMALL_DIR}/{}: {}", m.filename, m.reason.as_str())),
+        );
         if v.status == digest::VerifyStatus::Mismatch && v.mismatches.is_empty() {
             problems.push("the aggregate digest differs".into());
         }
@@ -426,7 +432,9 @@ pub fn checkout(
             "snapshot {} is not a 2.0.0 snapshot; this workspace is 2.0.0",
             super::short_name(&name, 16)
         ))
-        .with_help("a v1 snapshot restores into a v1 workspace; `small run list` shows the snapshots"));
+        .with_help(
+            "a v1 snapshot restores into a v1 workspace; `small run list` shows the snapshots",
+        ));
     }
     let snap = load(store, &name, true)?;
     if !snap.problems.is_empty() {
