@@ -130,6 +130,9 @@ fn v2_snapshot_files_the_whole_tree_under_the_frontier_and_verifies() {
     assert_eq!(list["runs"].as_array().unwrap().len(), 1, "{list}");
     let out = ws.ok(&["run", "verify", &frontier[..12]]);
     assert!(out.contains("Status: ok"), "{out}");
+    // `run diff` compares v1 artifacts: it says so rather than report "no changes".
+    let err = ws.fails(&["run", "diff", &frontier], 1);
+    assert!(err.contains("2.0.0 tree"), "{err}");
 
     // A changed copy is a mismatch naming the path; checkout refuses to restore it.
     let event = tree
