@@ -133,6 +133,9 @@ fn v2_snapshot_files_the_whole_tree_under_the_frontier_and_verifies() {
     // `run diff` compares v1 artifacts: it says so rather than report "no changes".
     let err = ws.fails(&["run", "diff", &frontier], 1);
     assert!(err.contains("2.0.0 tree"), "{err}");
+    let err = ws.fails(&["archive"], 1);
+    assert!(err.contains("small run snapshot"), "{err}");
+    assert!(!ws.root.join(".small-archive").exists());
 
     // A changed copy is a mismatch naming the path; checkout refuses to restore it.
     let event = tree
