@@ -1291,7 +1291,7 @@ pub fn save_evidence(
     outcome: &str,
 ) -> Result<Saved> {
     w.fresh()?;
-    let t = w.task(task)?;
+    let t = task_fields(w, task)?;
     let data = crate::workspace::fsio::read_bounded(file, MAX_EVIDENCE_BYTES).map_err(|e| {
         refused(
             code::EVIDENCE,
@@ -1313,10 +1313,10 @@ pub fn save_evidence(
         strength: "verified_artifact".into(),
         availability: "verified".into(),
         producer: vec![("tool".into(), s("small evidence save"))],
-        task_id: t.task.id.clone(),
-        task_revision: t.task.revision,
-        policy_revision: t.task.policy_revision.clone(),
-        source_digest: t.source_digest.clone(),
+        task_id: t.0,
+        task_revision: t.1,
+        policy_revision: t.2,
+        source_digest: t.3,
         validator: validator.trim().into(),
         outcome: outcome.into(),
         artifact_path: format!(".small/{rel}"),
@@ -1332,6 +1332,22 @@ pub fn save_evidence(
     })
 }
 
+/// A receipt's task members (id, revision, policy revision, source digest) for the task
+/// `reference` names; all empty for a blank reference (a receipt of no task, as the
+/// reference allows).
+fn task_fields(w: &Writer, reference: &str) -> Result<(String, i64, String, String)> {
+    if reference.trim().is_empty() {
+        return Ok((String::new(), 0, String::new(), String::new()));
+    }
+    let t = w.task(reference)?;
+    Ok((
+        t.task.id.clone(),
+        t.task.revision,
+        t.task.policy_revision.clone(),
+        t.source_digest.clone(),
+    ))
+}
+
 /// Declare evidence for a task unavailable (a narrative receipt with availability
 /// `unavailable` and the reason).
 pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<WrittenReceipt> {
@@ -1339,16 +1355,16 @@ pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<W
     if reason.trim().is_empty() {
         return Err(usage("--reason is required"));
     }
-    let t = w.task(task)?;
+    let t = task_fields(w, task)?;
     let r = w.publish_receipt(&ReceiptDraft {
         receipt_id: record::new_id("receipt"),
         strength: "narrative_assertion".into(),
         availability: "unavailable".into(),
         producer: vec![("tool".into(), s("small evidence declare-unavailable"))],
-        task_id: t.task.id.clone(),
-        task_revision: t.task.revision,
-        policy_revision: t.task.policy_revision.clone(),
-        source_digest: t.source_digest.clone(),
+        task_id: t.0,
+        task_revision: t.1,
+        policy_revision: t.2,
+        source_digest: t.3,
         metadata: vec![("reason".into(), s(reason.trim()))],
         ..ReceiptDraft::default()
     })?;

@@ -611,6 +611,18 @@ fn evidence_receipts_carry_the_task_source_digest() {
     };
     assert_eq!(get("strength").as_deref(), Some("\"verified_artifact\""));
     assert_eq!(get("outcome").as_deref(), Some("\"passed\""));
+    // Without a task (the reference allows it) the receipt names none.
+    std::fs::write(root.join("n.txt"), "no task\n").unwrap();
+    let none = save_evidence(&mut w, &root.join("n.txt"), " ", "", "").unwrap();
+    assert!(!none
+        .receipt
+        .members
+        .iter()
+        .any(|(k, _)| k.starts_with("task_")));
+    let un = declare_unavailable(&mut w, "", "private CI").unwrap();
+    assert!(!un.members.iter().any(|(k, _)| k == "task_id"));
+    drop(w);
+    assert_eq!(strict_errors(root), Vec::<String>::new());
     // The migrated task has a source; the receipt names it, as the reference's does.
     assert_eq!(t.task.source_digest.len(), 64);
     assert_eq!(
