@@ -18,13 +18,14 @@ pub struct SessionFlags {
     /// 2.0.0 workspaces: the session to record in [default: the active one, in .small-cache/active-session]
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// 2.0.0 workspaces: how long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
+    /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
     #[arg(long, value_name = "DURATION")]
     pub lock_timeout: Option<String>,
 }
 
 impl SessionFlags {
-    /// Refuse the 2.0.0-only flags on a v1 workspace.
+    /// On a v1 workspace: refuse `--session` (sessions are 2.0.0), and make `--lock-timeout`
+    /// the wait of every transaction the command begins.
     pub fn refuse_on_v1(&self) -> Result<(), CliError> {
         if self.session.is_some() {
             return Err(CliError::usage(
@@ -32,29 +33,36 @@ impl SessionFlags {
             ));
         }
         if self.lock_timeout.is_some() {
-            return Err(CliError::usage(
-                "--lock-timeout applies to SMALL 2.0.0 workspaces; v1 writes take SMALL_LOCK_TIMEOUT",
-            ));
+            txn::set_lock_timeout(self.timeout()?);
         }
         Ok(())
     }
 
+    /// The lock wait: `--lock-timeout`, else `SMALL_LOCK_TIMEOUT`, else 60 s.
+    pub fn timeout(&self) -> Result<std::time::Duration, CliError> {
+        lock_timeout(self.lock_timeout.as_deref())
+    }
+
     /// Lock the workspace for writing, waiting as asked.
     pub fn open(&self, root: &Path) -> Result<Writer, CliError> {
-        let timeout = match self.lock_timeout.as_deref() {
-            None => txn::lock_timeout_from_env(),
-            Some(s) => txn::parse_lock_timeout(s).ok_or_else(|| {
-                CliError::usage(format!(
-                    "--lock-timeout {s:?}: give seconds (30, 0.5) or a duration (90s, 2m)"
-                ))
-            })?,
-        };
-        Ok(Writer::open(root, timeout)?)
+        Ok(Writer::open(root, self.timeout()?)?)
     }
 
     /// The session named, else the active one.
     pub fn session(&self, root: &Path) -> Result<String, CliError> {
         Ok(write::resolve_session(root, self.session.as_deref())?)
+    }
+}
+
+/// Parse a `--lock-timeout` value (`None`: `SMALL_LOCK_TIMEOUT`, else 60 s).
+pub fn lock_timeout(flag: Option<&str>) -> Result<std::time::Duration, CliError> {
+    match flag {
+        None => Ok(txn::lock_timeout_from_env()),
+        Some(s) => txn::parse_lock_timeout(s).ok_or_else(|| {
+            CliError::usage(format!(
+                "--lock-timeout {s:?}: give seconds (30, 0.5) or a duration (90s, 2m)"
+            ))
+        }),
     }
 }
 

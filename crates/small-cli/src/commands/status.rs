@@ -208,7 +208,10 @@ fn render_v2(st: &small_core::v2::status::Status) -> String {
         o.push_str(&format!(
             "  {} {} {} event(s){}\n",
             s.id,
-            if s.closed { "closed" } else { "open" },
+            match s.status() {
+                "active" => "open",
+                other => other,
+            },
             s.events,
             if s.label.is_empty() {
                 String::new()

@@ -173,3 +173,85 @@ fn mcp_sessions_and_cli_processes_together_lose_nothing() {
     assert_eq!(entries.len(), initial + (SESSIONS + CLI) * ADDS);
     ws.strict_ok();
 }
+
+/// Hold the workspace lock (`.small-cache/lock`, an advisory `flock`) from this process.
+#[cfg(unix)]
+fn hold_lock(root: &std::path::Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(root.join(".small-cache")).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(".small-cache/lock"))
+        .unwrap();
+    // SAFETY: flock only reads its integer arguments; the descriptor stays open with `f`.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
+
+/// `--lock-timeout` on v1 writes: the same flag and meaning as on 2.0.0, outranking
+/// SMALL_LOCK_TIMEOUT, for every transaction of the command (apply takes several).
+#[cfg(unix)]
+#[test]
+fn lock_timeout_flag_on_v1_writes() {
+    let ws = Ws::new();
+    let before = ws.read("plan.small.yml");
+    let lock = hold_lock(ws.root());
+    let writes: [&[&str]; 5] = [
+        &["plan", "--add", "Blocked by the lock"],
+        &[
+            "progress",
+            "add",
+            "--task",
+            "meta/x",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "e",
+        ],
+        &[
+            "checkpoint",
+            "--task",
+            "meta/x",
+            "--status",
+            "blocked",
+            "--evidence",
+            "e",
+        ],
+        &["handoff", "--summary", "s"],
+        &["apply", "--cmd", "true", "--task", "meta/x"],
+    ];
+    for args in writes {
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["--lock-timeout", "0.1"]);
+        // The environment would wait five minutes: the flag decides.
+        let o = ws
+            .cmd(&full)
+            .env("SMALL_LOCK_TIMEOUT", "300")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{full:?}: {err}");
+        assert!(
+            err.contains("locked by another small process"),
+            "{full:?}: {err}"
+        );
+    }
+    assert_eq!(ws.read("plan.small.yml"), before);
+    let bad = ws.fails(2, &["plan", "--add", "x", "--lock-timeout", "soon"]);
+    assert!(bad.contains("--lock-timeout"), "{bad}");
+    // A wait long enough sees the lock released, though the environment says not to wait.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(lock);
+    });
+    let o = ws
+        .cmd(&["plan", "--add", "After the lock", "--lock-timeout", "60"])
+        .env("SMALL_LOCK_TIMEOUT", "0")
+        .output()
+        .unwrap();
+    release.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(ws.read("plan.small.yml").contains("After the lock"));
+}

@@ -50,6 +50,7 @@ mod runs_diff_checkout;
 mod runs_hostile;
 mod runs_list_show;
 mod runs_snapshot;
+mod runs_v2;
 mod runs_verify;
 mod store_cli;
 mod store_http;

@@ -234,6 +234,28 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
     let b = v["session"]["session_id"].as_str().unwrap().to_string();
     let err = ws.fails(&["handoff", "--summary", "late", "--session", &a], 1);
     assert!(err.contains("superseded"), "{err}");
+    // session list shows the taken-over session as superseded, the new one as active.
+    let list = ws.json(&["session", "list", "--json"]);
+    let status_of = |id: &str| {
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .map(|s| s["status"].clone())
+    };
+    assert_eq!(
+        status_of(&a),
+        Some(serde_json::json!("superseded")),
+        "{list}"
+    );
+    assert_eq!(status_of(&b), Some(serde_json::json!("active")), "{list}");
+    let text = ws.ok(&["session", "list"]);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&a) && l.contains("superseded")),
+        "{text}"
+    );
     let show = ws.json(&["mode", "show", "--json"]);
     assert_eq!(show["active_sessions"], serde_json::json!([b]));
     let frontier = show["frontier"].as_str().unwrap().to_string();
@@ -521,6 +543,11 @@ fn v2_merged_clones_reconcile() {
     // Disjoint so far: the merge has no git conflict and passes the strict check.
     git(&base.root, &["merge", "-q", "--no-edit", "other"]);
     base.strict_ok();
+    // Without a conflict, resume lists none.
+    let r = base.json(&["resume", "--json"]);
+    assert!(r.get("conflicts").is_none(), "{r}");
+    assert_eq!(r["gates"]["status"], "pass");
+    assert!(!base.ok(&["resume"]).contains("## Conflicts"));
     // A conflicting outcome on one task from two branches is a conflict the check names.
     git(&base.root, &["checkout", "-qb", "third", "HEAD~1"]);
     run_in(&base.root, &["session", "start", "--label", "c"]);
@@ -549,6 +576,72 @@ fn v2_merged_clones_reconcile() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("V2-CONFLICT"), "{text}");
+    // The check and resume name the conflict and the steps that resolve it, with the real
+    // conflict id and frontier; every session is closed, so the first step starts one.
+    let frontier = base.json(&["status", "--json"])["frontier"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = base.json(&["resume", "--json"]);
+    assert_eq!(r["gates"]["status"], "fail");
+    let c = &r["conflicts"][0];
+    assert_eq!(r["conflicts"].as_array().unwrap().len(), 1, "{r}");
+    let id = c["conflict_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("conflict_"), "{c}");
+    assert_eq!(c["kind"], "task_outcome");
+    assert_eq!(c["task"], "task-1");
+    assert_eq!(c["frontier"], frontier.as_str());
+    assert_eq!(c["start_session"], "small session start --label reconcile");
+    let says: Vec<&str> = c["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["says"].as_str().unwrap())
+        .collect();
+    assert!(
+        says.iter()
+            .any(|s| s.contains("status completed: \"done on c\"")),
+        "{says:?}"
+    );
+    assert!(
+        says.iter()
+            .any(|s| s.contains("status blocked: \"blocked on b\"")),
+        "{says:?}"
+    );
+    let apply = format!("small reconcile --apply FILE --expect-state {frontier}");
+    assert!(text.contains(&id) && text.contains(&apply), "{text}");
+    let md = base.ok(&["resume"]);
+    assert!(md.contains("## Conflicts: 1 unresolved"), "{md}");
+    assert!(md.contains(&id) && md.contains(&apply), "{md}");
+    assert!(md.contains("small session start --label reconcile"), "{md}");
+    // Following the steps resolves it: start the session, take the new frontier's steps,
+    // keep the completed head, apply.
+    run_in(&base.root, &["session", "start", "--label", "reconcile"]);
+    let r = base.json(&["resume", "--json"]);
+    let c = &r["conflicts"][0];
+    assert!(c.get("start_session").is_none(), "{c}");
+    assert_ne!(c["frontier"], frontier.as_str());
+    let mut file = c["resolution_file"].clone();
+    let keep = c["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["says"].as_str().unwrap().contains("completed"))
+        .unwrap()["event"]
+        .clone();
+    file["selected_event"] = keep;
+    file["reason"] = serde_json::json!("the c branch ran the real test");
+    std::fs::write(base.root.join("resolution.json"), file.to_string()).unwrap();
+    let cmd = c["apply"]
+        .as_str()
+        .unwrap()
+        .replace("FILE", "resolution.json");
+    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    base.ok(&args);
+    base.strict_ok();
+    let r = base.json(&["resume", "--json"]);
+    assert!(r.get("conflicts").is_none(), "{r}");
+    assert_eq!(r["gates"]["status"], "pass");
 }
 
 /// The merged conflict of the reference's corpus is resolved by `reconcile --apply`; a file
@@ -667,5 +760,48 @@ async fn v2_mcp_and_processes_write_together() {
     assert_eq!(v["events"][1]["kind"], "session_closed");
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+    ws.strict_ok();
+}
+
+#[test]
+fn v2_checkpoint_refuses_completion_without_evidence_for_the_acceptance_criteria() {
+    let Some(ws) = Ws::case("migrated-valid-current-task-absent") else {
+        return;
+    };
+    ws.start();
+    let args = [
+        "checkpoint",
+        "--task",
+        "dedupe",
+        "--status",
+        "completed",
+        "--evidence",
+        "looks right",
+    ];
+    let err = ws.fails(&args, 1);
+    assert!(err.contains("V2-EVIDENCE"), "{err}");
+    assert!(
+        err.contains("Re-import of a file yields zero new rows"),
+        "{err}"
+    );
+    assert!(err.contains("small evidence save --task dedupe"), "{err}");
+    std::fs::write(ws.root.join("reimport.txt"), "0 new rows\n").unwrap();
+    let saved = ws.json(&[
+        "evidence",
+        "save",
+        "--task",
+        "dedupe",
+        "--file",
+        "reimport.txt",
+        "--validator",
+        "reimport twice",
+        "--json",
+    ]);
+    let v = ws.json(&[&args[..], &["--json"]].concat());
+    let digests = v["event"]["payload"]["evidence_digests"]
+        .as_array()
+        .unwrap();
+    assert!(digests.contains(&saved["digest"]), "{v}");
+    assert!(digests.contains(&v["receipt"]["digest"]), "{v}");
     ws.strict_ok();
 }

@@ -82,11 +82,15 @@ A workspace with `.small/profile.json` records work as immutable events of a ses
    over with `--takeover <session-id> --reason "<why>"`). The writing commands use it until
    it is closed; `--session <id>` names another.
 2. `plan --add`, `progress add`, `apply` and `checkpoint` work as above (one change per
-   `plan` call); `small evidence save --task <task-id> --file <file>` stores proof.
+   `plan` call); `small evidence save --task <task-id> --file <file>` stores proof. A task
+   with acceptance criteria completes only once such proof (or a passing
+   `small apply --task <task-id> --cmd "<command>"`) is recorded for it.
    Writers wait for each other, so parallel calls are safe.
 3. `small session close --summary "<what was done, what is next>"` when you stop.
 4. Mode and policy change only with `mode set` / `policy revise`, a reason and
    `--expect-state <frontier>` from `small mode show` / `small policy show`.
+5. After a merge, `small resume` lists unresolved conflicts and the steps that resolve
+   each (`small reconcile --preview`, then `--apply <file> --expect-state <frontier>`).
 
 ## Strict Mode Rules
 

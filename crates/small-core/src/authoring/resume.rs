@@ -124,12 +124,27 @@ pub struct Resume {
     pub constraints: Vec<ConstraintView>,
     pub recent_progress: Vec<RecentEntry>,
     pub gates: GateVerdict,
+    /// 2.0.0: the unresolved conflicts, each with its heads and the `small reconcile` steps
+    /// that resolve it (the real conflict id and frontier).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<ConflictView>,
     /// Entries or items dropped to fit `--max-chars`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trimmed: Vec<String>,
     /// Files that could not be read; the rest is still reported.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+}
+
+/// An unresolved 2.0.0 conflict as resume shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ConflictView {
+    /// The task's alias (or id) when the conflict is about a task.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task: String,
+    pub message: String,
+    #[serde(flatten)]
+    pub steps: crate::v2::ResolutionSteps,
 }
 
 fn task_ref(t: &crate::state::Task) -> TaskRef {
@@ -185,9 +200,33 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             first_errors: Vec::new(),
             source: "not checked".into(),
         },
+        conflicts: Vec::new(),
         trimmed: Vec::new(),
         problems: st.problems.clone(),
     };
+    if let Some(ss) = &st.sessions {
+        let view = crate::v2::State {
+            frontier: ss.frontier.clone(),
+            sessions: ss.sessions.clone(),
+            ..Default::default()
+        };
+        for c in &ss.conflicts {
+            let Some(steps) = crate::v2::resolution_steps(c, &view) else {
+                continue;
+            };
+            let task = st
+                .task_list()
+                .iter()
+                .find(|t| t.id == c.task_id)
+                .map(|t| t.name().to_string())
+                .unwrap_or_else(|| c.task_id.clone());
+            r.conflicts.push(ConflictView {
+                task,
+                message: c.message.clone(),
+                steps,
+            });
+        }
+    }
     if st.handoff.is_none() && st.profile == crate::state::ProfileName::V1 {
         r.problems
             .push(format!("{} is missing", ArtifactKind::Handoff.file_name()));
@@ -438,6 +477,43 @@ pub fn to_markdown(r: &Resume) -> String {
             }
             o.push_str(&line);
             o.push('\n');
+        }
+    }
+    if !r.conflicts.is_empty() {
+        o.push_str(&format!(
+            "\n## Conflicts: {} unresolved; resolve each before handing off\n",
+            r.conflicts.len()
+        ));
+        for c in &r.conflicts {
+            let on = if c.task.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", c.task)
+            };
+            o.push_str(&format!(
+                "- {} ({}{on}): {}\n",
+                c.steps.conflict_id,
+                c.steps.kind,
+                one_line(&c.message)
+            ));
+            for h in &c.steps.heads {
+                o.push_str(&format!("  - head {}: {}\n", h.event, one_line(&h.says)));
+            }
+            let mut n = 1;
+            if let Some(start) = &c.steps.start_session {
+                o.push_str(&format!(
+                    "  {n}. no session is active: `{start}` (this changes the frontier: take the new one from `small reconcile --preview --json`)\n"
+                ));
+                n += 1;
+            }
+            o.push_str(&format!(
+                "  {n}. review: `{}`\n  {}. write a resolution file, selected_event = the head to keep, reason = why:\n     {}\n  {}. apply it: `{}`\n",
+                c.steps.preview,
+                n + 1,
+                c.steps.resolution_file,
+                n + 2,
+                c.steps.apply
+            ));
         }
     }
     o.push_str(&format!(

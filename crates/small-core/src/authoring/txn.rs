@@ -740,7 +740,27 @@ fn check_rel(rel: &str) -> Result<()> {
     }
 }
 
+/// The process's lock wait when a front end was told one (a `--lock-timeout` flag), in
+/// milliseconds; `u64::MAX` when none was given.
+static LOCK_TIMEOUT_OVERRIDE: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Set the lock wait of every transaction this process begins without an explicit one
+/// ([`Transaction::begin`]): it outranks `SMALL_LOCK_TIMEOUT`. A command-line front end sets
+/// it once from its `--lock-timeout` flag, so every transaction of the command (apply takes
+/// several) waits the same.
+pub fn set_lock_timeout(timeout: Duration) {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX - 1);
+    LOCK_TIMEOUT_OVERRIDE.store(ms.min(u64::MAX - 1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The lock wait: the one set by [`set_lock_timeout`], else `SMALL_LOCK_TIMEOUT`, else the
+/// default (60 s).
 pub fn lock_timeout_from_env() -> Duration {
+    let ms = LOCK_TIMEOUT_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed);
+    if ms != u64::MAX {
+        return Duration::from_millis(ms);
+    }
     std::env::var(LOCK_TIMEOUT_ENV)
         .ok()
         .and_then(|s| parse_lock_timeout(&s))

@@ -316,7 +316,7 @@ fn diagnose_state(loc: &crate::workspace::Location, r: &mut DoctorReport) {
     let open: Vec<&str> = s
         .sessions
         .iter()
-        .filter(|x| !x.closed)
+        .filter(|x| x.is_active())
         .map(|x| x.id.as_str())
         .collect();
     match open.len() {

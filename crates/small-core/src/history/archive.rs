@@ -106,6 +106,12 @@ pub struct ArchiveReport {
 /// Archive the workspace at `root`.
 pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
     let small = runs::require_small_dir(root)?;
+    if runs::v2::is_v2(root) {
+        return Err(RunError::invalid(
+            "`small archive` keeps the v1 artifacts; this is a 2.0.0 tree, which has none",
+        )
+        .with_help("`small run snapshot` keeps the whole 2.0.0 tree with a SHA-256 per path, and `small run verify` checks it"));
+    }
     let explicit = opts.include.is_some();
     let include = opts.include.clone().unwrap_or_else(default_include);
 

@@ -23,6 +23,7 @@ pub mod diff;
 pub mod digest;
 pub mod index;
 pub mod safe;
+pub mod v2;
 
 use crate::spec::model::HANDOFF_REPLAY_ID_POINTER;
 use std::collections::BTreeMap;
@@ -679,6 +680,9 @@ fn same_content(dir: &Path, files: &[CopiedFile]) -> Result<bool, RunError> {
 /// (`<replayId>~N`); one identical to an existing generation writes nothing. With `force` the
 /// newest generation is replaced instead.
 pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
+    if v2::is_v2(root) {
+        return v2::snapshot(root, store, force);
+    }
     require_small_dir(root)?;
     check_store_location(root, store)?;
 
@@ -848,6 +852,9 @@ fn exists_error(replay_id: &str, dest: &Path) -> RunError {
 /// (listing), only the handoff is read.
 fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
     let dir = store.join(name);
+    if safe::entry_type(&dir)? == safe::Entry::Dir && v2::is_v2_snapshot(&dir) {
+        return v2::load(store, name, verify);
+    }
     let (id, generation) = parse_snapshot_name(name).ok_or_else(|| {
         RunError::usage(format!("`{}` is not a snapshot name", name.escape_debug()))
     })?;
@@ -1201,6 +1208,13 @@ pub fn checkout(
 ) -> Result<CheckoutReport, RunError> {
     let snap = find(store, query)?;
     require_small_dir(root)?;
+    if v2::is_v2_snapshot(&snap.dir) {
+        return Err(RunError::invalid(format!(
+            "snapshot {} holds a 2.0.0 tree; this workspace is v1",
+            short_name(&snap.name, 16)
+        ))
+        .with_help("restore it into a 2.0.0 workspace (`small migrate` converts a v1 one)"));
+    }
     if !snap.problems.is_empty() && !force {
         return Err(RunError::invalid(format!(
             "snapshot {} is damaged ({}); refusing to restore it",

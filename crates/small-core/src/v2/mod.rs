@@ -95,7 +95,12 @@ pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
     // Conflicts computed over a damaged event set are consequences of the damage, not
     // findings of their own: they are reported once the records and the graph are sound.
     if !diags.iter().any(Diagnostic::is_error) {
-        diags.extend(state.conflicts.iter().map(conflict_diagnostic));
+        diags.extend(
+            state
+                .conflicts
+                .iter()
+                .map(|c| conflict_diagnostic(c, &state)),
+        );
     }
     diag::sort(&mut diags);
     diags.dedup();
@@ -118,7 +123,110 @@ pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
     )
 }
 
-fn conflict_diagnostic(c: &Conflict) -> Diagnostic {
+/// How to resolve conflict `c` of a tree whose frontier is `frontier`: the heads to choose
+/// from, the resolution file to write and the command that applies it. Empty for a
+/// conflict `small reconcile` does not resolve (policy material).
+pub fn resolution_steps(c: &Conflict, state: &State) -> Option<ResolutionSteps> {
+    let frontier = state.frontier.as_str();
+    if c.kind == "policy_material" {
+        return None;
+    }
+    let selected = c.heads.first().cloned().unwrap_or_default();
+    let file = serde_json::json!({
+        "profile": PROFILE_VERSION,
+        "conflict_id": c.id,
+        "heads": c.heads,
+        "selected_event": selected,
+        "reason": "<why this head is kept>",
+        "expected_frontier": frontier,
+    });
+    Some(ResolutionSteps {
+        conflict_id: c.id.clone(),
+        kind: c.kind.clone(),
+        task_id: c.task_id.clone(),
+        heads: c
+            .heads
+            .iter()
+            .zip(
+                c.head_summaries
+                    .iter()
+                    .chain(std::iter::repeat(&String::new())),
+            )
+            .map(|(h, s)| HeadChoice {
+                event: h.clone(),
+                says: s.clone(),
+            })
+            .collect(),
+        frontier: frontier.to_string(),
+        start_session: (!state.sessions.iter().any(|s| s.is_active()))
+            .then(|| "small session start --label reconcile".to_string()),
+        preview: "small reconcile --preview".to_string(),
+        resolution_file: file,
+        apply: format!("small reconcile --apply FILE --expect-state {frontier}"),
+    })
+}
+
+/// One head of a conflict and what it records.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HeadChoice {
+    pub event: String,
+    pub says: String,
+}
+
+/// The steps that resolve one conflict ([`resolution_steps`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResolutionSteps {
+    pub conflict_id: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    pub heads: Vec<HeadChoice>,
+    pub frontier: String,
+    /// When no session is active: the command that starts one (a resolution is an event of
+    /// a session). Starting it adds an event, so the frontier to write is then the new one
+    /// (`small reconcile --preview --json` prints it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_session: Option<String>,
+    /// The read-only command that shows the conflict.
+    pub preview: String,
+    /// A resolution file for it: `selected_event` is the first head (write the one to keep)
+    /// and `reason` is to be written.
+    pub resolution_file: serde_json::Value,
+    /// The command that applies the file (FILE is where it was written).
+    pub apply: String,
+}
+
+impl ResolutionSteps {
+    /// The steps as one line of help.
+    pub fn help(&self) -> String {
+        let heads: Vec<String> = self
+            .heads
+            .iter()
+            .map(|h| {
+                if h.says.is_empty() {
+                    h.event.clone()
+                } else {
+                    format!("{} ({})", h.event, h.says)
+                }
+            })
+            .collect();
+        let start = match &self.start_session {
+            Some(cmd) => format!(
+                "No session is active: run `{cmd}` first; it changes the frontier, so take the new one from `small reconcile --preview --json`. "
+            ),
+            None => String::new(),
+        };
+        format!(
+            "keep one head: {}. {start}Write a resolution file such as {} with selected_event set to the head you keep and your reason, then run `{}` (`{}` shows the conflict)",
+            heads.join(" or "),
+            self.resolution_file,
+            self.apply,
+            self.preview
+        )
+    }
+}
+
+fn conflict_diagnostic(c: &Conflict, state: &State) -> Diagnostic {
     if c.kind == "policy_material" {
         return Diagnostic::error(
             "V2-POLICY",
@@ -143,7 +251,10 @@ fn conflict_diagnostic(c: &Conflict) -> Diagnostic {
         ),
     )
     .in_file(".small/events")
-    .with_help("resolve it with a conflict_resolved event that names the conflict, its heads, the selected event and the frontier it saw")
+    .with_help(match resolution_steps(c, state) {
+        Some(steps) => steps.help(),
+        None => "resolve it with a conflict_resolved event that names the conflict, its heads, the selected event and the frontier it saw".to_string(),
+    })
 }
 
 /// v1 artifacts left beside 2.0.0 records: two sources of truth. The reference ignores them;

@@ -291,7 +291,8 @@ pub struct SessionView {
     pub label: String,
     pub observed_frontier: String,
     pub session_id: String,
-    /// `active` or `closed` (a session_closed event).
+    /// `active`, `closed` (a session_closed event) or `superseded` (taken over by another
+    /// session; this outranks `closed`).
     pub status: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub actor_label: String,
@@ -321,7 +322,7 @@ pub fn session_list(root: &Path, small_dir: &Path) -> Result<SessionList, Vec<Di
                 label: masked(&s.label),
                 observed_frontier: rec.map(|r| r.observed_frontier.clone()).unwrap_or_default(),
                 session_id: s.id.clone(),
-                status: if s.closed { "closed" } else { "active" }.to_string(),
+                status: s.status().to_string(),
                 actor_label: rec.map(|r| masked(&r.actor_label)).unwrap_or_default(),
                 events: s.events,
             }

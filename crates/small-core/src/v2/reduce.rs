@@ -45,6 +45,28 @@ pub struct SessionState {
     pub created_at: String,
     pub events: usize,
     pub closed: bool,
+    /// Taken over by another session (an `ownership_taken_over` event of scope `session`
+    /// names it as `prior_session`): it may no longer write, closed or not.
+    pub superseded: bool,
+}
+
+impl SessionState {
+    /// `superseded`, `closed` or `active`: a take-over outranks a close, as in the
+    /// reference's session list.
+    pub fn status(&self) -> &'static str {
+        if self.superseded {
+            "superseded"
+        } else if self.closed {
+            "closed"
+        } else {
+            "active"
+        }
+    }
+
+    /// Neither closed nor superseded: the session may still write.
+    pub fn is_active(&self) -> bool {
+        !self.closed && !self.superseded
+    }
 }
 
 /// One event of the timeline (topological order, ties by event id).
@@ -68,6 +90,11 @@ pub struct Conflict {
     pub task_id: String,
     pub heads: Vec<String>,
     pub message: String,
+    /// What each head says, in the order of `heads` (the outcome, mode or policy it
+    /// records and its session), for the steps that resolve the conflict. Not part of the
+    /// JSON: the reference's conflict objects have the members above.
+    #[serde(skip)]
+    pub head_summaries: Vec<String>,
 }
 
 /// A receipt by digest.
@@ -472,6 +499,7 @@ impl Conflicts {
                 task_id: task.into(),
                 heads,
                 message: message.into(),
+                head_summaries: Vec::new(),
             },
         );
     }
@@ -489,6 +517,9 @@ pub fn reduce(store: &Store) -> State {
     let mut policies: Vec<&Event> = Vec::new();
     let mut resolutions: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
     let mut closed: BTreeSet<&str> = BTreeSet::new();
+    let mut superseded: BTreeSet<&str> = BTreeSet::new();
+    let mut claims: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+    let mut takeovers: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
     let mut handoff = None;
     let mut defs: BTreeMap<String, &Event> = BTreeMap::new();
     for &e in &g.events {
@@ -497,6 +528,18 @@ pub fn reduce(store: &Store) -> State {
                 closed.insert(&e.session_id);
             }
             "handoff_recorded" => handoff = Some(e.payload.str_of("summary").to_string()),
+            "ownership_claimed" | "ownership_taken_over" => {
+                let prior = e.payload.str_of("prior_session");
+                if e.kind == "ownership_taken_over"
+                    && e.task_id.is_empty()
+                    && e.payload.str_of("scope") == "session"
+                {
+                    superseded.insert(prior);
+                    takeovers.entry(prior).or_default().push(e);
+                } else {
+                    claims.entry(e.task_id.as_str()).or_default().push(e);
+                }
+            }
             "task_created" | "task_updated" => {
                 if e.task_id.is_empty() {
                     conflicts.add(
@@ -663,6 +706,42 @@ pub fn reduce(store: &Store) -> State {
         "policy_change",
         "concurrent project policy revisions differ",
     );
+    // Ownership is advisory: concurrent claims of one task by different sessions, and
+    // concurrent take-overs of one session by different sessions, are conflicts.
+    let owner = |e: &Event| e.payload.str_of("owner_session").to_string();
+    for (task, list) in &claims {
+        let held: Vec<&Event> = list
+            .iter()
+            .copied()
+            .filter(|e| e.payload.str_of("action") != "release")
+            .collect();
+        for (i, a) in held.iter().enumerate() {
+            for b in &held[i + 1..] {
+                if g.concurrent(a, b) && owner(a) != owner(b) {
+                    conflicts.add(
+                        "ownership",
+                        task,
+                        vec![a.id.clone(), b.id.clone()],
+                        "competing advisory ownership claims",
+                    );
+                }
+            }
+        }
+    }
+    for (prior, list) in &takeovers {
+        for (i, a) in list.iter().enumerate() {
+            for b in &list[i + 1..] {
+                if g.concurrent(a, b) && owner(a) != owner(b) {
+                    conflicts.add(
+                        "session_takeover",
+                        prior,
+                        vec![a.id.clone(), b.id.clone()],
+                        "competing session takeovers require explicit resolution",
+                    );
+                }
+            }
+        }
+    }
     // Resolutions: one valid resolution per conflict (heads match, expected_frontier names
     // the events it saw) resolves it.
     let mut resolved: BTreeSet<String> = BTreeSet::new();
@@ -769,6 +848,7 @@ pub fn reduce(store: &Store) -> State {
             created_at: s.created_at.clone(),
             events: per_session.get(s.id.as_str()).copied().unwrap_or(0),
             closed: closed.contains(s.id.as_str()),
+            superseded: superseded.contains(s.id.as_str()),
         })
         .collect();
     sessions.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
@@ -782,6 +862,21 @@ pub fn reduce(store: &Store) -> State {
         })
         .collect();
     receipts.sort_by(|a, b| a.digest.cmp(&b.digest));
+    let mut conflicts: Vec<Conflict> = conflicts
+        .0
+        .into_values()
+        .filter(|c| !resolved.contains(&c.id))
+        .collect();
+    for c in &mut conflicts {
+        c.head_summaries = c
+            .heads
+            .iter()
+            .map(|h| match g.index.get(h.as_str()) {
+                Some(&i) => head_summary(g.events[i]),
+                None => "not an event (the profile's policy)".to_string(),
+            })
+            .collect();
+    }
     State {
         project_id: profile.project_id.clone(),
         mode,
@@ -802,13 +897,43 @@ pub fn reduce(store: &Store) -> State {
                 task_id: e.task_id.clone(),
             })
             .collect(),
-        conflicts: conflicts
-            .0
-            .into_values()
-            .filter(|c| !resolved.contains(&c.id))
-            .collect(),
+        conflicts,
         handoff,
     }
+}
+
+/// One line on what event `e` records, secrets masked: the head of a conflict as a
+/// reviewer chooses between them.
+fn head_summary(e: &Event) -> String {
+    let p = &e.payload;
+    let what = match e.kind.as_str() {
+        "task_transitioned" => {
+            let evidence = p.str_of("evidence");
+            if evidence.is_empty() {
+                format!("status {}", p.str_of("status"))
+            } else {
+                let short: String = evidence.chars().take(80).collect();
+                let cut = if short.len() < evidence.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                format!("status {}: \"{short}{cut}\"", p.str_of("status"))
+            }
+        }
+        "mode_changed" => format!("mode {}", p.str_of("new_mode")),
+        "policy_changed" => format!("policy revision {}", p.str_of("new_revision")),
+        "task_created" | "task_updated" => {
+            format!("definition r{} \"{}\"", e.task_revision, p.str_of("title"))
+        }
+        "ownership_claimed" | "ownership_taken_over" => {
+            format!("{} by {}", e.kind, p.str_of("owner_session"))
+        }
+        "conflict_resolved" => format!("resolution selecting {}", p.str_of("selected_event")),
+        other => other.to_string(),
+    };
+    let line = format!("{what} (session {}, {})", e.session_id, e.occurred_at);
+    crate::gates::secrets::redact(&line).into_owned()
 }
 
 fn set_outcome(t: &mut Task, e: &Event) {

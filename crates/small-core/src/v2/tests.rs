@@ -593,3 +593,91 @@ fn v2_task_acceptance_source_and_attestations() {
 
 #[path = "tests_artifacts.rs"]
 mod artifacts;
+
+/// An event of `session_b`, sealed: `members` without the digest.
+fn write_b(root: &Path, id: &str, members: &str) {
+    let unsealed = format!("{{{members}}}");
+    write(
+        root,
+        &format!("events/session_b/{id}.json"),
+        &format!(
+            "{{{members},\"digest\":\"{}\"}}\n",
+            sha256_hex(unsealed.as_bytes())
+        ),
+    );
+}
+
+#[test]
+fn v2_ownership_claims_and_takeovers_are_folded() {
+    let dir = valid();
+    let root = dir.path();
+    std::fs::remove_file(small(&dir).join(ev_path("e5"))).unwrap();
+    let t2 = [("task_id", q("task_2")), ("task_revision", "1".into())];
+    write(
+        root,
+        &ev_path("e5"),
+        &event(
+            "e5",
+            5,
+            Some("e4"),
+            "ownership_claimed",
+            &t2,
+            &format!(r#"{{"owner_session":"{S}"}}"#),
+        ),
+    );
+    write(
+        root,
+        "sessions/session_b.json",
+        &seal(&[
+            ("small_version", q("2.0.0")),
+            ("project_id", q(P)),
+            ("lineage_id", q(L)),
+            ("session_id", q("session_b")),
+            ("observed_frontier", q("0")),
+            ("tool_version", q("test")),
+            ("created_at", q("2026-01-02T00:00:00Z")),
+        ]),
+    );
+    // session_b claims the same task concurrently (it saw e4, not e5).
+    write_b(
+        root,
+        "f1",
+        r#""small_version":"2.0.0","project_id":"project_1","lineage_id":"lineage_1","session_id":"session_b","event_id":"f1","kind":"ownership_claimed","sequence":1,"parents":["e4"],"occurred_at":"2026-01-01T00:00:00Z","task_id":"task_2","task_revision":1,"payload":{"owner_session":"session_b"}"#,
+    );
+    let c = has(&dir, "V2-CONFLICT");
+    let kinds: Vec<&str> = c.state.conflicts.iter().map(|c| c.kind.as_str()).collect();
+    assert_eq!(kinds, ["ownership"]);
+    assert_eq!(c.state.conflicts[0].task_id, "task_2");
+    assert_eq!(c.state.conflicts[0].heads, ["e5", "f1"]);
+    assert!(c.state.conflicts[0].head_summaries[1].contains("ownership_claimed by session_b"));
+    let a = c.state.sessions.iter().find(|s| s.id == S).unwrap();
+    assert_eq!(a.status(), "active");
+    // A release is no claim: it ends the conflict.
+    std::fs::remove_file(small(&dir).join("events/session_b/f1.json")).unwrap();
+    write_b(
+        root,
+        "f1",
+        r#""small_version":"2.0.0","project_id":"project_1","lineage_id":"lineage_1","session_id":"session_b","event_id":"f1","kind":"ownership_claimed","sequence":1,"parents":["e4"],"occurred_at":"2026-01-01T00:00:00Z","task_id":"task_2","task_revision":1,"payload":{"action":"release","owner_session":"session_b"}"#,
+    );
+    assert!(run(&dir).state.conflicts.is_empty());
+    // session_b takes over session_a: session_a is superseded (even once closed).
+    write_b(
+        root,
+        "f2",
+        &format!(
+            r#""small_version":"2.0.0","project_id":"project_1","lineage_id":"lineage_1","session_id":"session_b","event_id":"f2","kind":"ownership_taken_over","sequence":2,"previous_event":"f1","parents":["e5"],"occurred_at":"2026-01-01T00:00:00Z","payload":{{"owner_session":"session_b","prior_session":"{S}","reason":"crashed","scope":"session"}}"#
+        ),
+    );
+    let c = run(&dir);
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+    let a = c.state.sessions.iter().find(|s| s.id == S).unwrap();
+    assert!(a.superseded && !a.is_active());
+    assert_eq!(a.status(), "superseded");
+    let b = c
+        .state
+        .sessions
+        .iter()
+        .find(|s| s.id == "session_b")
+        .unwrap();
+    assert_eq!(b.status(), "active");
+}

@@ -227,25 +227,13 @@ impl Writer {
         Ok(())
     }
 
-    /// Sessions superseded by a take-over.
-    fn superseded(&self) -> BTreeSet<String> {
-        self.store
-            .events
-            .iter()
-            .filter(|e| e.kind == "ownership_taken_over")
-            .map(|e| e.payload.str_of("prior_session").to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    }
-
     /// Sessions neither closed nor superseded, sorted by id.
     pub fn active_sessions(&self) -> Vec<String> {
-        let sup = self.superseded();
         let mut out: Vec<String> = self
             .state
             .sessions
             .iter()
-            .filter(|s| !s.closed && !sup.contains(&s.id))
+            .filter(|s| s.is_active())
             .map(|s| s.id.clone())
             .collect();
         out.sort();
@@ -260,11 +248,11 @@ impl Writer {
                 ),
             );
         };
-        if s.closed || self.superseded().contains(session) {
-            let how = if s.closed {
-                "closed"
-            } else {
+        if !s.is_active() {
+            let how = if s.superseded {
                 "superseded by a take-over"
+            } else {
+                "closed"
             };
             return Err(refused(
                 code::SESSION_STATE,
@@ -338,7 +326,9 @@ impl Writer {
             acceptance: def
                 .map(|e| e.payload.strs_of("acceptance"))
                 .unwrap_or_default(),
-            source_digest: def.map(|e| e.source_digest.clone()).unwrap_or_default(),
+            // The task's source as the state holds it (its definition's, or the selected
+            // outcome's candidate), as the reference stamps it on receipts and transitions.
+            source_digest: found.source_digest.clone(),
             task: found,
         })
     }
@@ -721,6 +711,11 @@ pub fn checkpoint(
     }
     w.require_active(session)?;
     let t = w.task(task)?;
+    let accepted = if status == "completed" {
+        acceptance_evidence(w, &t)?
+    } else {
+        Vec::new()
+    };
     let receipt = w.publish_receipt(&ReceiptDraft {
         receipt_id: record::new_id("receipt"),
         strength: "narrative_assertion".into(),
@@ -742,7 +737,12 @@ pub fn checkpoint(
         ("evidence".into(), s(evidence)),
         (
             "evidence_digests".into(),
-            GoValue::Arr(vec![s(&receipt.digest)]),
+            GoValue::Arr(
+                std::iter::once(&receipt.digest)
+                    .chain(&accepted)
+                    .map(|d| s(d))
+                    .collect(),
+            ),
         ),
     ];
     if !notes.trim().is_empty() {
@@ -750,6 +750,79 @@ pub fn checkpoint(
     }
     let e = w.append(session, transition(&t, payload, None))?;
     Ok((t, e, receipt))
+}
+
+/// Outcomes that say a check did not pass: a receipt with one of them meets no criterion.
+const FAILED_OUTCOMES: [&str; 5] = ["failed", "fail", "failure", "error", "errored"];
+
+/// The receipts that let a checkpoint complete `t` when its definition states acceptance
+/// criteria (docs/v2.md, "Acceptance"): verified, portable (`cli_captured` from `small
+/// apply`, `verified_artifact` from `small evidence save`; a narrative assertion is the
+/// checkpoint's own claim), for the task at its current revision and policy revision, with
+/// an outcome that is not a failure. Sorted by digest; empty when the task states no
+/// criteria. None of them: refused, naming the criteria and how to add evidence.
+pub fn acceptance_evidence(w: &Writer, t: &TaskRef) -> Result<Vec<String>> {
+    if t.acceptance.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<String> = Vec::new();
+    let mut stale = 0usize;
+    for r in &w.store.receipts {
+        if r.task_id != t.task.id
+            || r.availability != "verified"
+            || !(r.strength == "cli_captured" || r.strength == "verified_artifact")
+            || FAILED_OUTCOMES.contains(&r.outcome.to_ascii_lowercase().as_str())
+        {
+            continue;
+        }
+        // The revisions are read from the record itself (checked when the store was read).
+        let bytes = crate::workspace::fsio::read_bounded(
+            &w.root.join(&r.file),
+            crate::v2::load::MAX_RECORD_BYTES,
+        )
+        .map_err(|e| Error::system(acode::IO, format!("cannot read receipt {}: {e}", r.file)))?;
+        let Ok(v) = crate::v2::json::parse(&bytes) else {
+            continue;
+        };
+        let revision = match v.get("task_revision") {
+            Some(crate::v2::json::Jv::Int(n)) => *n,
+            _ => 0,
+        };
+        let policy = v.str_of("policy_revision");
+        if revision != t.task.revision || (!policy.is_empty() && policy != t.task.policy_revision) {
+            stale += 1;
+            continue;
+        }
+        found.push(r.digest.clone());
+    }
+    found.sort();
+    found.dedup();
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let name = if t.task.alias.is_empty() {
+        &t.task.id
+    } else {
+        &t.task.alias
+    };
+    let criteria: Vec<String> = t.acceptance.iter().map(|c| format!("{c:?}")).collect();
+    let older = if stale > 0 {
+        format!(" ({stale} receipt(s) are for an earlier revision of the task or its policy)")
+    } else {
+        String::new()
+    };
+    Err(refused(
+        code::EVIDENCE,
+        format!(
+            "task {name} cannot be completed: it has {} acceptance criteria ({}) and no verified evidence for revision {}{older}",
+            t.acceptance.len(),
+            criteria.join(", "),
+            t.task.revision
+        ),
+    )
+    .with_help(format!(
+        "save evidence that meets them with `small evidence save --task {name} --file FILE --validator NAME` (or record a passing check with `small apply --task {name} --cmd CMD`), then run the checkpoint again"
+    )))
 }
 
 /// What `plan` changes on a 2.0.0 workspace (one change per call).
@@ -1218,7 +1291,7 @@ pub fn save_evidence(
     outcome: &str,
 ) -> Result<Saved> {
     w.fresh()?;
-    let t = w.task(task)?;
+    let t = task_fields(w, task)?;
     let data = crate::workspace::fsio::read_bounded(file, MAX_EVIDENCE_BYTES).map_err(|e| {
         refused(
             code::EVIDENCE,
@@ -1240,9 +1313,10 @@ pub fn save_evidence(
         strength: "verified_artifact".into(),
         availability: "verified".into(),
         producer: vec![("tool".into(), s("small evidence save"))],
-        task_id: t.task.id.clone(),
-        task_revision: t.task.revision,
-        policy_revision: t.task.policy_revision.clone(),
+        task_id: t.0,
+        task_revision: t.1,
+        policy_revision: t.2,
+        source_digest: t.3,
         validator: validator.trim().into(),
         outcome: outcome.into(),
         artifact_path: format!(".small/{rel}"),
@@ -1258,6 +1332,22 @@ pub fn save_evidence(
     })
 }
 
+/// A receipt's task members (id, revision, policy revision, source digest) for the task
+/// `reference` names; all empty for a blank reference (a receipt of no task, as the
+/// reference allows).
+fn task_fields(w: &Writer, reference: &str) -> Result<(String, i64, String, String)> {
+    if reference.trim().is_empty() {
+        return Ok((String::new(), 0, String::new(), String::new()));
+    }
+    let t = w.task(reference)?;
+    Ok((
+        t.task.id.clone(),
+        t.task.revision,
+        t.task.policy_revision.clone(),
+        t.source_digest.clone(),
+    ))
+}
+
 /// Declare evidence for a task unavailable (a narrative receipt with availability
 /// `unavailable` and the reason).
 pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<WrittenReceipt> {
@@ -1265,16 +1355,16 @@ pub fn declare_unavailable(w: &mut Writer, task: &str, reason: &str) -> Result<W
     if reason.trim().is_empty() {
         return Err(usage("--reason is required"));
     }
-    let t = w.task(task)?;
+    let t = task_fields(w, task)?;
     let r = w.publish_receipt(&ReceiptDraft {
         receipt_id: record::new_id("receipt"),
         strength: "narrative_assertion".into(),
         availability: "unavailable".into(),
         producer: vec![("tool".into(), s("small evidence declare-unavailable"))],
-        task_id: t.task.id.clone(),
-        task_revision: t.task.revision,
-        policy_revision: t.task.policy_revision.clone(),
-        source_digest: t.source_digest.clone(),
+        task_id: t.0,
+        task_revision: t.1,
+        policy_revision: t.2,
+        source_digest: t.3,
         metadata: vec![("reason".into(), s(reason.trim()))],
         ..ReceiptDraft::default()
     })?;
@@ -1432,7 +1522,7 @@ pub fn verify_evidence(store: &Store, root: &Path) -> Vec<Verified> {
         .map(|r| {
             let status = match crate::workspace::fsio::read_bounded(
                 &root.join(&r.file),
-                crate::v2::MAX_RECORD_BYTES,
+                crate::v2::load::MAX_RECORD_BYTES,
             )
             .ok()
             .and_then(|b| crate::v2::json::parse(&b).ok())

@@ -15,9 +15,9 @@ use crate::GlobalArgs;
 /// flags (a blank reason) or the lock wait ran out.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The task (id or alias)
+    /// The task (id or alias) [default: none; the receipt names no task]
     #[arg(long, value_name = "ID")]
-    pub task: String,
+    pub task: Option<String>,
     /// Why the evidence is unavailable (required)
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
@@ -39,7 +39,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         lock_timeout: args.lock_timeout.clone(),
     };
     let mut w = flags.open(&root)?;
-    let r = write::declare_unavailable(&mut w, &args.task, &args.reason)?;
+    let r = write::declare_unavailable(&mut w, args.task.as_deref().unwrap_or(""), &args.reason)?;
     if args.json {
         return v2w::print(&v2w::receipt(&r));
     }

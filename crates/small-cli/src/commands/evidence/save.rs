@@ -19,9 +19,9 @@ pub struct Args {
     /// The evidence file
     #[arg(long, value_name = "FILE")]
     pub file: PathBuf,
-    /// The task it is evidence for (id or alias)
+    /// The task it is evidence for (id or alias) [default: none; the receipt names no task]
     #[arg(long, value_name = "ID")]
-    pub task: String,
+    pub task: Option<String>,
     /// What validated it (a test command, a reviewer)
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub validator: String,
@@ -49,7 +49,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let saved = write::save_evidence(
         &mut w,
         &args.file,
-        &args.task,
+        args.task.as_deref().unwrap_or(""),
         &args.validator,
         &args.outcome,
     )?;

@@ -8,6 +8,10 @@ use small_core::history::runs;
 
 /// Restore a snapshot's artifacts into .small/ (workspace.small.yml is never touched).
 ///
+/// On a 2.0.0 workspace the whole `.small/` tree is replaced by the snapshot's (verified
+/// against its digests first, staged in .small-cache/ and swapped in with one rename); a
+/// live file that no snapshot holds (a newer event, a receipt) is dropped only with --force.
+///
 /// A file that differs from the snapshot is overwritten only if its current content is
 /// saved in some snapshot of the store; otherwise the checkout stops and changes nothing,
 /// unless --force is given.
@@ -32,6 +36,36 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
 }
 
 fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
+    if runs::v2::is_v2(&ctx.root) {
+        let r = runs::v2::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force)
+            .map_err(to_cli)?;
+        if args.json {
+            return print_json(&r);
+        }
+        let short = runs::short_name(&r.snapshot, 16);
+        if r.restored.is_empty() && r.removed.is_empty() {
+            outln!(
+                o,
+                "Workspace already matches snapshot {short}; nothing to restore."
+            );
+            return Ok(());
+        }
+        outln!(
+            o,
+            "Restored snapshot {short} (2.0.0) into {}: {} file(s) restored, {} removed",
+            ctx.root.join(".small").display(),
+            r.restored.len(),
+            r.removed.len()
+        );
+        if let Some(b) = &r.backup {
+            outln!(
+                o,
+                "dropped {} file(s) no snapshot held; the replaced tree is kept in {b}",
+                r.discarded.len()
+            );
+        }
+        return Ok(());
+    }
     let r = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
     if args.json {
         return print_json(&r);

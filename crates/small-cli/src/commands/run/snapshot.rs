@@ -8,6 +8,10 @@ use small_core::history::runs;
 
 /// Save the current run (intent, plan, progress, handoff, constraints) into the run store.
 ///
+/// On a 2.0.0 workspace the snapshot is the whole `.small/` tree (copied into
+/// `state/.small/`, a SHA-256 per path in meta.json), filed under the state's frontier; the
+/// tree must pass `small check --strict` (no damage, no unresolved conflict).
+///
 /// The snapshot is filed under the replay ID recorded in handoff.small.yml; run
 /// `small handoff` first if there is none. Runs may share a replay ID (it fingerprints
 /// intent, plan and constraints): a snapshot that differs from every stored one of the same
@@ -89,7 +93,16 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     }
     outln!(o, "replayId: {}", s.replay_id);
     outln!(o, "snapshot: {}", s.name);
-    outln!(o, "files:    {}", s.artifacts.join(", "));
+    if s.meta.workspace_kind == runs::v2::WORKSPACE_KIND {
+        outln!(
+            o,
+            "files:    {} (the whole .small/ tree, in {}/.small/)",
+            s.artifacts.len(),
+            runs::v2::STATE_DIR
+        );
+    } else {
+        outln!(o, "files:    {}", s.artifacts.join(", "));
+    }
     if !s.meta.git_sha.is_empty() {
         let dirty = if s.meta.git_dirty {
             " (uncommitted changes)"

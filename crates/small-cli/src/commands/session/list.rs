@@ -9,7 +9,8 @@ use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
 
-/// List the sessions: id, label, status (active, or closed by a session_closed event), when
+/// List the sessions: id, label, status (active; closed by a session_closed event; or
+/// superseded, taken over by another session), when
 /// it was created, the frontier it observed and how many events it holds.
 ///
 /// Exit codes: 0 listed; 1 a v1 workspace (no sessions; `small migrate` makes it 2.0.0) or
@@ -51,7 +52,7 @@ fn render(l: &read::SessionList) -> String {
         let label = if s.label.is_empty() { "-" } else { &s.label };
         outln!(
             o,
-            "  {}  {:<6}  {:>4} events  {}  {label}",
+            "  {}  {:<10}  {:>4} events  {}  {label}",
             s.session_id,
             s.status,
             s.events,

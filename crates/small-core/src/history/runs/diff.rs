@@ -108,6 +108,20 @@ const DIFFED: [ArtifactKind; 4] = [
 
 /// Compare two runs. With `full`, the progress diff is included too.
 pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, RunError> {
+    // The v1 artifacts compared here are not in a 2.0.0 tree: say so instead of "no changes".
+    for side in [from, to] {
+        let v2 = match side {
+            DiffSide::Snapshot(s) => super::v2::is_v2_snapshot(&s.dir),
+            DiffSide::Live(dir) => dir.parent().is_some_and(super::v2::is_v2),
+        };
+        if v2 {
+            return Err(RunError::invalid(format!(
+                "`run diff` compares the v1 artifacts; {} is a 2.0.0 tree",
+                side.label()
+            ))
+            .with_help("`small run verify` checks a 2.0.0 snapshot; `small status` and `small reconstruct` show the state"));
+        }
+    }
     let mut files = Vec::new();
     for kind in DIFFED {
         let name = kind.file_name();

@@ -168,6 +168,12 @@ pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunErro
         ))
     })?;
 
+    if super::v2::is_v2_snapshot(&dir) {
+        let copy = dir
+            .join(super::v2::STATE_DIR)
+            .join(crate::spec::consts::SMALL_DIR);
+        return super::v2::compare(&id, &name, &meta, &copy);
+    }
     let mut computed = BTreeMap::new();
     for file in digest_order() {
         let path = dir.join(file);

@@ -296,6 +296,9 @@ fn solo_mode_refuses_a_second_session_unless_it_takes_over_with_a_reason() {
     assert_eq!(b.events[1].draft.kind, "ownership_taken_over");
     w.refresh().unwrap();
     assert_eq!(w.active_sessions(), vec![b.session.session_id.clone()]);
+    let prior = w.state.sessions.iter().find(|s| s.id == a).unwrap();
+    assert!(prior.superseded && !prior.closed);
+    assert_eq!(prior.status(), "superseded");
     // The superseded session writes nothing more.
     let e = handoff(&mut w, &a, "late").unwrap_err();
     assert_eq!(e.code(), code::SESSION_STATE);
@@ -520,4 +523,110 @@ fn apply_refuses_before_the_run_and_records_checkpoint_and_handoff_after() {
     assert_eq!(handoffs(&w), before + 1, "a successful run hands off");
     drop(w);
     assert_eq!(strict_errors(root), Vec::<String>::new());
+}
+
+#[test]
+fn completing_a_task_with_acceptance_criteria_needs_verified_evidence_at_its_revision() {
+    let Some(d) = case("migrated-valid-current-task-absent") else {
+        return;
+    };
+    let root = d.path();
+    let mut w = open(root);
+    let sid = start_session(&mut w, &StartRequest::default())
+        .unwrap()
+        .session
+        .session_id;
+    // "dedupe" states one criterion and has no evidence yet.
+    let e = checkpoint(&mut w, &sid, "dedupe", "completed", "looks done", "").unwrap_err();
+    assert_eq!(e.code(), code::EVIDENCE);
+    assert!(
+        e.message()
+            .contains("Re-import of a file yields zero new rows"),
+        "{}",
+        e.message()
+    );
+    let help = e.diagnostic.help.clone().unwrap_or_default();
+    assert!(help.contains("small evidence save --task dedupe"), "{help}");
+    // Blocking needs no acceptance evidence; a narrative receipt or a failed check is none.
+    checkpoint(&mut w, &sid, "dedupe", "blocked", "waiting", "").unwrap();
+    std::fs::write(root.join("bad.txt"), "1 new row\n").unwrap();
+    save_evidence(
+        &mut w,
+        &root.join("bad.txt"),
+        "dedupe",
+        "reimport",
+        "failed",
+    )
+    .unwrap();
+    declare_unavailable(&mut w, "dedupe", "the bank export is private").unwrap();
+    let e = checkpoint(&mut w, &sid, "dedupe", "completed", "done", "").unwrap_err();
+    assert_eq!(e.code(), code::EVIDENCE);
+    // Evidence for the current revision meets it; the transition names that receipt too.
+    std::fs::write(root.join("ok.txt"), "0 new rows\n").unwrap();
+    let saved = save_evidence(&mut w, &root.join("ok.txt"), "dedupe", "reimport", "").unwrap();
+    let (_, ev, narrative) = checkpoint(&mut w, &sid, "dedupe", "completed", "done", "").unwrap();
+    let digests = ev
+        .draft
+        .payload
+        .iter()
+        .find(|(k, _)| k == "evidence_digests")
+        .map(|(_, v)| crate::v2::gojson::compact(v))
+        .unwrap();
+    assert!(digests.contains(&saved.receipt.digest), "{digests}");
+    assert!(digests.contains(&narrative.digest), "{digests}");
+    w.refresh().unwrap();
+    let t = w.state.tasks.iter().find(|t| t.alias == "dedupe").unwrap();
+    assert_eq!(t.status, "completed");
+    assert_eq!(strict_errors(root), Vec::<String>::new());
+    // A new revision of the task makes that evidence historical (and, as in the reference,
+    // the transitions of the old revision stale).
+    plan(
+        &mut w,
+        &sid,
+        &PlanChange::Depends {
+            task: "dedupe".into(),
+            on: "parser".into(),
+        },
+    )
+    .unwrap();
+    let e = checkpoint(&mut w, &sid, "dedupe", "completed", "again", "").unwrap_err();
+    assert!(e.message().contains("earlier revision"), "{}", e.message());
+}
+
+#[test]
+fn evidence_receipts_carry_the_task_source_digest() {
+    let Some(d) = case("migrated-valid-current-task-absent") else {
+        return;
+    };
+    let root = d.path();
+    let mut w = open(root);
+    std::fs::write(root.join("r.txt"), "ok\n").unwrap();
+    let t = w.task("dedupe").unwrap();
+    let saved = save_evidence(&mut w, &root.join("r.txt"), "dedupe", "cargo test", "").unwrap();
+    let m = &saved.receipt.members;
+    let get = |k: &str| {
+        m.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| crate::v2::gojson::compact(v))
+    };
+    assert_eq!(get("strength").as_deref(), Some("\"verified_artifact\""));
+    assert_eq!(get("outcome").as_deref(), Some("\"passed\""));
+    // Without a task (the reference allows it) the receipt names none.
+    std::fs::write(root.join("n.txt"), "no task\n").unwrap();
+    let none = save_evidence(&mut w, &root.join("n.txt"), " ", "", "").unwrap();
+    assert!(!none
+        .receipt
+        .members
+        .iter()
+        .any(|(k, _)| k.starts_with("task_")));
+    let un = declare_unavailable(&mut w, "", "private CI").unwrap();
+    assert!(!un.members.iter().any(|(k, _)| k == "task_id"));
+    drop(w);
+    assert_eq!(strict_errors(root), Vec::<String>::new());
+    // The migrated task has a source; the receipt names it, as the reference's does.
+    assert_eq!(t.task.source_digest.len(), 64);
+    assert_eq!(
+        get("source_digest"),
+        Some(format!("\"{}\"", t.task.source_digest))
+    );
 }
