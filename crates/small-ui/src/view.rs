@@ -229,7 +229,11 @@ pub fn summary(
             mode: mask(&s.mode),
             frontier: mask(&s.frontier),
             events: s.events,
-            open: s.sessions.iter().filter(|x| !x.closed).count(),
+            open: s
+                .sessions
+                .iter()
+                .filter(|x| !x.closed && !x.superseded)
+                .count(),
             sessions: s
                 .sessions
                 .iter()
@@ -238,7 +242,8 @@ pub fn summary(
                     label: mask(&x.label),
                     created_at: mask(&x.created_at),
                     events: x.events,
-                    open: !x.closed,
+                    open: !x.closed && !x.superseded,
+                    superseded: x.superseded,
                 })
                 .collect(),
             conflicts: s.conflicts.len(),
@@ -297,6 +302,8 @@ pub struct SessionView {
     pub created_at: String,
     pub events: usize,
     pub open: bool,
+    /// Taken over by another session.
+    pub superseded: bool,
 }
 
 // ---------------------------------------------------------------------------------------

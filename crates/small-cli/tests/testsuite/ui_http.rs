@@ -499,3 +499,46 @@ fn a_v2_workspace_has_an_event_timeline() {
     let r = ui.get("/w/0/timeline?kind=command_recorded");
     assert!(r.body.contains("receipt not verified"), "{}", r.body);
 }
+
+#[test]
+fn a_taken_over_session_shows_as_superseded() {
+    let Some(case) = small_testkit::conformance_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/v2/cases/wf-single-session"
+    )) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    crate::conformance_v2::copy_case_links(&case, work.path());
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_small"))
+            .args(args)
+            .current_dir(work.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let first = run(&["session", "start", "--label", "first", "--json"]);
+    let first = first["session"]["session_id"].as_str().unwrap().to_string();
+    run(&[
+        "session",
+        "start",
+        "--takeover",
+        &first,
+        "--reason",
+        "the first agent stopped",
+        "--json",
+    ]);
+    let ui = UiServer::start(&["--addr", "127.0.0.1:0"], work.path());
+    let page = ui.get("/w/0/");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Sessions (4, 1 open)"), "{}", page.body);
+    let row = page
+        .body
+        .lines()
+        .find(|l| l.contains(&first))
+        .expect("the first session's row");
+    assert!(row.contains("superseded"), "{row}");
+}
