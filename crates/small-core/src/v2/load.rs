@@ -135,7 +135,7 @@ pub struct Session {
 }
 
 /// An event record (`events/<session>/<event>.json`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub file: String,
     pub id: String,
@@ -149,11 +149,76 @@ pub struct Event {
     pub task_revision: i64,
     pub policy_revision: String,
     pub source_digest: String,
+    /// The payload's members that folding the events reads ([`PAYLOAD_KEPT`]), in file
+    /// order. The whole payload is checked when the record is read but not kept: at 100 000
+    /// events the bodies would dominate memory, and only the few events a command shows
+    /// need them ([`Store::full_payload`] reads those again).
     pub payload: Jv,
     pub digest: String,
 }
 
+/// The payload members kept in memory for every event: what the reducer folds (task
+/// definitions and outcomes, mode and policy changes, resolutions, the handoff summary) and
+/// what the writers look up on the events they build on.
+pub const PAYLOAD_KEPT: &[&str] = &[
+    "acceptance",
+    "alias",
+    "candidate_digest",
+    "conflict_id",
+    "constraints_digest",
+    "dependencies",
+    "evidence_digests",
+    "expected_frontier",
+    "heads",
+    "intent_digest",
+    "new_mode",
+    "new_revision",
+    "policy_revision",
+    "prior_session",
+    "selected_event",
+    "source_digest",
+    "status",
+    "summary",
+    "title",
+];
+
+/// The members of `payload` named in [`PAYLOAD_KEPT`].
+fn kept_members(payload: Option<&Jv>) -> Jv {
+    match payload {
+        Some(Jv::Obj(members)) => Jv::Obj(
+            members
+                .iter()
+                .filter(|(k, _)| PAYLOAD_KEPT.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+        ),
+        _ => Jv::Obj(Vec::new()),
+    }
+}
+
 impl Event {
+    /// The whole payload of this event, read again from its record under `root` (the
+    /// directory holding `.small/`). The record must still be the one that was loaded (its
+    /// digest checked again and equal to [`Event::digest`]); otherwise, or when it cannot be
+    /// read, the kept members ([`Event::payload`]) are all there is.
+    pub fn full_payload(&self, root: &Path) -> Jv {
+        let mut l = Loader {
+            root,
+            store: Store::default(),
+        };
+        let mut buf = Vec::new();
+        let path = root.join(&self.file);
+        if !l.read_into(&path, &mut buf) {
+            return self.payload.clone();
+        }
+        let same = json::record_digest(&buf)
+            .is_some_and(|(stored, computed)| stored == computed && stored == self.digest);
+        match json::parse(&buf) {
+            Ok(v) if same => v.get("payload").cloned().unwrap_or(Jv::Obj(Vec::new())),
+            _ => self.payload.clone(),
+        }
+    }
+
     /// `previous_event` and `parents`, without repeats or empties.
     pub fn all_parents(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -815,7 +880,7 @@ impl Loader<'_> {
             task_revision: int("task_revision"),
             policy_revision: v.str_of("policy_revision").into(),
             source_digest: v.str_of("source_digest").into(),
-            payload: v.get("payload").cloned().unwrap_or(Jv::Obj(Vec::new())),
+            payload: kept_members(v.get("payload")),
             digest,
         });
     }

@@ -13,6 +13,7 @@ pub mod load;
 pub mod read;
 pub mod record;
 pub mod reduce;
+pub mod snapshot;
 pub mod status;
 pub mod write;
 

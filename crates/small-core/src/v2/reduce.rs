@@ -2,45 +2,45 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::diag::Diagnostic;
 use crate::v2::load::{Event, Store};
 
 /// One task as the events leave it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     pub id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub alias: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub title: String,
     pub revision: i64,
     pub status: String,
     /// The acceptance criteria of the task's definition in force.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acceptance: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence_digests: Vec<String>,
     #[serde(skip)]
     pub policy_revision: String,
     /// The source the task was defined from, or its selected outcome's candidate.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source_digest: String,
     /// The transitions that attest the task's outcome at its current revision (those not
     /// stale), in event order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attestations: Vec<String>,
 }
 
 /// A session and what its events say about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionState {
     pub id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub label: String,
     pub created_at: String,
     pub events: usize,
@@ -48,30 +48,30 @@ pub struct SessionState {
 }
 
 /// One event of the timeline (topological order, ties by event id).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelineEvent {
     pub id: String,
     pub session_id: String,
     pub sequence: i64,
     pub kind: String,
     pub occurred_at: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub task_id: String,
 }
 
 /// An incompatible pair (or set) of concurrent changes no event has resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conflict {
     pub id: String,
     pub kind: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub task_id: String,
     pub heads: Vec<String>,
     pub message: String,
 }
 
 /// A receipt by digest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptState {
     pub digest: String,
     pub strength: String,
@@ -80,7 +80,7 @@ pub struct ReceiptState {
 
 /// The state of a 2.0.0 workspace, built once from its records: the value the front ends
 /// read (status, check) instead of re-reading files.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
     pub project_id: String,
     pub mode: String,
@@ -93,7 +93,7 @@ pub struct State {
     pub timeline: Vec<TimelineEvent>,
     pub conflicts: Vec<Conflict>,
     /// The latest handoff summary (by timeline order), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<String>,
 }
 
