@@ -7,6 +7,7 @@
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
 pub mod artifacts;
+mod fastevent;
 pub mod gojson;
 pub mod json;
 pub mod load;
@@ -174,3 +175,5 @@ fn mixed_profile(root: &Path, small_dir: &Path) -> Vec<Diagnostic> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fastevent;
