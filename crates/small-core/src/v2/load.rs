@@ -553,6 +553,8 @@ impl Loader<'_> {
                 root,
                 store: Store {
                     profile,
+                    // Exactly as many as there are files: no slack from growing by doubling.
+                    events: Vec::with_capacity(part.len()),
                     ..Store::default()
                 },
             };
@@ -582,6 +584,7 @@ impl Loader<'_> {
                 }
             })
         };
+        self.store.events.reserve_exact(paths.len());
         for part in parts {
             self.store.events.extend(part.events);
             self.store.diagnostics.extend(part.diagnostics);
