@@ -221,7 +221,16 @@ pub fn run(a: &Args) -> Result<(), String> {
         let ours_dir = work.join(format!("v2-P{p}"));
         let theirs_dir = work.join(format!("v2-P{p}-reference"));
         if !(a.reuse && ours_dir.join(".small/profile.json").is_file()) {
-            migrate_both(a, &small, reference.as_deref(), &v1, &ours_dir, &theirs_dir, p, &mut rows)?;
+            migrate_both(
+                a,
+                &small,
+                reference.as_deref(),
+                &v1,
+                &ours_dir,
+                &theirs_dir,
+                p,
+                &mut rows,
+            )?;
         }
         let events = count_files(&ours_dir.join(".small/events"));
         eprintln!("P={p}: {events} events");

@@ -147,7 +147,10 @@ fn the_state_cache_gives_the_answer_of_a_full_read_on_every_case() {
         }
         let source = |out: &str| -> String {
             let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
-            v["gates"]["source"].as_str().unwrap_or_default().to_string()
+            v["gates"]["source"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
         };
         cached_verdicts += usize::from(source(&o2).starts_with("cached"));
         if source(&o1).starts_with("cached") {

@@ -224,13 +224,7 @@ fn stat_line(out: &mut Vec<u8>, path: &str, m: &std::fs::Metadata, horizon: i128
     // Length-prefixed path: no name can run into the numbers.
     out.extend_from_slice(&(path.len() as u64).to_le_bytes());
     out.extend_from_slice(path.as_bytes());
-    for n in [
-        u64::from(m.mode()),
-        m.size(),
-        m.dev(),
-        m.ino(),
-        m.nlink(),
-    ] {
+    for n in [u64::from(m.mode()), m.size(), m.dev(), m.ino(), m.nlink()] {
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&mtime.to_le_bytes());
@@ -263,7 +257,10 @@ struct CacheBody {
 }
 
 fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
-    if s.diagnostics.iter().any(|d| d.span.is_some() || d.secret.is_some()) {
+    if s.diagnostics
+        .iter()
+        .any(|d| d.span.is_some() || d.secret.is_some())
+    {
         return;
     }
     let body = CacheBody {
@@ -282,7 +279,12 @@ fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
             })
             .collect(),
         state: s.state.clone(),
-        task_policy: s.state.tasks.iter().map(|t| t.policy_revision.clone()).collect(),
+        task_policy: s
+            .state
+            .tasks
+            .iter()
+            .map(|t| t.policy_revision.clone())
+            .collect(),
         events: s.events,
         tail: s.tail.clone(),
         tail_complete: s.tail_complete,
@@ -295,8 +297,7 @@ fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
 fn read_cache(dir: &Path, key: &str, proof: &str) -> Option<Snapshot> {
     let json = read_sealed(dir, CACHE_FILE, CACHE_MAX_BYTES)?;
     let body: CacheBody = serde_json::from_str(&json).ok()?;
-    if body.key != key || body.proof != proof || body.task_policy.len() != body.state.tasks.len()
-    {
+    if body.key != key || body.proof != proof || body.task_policy.len() != body.state.tasks.len() {
         return None;
     }
     let mut state = body.state;

@@ -47,7 +47,14 @@ fn sound() -> Vec<String> {
             r#"{"status":"completed","evidence_digests":["d1"],"big":9223372036854775807,"neg":-9223372036854775808,"t":true,"f":false}"#,
         ),
         // Escaped member names and values.
-        event("e\\u0034", 4, Some("e3"), "handoff_recorded", &[], r#"{"summ\u0061ry":"s\n"}"#),
+        event(
+            "e\\u0034",
+            4,
+            Some("e3"),
+            "handoff_recorded",
+            &[],
+            r#"{"summ\u0061ry":"s\n"}"#,
+        ),
     ]
 }
 

@@ -38,7 +38,10 @@ fn a_cache_hit_gives_the_cold_answer() {
     assert!(!first.from_cache, "nothing cached yet");
     assert!(cache_file(root).is_file(), "the cache is written");
     let second = cached(root);
-    assert!(second.from_cache, "the unchanged tree is read from the cache");
+    assert!(
+        second.from_cache,
+        "the unchanged tree is read from the cache"
+    );
     assert_eq!(answer(second.clone()), cold(root));
     assert_eq!(second.events, 5);
     assert!(second.tail_complete);
@@ -57,7 +60,14 @@ fn a_new_event_is_seen() {
     write(
         root,
         &ev_path("e6"),
-        &event("e6", 6, Some("e5"), "command_recorded", &[], r#"{"command":"make"}"#),
+        &event(
+            "e6",
+            6,
+            Some("e5"),
+            "command_recorded",
+            &[],
+            r#"{"command":"make"}"#,
+        ),
     );
     let s = cached(root);
     assert!(!s.from_cache);
@@ -86,7 +96,9 @@ fn an_event_changed_in_place_is_seen() {
     assert!(before.diagnostics.is_empty(), "{:#?}", before.diagnostics);
     let p = root.join(".small").join(ev_path("e2"));
     // Same length, one byte changed, written in place (same inode).
-    let text = std::fs::read_to_string(&p).unwrap().replace("First", "Fir5t");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("First", "Fir5t");
     let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
     drop(f);
@@ -167,7 +179,10 @@ fn a_racy_tree_is_not_cached() {
     let root = d.path();
     // Started now: every file was written within the racy margin.
     snapshot_at(root, &root.join(".small"), SystemTime::now());
-    assert!(!cache_file(root).exists(), "a racy tree is read in full next time");
+    assert!(
+        !cache_file(root).exists(),
+        "a racy tree is read in full next time"
+    );
 }
 
 #[test]
