@@ -89,16 +89,14 @@ fn a_removed_event_is_seen() {
 }
 
 #[test]
-fn an_event_changed_in_place_is_seen() {
+fn a_record_changed_in_place_is_seen() {
     let d = valid();
     let root = d.path();
     let before = cached(root);
     assert!(before.diagnostics.is_empty(), "{:#?}", before.diagnostics);
-    let p = root.join(".small").join(ev_path("e2"));
+    let p = root.join(".small/sessions/session_a.json");
     // Same length, one byte changed, written in place (same inode).
-    let text = std::fs::read_to_string(&p)
-        .unwrap()
-        .replace("First", "Fir5t");
+    let text = std::fs::read_to_string(&p).unwrap().replace("work", "w0rk");
     let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
     drop(f);
@@ -110,6 +108,29 @@ fn an_event_changed_in_place_is_seen() {
         s.diagnostics
     );
     assert_eq!(answer(s), cold(root));
+}
+
+#[test]
+fn an_event_replaced_is_seen_and_one_edited_in_place_only_without_the_cache() {
+    let d = valid();
+    let root = d.path();
+    cached(root);
+    let p = root.join(".small").join(ev_path("e2"));
+    let text = std::fs::read_to_string(&p).unwrap().replace("First", "Fir5t");
+    // Edited in place: the cache trusts the session's directory (docs/decisions.md).
+    let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    drop(f);
+    assert!(cached(root).from_cache);
+    let full = cold(root);
+    assert!(full.diagnostics.iter().any(|d| d.code == "V2-DIGEST"));
+    // Replaced (a new file renamed over it): the directory changed, the cache is not used.
+    let tmp = root.join(".small/events/tmp");
+    std::fs::write(&tmp, &text).unwrap();
+    std::fs::rename(&tmp, &p).unwrap();
+    let s = cached(root);
+    assert!(!s.from_cache);
+    assert_eq!(answer(s), full);
 }
 
 #[test]
