@@ -1,6 +1,10 @@
 //! The event graph's structural rules and the reducer that folds events into [`State`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Maps keyed by event and task ids: foldhash, several times faster than SipHash on the
+/// 100 000 ids of a large workspace (and seeded per process).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -483,7 +487,7 @@ pub fn reduce(store: &Store) -> State {
     let profile = store.profile.clone().unwrap_or_default();
     let mut conflicts = Conflicts::default();
     let mut tasks: Vec<Task> = Vec::new();
-    let mut tix: HashMap<String, usize> = HashMap::new();
+    let mut tix: HashMap<String, usize> = HashMap::default();
     let mut transitions: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
     let mut modes: Vec<&Event> = Vec::new();
     let mut policies: Vec<&Event> = Vec::new();
@@ -756,7 +760,7 @@ pub fn reduce(store: &Store) -> State {
             "tracked constraints do not match the selected policy revision",
         );
     }
-    let mut per_session: HashMap<&str, usize> = HashMap::new();
+    let mut per_session: HashMap<&str, usize> = HashMap::default();
     for e in &store.events {
         *per_session.entry(e.session_id.as_str()).or_default() += 1;
     }
