@@ -52,7 +52,7 @@ enum Prep {
     None,
     /// Run the command once first (it writes the cache), then wait out the racy margin.
     Warm,
-    /// Record one new event with small first (`small session start`).
+    /// Record one new event with small first (`small session close`, else `session start`).
     NewEvent,
 }
 
@@ -105,9 +105,13 @@ fn prepare(prep: Prep, small: &Path, bin: &Path, args: &[&str], dir: &Path) -> R
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
         Prep::NewEvent => {
-            let s = measure(small, &["session", "start", "--label", "bench"], dir)?;
-            if s.exit != 0 {
-                return Err(format!("small session start failed (exit {})", s.exit));
+            // One new event: close the active session, or (none active) start one.
+            let close = measure(small, &["session", "close", "--summary", "bench"], dir)?;
+            if close.exit != 0 {
+                let s = measure(small, &["session", "start", "--label", "bench"], dir)?;
+                if s.exit != 0 {
+                    return Err(format!("small session start failed (exit {})", s.exit));
+                }
             }
         }
     }
