@@ -116,7 +116,9 @@ fn an_event_replaced_is_seen_and_one_edited_in_place_only_without_the_cache() {
     let root = d.path();
     cached(root);
     let p = root.join(".small").join(ev_path("e2"));
-    let text = std::fs::read_to_string(&p).unwrap().replace("First", "Fir5t");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("First", "Fir5t");
     // Edited in place: the cache trusts the session's directory (docs/decisions.md).
     let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
