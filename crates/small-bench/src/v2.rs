@@ -38,15 +38,85 @@ pub struct Args {
     /// Plan tasks of every workspace
     #[arg(long, default_value_t = 100)]
     tasks: usize,
+    /// Reuse the migrated workspaces of an earlier run in --work (no generation, no
+    /// migration row)
+    #[arg(long)]
+    reuse: bool,
 }
 
 const NAMESPACE: &str = "bench/v2";
 
-const READS: &[(&str, &[&str])] = &[
-    ("reconstruct --json", &["reconstruct", "--json"]),
-    ("check --strict", &["check", "--strict"]),
-    ("status --json", &["status", "--json"]),
+/// What runs before each timed run of a read (untimed).
+#[derive(Clone, Copy, PartialEq)]
+enum Prep {
+    None,
+    /// Run the command once first (it writes the cache), then wait out the racy margin.
+    Warm,
+    /// Record one new event with small first (`small session close`, else `session start`).
+    NewEvent,
+}
+
+/// (row name, small's arguments, the reference's arguments, preparation)
+const READS: &[(&str, &[&str], &[&str], Prep)] = &[
+    (
+        "reconstruct --json",
+        &["reconstruct", "--json"],
+        &["reconstruct", "--json"],
+        Prep::None,
+    ),
+    (
+        "check --strict",
+        &["check", "--strict"],
+        &["check", "--strict"],
+        Prep::None,
+    ),
+    (
+        "status --json (cold)",
+        &["status", "--json", "--no-cache"],
+        &["status", "--json"],
+        Prep::None,
+    ),
+    (
+        "status --json (cached)",
+        &["status", "--json"],
+        &["status", "--json"],
+        Prep::Warm,
+    ),
+    (
+        "resume --json (cached)",
+        &["resume", "--json"],
+        &["resume", "--json"],
+        Prep::Warm,
+    ),
+    (
+        "status --json, 1 new event",
+        &["status", "--json"],
+        &["status", "--json"],
+        Prep::NewEvent,
+    ),
 ];
+
+/// Prepare one timed run of `args` in `dir`.
+fn prepare(prep: Prep, small: &Path, bin: &Path, args: &[&str], dir: &Path) -> Result<(), String> {
+    match prep {
+        Prep::None => {}
+        Prep::Warm => {
+            measure(bin, args, dir)?;
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        Prep::NewEvent => {
+            // One new event: close the active session, or (none active) start one.
+            let close = measure(small, &["session", "close", "--summary", "bench"], dir)?;
+            if close.exit != 0 {
+                let s = measure(small, &["session", "start", "--label", "bench"], dir)?;
+                if s.exit != 0 {
+                    return Err(format!("small session start failed (exit {})", s.exit));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Copy a directory tree (regular files and directories only).
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
@@ -152,38 +222,32 @@ pub fn run(a: &Args) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     for &p in &a.sizes {
         let v1 = work.join(format!("v1-P{p}"));
-        generate_fresh(&v1, a.tasks, p)?;
         let ours_dir = work.join(format!("v2-P{p}"));
         let theirs_dir = work.join(format!("v2-P{p}-reference"));
-        let ours = repeat(a.migrate_runs, || {
-            fresh(&v1, &ours_dir)?;
-            migrate(&small, &ours_dir)
-        })?;
-        let theirs = match &reference {
-            Some(r) => Some(repeat(a.migrate_runs, || {
-                fresh(&v1, &theirs_dir)?;
-                migrate(r, &theirs_dir)
-            })?),
-            None => None,
-        };
-        if ours.exit != 0 {
-            return Err(format!(
-                "small migrate failed on P={p} (exit {})",
-                ours.exit
-            ));
+        if !(a.reuse && ours_dir.join(".small/profile.json").is_file()) {
+            migrate_both(
+                a,
+                &small,
+                reference.as_deref(),
+                &v1,
+                &ours_dir,
+                &theirs_dir,
+                p,
+                &mut rows,
+            )?;
         }
         let events = count_files(&ours_dir.join(".small/events"));
         eprintln!("P={p}: {events} events");
-        rows.push(Row {
-            size: p,
-            command: "migrate (preview + apply)".into(),
-            ours,
-            reference: theirs,
-        });
-        for (name, args) in READS {
-            let ours = repeat(a.runs, || measure(&small, args, &ours_dir))?;
+        for (name, args, ref_args, prep) in READS {
+            let ours = repeat(a.runs, || {
+                prepare(*prep, &small, &small, args, &ours_dir)?;
+                measure(&small, args, &ours_dir)
+            })?;
             let theirs = match &reference {
-                Some(r) => Some(repeat(ref_runs, || measure(r, args, &ours_dir))?),
+                Some(r) => Some(repeat(ref_runs, || {
+                    prepare(*prep, &small, r, ref_args, &ours_dir)?;
+                    measure(r, ref_args, &ours_dir)
+                })?),
                 None => None,
             };
             let row = Row {
@@ -196,12 +260,59 @@ pub fn run(a: &Args) -> Result<(), String> {
             rows.push(row);
         }
     }
+    print_table(&rows);
+    Ok(())
+}
+
+/// Generate the v1 workspace of `p` entries and migrate it with small (and the reference):
+/// the migration row.
+#[allow(clippy::too_many_arguments)]
+fn migrate_both(
+    a: &Args,
+    small: &Path,
+    reference: Option<&Path>,
+    v1: &Path,
+    ours_dir: &Path,
+    theirs_dir: &Path,
+    p: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    {
+        generate_fresh(v1, a.tasks, p)?;
+        let ours = repeat(a.migrate_runs, || {
+            fresh(v1, ours_dir)?;
+            migrate(small, ours_dir)
+        })?;
+        let theirs = match reference {
+            Some(r) => Some(repeat(a.migrate_runs, || {
+                fresh(v1, theirs_dir)?;
+                migrate(r, theirs_dir)
+            })?),
+            None => None,
+        };
+        if ours.exit != 0 {
+            return Err(format!(
+                "small migrate failed on P={p} (exit {})",
+                ours.exit
+            ));
+        }
+        rows.push(Row {
+            size: p,
+            command: "migrate (preview + apply)".into(),
+            ours,
+            reference: theirs,
+        });
+    }
+    Ok(())
+}
+
+fn print_table(rows: &[Row]) {
     println!();
     println!(
         "| entries | command | small | small peak RSS | reference | reference peak RSS | ratio |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for r in &rows {
+    for r in rows {
         let exit = |s: &Sample| {
             if s.exit == 0 {
                 String::new()
@@ -226,7 +337,6 @@ pub fn run(a: &Args) -> Result<(), String> {
             mib(&r.ours)
         );
     }
-    Ok(())
 }
 
 fn print_row(r: &Row) {

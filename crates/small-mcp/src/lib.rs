@@ -320,6 +320,7 @@ impl SmallMcp {
             } else {
                 GateMode::Auto
             },
+            ..ResumeOptions::default()
         };
         let r = resume::resume(&loc, &opts);
         let (r, markdown) = match req.max_chars {

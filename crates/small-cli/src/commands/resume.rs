@@ -38,6 +38,10 @@ pub struct Args {
     /// Do not run the strict check (a verdict cached since the last change is still shown)
     #[arg(long)]
     pub no_check: bool,
+    /// 2.0.0: read every record, not the state cached in .small-cache/ (the cache is used
+    /// only when no file under .small/ changed since it was written)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Directory containing .small/ (default: the current directory)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
@@ -73,6 +77,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         &ResumeOptions {
             recent: args.recent,
             gates,
+            cache: !args.no_cache,
         },
     );
     let json = |r: &resume::Resume| serde_json::to_string_pretty(r).unwrap_or_default();

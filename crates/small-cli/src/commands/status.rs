@@ -26,6 +26,10 @@ pub struct Args {
     /// Number of next actionable tasks to show
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub tasks: usize,
+    /// 2.0.0: read every record, not the state cached in .small-cache/ (the cache is used
+    /// only when no file under .small/ changed since it was written)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Directory containing .small/ (or the .small directory itself) [default: current directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -37,7 +41,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
     if small_core::v2::detect(&dir) == small_core::v2::Profile::V2 {
         let root = dir.parent().unwrap_or(&dir).to_path_buf();
-        let st = small_core::v2::status::status(&root, &dir);
+        let st = small_core::v2::status::status_with_cache(&root, &dir, !args.no_cache);
         if args.json {
             g.json(&st)?;
         } else {

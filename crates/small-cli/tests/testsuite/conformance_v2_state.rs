@@ -100,3 +100,64 @@ fn resume_emit_and_doctor_agree_with_the_strict_check_on_every_case() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `status` and `resume` answer the same through the cache in `.small-cache/` as with
+/// `--no-cache`, on every recorded case: written by the first run, used by the second.
+#[test]
+fn the_state_cache_gives_the_answer_of_a_full_read_on_every_case() {
+    let cases = load_cases();
+    if cases.is_empty() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("home");
+    let works: Vec<_> = cases
+        .iter()
+        .map(|case| {
+            let work = tempfile::tempdir().expect("tmp");
+            copy_case_links(&case.dir, work.path());
+            work
+        })
+        .collect();
+    // Files younger than the cache's racy margin are never cached: let the copies age.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let mut failures = Vec::new();
+    let mut hits = 0;
+    let mut cached_verdicts = 0;
+    for (case, work) in cases.iter().zip(&works) {
+        let run = |a: &[&str]| run_small(work.path(), home.path(), &args(a));
+        let full = run(&["status", "--json", "--no-cache"]);
+        let first = run(&["status", "--json"]);
+        let cached = run(&["status", "--json"]);
+        if full != first || full != cached {
+            failures.push(format!(
+                "{}: status --no-cache, then twice through the cache:\n{full:?}\n{first:?}\n{cached:?}",
+                case.name
+            ));
+        }
+        hits += usize::from(work.path().join(".small-cache/v2-state.v1").is_file());
+        let strip = |out: &str| -> Value {
+            let mut v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
+            v["gates"]["source"] = Value::Null;
+            v
+        };
+        let (c1, o1, _) = run(&["resume", "--json", "--no-cache"]);
+        let (c2, o2, _) = run(&["resume", "--json"]);
+        if c1 != c2 || strip(&o1) != strip(&o2) {
+            failures.push(format!("{}: resume differs:\n{o1}\n{o2}", case.name));
+        }
+        let source = |out: &str| -> String {
+            let v: Value = serde_json::from_str(out).unwrap_or(Value::Null);
+            v["gates"]["source"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        cached_verdicts += usize::from(source(&o2).starts_with("cached"));
+        if source(&o1).starts_with("cached") {
+            failures.push(format!("{}: resume --no-cache used the cache", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(hits > 0, "no case was cached");
+    assert!(cached_verdicts > 0, "resume never read the cache");
+}

@@ -47,6 +47,9 @@ pub struct ResumeOptions {
     /// How many recent progress entries (signal entries: not apply bookkeeping).
     pub recent: usize,
     pub gates: GateMode,
+    /// 2.0.0: read the state from the cache in `.small-cache/` when no record changed since
+    /// it was written (the same answer; `--no-cache` reads every record).
+    pub cache: bool,
 }
 
 impl Default for ResumeOptions {
@@ -54,6 +57,7 @@ impl Default for ResumeOptions {
         ResumeOptions {
             recent: 5,
             gates: GateMode::Auto,
+            cache: true,
         }
     }
 }
@@ -158,12 +162,14 @@ fn task_ref(t: &crate::state::Task) -> TaskRef {
 /// Gather the resume context of the workspace at `loc` (either profile), from its
 /// [`ProjectState`](crate::state::ProjectState).
 pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
-    let st = crate::state::load(
+    let st = crate::state::load_with_cache(
         loc,
         &crate::state::LoadOptions {
             recent: opts.recent,
             audit: false,
         },
+        // --check asks for a verdict checked now: the records are read.
+        opts.cache && opts.gates != GateMode::Always,
     );
     let mut r = Resume {
         intent: st
@@ -280,7 +286,12 @@ fn v2_verdict(st: &crate::state::ProjectState) -> GateVerdict {
         errors: errors.len(),
         warnings: findings.len() - errors.len(),
         first_errors: errors.into_iter().take(3).collect(),
-        source: "checked now".into(),
+        source: if st.sessions.as_ref().is_some_and(|s| s.from_cache) {
+            "cached: no record changed since the last check"
+        } else {
+            "checked now"
+        }
+        .into(),
     }
 }
 

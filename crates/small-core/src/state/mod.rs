@@ -146,6 +146,10 @@ pub struct Sessions {
     /// state stages): the strict verdict without reading the records again.
     #[serde(skip)]
     pub findings: Vec<Diagnostic>,
+    /// The state came from the cache in `.small-cache/` (no record changed since it was
+    /// written).
+    #[serde(skip)]
+    pub from_cache: bool,
 }
 
 /// The state of one workspace (see the module documentation).
@@ -260,6 +264,12 @@ impl ProjectState {
 /// Load the state of the workspace at `loc`. Never fails: what cannot be read is listed in
 /// `problems` (and, for 2.0.0 records, `record_problems`).
 pub fn load(loc: &Location, opts: &LoadOptions) -> ProjectState {
+    load_with_cache(loc, opts, false)
+}
+
+/// [`load`]; a 2.0.0 state comes from the cache in `.small-cache/` when `use_cache` and no
+/// record changed since it was written ([`crate::v2::snapshot`]; the same value either way).
+pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
     let small = &loc.small_dir;
     let mut st = ProjectState {
         profile: ProfileName::V1,
@@ -294,7 +304,7 @@ pub fn load(loc: &Location, opts: &LoadOptions) -> ProjectState {
         Profile::V1 => v1::load(&mut st, opts),
         Profile::V2 => {
             st.profile = ProfileName::V2;
-            v2view::load(&mut st, opts);
+            v2view::load(&mut st, opts, use_cache);
         }
     }
     st

@@ -12,16 +12,23 @@ use crate::state::v1;
 use crate::state::{Handoff, LoadOptions, ProjectState, Sessions, Task};
 use crate::v2::json::Jv;
 use crate::v2::load::Event;
+use crate::v2::snapshot::{self, Snapshot, SIGNAL_KINDS};
 use crate::v2::{stage_of, Stage};
 
-/// The events a human reads as progress (the others are bookkeeping: task definitions,
-/// session starts and ends, the import), shown unless every entry is asked for.
-const SIGNAL_KINDS: [&str; 2] = ["task_transitioned", "command_recorded"];
-
-/// Fill `st` from the 2.0.0 records under its `.small/`.
-pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
-    let (checked, store) = crate::v2::check_store(&st.root, &st.small_dir);
-    st.record_problems = checked
+/// Fill `st` from the 2.0.0 records under its `.small/` (through the cache in
+/// `.small-cache/` when `use_cache`: [`crate::v2::snapshot`]).
+pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
+    let mut snap = snapshot::snapshot(&st.root, &st.small_dir, use_cache);
+    let mut recent = recent_entries(st, &snap, opts);
+    if recent.is_none() {
+        // More entries asked for than the snapshot keeps: every record again, every event
+        // kept.
+        let (c, store) = crate::v2::check_store(&st.root, &st.small_dir);
+        snap = Snapshot::build_with_tail(c, &store, usize::MAX);
+        recent = recent_entries(st, &snap, opts);
+    }
+    st.recent = recent.unwrap_or_default();
+    st.record_problems = snap
         .diagnostics
         .iter()
         .filter(|d| d.is_error() && stage_of(&d.code) != Stage::State)
@@ -40,7 +47,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
             .problems
             .push(format!("policy/constraints.small.yml: {e}")),
     }
-    let s = checked.state;
+    let s = snap.state;
     st.tasks = Some(
         s.tasks
             .iter()
@@ -59,44 +66,24 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
             })
             .collect(),
     );
-    let by_id: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
-    let alias: HashMap<&str, &str> = s
-        .tasks
-        .iter()
-        .filter(|t| !t.alias.is_empty())
-        .map(|t| (t.id.as_str(), t.alias.as_str()))
-        .collect();
     // The latest handoff event, in timeline order.
-    if let Some(e) = s
-        .timeline
+    if let Some(e) = snap
+        .tail
         .iter()
         .rev()
-        .filter(|t| t.kind == "handoff_recorded")
-        .find_map(|t| by_id.get(t.id.as_str()))
+        .find(|e| e.kind == "handoff_recorded")
     {
+        let p = e.full_payload(&st.root);
         st.handoff = Some(Handoff {
-            summary: e.payload.str_of("summary").to_string(),
-            replay_id: Some(e.payload.str_of("legacy_replay_id").to_string())
-                .filter(|v| !v.is_empty()),
+            summary: p.str_of("summary").to_string(),
+            replay_id: Some(p.str_of("legacy_replay_id").to_string()).filter(|v| !v.is_empty()),
             replay_id_source: None,
-            current_task_id: Some(e.payload.str_of("current_task_id").to_string())
+            current_task_id: Some(p.str_of("current_task_id").to_string())
                 .filter(|v| !v.is_empty()),
-            next_steps: e.payload.strs_of("next_steps"),
+            next_steps: p.strs_of("next_steps"),
             links: Vec::new(),
             needs_regeneration: false,
         });
-    }
-    if opts.recent > 0 {
-        st.recent = s
-            .timeline
-            .iter()
-            .rev()
-            .filter_map(|t| by_id.get(t.id.as_str()))
-            .filter(|e| opts.audit || SIGNAL_KINDS.contains(&e.kind.as_str()))
-            .map(|e| entry(e, &alias))
-            .filter(|r| opts.audit || r.is_signal())
-            .take(opts.recent)
-            .collect();
     }
     st.sessions = Some(Sessions {
         project_id: s.project_id,
@@ -106,9 +93,47 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
         sessions: s.sessions,
         receipts: s.receipts,
         conflicts: s.conflicts,
-        events: store.events.len(),
-        findings: checked.diagnostics,
+        events: snap.events,
+        findings: snap.diagnostics,
+        from_cache: snap.from_cache,
     });
+}
+
+/// The newest `opts.recent` entries from the snapshot's newest events; `None` when those
+/// may not be enough (fewer found, and older events were left out of the snapshot).
+fn recent_entries(
+    st: &ProjectState,
+    snap: &Snapshot,
+    opts: &LoadOptions,
+) -> Option<Vec<RecentEntry>> {
+    if opts.recent == 0 {
+        return Some(Vec::new());
+    }
+    let alias: HashMap<&str, &str> = snap
+        .state
+        .tasks
+        .iter()
+        .filter(|t| !t.alias.is_empty())
+        .map(|t| (t.id.as_str(), t.alias.as_str()))
+        .collect();
+    // The snapshot holds the latest TAIL events, and the latest TAIL progress events: as
+    // candidates, only those are certain to be the newest.
+    let limit = if snap.tail_complete {
+        usize::MAX
+    } else {
+        snapshot::TAIL
+    };
+    let out: Vec<RecentEntry> = snap
+        .tail
+        .iter()
+        .rev()
+        .filter(|e| opts.audit || SIGNAL_KINDS.contains(&e.kind.as_str()))
+        .take(limit)
+        .map(|e| entry(e, &e.full_payload(&st.root), &alias))
+        .filter(|r| opts.audit || r.is_signal())
+        .take(opts.recent)
+        .collect();
+    (out.len() >= opts.recent || snap.tail_complete).then_some(out)
 }
 
 /// A string member of a payload object, masked for secrets.
@@ -121,8 +146,7 @@ fn masked(v: &Jv, key: &str) -> Option<String> {
 
 /// One event as a recent entry: a transition shows its status and evidence, an imported v1
 /// entry its original fields, any other event its kind.
-fn entry(e: &Event, alias: &HashMap<&str, &str>) -> RecentEntry {
-    let p = &e.payload;
+fn entry(e: &Event, p: &Jv, alias: &HashMap<&str, &str>) -> RecentEntry {
     let legacy = p.get("legacy_entry").filter(|l| matches!(l, Jv::Obj(_)));
     let from = legacy.unwrap_or(p);
     let task = alias

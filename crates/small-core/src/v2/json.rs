@@ -5,6 +5,7 @@
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use sha2::{Digest, Sha256};
 
 /// A JSON value as a 2.0.0 record may hold it: integers only, objects in file order.
@@ -96,6 +97,31 @@ fn cut_position(s: &str) -> String {
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_string(),
         None => s.to_string(),
+    }
+}
+
+impl Serialize for Jv {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Jv::Null => s.serialize_unit(),
+            Jv::Bool(b) => s.serialize_bool(*b),
+            Jv::Int(n) => s.serialize_i64(*n),
+            Jv::Str(v) => s.serialize_str(v),
+            Jv::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for i in items {
+                    seq.serialize_element(i)?;
+                }
+                seq.end()
+            }
+            Jv::Obj(members) => {
+                let mut map = s.serialize_map(Some(members.len()))?;
+                for (k, v) in members {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
     }
 }
 

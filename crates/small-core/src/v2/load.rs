@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::diag::Diagnostic;
+use crate::v2::fastevent::{self, EventFields};
 use crate::v2::json::{self, JsonError, Jv};
 use crate::workspace::CODE_IO;
 
@@ -72,7 +73,7 @@ const SESSION: Spec = &[
     ("created_at", Ty::Str, true),
     ("digest", Ty::Str, true),
 ];
-const EVENT: Spec = &[
+pub(super) const EVENT: Spec = &[
     ("small_version", Ty::Str, true),
     ("project_id", Ty::Str, true),
     ("lineage_id", Ty::Str, true),
@@ -135,7 +136,7 @@ pub struct Session {
 }
 
 /// An event record (`events/<session>/<event>.json`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub file: String,
     pub id: String,
@@ -149,11 +150,101 @@ pub struct Event {
     pub task_revision: i64,
     pub policy_revision: String,
     pub source_digest: String,
+    /// The payload's members that folding the events reads ([`PAYLOAD_KEPT`]), in file
+    /// order. The whole payload is checked when the record is read but not kept: at 100 000
+    /// events the bodies would dominate memory, and only the few events a command shows
+    /// need them ([`Store::full_payload`] reads those again).
     pub payload: Jv,
     pub digest: String,
 }
 
+/// The payload members kept in memory for every event: what the reducer folds (task
+/// definitions and outcomes, mode and policy changes, resolutions, the handoff summary) and
+/// what the writers look up on the events they build on.
+pub const PAYLOAD_KEPT: &[&str] = &[
+    "acceptance",
+    "alias",
+    "candidate_digest",
+    "conflict_id",
+    "constraints_digest",
+    "dependencies",
+    "evidence_digests",
+    "expected_frontier",
+    "heads",
+    "intent_digest",
+    "new_mode",
+    "new_revision",
+    "policy_revision",
+    "prior_session",
+    "selected_event",
+    "source_digest",
+    "status",
+    "summary",
+    "title",
+];
+
+/// The members of `payload` named in [`PAYLOAD_KEPT`].
+fn kept_members(payload: Option<&Jv>) -> Jv {
+    match payload {
+        Some(Jv::Obj(members)) => Jv::Obj(
+            members
+                .iter()
+                .filter(|(k, _)| PAYLOAD_KEPT.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+        ),
+        _ => Jv::Obj(Vec::new()),
+    }
+}
+
+/// The members of an event record read by the general path, as the fast path gives them.
+pub(crate) fn event_fields(v: &Jv) -> EventFields {
+    let int = |k: &str| match v.get(k) {
+        Some(Jv::Int(n)) => *n,
+        _ => 0,
+    };
+    EventFields {
+        small_version: v.str_of("small_version").into(),
+        project_id: v.str_of("project_id").into(),
+        lineage_id: v.str_of("lineage_id").into(),
+        session_id: v.str_of("session_id").into(),
+        event_id: v.str_of("event_id").into(),
+        kind: v.str_of("kind").into(),
+        sequence: int("sequence"),
+        previous_event: v.str_of("previous_event").into(),
+        parents: v.strs_of("parents"),
+        occurred_at: v.str_of("occurred_at").into(),
+        task_id: v.str_of("task_id").into(),
+        task_revision: int("task_revision"),
+        policy_revision: v.str_of("policy_revision").into(),
+        source_digest: v.str_of("source_digest").into(),
+        payload: kept_members(v.get("payload")),
+    }
+}
+
 impl Event {
+    /// The whole payload of this event, read again from its record under `root` (the
+    /// directory holding `.small/`). The record must still be the one that was loaded (its
+    /// digest checked again and equal to [`Event::digest`]); otherwise, or when it cannot be
+    /// read, the kept members ([`Event::payload`]) are all there is.
+    pub fn full_payload(&self, root: &Path) -> Jv {
+        let mut l = Loader {
+            root,
+            store: Store::default(),
+        };
+        let mut buf = Vec::new();
+        let path = root.join(&self.file);
+        if !l.read_into(&path, &mut buf) {
+            return self.payload.clone();
+        }
+        let same = json::record_digest(&buf)
+            .is_some_and(|(stored, computed)| stored == computed && stored == self.digest);
+        match json::parse(&buf) {
+            Ok(v) if same => v.get("payload").cloned().unwrap_or(Jv::Obj(Vec::new())),
+            _ => self.payload.clone(),
+        }
+    }
+
     /// `previous_event` and `parents`, without repeats or empties.
     pub fn all_parents(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -425,8 +516,8 @@ impl Loader<'_> {
                 return None;
             }
         };
-        // By path: within one directory, by the name's bytes.
-        out.sort_by(|a, b| a.1.cmp(&b.1));
+        // By name's bytes (the order of the paths, cheaper to compare).
+        out.sort_by(|a, b| a.0.cmp(&b.0));
         Some(out)
     }
 
@@ -462,6 +553,8 @@ impl Loader<'_> {
                 root,
                 store: Store {
                     profile,
+                    // Exactly as many as there are files: no slack from growing by doubling.
+                    events: Vec::with_capacity(part.len()),
                     ..Store::default()
                 },
             };
@@ -491,6 +584,7 @@ impl Loader<'_> {
                 }
             })
         };
+        self.store.events.reserve_exact(paths.len());
         for part in parts {
             self.store.events.extend(part.events);
             self.store.diagnostics.extend(part.diagnostics);
@@ -637,17 +731,36 @@ impl Loader<'_> {
     }
 
     fn check_identity(&mut self, path: &Path, v: &Jv, what: &str, lineage: bool) {
+        let lineage_id = lineage.then(|| v.str_of("lineage_id"));
+        self.check_identity_of(
+            path,
+            what,
+            v.str_of("small_version"),
+            v.str_of("project_id"),
+            lineage_id,
+        );
+    }
+
+    /// A record's identity members (trimmed) against profile.json.
+    fn check_identity_of(
+        &mut self,
+        path: &Path,
+        what: &str,
+        small_version: &str,
+        project_id: &str,
+        lineage_id: Option<&str>,
+    ) {
         let Some(p) = self.store.profile.as_ref() else {
             return;
         };
         let mut wrong = Vec::new();
-        if v.str_of("small_version") != PROFILE_VERSION {
+        if small_version != PROFILE_VERSION {
             wrong.push("small_version");
         }
-        if v.str_of("project_id") != p.project_id {
+        if project_id != p.project_id {
             wrong.push("project_id");
         }
-        if lineage && v.str_of("lineage_id") != p.lineage_id {
+        if lineage_id.is_some_and(|l| l != p.lineage_id) {
             wrong.push("lineage_id");
         }
         if !wrong.is_empty() {
@@ -764,58 +877,67 @@ impl Loader<'_> {
     }
 
     fn load_event(&mut self, path: &Path, bytes: &[u8]) {
-        let Some(v) = self.parse_record(path, bytes, "event", EVENT) else {
-            self.note_unreadable(path);
-            return;
+        // A sound record is read by the fast path; anything else by the general one, which
+        // reports what is wrong (v2/fastevent.rs says why there are two).
+        let f = match fastevent::parse(bytes) {
+            Some(f) => f,
+            None => match self.parse_record(path, bytes, "event", EVENT) {
+                Some(v) => event_fields(&v),
+                None => {
+                    self.note_unreadable(path);
+                    return;
+                }
+            },
         };
         let digest = self.check_digest(path, bytes, "event");
-        self.check_identity(path, &v, "event", true);
-        let (id, session_id) = (
-            v.str_of("event_id").to_string(),
-            v.str_of("session_id").to_string(),
+        self.check_identity_of(
+            path,
+            "event",
+            &f.small_version,
+            &f.project_id,
+            Some(&f.lineage_id),
         );
         let name_ok = path
             .file_name()
-            .is_some_and(|n| n.to_string_lossy() == format!("{id}.json"));
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+            .is_some_and(|n| n == f.event_id);
         let dir_ok = path
             .parent()
             .and_then(Path::file_name)
-            .is_some_and(|n| n.to_string_lossy() == session_id);
+            .is_some_and(|n| n.to_string_lossy() == f.session_id);
         if !name_ok || !dir_ok {
             self.path_mismatch(
                 path,
-                format!("event path does not match its identity: session {session_id}, event {id}"),
+                format!(
+                    "event path does not match its identity: session {}, event {}",
+                    f.session_id, f.event_id
+                ),
             );
             self.note_unreadable(path);
             return;
         }
-        let kind = v.str_of("kind").to_string();
-        if !EVENT_KINDS.contains(&kind.as_str()) {
-            let d = Diagnostic::error("V2-KIND", format!("unknown event kind \"{kind}\""))
+        if !EVENT_KINDS.contains(&f.kind.as_str()) {
+            let d = Diagnostic::error("V2-KIND", format!("unknown event kind \"{}\"", f.kind))
                 .in_file(self.rel(path))
                 .with_path("/kind")
                 .with_help("profile 2.0.0 defines a closed set of event kinds; restore the record");
             self.push(d);
         }
-        let int = |k: &str| match v.get(k) {
-            Some(Jv::Int(n)) => *n,
-            _ => 0,
-        };
-        let parents = v.strs_of("parents");
         self.store.events.push(Event {
             file: self.rel(path),
-            id,
-            session_id,
-            kind,
-            sequence: int("sequence"),
-            previous_event: v.str_of("previous_event").into(),
-            parents,
-            occurred_at: v.str_of("occurred_at").into(),
-            task_id: v.str_of("task_id").into(),
-            task_revision: int("task_revision"),
-            policy_revision: v.str_of("policy_revision").into(),
-            source_digest: v.str_of("source_digest").into(),
-            payload: v.get("payload").cloned().unwrap_or(Jv::Obj(Vec::new())),
+            id: f.event_id,
+            session_id: f.session_id,
+            kind: f.kind,
+            sequence: f.sequence,
+            previous_event: f.previous_event,
+            parents: f.parents,
+            occurred_at: f.occurred_at,
+            task_id: f.task_id,
+            task_revision: f.task_revision,
+            policy_revision: f.policy_revision,
+            source_digest: f.source_digest,
+            payload: f.payload,
             digest,
         });
     }

@@ -7,12 +7,14 @@
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
 pub mod artifacts;
+mod fastevent;
 pub mod gojson;
 pub mod json;
 pub mod load;
 pub mod read;
 pub mod record;
 pub mod reduce;
+pub mod snapshot;
 pub mod status;
 pub mod write;
 
@@ -284,3 +286,5 @@ fn mixed_profile(root: &Path, small_dir: &Path) -> Vec<Diagnostic> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fastevent;

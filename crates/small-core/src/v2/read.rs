@@ -85,7 +85,8 @@ fn is_zero(n: &i64) -> bool {
 }
 
 impl EventView {
-    fn new(e: &Event, project_id: &str, lineage_id: &str) -> EventView {
+    /// The view of `e`, its whole payload read again from its record under `root`.
+    fn new(e: &Event, root: &Path, project_id: &str, lineage_id: &str) -> EventView {
         EventView {
             small_version: PROFILE_VERSION,
             project_id: project_id.to_string(),
@@ -102,7 +103,7 @@ impl EventView {
             policy_revision: e.policy_revision.clone(),
             source_digest: e.source_digest.clone(),
             payload: {
-                let mut p = to_value(&e.payload);
+                let mut p = to_value(&e.full_payload(root));
                 crate::gates::secrets::redact_json(&mut p);
                 p
             },
@@ -204,7 +205,7 @@ pub fn reconstruct(
     };
     let by_id: std::collections::HashMap<&str, &Event> =
         store.events.iter().map(|e| (e.id.as_str(), e)).collect();
-    let view = |e: &Event| EventView::new(e, &s.project_id, &profile.lineage_id);
+    let view = |e: &Event| EventView::new(e, root, &s.project_id, &profile.lineage_id);
     let ordered: Vec<&Event> = s
         .timeline
         .iter()

@@ -44,9 +44,15 @@ pub struct Status {
     pub problems: Vec<Diagnostic>,
 }
 
-/// The status of the 2.0.0 tree at `root/.small`.
+/// The status of the 2.0.0 tree at `root/.small`, every record read.
 pub fn status(root: &Path, small_dir: &Path) -> Status {
-    let c = crate::v2::check(root, small_dir);
+    status_with_cache(root, small_dir, false)
+}
+
+/// [`status`], through the cache in `.small-cache/` when `use_cache`
+/// ([`crate::v2::snapshot`]): the same answer, without reading the records when none changed.
+pub fn status_with_cache(root: &Path, small_dir: &Path, use_cache: bool) -> Status {
+    let c = crate::v2::snapshot::snapshot(root, small_dir, use_cache);
     let problems: Vec<Diagnostic> = c
         .diagnostics
         .into_iter()

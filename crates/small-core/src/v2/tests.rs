@@ -13,7 +13,7 @@ const INTENT: &str = "intent: x\n";
 const CONSTRAINTS: &str = "constraints: []\n";
 
 /// A compact record from raw JSON members, sealed with its digest.
-fn seal(members: &[(&str, String)]) -> String {
+pub(crate) fn seal(members: &[(&str, String)]) -> String {
     let body: Vec<String> = members
         .iter()
         .map(|(k, v)| format!("\"{k}\":{v}"))
@@ -23,11 +23,11 @@ fn seal(members: &[(&str, String)]) -> String {
     format!("{{{},\"digest\":\"{digest}\"}}\n", body.join(","))
 }
 
-fn q(s: &str) -> String {
+pub(crate) fn q(s: &str) -> String {
     format!("\"{s}\"")
 }
 
-fn event(
+pub(crate) fn event(
     id: &str,
     seq: i64,
     prev: Option<&str>,
@@ -53,18 +53,18 @@ fn event(
     seal(&m)
 }
 
-fn write(root: &Path, rel: &str, text: &str) {
+pub(crate) fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(".small").join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();
 }
 
-fn ev_path(id: &str) -> String {
+pub(crate) fn ev_path(id: &str) -> String {
     format!("events/{S}/{id}.json")
 }
 
 /// A valid tree: one closed session that creates a task and completes it with a receipt.
-fn valid() -> tempfile::TempDir {
+pub(crate) fn valid() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "policy/intent.small.yml", INTENT);

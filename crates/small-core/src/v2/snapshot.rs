@@ -1,0 +1,343 @@
+//! The checked and reduced state of a 2.0.0 tree as the reading commands need it (`status`,
+//! `resume`), and its cache in `.small-cache/`.
+//!
+//! A [`Snapshot`] is what [`crate::v2::check_store`] gives, minus what those commands never
+//! look at: the records themselves (only the newest events are kept, for the handoff and the
+//! recent entries) and the timeline. Building one reads every record; a cached one is used
+//! instead only when the tree is provably the one it was built from.
+//!
+//! The proof is a stat of every entry under `.small/` (like git's index): the relative path,
+//! type and mode, size, modification and change times in nanoseconds, device and inode. Any
+//! write to a record, any file added, removed, renamed or replaced changes at least one of
+//! them; the change time cannot be set back by a user. The event files themselves are the
+//! exception: a session's directory under `events/` is proven by its own stat (its times
+//! change with every name added, removed or replaced in it), so an event edited in place is
+//! not seen through the cache. The one blind spot of the times is the "racy" case:
+//! a file changed again within the file system's timestamp granularity after it was stat'ed
+//! keeps the same times. The walk therefore happens before the records are read, and no cache
+//! is written while any entry is younger than [`RACY_MARGIN`] at the start of the walk: such
+//! a tree is read in full again next time. The decision and its costs are in
+//! docs/decisions.md ("What the 2.0.0 state cache may trust").
+//!
+//! The cache file is sealed ([`crate::workspace::cache`]) and keyed by the tool build and the
+//! canonical path of `.small/`: a damaged, foreign or hand-edited file is no cache, and a
+//! cache never changes an answer, only how long it takes. `check` never uses it.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Diagnostic, Severity};
+use crate::v2::load::Event;
+use crate::v2::reduce::State;
+use crate::workspace::cache::{read_sealed, write_sealed, ContextKey};
+
+/// How many of the newest events a snapshot keeps (per group: any kind, and progress
+/// kinds), enough for the handoff and the recent entries of `status` and `resume`.
+pub const TAIL: usize = 64;
+
+/// Entries changed less than this long before the proof walk make the tree "racy": it is
+/// not cached (coarse file system clocks tick in milliseconds; this is far above a tick).
+pub const RACY_MARGIN: Duration = Duration::from_millis(200);
+
+/// The cache file under `.small-cache/`.
+const CACHE_FILE: &str = "v2-state.v1";
+/// The largest cache file read.
+const CACHE_MAX_BYTES: u64 = 64 << 20;
+/// The event kinds read as progress (the rest is bookkeeping).
+pub const SIGNAL_KINDS: [&str; 2] = ["task_transitioned", "command_recorded"];
+
+/// The checked state of a 2.0.0 tree, for the commands that read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Every finding of the checks (records, graph, state), sorted.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The reduced state; its `timeline` is left empty.
+    pub state: State,
+    /// How many events were read.
+    pub events: usize,
+    /// The newest events in timeline order (oldest first): the latest [`TAIL`] of any kind,
+    /// the latest [`TAIL`] of the [`SIGNAL_KINDS`], and the latest handoff.
+    pub tail: Vec<Event>,
+    /// Whether `tail` holds every event.
+    pub tail_complete: bool,
+    /// Whether it came from the cache.
+    pub from_cache: bool,
+}
+
+impl Snapshot {
+    /// The snapshot of what [`crate::v2::check_store`] found.
+    pub fn build(checked: crate::v2::Checked, store: &crate::v2::Store) -> Snapshot {
+        Snapshot::build_with_tail(checked, store, TAIL)
+    }
+
+    /// [`Snapshot::build`], keeping `tail` events per group instead of [`TAIL`].
+    pub fn build_with_tail(
+        checked: crate::v2::Checked,
+        store: &crate::v2::Store,
+        tail: usize,
+    ) -> Snapshot {
+        let mut state = checked.state;
+        let timeline = std::mem::take(&mut state.timeline);
+        let by_id: std::collections::HashMap<&str, &Event> =
+            store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+        let (mut any, mut signal, mut handoff) = (0, 0, false);
+        let mut keep: Vec<&Event> = Vec::new();
+        for t in timeline.iter().rev() {
+            if any >= tail && signal >= tail && handoff {
+                break;
+            }
+            let is_signal = SIGNAL_KINDS.contains(&t.kind.as_str());
+            let is_handoff = t.kind == "handoff_recorded";
+            let wanted = any < tail || (is_signal && signal < tail) || (is_handoff && !handoff);
+            any += 1;
+            signal += usize::from(is_signal);
+            handoff |= is_handoff;
+            if let Some(e) = by_id.get(t.id.as_str()).filter(|_| wanted) {
+                keep.push(e);
+            }
+        }
+        keep.reverse();
+        Snapshot {
+            diagnostics: checked.diagnostics,
+            state,
+            events: store.events.len(),
+            tail_complete: keep.len() == timeline.len(),
+            tail: keep.into_iter().cloned().collect(),
+            from_cache: false,
+        }
+    }
+}
+
+/// The snapshot of the 2.0.0 tree at `root/.small` (`small_dir`): from the cache when
+/// `use_cache` and the cache proves the tree unchanged, else read in full (and the cache
+/// written when `use_cache` and the tree is not racy).
+pub fn snapshot(root: &Path, small_dir: &Path, use_cache: bool) -> Snapshot {
+    if !use_cache {
+        let (c, store) = crate::v2::check_store(root, small_dir);
+        return Snapshot::build(c, &store);
+    }
+    snapshot_at(root, small_dir, SystemTime::now())
+}
+
+/// [`snapshot`] through the cache, entries changed after `started - RACY_MARGIN` racy.
+fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
+    let cache_dir = root.join(".small-cache");
+    let key = context_key(small_dir);
+    let proof = key.as_ref().and_then(|_| proof(small_dir, started));
+    if let (Some(key), Some(p)) = (&key, &proof) {
+        if let Some(s) = read_cache(&cache_dir, key, &p.digest) {
+            return s;
+        }
+    }
+    let (c, store) = crate::v2::check_store(root, small_dir);
+    let snap = Snapshot::build(c, &store);
+    drop(store);
+    if let (Some(key), Some(p)) = (key, proof) {
+        if !p.racy {
+            write_cache(&cache_dir, &key, &p.digest, &snap);
+        }
+    }
+    snap
+}
+
+/// What a cache is valid for besides the tree: the build, the place, the format.
+fn context_key(small_dir: &Path) -> Option<String> {
+    let canonical = std::fs::canonicalize(small_dir).ok()?;
+    let mut key = ContextKey::new("v2-state");
+    key.put(&canonical.to_string_lossy());
+    key.put(&TAIL.to_string());
+    Some(key.finish())
+}
+
+/// The stat proof of a tree.
+pub(crate) struct Proof {
+    /// BLAKE3 over every entry's stat line, in path order.
+    pub digest: String,
+    /// Some entry changed within [`RACY_MARGIN`] of the walk's start (or in the future).
+    pub racy: bool,
+}
+
+/// Stat every entry under `small_dir` (never following a link). `None` when the tree cannot
+/// be walked (then there is no cache).
+pub(crate) fn proof(small_dir: &Path, started: SystemTime) -> Option<Proof> {
+    let horizon = started
+        .checked_sub(RACY_MARGIN)
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    let mut lines: Vec<u8> = Vec::new();
+    let mut racy = false;
+    let top = std::fs::symlink_metadata(small_dir).ok()?;
+    if !top.is_dir() {
+        return None;
+    }
+    stat_line(&mut lines, "", &top, horizon, &mut racy);
+    walk(small_dir, "", &mut lines, horizon, &mut racy, 0)?;
+    Some(Proof {
+        digest: blake3::hash(&lines).to_hex().to_string(),
+        racy,
+    })
+}
+
+/// How deep the walk goes (the profile's trees are at most four levels deep; anything
+/// deeper is still proven, up to this bound).
+const MAX_DEPTH: u32 = 16;
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    out: &mut Vec<u8>,
+    horizon: i128,
+    racy: &mut bool,
+    depth: u32,
+) -> Option<()> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut entries: Vec<(String, std::fs::Metadata)> = Vec::new();
+    for e in std::fs::read_dir(dir).ok()? {
+        let e = e.ok()?;
+        // DirEntry::metadata does not follow a link (fstatat relative to the directory).
+        let m = e.metadata().ok()?;
+        entries.push((e.file_name().to_string_lossy().into_owned(), m));
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (name, m) in entries {
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        stat_line(out, &path, &m, horizon, racy);
+        // A session's event directory is proven by its own stat: any event added, removed,
+        // renamed or replaced in it changes the directory's modification and change times,
+        // and events are immutable, created exclusively. Stat'ing each of 100 000 event
+        // files costs more than the cache may (docs/decisions.md); an event edited in place
+        // is found by `check` and `--no-cache`, not here.
+        if m.is_dir() && rel != "events" {
+            walk(&dir.join(&name), &path, out, horizon, racy, depth + 1)?;
+        }
+    }
+    Some(())
+}
+
+fn stat_line(out: &mut Vec<u8>, path: &str, m: &std::fs::Metadata, horizon: i128, racy: &mut bool) {
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    let (mtime, ctime) = (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()));
+    if mtime >= horizon || ctime >= horizon {
+        *racy = true;
+    }
+    // Length-prefixed path: no name can run into the numbers.
+    out.extend_from_slice(&(path.len() as u64).to_le_bytes());
+    out.extend_from_slice(path.as_bytes());
+    for n in [u64::from(m.mode()), m.size(), m.dev(), m.ino(), m.nlink()] {
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out.extend_from_slice(&mtime.to_le_bytes());
+    out.extend_from_slice(&ctime.to_le_bytes());
+}
+
+/// A diagnostic as the cache keeps it (2.0.0 findings carry no span or secret note; a
+/// snapshot with one is not cached).
+#[derive(Serialize, Deserialize)]
+struct DiagOut {
+    code: String,
+    error: bool,
+    file: Option<String>,
+    path: Option<String>,
+    message: String,
+    help: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheBody {
+    key: String,
+    proof: String,
+    diagnostics: Vec<DiagOut>,
+    state: State,
+    /// The tasks' policy revisions (not part of the state's serialised form).
+    task_policy: Vec<String>,
+    events: usize,
+    tail: Vec<Event>,
+    tail_complete: bool,
+}
+
+fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
+    if s.diagnostics
+        .iter()
+        .any(|d| d.span.is_some() || d.secret.is_some())
+    {
+        return;
+    }
+    let body = CacheBody {
+        key: key.to_string(),
+        proof: proof.to_string(),
+        diagnostics: s
+            .diagnostics
+            .iter()
+            .map(|d| DiagOut {
+                code: d.code.clone(),
+                error: d.is_error(),
+                file: d.file.clone(),
+                path: d.path.clone(),
+                message: d.message.clone(),
+                help: d.help.clone(),
+            })
+            .collect(),
+        state: s.state.clone(),
+        task_policy: s
+            .state
+            .tasks
+            .iter()
+            .map(|t| t.policy_revision.clone())
+            .collect(),
+        events: s.events,
+        tail: s.tail.clone(),
+        tail_complete: s.tail_complete,
+    };
+    if let Ok(json) = serde_json::to_string(&body) {
+        write_sealed(dir, CACHE_FILE, &json);
+    }
+}
+
+fn read_cache(dir: &Path, key: &str, proof: &str) -> Option<Snapshot> {
+    let json = read_sealed(dir, CACHE_FILE, CACHE_MAX_BYTES)?;
+    let body: CacheBody = serde_json::from_str(&json).ok()?;
+    if body.key != key || body.proof != proof || body.task_policy.len() != body.state.tasks.len() {
+        return None;
+    }
+    let mut state = body.state;
+    for (t, p) in state.tasks.iter_mut().zip(body.task_policy) {
+        t.policy_revision = p;
+    }
+    Some(Snapshot {
+        diagnostics: body
+            .diagnostics
+            .into_iter()
+            .map(|d| Diagnostic {
+                code: d.code,
+                severity: if d.error {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                file: d.file,
+                span: None,
+                path: d.path,
+                message: d.message,
+                help: d.help,
+                secret: None,
+            })
+            .collect(),
+        state,
+        events: body.events,
+        tail: body.tail,
+        tail_complete: body.tail_complete,
+        from_cache: true,
+    })
+}
+
+#[cfg(test)]
+mod tests;
