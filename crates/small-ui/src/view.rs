@@ -1230,7 +1230,8 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView
         .skip(offset)
         .take(PAGE_SIZE)
         .map(|e| {
-            let r = &e.entry;
+            let full = tl.full(e);
+            let r = &full;
             EventView {
                 position: e.position,
                 event_id: mask(&e.event_id),

@@ -194,11 +194,16 @@ fn the_event_timeline_lists_every_event_in_order_with_its_session() {
     assert_eq!(tl.entries.len(), st.sessions.as_ref().unwrap().events);
     let positions: Vec<usize> = tl.entries.iter().map(|e| e.position).collect();
     assert_eq!(positions, (1..=tl.entries.len()).collect::<Vec<_>>());
-    // The same entries as the state's recent list (newest first there).
+    // The same entries as the state's recent list (newest first there), once completed
+    // from their records.
     let mut recent = st.recent.clone();
     recent.reverse();
-    let ours: Vec<_> = tl.entries.iter().map(|e| e.entry.clone()).collect();
+    let ours: Vec<_> = tl.entries.iter().map(|e| tl.full(e)).collect();
     assert_eq!(ours, recent);
+    // Without completing, an imported entry lacks its original fields (only the members
+    // the reducer reads are held for every event).
+    let held: Vec<_> = tl.entries.iter().map(|e| e.entry.clone()).collect();
+    assert_ne!(held, recent);
     let sessions: std::collections::BTreeSet<&str> =
         tl.entries.iter().map(|e| e.session_id.as_str()).collect();
     assert!(sessions.iter().all(|s| s.starts_with("session_")));

@@ -187,11 +187,16 @@ pub struct EventEntry {
     pub session_id: String,
     pub sequence: i64,
     pub kind: String,
-    /// The task as people name it (its alias when it has one).
+    /// The event as a timeline entry, the task named as people name it (its alias when it
+    /// has one), made from the members held for every event: [`EventTimeline::full`] gives
+    /// it with the whole payload.
     pub entry: RecentEntry,
     /// For an event that names evidence receipts: whether every one of them is present and
     /// verified. `None` when it names none.
     pub receipt_verified: Option<bool>,
+    /// The event as loaded (its payload holds only the members the reducer reads).
+    #[serde(skip)]
+    event: Event,
 }
 
 /// The whole timeline of a 2.0.0 workspace, oldest first, with the problems that make it
@@ -200,6 +205,26 @@ pub struct EventEntry {
 pub struct EventTimeline {
     pub entries: Vec<EventEntry>,
     pub problems: Vec<String>,
+    /// The directory holding `.small/`, and each task's alias by id (for [`Self::full`]).
+    #[serde(skip)]
+    root: std::path::PathBuf,
+    #[serde(skip)]
+    aliases: HashMap<String, String>,
+}
+
+impl EventTimeline {
+    /// `e`'s entry with every member of its payload (notes, commands, an imported entry's
+    /// fields), read again from its record: the timeline itself keeps only the members the
+    /// reducer reads, so that a long history stays small in memory. Call it for the entries
+    /// shown.
+    pub fn full(&self, e: &EventEntry) -> RecentEntry {
+        let alias: HashMap<&str, &str> = self
+            .aliases
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        entry(&e.event, &e.event.full_payload(&self.root), &alias)
+    }
 }
 
 /// Every event of the 2.0.0 workspace under `small_dir`, in timeline order.
@@ -238,11 +263,21 @@ pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> Ev
                 session_id: e.session_id.clone(),
                 sequence: e.sequence,
                 kind: e.kind.clone(),
-                entry: entry(e, &alias),
+                entry: entry(e, &e.payload, &alias),
                 receipt_verified: (!digests.is_empty())
                     .then(|| digests.iter().all(|d| verified.contains(d.as_str()))),
+                event: (*e).clone(),
             }
         })
         .collect();
-    EventTimeline { entries, problems }
+    let aliases = alias
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    EventTimeline {
+        entries,
+        problems,
+        root: root.to_path_buf(),
+        aliases,
+    }
 }
