@@ -136,7 +136,9 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
     let snap = Snapshot::build(c, &store);
     drop(store);
     if let (Some(key), Some(p)) = (key, proof) {
-        if !p.racy {
+        // A state with conflicts is not cached: the steps that resolve them describe each
+        // head from its event, which the cache does not keep.
+        if !p.racy && snap.state.conflicts.is_empty() {
             write_cache(&cache_dir, &key, &p.digest, &snap);
         }
     }
