@@ -31,6 +31,8 @@ ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # A name that resolves to the loopback address, as a rebinding attacker's would.
+    "--host-resolver-rules=MAP rebind.invalid 127.0.0.1",
 ]
 
 
@@ -124,6 +126,21 @@ def main():
                     "els => els.map(e => e.dataset.task)")
                 assert tasks and all(t == "task-2" for t in tasks), tasks
                 print("ok filter")
+                # Read-only: the page's own origin cannot write through any other method.
+                for method in ("POST", "PUT", "DELETE", "PATCH"):
+                    status = page.evaluate(
+                        f"fetch(location.href, {{method: '{method}'}}).then(r => r.status)")
+                    assert status == 405, (method, status)
+                print("ok methods")
+                # DNS rebinding: the same server reached under another name is refused.
+                rebound = ui.url.replace("127.0.0.1", "rebind.invalid")
+                assert rebound != ui.url, ui.url
+                other = browser.new_page()
+                response = other.goto(rebound)
+                assert response is not None and response.status == 403, response
+                assert "Intent" not in other.content()
+                other.close()
+                print("ok hosts")
                 assert page.evaluate("window.__xss") is None
                 assert not errors, errors
             finally:

@@ -59,6 +59,8 @@ fn the_page_works_in_a_real_browser() {
         "keyboard",
         "store-lineage",
         "store-xss",
+        "methods",
+        "hosts",
     ]
     .into_iter()
     .chain(case.as_ref().map(|_| "v2-timeline"))
