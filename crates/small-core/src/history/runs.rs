@@ -631,6 +631,36 @@ pub struct SnapshotResult {
     pub warnings: Vec<String>,
 }
 
+/// The generation, name and directory of the next snapshot of `id` (a new generation, or the latest one
+/// again with `force`), and what is there now: nothing, or a snapshot `force` replaces.
+fn destination(
+    store: &Path,
+    id: &str,
+    gens: &[(u32, String)],
+    force: bool,
+) -> Result<(u32, String, PathBuf, safe::Entry), RunError> {
+    let generation = match gens.last() {
+        None => 1,
+        Some((g, _)) if force => *g,
+        Some((g, _)) => g + 1,
+    };
+    let name = snapshot_name(id, generation);
+    let dest = store.join(&name);
+    let existing = safe::entry_type(&dest)?;
+    match existing {
+        safe::Entry::Missing => {}
+        safe::Entry::Dir if force => {}
+        safe::Entry::Dir => return Err(exists_error(id, &dest)),
+        _ => {
+            return Err(RunError::invalid(format!(
+                "{} exists but is not a snapshot directory; remove it by hand",
+                dest.display()
+            )))
+        }
+    }
+    Ok((generation, name, dest, existing))
+}
+
 /// The generations of `replay_id` in the store: (generation, directory name), oldest first.
 fn generations(store: &Path, replay_id: &str) -> Result<Vec<(u32, String)>, RunError> {
     let (names, _) = scan_store(store)?;
@@ -746,25 +776,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
             });
         }
     }
-    let generation = match gens.last() {
-        None => 1,
-        Some((g, _)) if force => *g,
-        Some((g, _)) => g + 1,
-    };
-    let name = snapshot_name(&replay_id, generation);
-    let dest = store.join(&name);
-    let existing = safe::entry_type(&dest)?;
-    match existing {
-        safe::Entry::Missing => {}
-        safe::Entry::Dir if force => {}
-        safe::Entry::Dir => return Err(exists_error(&replay_id, &dest)),
-        _ => {
-            return Err(RunError::invalid(format!(
-                "{} exists but is not a snapshot directory; remove it by hand",
-                dest.display()
-            )))
-        }
-    }
+    let (generation, name, dest, existing) = destination(store, &replay_id, &gens, force)?;
 
     // Asked here when no thread could be started.
     let git = match git {

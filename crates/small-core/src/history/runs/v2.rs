@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{
-    digest, git_info, index, now_rfc3339, parse_snapshot_name, safe, short_id, snapshot_name, Meta,
-    RunError, Snapshot, SnapshotResult, META_FILE,
+    digest, git_info, index, now_rfc3339, parse_snapshot_name, safe, short_id, Meta, RunError,
+    Snapshot, SnapshotResult, META_FILE,
 };
 use crate::spec::consts::{CACHE_DIR, SMALL_DIR, TOOL_VERSION};
 
@@ -210,25 +210,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
             }
         }
     }
-    let generation = match gens.last() {
-        None => 1,
-        Some((g, _)) if force => *g,
-        Some((g, _)) => g + 1,
-    };
-    let name = snapshot_name(&frontier, generation);
-    let dest = store.join(&name);
-    let existing = safe::entry_type(&dest)?;
-    match existing {
-        safe::Entry::Missing => {}
-        safe::Entry::Dir if force => {}
-        safe::Entry::Dir => return Err(super::exists_error(&frontier, &dest)),
-        _ => {
-            return Err(RunError::invalid(format!(
-                "{} exists but is not a snapshot directory; remove it by hand",
-                dest.display()
-            )))
-        }
-    }
+    let (generation, name, dest, existing) = super::destination(store, &frontier, &gens, force)?;
     let git = git_info(root, &[store]);
     let meta = Meta {
         replay_id: frontier.clone(),
