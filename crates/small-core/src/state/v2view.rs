@@ -146,12 +146,16 @@ fn masked(v: &Jv, key: &str) -> Option<String> {
 
 /// One event as a recent entry: a transition shows its status and evidence, an imported v1
 /// entry its original fields, any other event its kind.
-fn entry(e: &Event, p: &Jv, alias: &HashMap<&str, &str>) -> RecentEntry {
+fn entry<K, V>(e: &Event, p: &Jv, alias: &HashMap<K, V>) -> RecentEntry
+where
+    K: std::borrow::Borrow<str> + std::hash::Hash + Eq,
+    V: AsRef<str>,
+{
     let legacy = p.get("legacy_entry").filter(|l| matches!(l, Jv::Obj(_)));
     let from = legacy.unwrap_or(p);
     let task = alias
         .get(e.task_id.as_str())
-        .map(|a| a.to_string())
+        .map(|a| a.as_ref().to_string())
         .unwrap_or_else(|| e.task_id.clone());
     let status = match e.kind.as_str() {
         "task_transitioned" => masked(from, "status").unwrap_or_else(|| e.kind.clone()),
@@ -218,12 +222,7 @@ impl EventTimeline {
     /// reducer reads, so that a long history stays small in memory. Call it for the entries
     /// shown.
     pub fn full(&self, e: &EventEntry) -> RecentEntry {
-        let alias: HashMap<&str, &str> = self
-            .aliases
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        entry(&e.event, &e.event.full_payload(&self.root), &alias)
+        entry(&e.event, &e.event.full_payload(&self.root), &self.aliases)
     }
 }
 
