@@ -347,6 +347,50 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     l.store
 }
 
+/// Read records a writer has just published (`(path under .small/, bytes)`; sessions and
+/// events only) into `store`, exactly as [`load`] would read them from their files, in the
+/// order [`load`] keeps. `false` when a record is of another kind.
+pub(super) fn load_published(
+    root: &Path,
+    small_dir: &Path,
+    store: &mut Store,
+    records: &[(String, Vec<u8>)],
+) -> bool {
+    let mut l = Loader {
+        root,
+        store: Store {
+            profile: store.profile.clone(),
+            ..Store::default()
+        },
+    };
+    for (rel, bytes) in records {
+        let path = small_dir.join(rel);
+        if rel.starts_with("events/") {
+            l.load_event(&path, bytes);
+        } else if rel.starts_with("sessions/") {
+            l.load_session(&path, bytes);
+        } else {
+            return false;
+        }
+    }
+    let fresh = l.store;
+    store.events.extend(fresh.events);
+    store.sessions.extend(fresh.sessions);
+    store.diagnostics.extend(fresh.diagnostics);
+    store.unreadable_events.extend(fresh.unreadable_events);
+    // The loader's order: by directory name, then file name (not the path's bytes).
+    fn name(f: &str) -> &str {
+        f.rsplit('/').next().unwrap_or(f)
+    }
+    store.events.sort_by(|a, b| {
+        (a.session_id.as_str(), name(&a.file)).cmp(&(b.session_id.as_str(), name(&b.file)))
+    });
+    store
+        .sessions
+        .sort_by(|a, b| name(&a.file).cmp(name(&b.file)));
+    true
+}
+
 impl Loader<'_> {
     pub(super) fn rel(&self, p: &Path) -> String {
         p.strip_prefix(self.root)
@@ -563,9 +607,10 @@ impl Loader<'_> {
                     ..Store::default()
                 },
             };
-            let mut buf = Vec::new();
+            let mut buf = Vec::with_capacity(16 << 10);
+            let mut at = None;
             for path in part {
-                if sub.read_into(path, &mut buf) {
+                if sub.read_event(&mut at, path, &mut buf) {
                     sub.load_event(path, &buf);
                 } else {
                     sub.note_unreadable(path);
@@ -595,6 +640,56 @@ impl Loader<'_> {
             self.store.diagnostics.extend(part.diagnostics);
             self.store.unreadable_events.extend(part.unreadable_events);
         }
+    }
+
+    /// [`Self::read_into`] for an event file the listing showed as a regular file, by the
+    /// short way: `openat` of its name in its session directory (held open in `at` for the
+    /// next event of the same directory; no walk of the whole path per file) and one `read`
+    /// into `buf`'s room, with no `fstat`. A short read of a regular file is its end. Anything
+    /// unusual — the open or read failing, an empty or oversized file (a FIFO swapped in
+    /// reads as empty) — is read again the long way, which reports it exactly as before.
+    fn read_event(
+        &mut self,
+        at: &mut Option<(PathBuf, rustix::fd::OwnedFd)>,
+        p: &Path,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        use rustix::fs::{Mode, OFlags};
+        let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
+            return self.read_into(p, buf);
+        };
+        if at.as_ref().is_none_or(|(d, _)| d != dir) {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            *at = rustix::fs::open(dir, flags, Mode::empty())
+                .ok()
+                .map(|fd| (dir.to_path_buf(), fd));
+        }
+        let Some((_, dirfd)) = at.as_ref() else {
+            return self.read_into(p, buf);
+        };
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::openat(dirfd, name, flags, Mode::empty()) else {
+            return self.read_into(p, buf);
+        };
+        buf.clear();
+        loop {
+            if buf.len() as u64 > MAX_RECORD_BYTES {
+                return self.read_into(p, buf);
+            }
+            if buf.len() == buf.capacity() {
+                buf.reserve(buf.len().max(16 << 10));
+            }
+            match rustix::io::read(&fd, rustix::buffer::spare_capacity(buf)) {
+                Ok(0) => break,
+                Ok(_) if buf.len() < buf.capacity() => break,
+                Ok(_) => {}
+                Err(_) => return self.read_into(p, buf),
+            }
+        }
+        if buf.is_empty() || buf.len() as u64 > MAX_RECORD_BYTES {
+            return self.read_into(p, buf);
+        }
+        true
     }
 
     fn note_unreadable(&mut self, path: &Path) {

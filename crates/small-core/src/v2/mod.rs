@@ -90,10 +90,26 @@ pub fn check(root: &Path, small_dir: &Path) -> Checked {
 /// [`check`], also giving the records read (for the commands that show them).
 pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
     let store = load::load(root, small_dir);
+    let checked = check_loaded(root, small_dir, &store);
+    (checked, store)
+}
+
+/// The checks and the state of records already read: what [`check_store`] does after
+/// loading (the writer uses it on its records plus the ones it published).
+pub(crate) fn check_loaded(root: &Path, small_dir: &Path, store: &Store) -> Checked {
     let mut diags = store.diagnostics.clone();
     diags.extend(mixed_profile(root, small_dir));
-    diags.extend(reduce::graph_diagnostics(&store));
-    let state = reduce::reduce(&store);
+    // The graph's rules and the reducer read the same records and nothing of each other:
+    // one on a second thread (or here, when none can be started).
+    let (graph, state) = std::thread::scope(|scope| {
+        let graph = crate::par::spawn(scope, || reduce::graph_diagnostics(store));
+        let state = reduce::reduce(store);
+        (graph.join(), state)
+    });
+    match graph {
+        Ok(g) => diags.extend(g),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
     // Conflicts computed over a damaged event set are consequences of the damage, not
     // findings of their own: they are reported once the records and the graph are sound.
     if !diags.iter().any(Diagnostic::is_error) {
@@ -115,14 +131,11 @@ pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
         .chain(store.events.iter().map(|e| e.file.clone()))
         .chain(store.receipts.iter().map(|r| r.file.clone()))
         .collect();
-    (
-        Checked {
-            diagnostics: diags,
-            state,
-            files,
-        },
-        store,
-    )
+    Checked {
+        diagnostics: diags,
+        state,
+        files,
+    }
 }
 
 /// How to resolve conflict `c` of a tree whose frontier is `frontier`: the heads to choose

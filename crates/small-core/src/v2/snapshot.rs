@@ -146,7 +146,7 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
 }
 
 /// What a cache is valid for besides the tree: the build, the place, the format.
-fn context_key(small_dir: &Path) -> Option<String> {
+pub(crate) fn context_key(small_dir: &Path) -> Option<String> {
     let canonical = std::fs::canonicalize(small_dir).ok()?;
     let mut key = ContextKey::new("v2-state");
     key.put(&canonical.to_string_lossy());
@@ -160,6 +160,8 @@ pub(crate) struct Proof {
     pub digest: String,
     /// Some entry changed within [`RACY_MARGIN`] of the walk's start (or in the future).
     pub racy: bool,
+    /// Each entry's path (relative to `.small/`, `""` for itself) and stat line, in order.
+    pub entries: Vec<(String, Vec<u8>)>,
 }
 
 /// Stat every entry under `small_dir` (never following a link). `None` when the tree cannot
@@ -169,17 +171,22 @@ pub(crate) fn proof(small_dir: &Path, started: SystemTime) -> Option<Proof> {
         .checked_sub(RACY_MARGIN)
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as i128);
-    let mut lines: Vec<u8> = Vec::new();
+    let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
     let mut racy = false;
     let top = std::fs::symlink_metadata(small_dir).ok()?;
     if !top.is_dir() {
         return None;
     }
-    stat_line(&mut lines, "", &top, horizon, &mut racy);
-    walk(small_dir, "", &mut lines, horizon, &mut racy, 0)?;
+    entries.push((String::new(), stat_line("", &top, horizon, &mut racy)));
+    walk(small_dir, "", &mut entries, horizon, &mut racy, 0)?;
+    let mut hasher = blake3::Hasher::new();
+    for (_, line) in &entries {
+        hasher.update(line);
+    }
     Some(Proof {
-        digest: blake3::hash(&lines).to_hex().to_string(),
+        digest: hasher.finalize().to_hex().to_string(),
         racy,
+        entries,
     })
 }
 
@@ -190,7 +197,7 @@ const MAX_DEPTH: u32 = 16;
 fn walk(
     dir: &Path,
     rel: &str,
-    out: &mut Vec<u8>,
+    out: &mut Vec<(String, Vec<u8>)>,
     horizon: i128,
     racy: &mut bool,
     depth: u32,
@@ -212,7 +219,7 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        stat_line(out, &path, &m, horizon, racy);
+        out.push((path.clone(), stat_line(&path, &m, horizon, racy)));
         // A session's event directory is proven by its own stat: any event added, removed,
         // renamed or replaced in it changes the directory's modification and change times,
         // and events are immutable, created exclusively. Stat'ing each of 100 000 event
@@ -225,7 +232,14 @@ fn walk(
     Some(())
 }
 
-fn stat_line(out: &mut Vec<u8>, path: &str, m: &std::fs::Metadata, horizon: i128, racy: &mut bool) {
+/// The entry's stat line: its path and the stat facts the proof compares.
+pub(crate) fn stat_line(
+    path: &str,
+    m: &std::fs::Metadata,
+    horizon: i128,
+    racy: &mut bool,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len() + 80);
     let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
     let (mtime, ctime) = (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()));
     if mtime >= horizon || ctime >= horizon {
@@ -239,6 +253,7 @@ fn stat_line(out: &mut Vec<u8>, path: &str, m: &std::fs::Metadata, horizon: i128
     }
     out.extend_from_slice(&mtime.to_le_bytes());
     out.extend_from_slice(&ctime.to_le_bytes());
+    out
 }
 
 /// A diagnostic as the cache keeps it (2.0.0 findings carry no span or secret note; a
@@ -266,7 +281,7 @@ struct CacheBody {
     tail_complete: bool,
 }
 
-fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
+pub(crate) fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
     if s.diagnostics
         .iter()
         .any(|d| d.span.is_some() || d.secret.is_some())
@@ -341,5 +356,6 @@ fn read_cache(dir: &Path, key: &str, proof: &str) -> Option<Snapshot> {
     })
 }
 
+pub(crate) mod carry;
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,7 @@ use crate::diag::Diagnostic;
 use crate::v2::gojson::GoValue;
 use crate::v2::load::{Event, Store};
 use crate::v2::record::{self, EventDraft, Ids, Members, ReceiptDraft, SessionDraft};
+use crate::v2::snapshot::carry::Carry;
 use crate::v2::{self as v2, State, Task};
 
 /// Codes of the 2.0.0 write refusals (docs/rules.md).
@@ -129,6 +130,27 @@ pub struct Writer {
     /// An event was published since the records were read: read them again before the
     /// next append (the session's last event and the heads changed).
     dirty: bool,
+    /// What is needed to write the state cache for the tree this writer leaves
+    /// ([`crate::v2::snapshot::carry`]).
+    carry: std::sync::Mutex<Option<Carry>>,
+}
+
+impl Drop for Writer {
+    /// Still holding the lock: carry the state cache forward over what was published.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let carry = self
+            .carry
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(c) = carry {
+            let store = std::mem::take(&mut self.store);
+            c.finish(&self.root, &self.small_dir, store);
+        }
+    }
 }
 
 impl Writer {
@@ -143,6 +165,8 @@ impl Writer {
             ));
         }
         let lock = Transaction::begin_with_timeout(root, timeout)?;
+        // Proven before anything is read (the records read are at least this new).
+        let carry = Carry::begin(&small_dir);
         let mut w = Writer {
             root: root.to_path_buf(),
             small_dir,
@@ -150,6 +174,7 @@ impl Writer {
             store: Store::default(),
             state: State::default(),
             dirty: false,
+            carry: std::sync::Mutex::new(carry),
         };
         w.refresh()?;
         Ok(w)
@@ -188,6 +213,9 @@ impl Writer {
         self.state = checked.state;
         self.store = store;
         self.dirty = false;
+        if let Some(c) = self.carry_mut().as_mut() {
+            c.reread();
+        }
         Ok(())
     }
 
@@ -334,8 +362,19 @@ impl Writer {
     }
 
     fn publish(&self, rel: &str, bytes: &[u8]) -> Result<()> {
-        record::publish(&self.root, &self.small_dir, rel, bytes).map_err(publish_err)?;
+        let done = record::publish(&self.root, &self.small_dir, rel, bytes).map_err(publish_err)?;
+        if done == record::Published::Created {
+            if let Some(c) = self.carry_mut().as_mut() {
+                c.published(rel, bytes);
+            }
+        }
         Ok(())
+    }
+
+    fn carry_mut(&self) -> std::sync::MutexGuard<'_, Option<Carry>> {
+        self.carry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn publish_receipt(&self, r: &ReceiptDraft) -> Result<WrittenReceipt> {

@@ -1,0 +1,271 @@
+//! The writer carries the state cache forward across its own writes.
+//!
+//! After `small progress add` or `small session close` the session's event directory has
+//! changed, so the stat proof of the cache no longer matches and the next `status` would
+//! read every record again (seconds at 100 000 events) — although the writer had all of
+//! them in memory, under the lock, a moment before. So a writer, on its way out, writes the
+//! cache for the tree it leaves, when it can prove that tree is the records it read plus the
+//! ones it published and nothing else (jj's model: the operation that writes also records
+//! the view it leaves, and readers load that view):
+//!
+//! - a stat proof of `.small/` taken before the records were read, with no young entry (the
+//!   ordinary rule of [`super::snapshot`]);
+//! - after the writes, once the file system's clock has moved past the newest change (so any
+//!   later change gets a later time), a second proof: every entry is as before except the
+//!   records published and the directories holding them;
+//! - each changed session directory is listed, and must hold exactly the events of the
+//!   writer's records: an event another program added meanwhile, even within the same clock
+//!   tick, is found here; the directory's stat after the listing must be the one the proof
+//!   recorded. Each published session record is read back and must be the bytes written;
+//! - the records, with the published ones read from the bytes written by the same loader,
+//!   pass every check and have no conflict.
+//!
+//! Only sessions and events are carried: a writer that publishes a receipt or an evidence
+//! blob leaves the next read to prove the tree as usual. A carry that cannot be proven is
+//! simply not written; it never changes an answer.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{context_key, proof, stat_line, write_cache, Proof, Snapshot};
+use crate::v2::load::{self, Store};
+
+/// How long a writer waits at most for the file system clock to move on.
+const CLOCK_WAIT: Duration = Duration::from_millis(100);
+
+/// What a writer tracks to carry the cache forward.
+pub(crate) struct Carry {
+    /// The proof taken before the records were first read.
+    before: Proof,
+    /// Every record published (path under `.small/`, bytes), in order.
+    published: Vec<(String, Vec<u8>)>,
+    /// `published[pending..]` were published after the records were last read.
+    pending: usize,
+    /// Something was written that is not carried.
+    off: bool,
+}
+
+impl Carry {
+    /// Start tracking, before the records are read: `None` when the tree cannot be proven
+    /// or is racy (a full read next time, as without a writer).
+    pub(crate) fn begin(small_dir: &Path) -> Option<Carry> {
+        let before = proof(small_dir, SystemTime::now())?;
+        (!before.racy).then_some(Carry {
+            before,
+            published: Vec::new(),
+            pending: 0,
+            off: false,
+        })
+    }
+
+    /// `bytes` were published at `rel` (under `.small/`) as a new record.
+    pub(crate) fn published(&mut self, rel: &str, bytes: &[u8]) {
+        if rel.starts_with("events/") || rel.starts_with("sessions/") {
+            self.published.push((rel.to_string(), bytes.to_vec()));
+        } else {
+            self.off = true;
+        }
+    }
+
+    /// The records were read again: they include everything published so far.
+    pub(crate) fn reread(&mut self) {
+        self.pending = self.published.len();
+    }
+
+    /// Write the cache for the tree as the writer leaves it, if that can be proven. `store`
+    /// is the records as last read.
+    pub(crate) fn finish(self, root: &Path, small_dir: &Path, mut store: Store) -> bool {
+        if self.off || self.published.is_empty() {
+            return false;
+        }
+        let Some(key) = context_key(small_dir) else {
+            return false;
+        };
+        if !load::load_published(root, small_dir, &mut store, &self.published[self.pending..]) {
+            return false;
+        }
+        let checked = crate::v2::check_loaded(root, small_dir, &store);
+        if checked.diagnostics.iter().any(|d| d.is_error()) || !checked.state.conflicts.is_empty() {
+            return false;
+        }
+        // The directories the writes changed: each record's parent and theirs, up to
+        // `.small/` itself ("").
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        for (rel, _) in &self.published {
+            let mut p = rel.as_str();
+            while let Some((parent, _)) = p.rsplit_once('/') {
+                dirs.insert(parent.to_string());
+                p = parent;
+            }
+            dirs.insert(String::new());
+        }
+        let Some(newest) = newest_change(small_dir, &dirs, &self.published) else {
+            return false;
+        };
+        if !wait_past(newest) {
+            return false;
+        }
+        let Some(after) = proof(small_dir, SystemTime::now()) else {
+            return false;
+        };
+        if !self.only_own_changes(small_dir, &after, &dirs) {
+            return false;
+        }
+        if !event_dirs_hold_exactly(small_dir, &after, &dirs, &store) {
+            return false;
+        }
+        let snap = Snapshot::build(checked, &store);
+        drop(store);
+        write_cache(&root.join(".small-cache"), &key, &after.digest, &snap);
+        true
+    }
+
+    /// Whether `after` differs from the first proof only in the published records (read
+    /// back: the bytes written) and the directories holding them.
+    fn only_own_changes(&self, small_dir: &Path, after: &Proof, dirs: &BTreeSet<String>) -> bool {
+        let before: HashMap<&str, &[u8]> = self
+            .before
+            .entries
+            .iter()
+            .map(|(p, l)| (p.as_str(), l.as_slice()))
+            .collect();
+        let mine: HashMap<&str, &[u8]> = self
+            .published
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice()))
+            .collect();
+        let mut seen = 0usize;
+        for (path, line) in &after.entries {
+            match before.get(path.as_str()) {
+                Some(old) if *old == line.as_slice() => {
+                    seen += 1;
+                    continue;
+                }
+                Some(_) => seen += 1,
+                None => {}
+            }
+            if dirs.contains(path) {
+                continue;
+            }
+            let Some(bytes) = mine.get(path.as_str()) else {
+                return false;
+            };
+            let limit = bytes.len() as u64 + 1;
+            match crate::workspace::fsio::read_bounded(&small_dir.join(path), limit) {
+                Ok(found) if found == *bytes => {}
+                _ => return false,
+            }
+        }
+        // Nothing that was there is gone.
+        seen == before.len()
+    }
+}
+
+/// The newest modification or change time among the changed directories and the published
+/// records the proof stats (sessions), in nanoseconds.
+fn newest_change(
+    small_dir: &Path,
+    dirs: &BTreeSet<String>,
+    published: &[(String, Vec<u8>)],
+) -> Option<i128> {
+    use std::os::unix::fs::MetadataExt;
+    let mut newest = i128::MIN;
+    let paths = dirs
+        .iter()
+        .map(String::as_str)
+        .chain(published.iter().map(|(p, _)| p.as_str()));
+    for rel in paths {
+        let m = std::fs::symlink_metadata(small_dir.join(rel)).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        newest = newest
+            .max(ns(m.mtime(), m.mtime_nsec()))
+            .max(ns(m.ctime(), m.ctime_nsec()));
+    }
+    Some(newest)
+}
+
+/// Wait until the clock the kernel stamps changes with reads later than `newest`: from then
+/// on every change gets a later time than any the writer made. `false` when it does not
+/// within [`CLOCK_WAIT`] (a time in the future).
+fn wait_past(newest: i128) -> bool {
+    let deadline = Instant::now() + CLOCK_WAIT;
+    loop {
+        match stamp_clock() {
+            Some(now) if now > newest => return true,
+            Some(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            _ => return false,
+        }
+    }
+}
+
+/// The kernel's coarse real-time clock, which stamps file changes, in nanoseconds.
+#[cfg(target_os = "linux")]
+fn stamp_clock() -> Option<i128> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    (r == 0).then(|| i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec))
+}
+
+/// Elsewhere the clock that stamps changes is not known: nothing is carried.
+#[cfg(not(target_os = "linux"))]
+fn stamp_clock() -> Option<i128> {
+    None
+}
+
+/// Whether each changed session directory (`events/<id>`) holds exactly the event files of
+/// `store`'s events of that session, and still has the stat `after` recorded.
+fn event_dirs_hold_exactly(
+    small_dir: &Path,
+    after: &Proof,
+    dirs: &BTreeSet<String>,
+    store: &Store,
+) -> bool {
+    let lines: HashMap<&str, &[u8]> = after
+        .entries
+        .iter()
+        .map(|(p, l)| (p.as_str(), l.as_slice()))
+        .collect();
+    for dir in dirs {
+        let Some(session) = dir.strip_prefix("events/") else {
+            continue;
+        };
+        let mut want: HashSet<String> = store
+            .events
+            .iter()
+            .filter(|e| e.session_id == session)
+            .map(|e| format!("{}.json", e.id))
+            .collect();
+        let Ok(listing) = std::fs::read_dir(small_dir.join(dir)) else {
+            return false;
+        };
+        for entry in listing {
+            let Ok(entry) = entry else { return false };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                return false;
+            };
+            if !want.remove(&name) {
+                return false;
+            }
+        }
+        if !want.is_empty() {
+            return false;
+        }
+        // Listed after the proof: its stat must still be the one proven.
+        let Ok(m) = std::fs::symlink_metadata(small_dir.join(dir)) else {
+            return false;
+        };
+        let mut racy = false;
+        if lines.get(dir.as_str()).copied() != Some(stat_line(dir, &m, 0, &mut racy).as_slice()) {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;
