@@ -83,8 +83,11 @@ pub struct Checked {
 }
 
 /// Load, check and reduce the 2.0.0 tree at `root/.small` (`small_dir`).
+/// The state's `timeline` is left empty: the gates never show it, and at 100 000 events it
+/// is the largest part of the state ([`check_store`] keeps it).
 pub fn check(root: &Path, small_dir: &Path) -> Checked {
-    check_store(root, small_dir).0
+    let store = load::load(root, small_dir);
+    check_records(root, small_dir, &store, false)
 }
 
 /// [`check`], also giving the records read (for the commands that show them).
@@ -97,13 +100,18 @@ pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
 /// The checks and the state of records already read: what [`check_store`] does after
 /// loading (the writer uses it on its records plus the ones it published).
 pub(crate) fn check_loaded(root: &Path, small_dir: &Path, store: &Store) -> Checked {
+    check_records(root, small_dir, store, true)
+}
+
+/// [`check_loaded`], with the state's timeline or without it.
+fn check_records(root: &Path, small_dir: &Path, store: &Store, timeline: bool) -> Checked {
     let mut diags = store.diagnostics.clone();
     diags.extend(mixed_profile(root, small_dir));
     // The graph's rules and the reducer read the same records and nothing of each other:
     // one on a second thread (or here, when none can be started).
     let (graph, state) = std::thread::scope(|scope| {
         let graph = crate::par::spawn(scope, || reduce::graph_diagnostics(store));
-        let state = reduce::reduce(store);
+        let state = reduce::reduce_with(store, timeline);
         (graph.join(), state)
     });
     match graph {

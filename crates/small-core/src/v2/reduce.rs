@@ -151,15 +151,31 @@ impl crate::spec::queue::QueueTask for Task {
 }
 
 /// The frontier of a set of events.
+///
+/// SHA-256 over the sorted, distinct `event_id:digest` lines joined by newlines. The lines are
+/// never built: pairs are sorted in the order their lines sort in and fed to the hash piece
+/// by piece (at 100 000 events the lines and their join were 25 MB).
 pub fn frontier<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
-    let mut lines: Vec<String> = events
+    fn line<'b>(p: &(&'b str, &'b str)) -> impl Iterator<Item = u8> + 'b {
+        p.0.bytes().chain(std::iter::once(b':')).chain(p.1.bytes())
+    }
+    let mut pairs: Vec<(&str, &str)> = events
         .into_iter()
-        .map(|e| format!("{}:{}", e.id, e.digest))
+        .map(|e| (e.id.as_str(), e.digest.as_str()))
         .collect();
-    lines.sort();
+    pairs.sort_unstable_by(|a, b| line(a).cmp(line(b)));
     // A set: an event read twice names the same frontier.
-    lines.dedup();
-    hex::encode(Sha256::digest(lines.join("\n").as_bytes()))
+    pairs.dedup_by(|a, b| line(a).eq(line(b)));
+    let mut h = Sha256::new();
+    for (i, (id, digest)) in pairs.iter().enumerate() {
+        if i > 0 {
+            h.update(b"\n");
+        }
+        h.update(id.as_bytes());
+        h.update(b":");
+        h.update(digest.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 fn conflict_id(kind: &str, task: &str, heads: &[String]) -> String {
@@ -511,6 +527,11 @@ impl Conflicts {
 
 /// Fold the events into the state. Conflicts are part of the state, not errors.
 pub fn reduce(store: &Store) -> State {
+    reduce_with(store, true)
+}
+
+/// [`reduce`], with the timeline or leaving it empty.
+pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
     let g = Graph::new(store);
     let profile = store.profile.clone().unwrap_or_default();
     let mut conflicts = Conflicts::default();
@@ -892,6 +913,7 @@ pub fn reduce(store: &Store) -> State {
         timeline: g
             .events
             .iter()
+            .filter(|_| with_timeline)
             .map(|e| TimelineEvent {
                 id: e.id.clone(),
                 session_id: e.session_id.clone(),

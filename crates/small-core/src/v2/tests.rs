@@ -195,7 +195,10 @@ fn v2_valid_tree_passes_and_reduces() {
     assert_eq!(s.next_task().map(|t| t.alias.as_str()), Some("t2"));
     assert_eq!(s.sessions.len(), 1);
     assert!(s.sessions[0].closed);
-    assert_eq!(s.timeline.len(), 5);
+    assert!(s.timeline.is_empty(), "check leaves the timeline out");
+    let (full, _) = check_store(dir.path(), &small(&dir));
+    assert_eq!(full.state.timeline.len(), 5);
+    assert_eq!(full.state.frontier, s.frontier);
     assert_eq!(s.frontier.len(), 64);
 }
 
@@ -680,4 +683,35 @@ fn v2_ownership_claims_and_takeovers_are_folded() {
         .find(|s| s.id == "session_b")
         .unwrap();
     assert_eq!(b.status(), "active");
+}
+
+proptest::proptest! {
+    /// The frontier hashed piece by piece is the one of the joined `id:digest` lines (the
+    /// profile's definition, [`record::frontier_of`]), whatever the ids: prefixes of one
+    /// another, colons in them, repeats.
+    #[test]
+    fn v2_frontier_is_the_hash_of_the_sorted_lines(
+        pairs in proptest::collection::vec(("[ab:]{0,4}", "[0a:]{0,3}"), 0..12),
+    ) {
+        let events: Vec<crate::v2::load::Event> = pairs
+            .iter()
+            .map(|(id, digest)| crate::v2::load::Event {
+                file: String::new(),
+                id: id.clone(),
+                session_id: String::new(),
+                kind: String::new(),
+                sequence: 0,
+                previous_event: String::new(),
+                parents: Vec::new(),
+                occurred_at: String::new(),
+                task_id: String::new(),
+                task_revision: 0,
+                policy_revision: String::new(),
+                source_digest: String::new(),
+                payload: super::json::Jv::Obj(Vec::new()),
+                digest: digest.clone(),
+            })
+            .collect();
+        proptest::prop_assert_eq!(reduce::frontier(&events), record::frontier_of(&pairs));
+    }
 }
