@@ -805,3 +805,49 @@ fn v2_checkpoint_refuses_completion_without_evidence_for_the_acceptance_criteria
     assert!(digests.contains(&v["receipt"]["digest"]), "{v}");
     ws.strict_ok();
 }
+
+/// A write leaves the state cache for the tree it wrote, and the next `status` reads it: its
+/// answer is the full read's, and (the one thing the cache is documented not to see) an event
+/// edited in place afterwards shows only without the cache.
+#[test]
+fn v2_a_write_leaves_the_cache_the_next_status_reads() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    // The copy must be older than the racy margin for a writer to prove it.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let cache = ws.root.join(".small-cache/v2-state.v1");
+    let _ = std::fs::remove_file(&cache);
+    let sid = ws.start();
+    assert!(cache.is_file(), "session start left no cache");
+    let cached = ws.json(&["status", "--json"]);
+    assert_eq!(cached, ws.json(&["status", "--json", "--no-cache"]));
+    assert!(cached.to_string().contains(&sid));
+    let dir = ws.root.join(".small/events").join(&sid);
+    let first = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&first).unwrap();
+    let edited = text.replacen("session_started", "session_startex", 1);
+    assert_ne!(text, edited);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&first)
+        .unwrap();
+    std::io::Write::write_all(&mut f, edited.as_bytes()).unwrap();
+    drop(f);
+    let o = ws.run(&["status", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&o.stdout).unwrap(),
+        cached,
+        "status answered from the cache"
+    );
+    assert_ne!(
+        ws.run(&["status", "--json", "--no-cache"]).stdout,
+        o.stdout,
+        "a full read sees the edit"
+    );
+}
