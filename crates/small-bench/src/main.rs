@@ -880,9 +880,12 @@ fn v2_append_one(name: &str, bin: &Path, a: &V2AppendArgs) -> Result<(), String>
 }
 
 fn v2_append(a: &V2AppendArgs) -> Result<(), String> {
-    v2_append_one("small", &a.small, a)?;
+    // The binaries run inside the copied workspace: relative paths are taken from here.
+    let canon = |p: &Path| std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()));
+    let small = canon(&a.small)?;
+    v2_append_one("small", &small, a)?;
     if let Some(r) = &a.reference {
-        v2_append_one("reference", r, a)?;
+        v2_append_one("reference", &canon(r)?, a)?;
     }
     Ok(())
 }
