@@ -183,6 +183,24 @@ impl Writer {
     /// Read the records again. `store` and `state` are as read before the last append until
     /// this runs (another append runs it first by itself).
     pub fn refresh(&mut self) -> Result<()> {
+        // After its own appends the writer proves the tree is its records plus the ones it
+        // published and adds those from the bytes it wrote, instead of reading every record
+        // again (v2/snapshot/carry.rs); failing that, it reads them all.
+        if self.dirty {
+            let mut carry = self.carry_mut().take();
+            let advanced = carry.as_mut().and_then(|c| {
+                let mut store = std::mem::take(&mut self.store);
+                let r = c.advance(&self.root, &self.small_dir, &mut store);
+                self.store = store;
+                r
+            });
+            *self.carry_mut() = carry;
+            if let Some((checked, _)) = advanced {
+                self.state = checked.state;
+                self.dirty = false;
+                return Ok(());
+            }
+        }
         let (checked, store) = v2::check_store(&self.root, &self.small_dir);
         let damage: Vec<&Diagnostic> = checked
             .diagnostics

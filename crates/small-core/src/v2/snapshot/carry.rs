@@ -75,19 +75,45 @@ impl Carry {
 
     /// Write the cache for the tree as the writer leaves it, if that can be proven. `store`
     /// is the records as last read.
-    pub(crate) fn finish(self, root: &Path, small_dir: &Path, mut store: Store) -> bool {
-        if self.off || self.published.is_empty() {
-            return false;
-        }
+    pub(crate) fn finish(mut self, root: &Path, small_dir: &Path, mut store: Store) -> bool {
         let Some(key) = context_key(small_dir) else {
             return false;
         };
-        if !load::load_published(root, small_dir, &mut store, &self.published[self.pending..]) {
+        let Some((checked, after)) = self.advance(root, small_dir, &mut store) else {
+            return false;
+        };
+        if !checked.state.conflicts.is_empty() {
             return false;
         }
-        let checked = crate::v2::check_loaded(root, small_dir, &store);
-        if checked.diagnostics.iter().any(|d| d.is_error()) || !checked.state.conflicts.is_empty() {
-            return false;
+        let snap = Snapshot::build(checked, &store);
+        drop(store);
+        write_cache(&root.join(".small-cache"), &key, &after.digest, &snap);
+        true
+    }
+
+    /// Add the records published since the last read to `store` (read from the bytes
+    /// written) and prove that the tree on disk is now exactly `store`'s records: their
+    /// checks (conflicts allowed, no error) and the proof, or `None` — then `store` may hold
+    /// the added records and the tree must be read again.
+    pub(crate) fn advance(
+        &mut self,
+        root: &Path,
+        small_dir: &Path,
+        store: &mut Store,
+    ) -> Option<(crate::v2::Checked, Proof)> {
+        if self.off || self.published.is_empty() {
+            return None;
+        }
+        if !load::load_published(root, small_dir, store, &self.published[self.pending..]) {
+            return None;
+        }
+        self.pending = self.published.len();
+        let checked = crate::v2::check_loaded(root, small_dir, store);
+        let damage = |d: &crate::diag::Diagnostic| {
+            d.is_error() && crate::v2::stage_of(&d.code) != crate::v2::Stage::State
+        };
+        if checked.diagnostics.iter().any(damage) {
+            return None;
         }
         // The directories the writes changed: each record's parent and theirs, up to
         // `.small/` itself ("").
@@ -100,25 +126,18 @@ impl Carry {
             }
             dirs.insert(String::new());
         }
-        let Some(newest) = newest_change(small_dir, &dirs, &self.published) else {
-            return false;
-        };
+        let newest = newest_change(small_dir, &dirs, &self.published)?;
         if !wait_past(newest) {
-            return false;
+            return None;
         }
-        let Some(after) = proof(small_dir, SystemTime::now()) else {
-            return false;
-        };
+        let after = proof(small_dir, SystemTime::now())?;
         if !self.only_own_changes(small_dir, &after, &dirs) {
-            return false;
+            return None;
         }
-        if !event_dirs_hold_exactly(small_dir, &after, &dirs, &store) {
-            return false;
+        if !event_dirs_hold_exactly(small_dir, &after, &dirs, store) {
+            return None;
         }
-        let snap = Snapshot::build(checked, &store);
-        drop(store);
-        write_cache(&root.join(".small-cache"), &key, &after.digest, &snap);
-        true
+        Some((checked, after))
     }
 
     /// Whether `after` differs from the first proof only in the published records (read

@@ -164,3 +164,34 @@ fn a_writer_that_publishes_nothing_leaves_the_cache_alone() {
     drop(open(root));
     assert!(!cache_file(root).is_file());
 }
+
+#[test]
+fn after_its_own_appends_a_writer_adds_them_without_reading_every_record() {
+    let d = valid();
+    let root = d.path();
+    settle();
+    let mut w = open(root);
+    let before = w.store.events.len();
+    let sid = start(&mut w);
+    // An old event edited in place (same size): a full read would refuse the damaged tree;
+    // the writer, which proved the tree is its records plus its own, does not read it again.
+    let p = root.join(".small").join(crate::v2::tests::ev_path("e2"));
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("First", "Fir5t");
+    let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    drop(f);
+    w.refresh().unwrap();
+    assert_eq!(w.store.events.len(), before + 1);
+    assert!(w
+        .state
+        .sessions
+        .iter()
+        .any(|s| s.id == sid && s.is_active()));
+    drop(w);
+    // Without the writer's proof, the next read finds the edit.
+    assert!(cold(root).diagnostics.iter().any(|d| d.code == "V2-DIGEST"));
+    // A writer opening now reads every record, and refuses the damaged tree.
+    assert!(Writer::open(root, Duration::from_secs(10)).is_err());
+}
