@@ -51,6 +51,7 @@ mod runs_hostile;
 mod runs_list_show;
 mod runs_snapshot;
 mod runs_v2;
+mod runs_v2_archive;
 mod runs_verify;
 mod store_cli;
 mod store_http;
