@@ -557,3 +557,94 @@ pub fn diff_states(a: &Opened, b: &Opened) -> StateDiff {
         handoff: change(&handoff_of(a), &handoff_of(b)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v2::tests::{ev_path, valid};
+
+    const IDS: [&str; 3] = ["session_ab12", "session_ab34", "session_cd56"];
+
+    #[test]
+    fn a_session_is_found_by_id_or_unique_prefix() {
+        assert_eq!(find_session(&IDS, "session_ab12").unwrap(), "session_ab12");
+        assert_eq!(find_session(&IDS, "cd").unwrap(), "session_cd56");
+        assert_eq!(find_session(&IDS, "session_ab3").unwrap(), "session_ab34");
+        assert_eq!(find_session(&IDS, " ab12 ").unwrap(), "session_ab12");
+        match find_session(&IDS, "ab") {
+            Err(ShowError::Ambiguous(q, ids)) => {
+                assert_eq!(q, "ab");
+                assert_eq!(ids, ["session_ab12", "session_ab34"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            find_session(&IDS, "ef"),
+            Err(ShowError::NotFound(_))
+        ));
+        assert!(matches!(find_session(&IDS, ""), Err(ShowError::NotFound(_))));
+    }
+
+    #[test]
+    fn session_show_counts_events_tasks_receipts() {
+        let dir = valid();
+        let root = dir.path();
+        let small = root.join(".small");
+        let s = session_show(root, &small, Some("session_")).unwrap();
+        assert_eq!(s.status, "closed");
+        assert!(!s.selected);
+        assert_eq!(s.events, 5);
+        assert_eq!(s.kinds.get("task_created"), Some(&2));
+        assert_eq!(s.first_event.as_ref().map(|e| e.sequence), Some(1));
+        assert_eq!(
+            s.last_event.as_ref().map(|e| e.kind.as_str()),
+            Some("session_closed")
+        );
+        let tasks: Vec<(&str, &str, usize)> = s
+            .tasks
+            .iter()
+            .map(|t| (t.alias.as_str(), t.status.as_str(), t.events))
+            .collect();
+        assert_eq!(tasks, [("t1", "completed", 2), ("t2", "pending", 1)]);
+        assert_eq!(s.receipts.len(), 1);
+        assert_eq!(s.receipts[0].strength, "cli_captured");
+        assert_eq!(s.handoff, None);
+        // None named and none selected.
+        assert!(matches!(
+            session_show(root, &small, None),
+            Err(ShowError::NoneSelected)
+        ));
+    }
+
+    #[test]
+    fn diff_states_names_added_events_tasks_and_receipts() {
+        let before = valid();
+        let after = valid();
+        // The first tree stops before the session's last two events.
+        let small_b = before.path().join(".small");
+        std::fs::remove_file(small_b.join(ev_path("e5"))).unwrap();
+        std::fs::remove_file(small_b.join(ev_path("e4"))).unwrap();
+        let a = read::open(before.path(), &small_b).unwrap();
+        let b = read::open(after.path(), &after.path().join(".small")).unwrap();
+        let d = diff_states(&a, &b);
+        assert_ne!(d.frontier.before, d.frontier.after);
+        assert_eq!((d.events_added, d.events_removed), (2, 0));
+        assert_eq!(d.events.len(), 1);
+        assert_eq!(d.events[0].added_kinds.get("session_closed"), Some(&1));
+        assert_eq!(d.sessions.closed.len(), 1);
+        assert!(d.sessions.opened.is_empty());
+        assert_eq!(d.tasks.len(), 1);
+        assert_eq!(d.tasks[0].change, "added");
+        assert_eq!(d.tasks[0].alias, "t2");
+        assert!(d.receipts_added.is_empty());
+        assert!(d.has_changes());
+        // The other way round.
+        let r = diff_states(&b, &a);
+        assert_eq!((r.events_added, r.events_removed), (0, 2));
+        assert_eq!(r.tasks[0].change, "removed");
+        // A tree against itself.
+        let same = diff_states(&b, &b);
+        assert!(!same.has_changes());
+        assert_eq!(same.events_added + same.events_removed, 0);
+    }
+}
