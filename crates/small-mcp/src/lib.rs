@@ -635,11 +635,9 @@ impl SmallMcp {
                 "no session given and none is active here",
                 Some("pass `session`, or start one with session_start".into()),
             )),
-            Err(ShowError::NotFound(q)) => Ok(diag(
-                "unknown-session",
-                format!("no session {q:?}"),
-                None,
-            )),
+            Err(ShowError::NotFound(q)) => {
+                Ok(diag("unknown-session", format!("no session {q:?}"), None))
+            }
             Err(ShowError::Ambiguous(q, ids)) => Ok(diag(
                 "ambiguous-session",
                 format!("{q:?} names {} sessions: {}", ids.len(), ids.join(", ")),

@@ -106,7 +106,11 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
                 r.files.len()
             );
         } else {
-            let verb = if r.replaced { "Replaced the archive with" } else { "Archived" };
+            let verb = if r.replaced {
+                "Replaced the archive with"
+            } else {
+                "Archived"
+            };
             outln!(o, "{verb} {} files to {}", r.files.len(), r.dir.display());
         }
         outln!(o, "Frontier: {frontier}");

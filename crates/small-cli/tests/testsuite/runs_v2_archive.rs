@@ -52,7 +52,10 @@ fn v2_archive_copies_the_whole_tree_under_the_frontier() {
     }
     // The manifest: the reference's keys, the frontier as replayId, one entry per path.
     let manifest = std::fs::read_to_string(dir.join("archive.small.yml")).unwrap();
-    assert!(manifest.starts_with("small_version: \"2.0.0\"\n"), "{manifest}");
+    assert!(
+        manifest.starts_with("small_version: \"2.0.0\"\n"),
+        "{manifest}"
+    );
     assert!(
         manifest.contains(&format!("\nreplayId: \"{frontier}\"\n")),
         "{manifest}"
@@ -69,17 +72,26 @@ fn v2_archive_copies_the_whole_tree_under_the_frontier() {
     }
     // The run index names the archive.
     let index = std::fs::read_to_string(ws.root.join(".small-runs/index.small.yml")).unwrap();
-    assert!(index.contains(&frontier) && index.contains("archive"), "{index}");
+    assert!(
+        index.contains(&frontier) && index.contains("archive"),
+        "{index}"
+    );
 
     let out = ws.ok(&["archive", "verify", dir.to_str().unwrap()]);
-    assert!(out.contains(&format!("is intact ({} files)", before.len())), "{out}");
+    assert!(
+        out.contains(&format!("is intact ({} files)", before.len())),
+        "{out}"
+    );
     // The same tree again writes nothing.
     let v = ws.json(&["archive", "--json"]);
     assert_eq!(v["unchanged"], true, "{v}");
     assert_eq!(v["frontier"], frontier.as_str());
     assert_eq!(v["replayId"], frontier.as_str());
     assert_eq!(v["files"].as_array().unwrap().len(), before.len());
-    assert_eq!(v["files"][0]["name"].as_str().unwrap(), before[0].0.to_str().unwrap());
+    assert_eq!(
+        v["files"][0]["name"].as_str().unwrap(),
+        before[0].0.to_str().unwrap()
+    );
     assert_eq!(v["files"][0]["sha256"].as_str().unwrap(), sha(&before[0].1));
 
     // A later tree has another frontier, so another archive beside the first.
@@ -215,7 +227,11 @@ fn v2_archive_verify_reports_changed_missing_added_and_refuses_links() {
         session.file_name().unwrap().to_string_lossy()
     );
     assert_eq!(state_of(&gone).as_deref(), Some("missing"), "{v}");
-    assert_eq!(state_of("sessions/extra.json").as_deref(), Some("unlisted"), "{v}");
+    assert_eq!(
+        state_of("sessions/extra.json").as_deref(),
+        Some("unlisted"),
+        "{v}"
+    );
     assert_eq!(state_of("stray.txt").as_deref(), Some("unlisted"), "{v}");
     let o = ws.run(&["archive", "verify", d]);
     let text = String::from_utf8_lossy(&o.stdout);

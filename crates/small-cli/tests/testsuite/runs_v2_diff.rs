@@ -23,12 +23,24 @@ fn v2_run_diff_reports_what_a_session_did_between_two_snapshots() {
     ws.ok(&["session", "start", "--label", "second"]);
     ws.ok(&["plan", "--add", "Cache the token"]);
     ws.ok(&[
-        "progress", "add", "--task", "token-polling", "--status", "in_progress", "--evidence",
+        "progress",
+        "add",
+        "--task",
+        "token-polling",
+        "--status",
+        "in_progress",
+        "--evidence",
         "started polling",
     ]);
     std::fs::write(ws.root.join("r.txt"), "ok\n").unwrap();
     let saved = ws.json(&[
-        "evidence", "save", "--task", "token-polling", "--file", "r.txt", "--json",
+        "evidence",
+        "save",
+        "--task",
+        "token-polling",
+        "--file",
+        "r.txt",
+        "--json",
     ]);
     ws.ok(&["session", "close", "--summary", "Polling half done"]);
     let session = ws.json(&["session", "list", "--json"])["sessions"]
@@ -60,7 +72,10 @@ fn v2_run_diff_reports_what_a_session_did_between_two_snapshots() {
     assert_eq!(v["sessions"]["removed"], json!([]));
     let tasks = v["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2, "{v}");
-    let polling = tasks.iter().find(|t| t["alias"] == "token-polling").unwrap();
+    let polling = tasks
+        .iter()
+        .find(|t| t["alias"] == "token-polling")
+        .unwrap();
     assert_eq!(polling["change"], "changed");
     assert_eq!(
         polling["status"],
@@ -192,8 +207,18 @@ fn v2_run_diff_refuses_a_v1_run_and_a_damaged_snapshot() {
 
     // A snapshot whose copied event was changed is refused, not compared.
     let snap = store.join(&new).join("state/.small/events");
-    let session = std::fs::read_dir(&snap).unwrap().next().unwrap().unwrap().path();
-    let event = std::fs::read_dir(&session).unwrap().next().unwrap().unwrap().path();
+    let session = std::fs::read_dir(&snap)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let event = std::fs::read_dir(&session)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     for p in [&snap, &session, &event] {
         let mut perms = std::fs::metadata(p).unwrap().permissions();
         #[allow(clippy::permissions_set_readonly_false)]

@@ -71,7 +71,9 @@ fn v2_session_show_a_closed_session() {
     assert!(out.contains("  status:     closed\n"), "{out}");
     assert!(out.contains("Events: 7 (command_recorded 1, "), "{out}");
     assert!(
-        out.contains("  [completed] task-1  Write the device-flow integration test  (4 event(s))\n"),
+        out.contains(
+            "  [completed] task-1  Write the device-flow integration test  (4 event(s))\n"
+        ),
         "{out}"
     );
     assert!(out.contains("Receipts (2):\n"), "{out}");
@@ -103,7 +105,10 @@ fn v2_session_show_defaults_to_the_selected_session() {
     assert_eq!(v["receipts"], json!([]));
     assert!(v.get("handoff").is_none(), "{v}");
     let out = ws.ok(&["session", "show"]);
-    assert!(out.starts_with(&format!("Session {sid} (selected here)\n")), "{out}");
+    assert!(
+        out.starts_with(&format!("Session {sid} (selected here)\n")),
+        "{out}"
+    );
     assert!(out.contains("  status:     active\n"), "{out}");
 }
 

@@ -192,7 +192,12 @@ fn build(o: &Opened, id: &str, selected: bool) -> SessionShow {
     let state = &o.state;
     let s = state.sessions.iter().find(|s| s.id == id);
     let rec = o.store.sessions.iter().find(|r| r.id == id);
-    let mut events: Vec<&Event> = o.store.events.iter().filter(|e| e.session_id == id).collect();
+    let mut events: Vec<&Event> = o
+        .store
+        .events
+        .iter()
+        .filter(|e| e.session_id == id)
+        .collect();
     events.sort_by(|a, b| a.sequence.cmp(&b.sequence).then(a.id.cmp(&b.id)));
 
     let mut kinds = BTreeMap::new();
@@ -440,7 +445,11 @@ pub fn diff_states(a: &Opened, b: &Opened) -> StateDiff {
             sessions.superseded.push(id.clone());
         }
     }
-    sessions.removed = sa.keys().filter(|k| !sb.contains_key(*k)).cloned().collect();
+    sessions.removed = sa
+        .keys()
+        .filter(|k| !sb.contains_key(*k))
+        .cloned()
+        .collect();
 
     let ta: BTreeMap<&str, &crate::v2::Task> =
         a.state.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
@@ -582,7 +591,10 @@ mod tests {
             find_session(&IDS, "ef"),
             Err(ShowError::NotFound(_))
         ));
-        assert!(matches!(find_session(&IDS, ""), Err(ShowError::NotFound(_))));
+        assert!(matches!(
+            find_session(&IDS, ""),
+            Err(ShowError::NotFound(_))
+        ));
     }
 
     #[test]

@@ -141,14 +141,22 @@ fn counts(m: &std::collections::BTreeMap<String, usize>) -> String {
 
 fn render_v2(d: &V2RunDiff, o: &mut String) {
     let s = &d.state;
-    outln!(o, "Run diff: {} -> {} (2.0.0)", label(&d.from), label(&d.to));
+    outln!(
+        o,
+        "Run diff: {} -> {} (2.0.0)",
+        label(&d.from),
+        label(&d.to)
+    );
     if s.frontier.before == s.frontier.after {
         outln!(o, "Frontier: {} (unchanged)", s.frontier.after);
     } else {
         outln!(o, "Frontier: {} -> {}", s.frontier.before, s.frontier.after);
     }
     if !s.has_changes() {
-        outln!(o, "No changes: both trees hold the same events, tasks and receipts.");
+        outln!(
+            o,
+            "No changes: both trees hold the same events, tasks and receipts."
+        );
     }
     outln!(o, "Events: +{} -{}", s.events_added, s.events_removed);
     for e in &s.events {
@@ -175,7 +183,11 @@ fn render_v2(d: &V2RunDiff, o: &mut String) {
     if !s.tasks.is_empty() {
         outln!(o, "Tasks:");
         for t in &s.tasks {
-            let name = if t.alias.is_empty() { &t.task_id } else { &t.alias };
+            let name = if t.alias.is_empty() {
+                &t.task_id
+            } else {
+                &t.alias
+            };
             let mut parts = Vec::new();
             match t.change {
                 "added" | "removed" => {
@@ -251,7 +263,13 @@ fn render_v2(d: &V2RunDiff, o: &mut String) {
         outln!(o, "Policy revision: {} -> {}", p.before, p.after);
     }
     if let Some(h) = &s.handoff {
-        let q = |v: &str| if v.is_empty() { "-".to_string() } else { format!("\"{v}\"") };
+        let q = |v: &str| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("\"{v}\"")
+            }
+        };
         outln!(o, "Handoff: {} -> {}", q(&h.before), q(&h.after));
     }
 }

@@ -66,7 +66,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 
 fn render(s: &inspect::SessionShow) -> String {
     let mut o = String::new();
-    let or_dash = |v: &str| if v.is_empty() { "-".to_string() } else { v.to_string() };
+    let or_dash = |v: &str| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.to_string()
+        }
+    };
     outln!(
         o,
         "Session {}{}",
@@ -80,7 +86,12 @@ fn render(s: &inspect::SessionShow) -> String {
     if s.superseded_by.is_empty() {
         outln!(o, "  status:     {}", s.status);
     } else {
-        outln!(o, "  status:     {} (taken over by {})", s.status, s.superseded_by);
+        outln!(
+            o,
+            "  status:     {} (taken over by {})",
+            s.status,
+            s.superseded_by
+        );
     }
     outln!(o, "  created:    {}", s.created_at);
     outln!(o, "  observed:   {}", or_dash(&s.observed_frontier));
@@ -105,7 +116,11 @@ fn render(s: &inspect::SessionShow) -> String {
     if !s.tasks.is_empty() {
         outln!(o, "Tasks ({}):", s.tasks.len());
         for t in &s.tasks {
-            let name = if t.alias.is_empty() { &t.task_id } else { &t.alias };
+            let name = if t.alias.is_empty() {
+                &t.task_id
+            } else {
+                &t.alias
+            };
             outln!(
                 o,
                 "  [{}] {name}  {}  ({} event(s))",

@@ -265,7 +265,10 @@ pub fn check_files(dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, Ru
     }
     // Anything beside the manifest and `state/.small/`.
     let mut extra = Vec::new();
-    for (d, keep) in [(dir, [MANIFEST_FILE, STATE_DIR]), (state.as_path(), [SMALL_DIR, ""])] {
+    for (d, keep) in [
+        (dir, [MANIFEST_FILE, STATE_DIR]),
+        (state.as_path(), [SMALL_DIR, ""]),
+    ] {
         if safe::entry_type(d)? != safe::Entry::Dir {
             continue;
         }

@@ -132,7 +132,9 @@ pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, 
                 "`run diff` of v1 runs: {} is a 2.0.0 tree",
                 side.label()
             ))
-            .with_help("compare two 2.0.0 snapshots (or one and `live`) with `small run diff A B`"));
+            .with_help(
+                "compare two 2.0.0 snapshots (or one and `live`) with `small run diff A B`",
+            ));
         }
     }
     let mut files = Vec::new();
