@@ -246,6 +246,16 @@ fn v2_archive_verify_reports_changed_missing_added_and_refuses_links() {
     assert!(err.contains("symbolic link"), "{err}");
     assert!(!err.contains("outside"), "{err}");
 
+    std::fs::remove_file(sessions.join("planted.json")).unwrap();
+    // `state/` itself replaced by a link to a copy elsewhere: refused, not followed.
+    let elsewhere = ws.root.parent().unwrap().join("elsewhere");
+    std::fs::rename(dir.join("state"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("state")).unwrap();
+    let err = ws.fails(&["archive", "verify", d], 1);
+    assert!(err.contains("symbolic link"), "{err}");
+    std::fs::remove_file(dir.join("state")).unwrap();
+    std::fs::rename(&elsewhere, dir.join("state")).unwrap();
+
     // A manifest naming a path that climbs out is damaged.
     let manifest = dir.join("archive.small.yml");
     writable(&manifest);

@@ -225,9 +225,31 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
 pub fn check_files(dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, RunError> {
     let state = dir.join(STATE_DIR);
     let tree = state.join(SMALL_DIR);
+    // `state` itself is checked first: a link there would lead the walk elsewhere.
+    match safe::entry_type(&state)? {
+        safe::Entry::Dir | safe::Entry::Missing => {}
+        safe::Entry::Symlink => {
+            return Err(RunError::invalid(format!(
+                "{} is a symbolic link; an archive holds regular files only, so it is not followed",
+                state.display()
+            )))
+        }
+        _ => {
+            return Err(RunError::invalid(format!(
+                "{} is not a directory",
+                state.display()
+            )))
+        }
+    }
     let present: BTreeMap<String, PathBuf> = match safe::entry_type(&tree)? {
         safe::Entry::Missing => BTreeMap::new(),
         safe::Entry::Dir => runs_v2::walk(&tree)?.into_iter().collect(),
+        safe::Entry::Symlink => {
+            return Err(RunError::invalid(format!(
+                "{} is a symbolic link; an archive holds regular files only, so it is not followed",
+                tree.display()
+            )))
+        }
         _ => {
             return Err(RunError::invalid(format!(
                 "{} is not a directory",
@@ -258,8 +280,10 @@ pub fn check_files(dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, Ru
         expected: None,
         actual: None,
     };
+    let listed: std::collections::BTreeSet<&str> =
+        manifest.files.iter().map(|f| f.name.as_str()).collect();
     for rel in present.keys() {
-        if !manifest.files.iter().any(|f| &f.name == rel) {
+        if !listed.contains(rel.as_str()) {
             checks.push(unlisted(rel.clone()));
         }
     }
