@@ -132,40 +132,31 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         std::thread::Builder::new().spawn(move || runs::git_head(&root).map(|(sha, _)| sha))
     };
     let files = runs_v2::walk(&small)?;
-    let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
-    let copy_root = staged.path().join(STATE_DIR).join(SMALL_DIR);
-    let mut listed = Vec::with_capacity(files.len());
-    for (rel, path) in &files {
-        let Some(mut src) = safe::open_live_file(path)? else {
-            return Err(RunError::usage(format!(
-                "{} disappeared while it was copied",
-                path.display()
-            )));
-        };
-        let target = format!("{STATE_DIR}/{SMALL_DIR}/{rel}");
-        if let Some(dir) = copy_root.join(rel).parent() {
-            std::fs::create_dir_all(dir).map_err(|e| RunError::io("cannot create", dir, &e))?;
-        }
-        let (sha256, _) = staged.copy_in(&target, &mut src, path)?;
-        listed.push(ArchiveFile {
-            name: rel.clone(),
-            sha256,
-        });
-    }
-    drop(held);
 
+    // An archive already there: the tree is hashed first, and nothing is copied when the
+    // archive holds this very tree.
     let mut replaced = false;
     if let Some(m) = existing {
+        let mut hashed = Vec::with_capacity(files.len());
+        for (rel, path) in &files {
+            let (sha256, _) = safe::hash_stored_file(path)?.ok_or_else(|| {
+                RunError::usage(format!("{} disappeared while it was read", path.display()))
+            })?;
+            hashed.push(ArchiveFile {
+                name: rel.clone(),
+                sha256,
+            });
+        }
         let same = m.replay_id.eq_ignore_ascii_case(&frontier)
             && is_v2_manifest(&m)
-            && m.files == listed
+            && m.files == hashed
             && verify_archive(&dest).map(|r| r.ok).unwrap_or(false);
         if same {
             return Ok(ArchiveReport {
                 dir: dest,
                 replay_id: frontier.clone(),
                 frontier: Some(frontier),
-                files: listed,
+                files: hashed,
                 unchanged: true,
                 replaced: false,
                 warnings: Vec::new(),
@@ -181,6 +172,34 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         replaced = true;
     }
 
+    // Copied and hashed in one pass through a fixed buffer, made durable with one sync.
+    let staged = safe::StagedDir::new(&parent, ".tmp-archive-")?;
+    let copy_root = staged.path().join(STATE_DIR).join(SMALL_DIR);
+    let mut listed = Vec::with_capacity(files.len());
+    let mut made: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for (rel, path) in &files {
+        let Some(mut src) = safe::open_live_file(path)? else {
+            return Err(RunError::usage(format!(
+                "{} disappeared while it was copied",
+                path.display()
+            )));
+        };
+        let target = format!("{STATE_DIR}/{SMALL_DIR}/{rel}");
+        if let Some(dir) = copy_root.join(rel).parent() {
+            if !made.contains(dir) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| RunError::io("cannot create", dir, &e))?;
+                made.insert(dir.to_path_buf());
+            }
+        }
+        let (sha256, _) = staged.copy_in_unsynced(&target, &mut src, path)?;
+        listed.push(ArchiveFile {
+            name: rel.clone(),
+            sha256,
+        });
+    }
+    drop(held);
+
     let manifest = Manifest {
         small_version: PROFILE_VERSION.to_string(),
         archived_at: OffsetDateTime::now_utc()
@@ -191,6 +210,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         files: listed.clone(),
     };
     staged.add_file(MANIFEST_FILE, manifest.render().as_bytes())?;
+    staged.sync_all()?;
     staged.publish(&dest, replaced)?;
 
     let mut warnings = Vec::new();
