@@ -164,7 +164,14 @@ fn stream_hashed(
     path: &Path,
     out: &mut dyn FnMut(&[u8]) -> Result<(), RunError>,
 ) -> Result<(String, u64), RunError> {
-    let mut buf = vec![0u8; CHUNK];
+    // A small file gets a buffer its size (plus one byte to see its end), not a whole
+    // chunk to zero: a 2.0.0 tree is thousands of files of a few hundred bytes.
+    let cap = src
+        .metadata()
+        .map(|m| m.len().saturating_add(1).min(CHUNK as u64) as usize)
+        .unwrap_or(CHUNK)
+        .max(4096);
+    let mut buf = vec![0u8; cap];
     let mut len = 0u64;
     let Some(n) = read_chunk(src, path, &mut buf, &mut len)? else {
         return Ok((hex::encode(Sha256::digest([])), 0));
