@@ -187,8 +187,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         let target = format!("{STATE_DIR}/{SMALL_DIR}/{rel}");
         if let Some(dir) = copy_root.join(rel).parent() {
             if !made.contains(dir) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| RunError::io("cannot create", dir, &e))?;
+                std::fs::create_dir_all(dir).map_err(|e| RunError::io("cannot create", dir, &e))?;
                 made.insert(dir.to_path_buf());
             }
         }
