@@ -214,6 +214,12 @@ pub struct SessionCloseRequest {
     pub session: Option<String>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct SessionShowRequest {
+    /// The session id or a unique prefix (default: the active one)
+    pub session: Option<String>,
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ManifestRequest {
     /// The manifest request body (`{"manifest": {...}}`), as JSON
@@ -595,6 +601,49 @@ impl SmallMcp {
         let events = tri!(v2w::close_session(&mut w, &sid, &req.summary).map_err(err_diag));
         let events: Vec<Value> = events.iter().map(|e| record_value(&e.members)).collect();
         ok(json!({"session_id": sid, "events": events}))
+    }
+
+    #[tool(
+        description = "SMALL 2.0.0 workspaces: one session (default: the active one; an id or unique prefix): its record and status, event count, first and last event and kinds, the tasks its events name, the receipts they cite, and its handoff summary (same as `small session show --json`)."
+    )]
+    async fn session_show(&self, Parameters(req): Parameters<SessionShowRequest>) -> ToolResult {
+        use small_core::v2::inspect::{session_show, ShowError};
+        let Some(root) = self.v2_root() else {
+            return Ok(diag(
+                "refused",
+                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
+                None,
+            ));
+        };
+        let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
+        match session_show(&root, &small_dir, req.session.as_deref()) {
+            Ok(s) => ok(serde_json::to_value(&s).unwrap_or_default()),
+            Err(ShowError::Damaged(diags)) => {
+                let first = diags.first().map(|d| format!("{}: {}", d.code, d.message));
+                Ok(diag(
+                    "damaged",
+                    format!(
+                        "the 2.0.0 records are damaged ({} problem(s){})",
+                        diags.len(),
+                        first.map(|f| format!(", first {f}")).unwrap_or_default()
+                    ),
+                    Some("run the check tool for every problem with its file and fix".into()),
+                ))
+            }
+            Err(ShowError::NoneSelected) => Ok(diag(
+                "no-session",
+                "no session given and none is active here",
+                Some("pass `session`, or start one with session_start".into()),
+            )),
+            Err(ShowError::NotFound(q)) => {
+                Ok(diag("unknown-session", format!("no session {q:?}"), None))
+            }
+            Err(ShowError::Ambiguous(q, ids)) => Ok(diag(
+                "ambiguous-session",
+                format!("{q:?} names {} sessions: {}", ids.len(), ids.join(", ")),
+                Some("give more of the id".into()),
+            )),
+        }
     }
 
     #[tool(

@@ -19,6 +19,11 @@ use small_core::history::runs;
 /// written in one step and never modified: archiving the same state again changes nothing,
 /// and a different archive at the same place is replaced only with --force.
 ///
+/// On a 2.0.0 workspace the archive is the whole .small/ tree, copied to
+/// `.small-archive/<frontier>/state/.small/` (the tree must pass the strict check); the
+/// manifest's replayId is the frontier and each file is named by its path inside .small/.
+/// --include is not accepted there.
+///
 /// `small archive verify <PATH>` re-hashes an archive and reports every file that changed,
 /// is missing, or is not in the manifest (exit code 1 if any).
 #[derive(clap::Args, Debug)]
@@ -90,6 +95,25 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
         return print_json(&r);
     }
     if g.quiet() {
+        return Ok(());
+    }
+    if let Some(frontier) = &r.frontier {
+        if r.unchanged {
+            outln!(
+                o,
+                "Archive at {} is already up to date ({} files)",
+                r.dir.display(),
+                r.files.len()
+            );
+        } else {
+            let verb = if r.replaced {
+                "Replaced the archive with"
+            } else {
+                "Archived"
+            };
+            outln!(o, "{verb} {} files to {}", r.files.len(), r.dir.display());
+        }
+        outln!(o, "Frontier: {frontier}");
         return Ok(());
     }
     let short = runs::short_id(&r.replay_id, 16);

@@ -51,6 +51,8 @@ mod runs_hostile;
 mod runs_list_show;
 mod runs_snapshot;
 mod runs_v2;
+mod runs_v2_archive;
+mod runs_v2_diff;
 mod runs_verify;
 mod store_cli;
 mod store_http;
@@ -65,6 +67,7 @@ mod ui_browser;
 mod ui_http;
 mod ui_store;
 
+mod v2_session_show;
 mod v2_write;
 mod validate_cli;
 mod validate_conformance;

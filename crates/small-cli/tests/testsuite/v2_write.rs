@@ -750,6 +750,16 @@ async fn v2_mcp_and_processes_write_together() {
         assert!(p.wait().unwrap().success(), "a process was refused");
     }
     assert_eq!(ws.sequences(&sid), (1..=41).collect::<Vec<_>>());
+    // session_show reads the session the writes went to.
+    let (ok, v) = call(&b, "session_show", serde_json::json!({})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["session_id"], sid.as_str());
+    assert_eq!(v["events"], 41);
+    assert_eq!(v["status"], "active");
+    assert_eq!(v["tasks"][0]["alias"], "task-1");
+    let (ok, v) = call(&b, "session_show", serde_json::json!({"session": "nope"})).await;
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "unknown-session", "{v}");
     let (ok, v) = call(
         &b,
         "session_close",

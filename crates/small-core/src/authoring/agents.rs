@@ -86,7 +86,8 @@ A workspace with `.small/profile.json` records work as immutable events of a ses
    with acceptance criteria completes only once such proof (or a passing
    `small apply --task <task-id> --cmd "<command>"`) is recorded for it.
    Writers wait for each other, so parallel calls are safe.
-3. `small session close --summary "<what was done, what is next>"` when you stop.
+3. `small session show` lists what the session did (events, tasks, receipts); then
+   `small session close --summary "<what was done, what is next>"` when you stop.
 4. Mode and policy change only with `mode set` / `policy revise`, a reason and
    `--expect-state <frontier>` from `small mode show` / `small policy show`.
 5. After a merge, `small resume` lists unresolved conflicts and the steps that resolve

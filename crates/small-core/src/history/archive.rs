@@ -20,6 +20,8 @@ use crate::spec::consts::{
 };
 use crate::yaml;
 
+pub mod v2;
+
 /// The manifest file of an archive.
 pub const MANIFEST_FILE: &str = "archive.small.yml";
 
@@ -94,6 +96,9 @@ pub struct ArchiveReport {
     pub dir: PathBuf,
     #[serde(rename = "replayId")]
     pub replay_id: String,
+    /// The frontier of a 2.0.0 archive (also its `replayId`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<String>,
     pub files: Vec<ArchiveFile>,
     /// An identical archive was already there; nothing was written.
     pub unchanged: bool,
@@ -107,10 +112,7 @@ pub struct ArchiveReport {
 pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
     let small = runs::require_small_dir(root)?;
     if runs::v2::is_v2(root) {
-        return Err(RunError::invalid(
-            "`small archive` keeps the v1 artifacts; this is a 2.0.0 tree, which has none",
-        )
-        .with_help("`small run snapshot` keeps the whole 2.0.0 tree with a SHA-256 per path, and `small run verify` checks it"));
+        return v2::create(root, opts);
     }
     let explicit = opts.include.is_some();
     let include = opts.include.clone().unwrap_or_else(default_include);
@@ -237,6 +239,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
             return Ok(ArchiveReport {
                 dir: dest,
                 replay_id,
+                frontier: None,
                 files: listed,
                 unchanged: true,
                 replaced: false,
@@ -286,6 +289,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     Ok(ArchiveReport {
         dir: dest,
         replay_id,
+        frontier: None,
         files: listed,
         unchanged: false,
         replaced,
@@ -318,6 +322,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
             .unwrap_or("")
             .to_string()
     };
+    let profile_v2 = text("small_version") == crate::v2::PROFILE_VERSION;
     let Some(items) = root.get("files").and_then(|n| n.as_seq()) else {
         return Err(damaged("`files` is missing or not a list".into()));
     };
@@ -329,7 +334,12 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
         if name.is_empty() {
             return Err(damaged(format!("files[{i}] has no name")));
         }
-        safe::check_file_name(name, "archived file name").map_err(|e| damaged(e.message))?;
+        if profile_v2 {
+            v2::check_rel_path(name, "archived file name")
+        } else {
+            safe::check_file_name(name, "archived file name")
+        }
+        .map_err(|e| damaged(e.message))?;
         if name == MANIFEST_FILE {
             return Err(damaged(format!("files[{i}] names the manifest itself")));
         }
@@ -401,6 +411,16 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         }
     }
     let manifest = read_manifest(dir)?;
+    if v2::is_v2_manifest(&manifest) {
+        let checks = v2::check_files(dir, &manifest)?;
+        return Ok(VerifyReport {
+            dir: dir.to_path_buf(),
+            ok: checks.iter().all(|c| c.state == FileState::Ok),
+            replay_id: manifest.replay_id,
+            archived_at: manifest.archived_at,
+            files: checks,
+        });
+    }
     let mut checks = Vec::new();
     for f in &manifest.files {
         let path = dir.join(&f.name);

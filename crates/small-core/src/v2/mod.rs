@@ -9,6 +9,7 @@
 pub mod artifacts;
 mod fastevent;
 pub mod gojson;
+pub mod inspect;
 pub mod json;
 pub mod load;
 pub mod read;

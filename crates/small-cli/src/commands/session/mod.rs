@@ -2,12 +2,13 @@
 
 pub mod close;
 pub mod list;
+pub mod show;
 pub mod start;
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;
 
-/// Start, list and close the sessions of a SMALL 2.0.0 workspace.
+/// Start, list, show and close the sessions of a SMALL 2.0.0 workspace.
 ///
 /// A session is one agent's or person's run of work: its record in `.small/sessions/` and its
 /// events in `.small/events/<session>/`.
@@ -21,6 +22,7 @@ pub struct Args {
 pub enum Sub {
     Start(start::Args),
     List(list::Args),
+    Show(show::Args),
     Close(close::Args),
 }
 
@@ -28,6 +30,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     match args.command {
         Sub::Start(a) => start::run(a, g),
         Sub::List(a) => list::run(a, g),
+        Sub::Show(a) => show::run(a, g),
         Sub::Close(a) => close::run(a, g),
     }
 }

@@ -24,6 +24,24 @@ pub enum DiffSide {
 }
 
 impl DiffSide {
+    /// Whether this side holds a 2.0.0 tree.
+    pub fn is_v2(&self) -> bool {
+        match self {
+            DiffSide::Snapshot(s) => super::v2::is_v2_snapshot(&s.dir),
+            DiffSide::Live(dir) => dir.parent().is_some_and(super::v2::is_v2),
+        }
+    }
+
+    /// The directory holding this side's `.small/` (2.0.0 snapshots keep it under `state/`).
+    fn tree_root(&self) -> PathBuf {
+        match self {
+            DiffSide::Snapshot(s) if super::v2::is_v2_snapshot(&s.dir) => {
+                s.dir.join(super::v2::STATE_DIR)
+            }
+            DiffSide::Snapshot(s) => s.dir.clone(),
+            DiffSide::Live(dir) => dir.parent().map(Path::to_path_buf).unwrap_or_default(),
+        }
+    }
     /// The label used in output: the snapshot's address (`<replayId>` or `<replayId>~N`), or
     /// `live`.
     pub fn label(&self) -> String {
@@ -108,18 +126,15 @@ const DIFFED: [ArtifactKind; 4] = [
 
 /// Compare two runs. With `full`, the progress diff is included too.
 pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, RunError> {
-    // The v1 artifacts compared here are not in a 2.0.0 tree: say so instead of "no changes".
     for side in [from, to] {
-        let v2 = match side {
-            DiffSide::Snapshot(s) => super::v2::is_v2_snapshot(&s.dir),
-            DiffSide::Live(dir) => dir.parent().is_some_and(super::v2::is_v2),
-        };
-        if v2 {
+        if side.is_v2() {
             return Err(RunError::invalid(format!(
-                "`run diff` compares the v1 artifacts; {} is a 2.0.0 tree",
+                "`run diff` of v1 runs: {} is a 2.0.0 tree",
                 side.label()
             ))
-            .with_help("`small run verify` checks a 2.0.0 snapshot; `small status` and `small reconstruct` show the state"));
+            .with_help(
+                "compare two 2.0.0 snapshots (or one and `live`) with `small run diff A B`",
+            ));
         }
     }
     let mut files = Vec::new();
@@ -288,4 +303,70 @@ fn diff_progress(from: &DiffSide, to: &DiffSide, full: bool) -> Result<ProgressD
 /// The live side for a workspace root.
 pub fn live_side(root: &Path) -> Result<DiffSide, RunError> {
     Ok(DiffSide::Live(super::require_small_dir(root)?))
+}
+
+/// The comparison of two 2.0.0 trees: both labels (the snapshot addresses, or `live`, as for
+/// v1) and what their states say (docs/runs.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct V2RunDiff {
+    pub from: String,
+    pub to: String,
+    pub profile: &'static str,
+    #[serde(flatten)]
+    pub state: crate::v2::inspect::StateDiff,
+}
+
+/// A comparison of two v1 runs or of two 2.0.0 trees.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum AnyDiff {
+    V1(RunDiff),
+    V2(Box<V2RunDiff>),
+}
+
+/// Compare two sides of one profile: v1 runs by their artifacts ([`diff_runs`]), 2.0.0 trees
+/// by their states. A v1 side against a 2.0.0 one is refused.
+pub fn compare(from: &DiffSide, to: &DiffSide, full: bool) -> Result<AnyDiff, RunError> {
+    match (from.is_v2(), to.is_v2()) {
+        (false, false) => diff_runs(from, to, full).map(AnyDiff::V1),
+        (true, true) => {
+            let a = open_v2(from)?;
+            let b = open_v2(to)?;
+            Ok(AnyDiff::V2(Box::new(V2RunDiff {
+                from: from.label(),
+                to: to.label(),
+                profile: crate::v2::PROFILE_VERSION,
+                state: crate::v2::inspect::diff_states(&a, &b),
+            })))
+        }
+        (v2_from, _) => {
+            let (v2, v1) = if v2_from { (from, to) } else { (to, from) };
+            Err(RunError::invalid(format!(
+                "cannot compare {} (a 2.0.0 tree) with {} (a v1 run): `run diff` compares two runs of one profile",
+                v2.label(),
+                v1.label()
+            ))
+            .with_help("`small migrate` converts a v1 workspace; compare its snapshots taken after that"))
+        }
+    }
+}
+
+fn open_v2(side: &DiffSide) -> Result<crate::v2::read::Opened, RunError> {
+    let root = side.tree_root();
+    let small = root.join(crate::spec::consts::SMALL_DIR);
+    crate::v2::read::open(&root, &small).map_err(|problems| {
+        let first = problems
+            .first()
+            .map(|d| format!(" (first: {}: {})", d.code, d.message))
+            .unwrap_or_default();
+        RunError::invalid(format!(
+            "{} has damaged 2.0.0 records: {} problem(s){first}",
+            side.label(),
+            problems.len()
+        ))
+        .with_help(match side {
+            DiffSide::Live(_) => "`small check --strict` names every problem",
+            DiffSide::Snapshot(_) => "`small run verify` checks the snapshot against its digests",
+        })
+    })
 }

@@ -123,12 +123,13 @@ pub fn aggregate(per: &BTreeMap<String, String>) -> String {
     safe::sha256_hex(lines.join("\n").as_bytes())
 }
 
-fn lock(root: &Path) -> Result<crate::authoring::txn::Transaction, RunError> {
+pub(crate) fn lock(root: &Path) -> Result<crate::authoring::txn::Transaction, RunError> {
     crate::authoring::txn::Transaction::begin(root).map_err(super::txn_error)
 }
 
-/// The strict state of the live tree: its frontier and latest handoff, or the refusal.
-fn strict_state(root: &Path) -> Result<crate::v2::State, RunError> {
+/// The strict state of the live tree: its frontier and latest handoff, or the refusal
+/// (`what` names what needs it: "a 2.0.0 snapshot").
+pub(crate) fn strict_state(root: &Path, what: &str) -> Result<crate::v2::State, RunError> {
     let checked = crate::v2::check(root, &root.join(SMALL_DIR));
     let errors: Vec<&crate::diag::Diagnostic> = checked
         .diagnostics
@@ -137,7 +138,7 @@ fn strict_state(root: &Path) -> Result<crate::v2::State, RunError> {
         .collect();
     if let Some(first) = errors.first() {
         let conflicts = errors.iter().all(|d| d.code == "V2-CONFLICT");
-        let what = if conflicts {
+        let why = if conflicts {
             "it has unresolved conflicts"
         } else {
             "its records are damaged"
@@ -148,7 +149,7 @@ fn strict_state(root: &Path) -> Result<crate::v2::State, RunError> {
             "`small check --strict` names every problem and how to fix it"
         };
         return Err(RunError::invalid(format!(
-            "a 2.0.0 snapshot needs a tree that passes the strict check; {what} ({} problem(s), first: {}: {})",
+            "{what} needs a tree that passes the strict check; {why} ({} problem(s), first: {}: {})",
             errors.len(),
             first.code,
             first.message
@@ -164,7 +165,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     super::check_store_location(root, store)?;
     // Under the workspace lock: no writer appends while the tree is checked and copied.
     let held = lock(root)?;
-    let state = strict_state(root)?;
+    let state = strict_state(root, "a 2.0.0 snapshot")?;
     let frontier = state.frontier.to_ascii_lowercase();
     let small = root.join(SMALL_DIR);
     let files = walk(&small)?;
