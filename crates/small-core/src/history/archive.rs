@@ -187,26 +187,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     }
 
     // Whether an archive is already there (decided once the files are hashed).
-    let existing = match safe::entry_type(&dest)? {
-        safe::Entry::Missing => None,
-        safe::Entry::Dir => match read_manifest(&dest) {
-            Ok(m) => Some(m),
-            Err(_) => {
-                return Err(RunError::usage(format!(
-                    "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
-                    dest.display()
-                ))
-                .with_help("choose an --out directory that does not exist yet"))
-            }
-        },
-        _ => {
-            return Err(RunError::usage(format!(
-                "{} exists and is not a directory",
-                dest.display()
-            ))
-            .with_help("choose an --out directory that does not exist yet"))
-        }
-    };
+    let existing = existing_archive(&dest)?;
 
     // Copied and hashed once, under the lock, through a fixed buffer, into a directory
     // staged beside the destination; published below, or removed when dropped.
@@ -469,6 +450,24 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         ok,
         files: checks,
     })
+}
+
+/// The manifest of the archive already at `dest`, `None` when nothing is there; refused
+/// when something else is.
+pub(super) fn existing_archive(dest: &Path) -> Result<Option<Manifest>, RunError> {
+    match safe::entry_type(dest)? {
+        safe::Entry::Missing => Ok(None),
+        safe::Entry::Dir => match read_manifest(dest) {
+            Ok(m) => Ok(Some(m)),
+            Err(_) => Err(RunError::usage(format!(
+                "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
+                dest.display()
+            ))
+            .with_help("choose an --out directory that does not exist yet")),
+        },
+        _ => Err(RunError::usage(format!("{} exists and is not a directory", dest.display()))
+            .with_help("choose an --out directory that does not exist yet")),
+    }
 }
 
 #[cfg(test)]

@@ -102,26 +102,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let frontier = state.frontier.to_ascii_lowercase();
     let dest = dest_of(&frontier);
 
-    let existing = match safe::entry_type(&dest)? {
-        safe::Entry::Missing => None,
-        safe::Entry::Dir => match super::read_manifest(&dest) {
-            Ok(m) => Some(m),
-            Err(_) => {
-                return Err(RunError::usage(format!(
-                    "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
-                    dest.display()
-                ))
-                .with_help("choose an --out directory that does not exist yet"))
-            }
-        },
-        _ => {
-            return Err(RunError::usage(format!(
-                "{} exists and is not a directory",
-                dest.display()
-            ))
-            .with_help("choose an --out directory that does not exist yet"))
-        }
-    };
+    let existing = super::existing_archive(&dest)?;
 
     let parent = dest
         .parent()

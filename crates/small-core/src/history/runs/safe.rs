@@ -413,25 +413,7 @@ impl StagedDir {
         src: &mut File,
         src_path: &Path,
     ) -> Result<(String, u64), RunError> {
-        use std::io::{Seek, SeekFrom};
-        src.seek(SeekFrom::Start(0))
-            .map_err(|e| RunError::io("cannot read", src_path, &e))?;
-        let path = self.path().join(name);
-        let mut out =
-            fsio::create_new(&path, None).map_err(|e| RunError::io("cannot create", &path, &e))?;
-        let mut written = 0u64;
-        let r = stream_hashed(src, src_path, &mut |b| {
-            out.write_all(b)
-                .map_err(|e| RunError::io("cannot write", &path, &e))?;
-            start_writeback(&out, written, b.len());
-            written += b.len() as u64;
-            Ok(())
-        })?;
-        out.sync_all()
-            .map_err(|e| RunError::io("cannot sync", &path, &e))?;
-        drop(out);
-        make_read_only(&path);
-        Ok(r)
+        self.copy_hashed(name, src, src_path, true)
     }
 
     /// [`StagedDir::copy_in`] without syncing the copy: for many files at once, made durable
@@ -442,16 +424,38 @@ impl StagedDir {
         src: &mut File,
         src_path: &Path,
     ) -> Result<(String, u64), RunError> {
+        self.copy_hashed(name, src, src_path, false)
+    }
+
+    /// The copy of [`StagedDir::copy_in`], its write-back started and the file synced when
+    /// `sync`.
+    fn copy_hashed(
+        &self,
+        name: &str,
+        src: &mut File,
+        src_path: &Path,
+        sync: bool,
+    ) -> Result<(String, u64), RunError> {
         use std::io::{Seek, SeekFrom};
         src.seek(SeekFrom::Start(0))
             .map_err(|e| RunError::io("cannot read", src_path, &e))?;
         let path = self.path().join(name);
         let mut out =
             fsio::create_new(&path, None).map_err(|e| RunError::io("cannot create", &path, &e))?;
+        let mut written = 0u64;
         let r = stream_hashed(src, src_path, &mut |b| {
             out.write_all(b)
-                .map_err(|e| RunError::io("cannot write", &path, &e))
+                .map_err(|e| RunError::io("cannot write", &path, &e))?;
+            if sync {
+                start_writeback(&out, written, b.len());
+            }
+            written += b.len() as u64;
+            Ok(())
         })?;
+        if sync {
+            out.sync_all()
+                .map_err(|e| RunError::io("cannot sync", &path, &e))?;
+        }
         drop(out);
         make_read_only(&path);
         Ok(r)
