@@ -741,6 +741,25 @@ impl Worker<'_> {
         }
     }
 
+    /// Keep this worker's current input where a developer finds it after an abort that no
+    /// unwinding reports (a stack overflow, the watchdog): `last-w<N>.case` says what it is,
+    /// `last-w<N>.bytes` holds the damaged file. Overwritten by the next input.
+    fn keep_last(&self, damaged: &Seed, case: &Case, bytes: &[u8]) {
+        let dir = std::env::temp_dir().join("small-fuzz-failures");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        let about = format!(
+            "seed: {}\ndamaged file: {}\ndamage: {:?}\nwrite command: {:?}\n",
+            damaged.name,
+            case.target,
+            case.damage,
+            write_commands("").get(case.write).map(|a| a.join(" "))
+        );
+        let _ = std::fs::write(dir.join(format!("last-w{}.case", self.id)), about);
+        let _ = std::fs::write(dir.join(format!("last-w{}.bytes", self.id)), bytes);
+    }
+
     /// Run one case; `Err` describes what went wrong.
     fn run(&self, case: &Case) -> Result<(), String> {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -748,6 +767,7 @@ impl Worker<'_> {
         }
         let (damaged, bytes) = self.build(case);
         let target = &case.target;
+        self.keep_last(&damaged, case, &bytes);
         self.stats.inputs.fetch_add(1, Ordering::Relaxed);
         let family = damaged.name.split('/').next().unwrap_or("").to_string();
         if let Ok(mut f) = self.stats.families.lock() {

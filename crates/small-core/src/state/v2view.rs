@@ -23,7 +23,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
     if recent.is_none() {
         // More entries asked for than the snapshot keeps: every record again, every event
         // kept.
-        let (c, store) = crate::v2::check_store(&st.root, &st.small_dir);
+        let (c, store) = crate::v2::check_store_ordered(&st.root, &st.small_dir);
         snap = Snapshot::build_with_tail(c, &store, usize::MAX);
         recent = recent_entries(st, &snap, opts);
     }
@@ -228,7 +228,7 @@ impl EventTimeline {
 
 /// Every event of the 2.0.0 workspace under `small_dir`, in timeline order.
 pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> EventTimeline {
-    let (checked, store) = crate::v2::check_store(root, small_dir);
+    let (checked, store) = crate::v2::check_store_ordered(root, small_dir);
     let problems = checked
         .diagnostics
         .iter()
@@ -236,7 +236,6 @@ pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> Ev
         .map(|d| crate::gates::secrets::redact(&d.message).into_owned())
         .collect();
     let s = checked.state;
-    let by_id: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
     let alias: HashMap<&str, &str> = s
         .tasks
         .iter()
@@ -250,9 +249,9 @@ pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> Ev
         .map(|r| r.digest.as_str())
         .collect();
     let entries = s
-        .timeline
+        .order
         .iter()
-        .filter_map(|t| by_id.get(t.id.as_str()))
+        .filter_map(|&i| store.events.get(i))
         .enumerate()
         .map(|(i, e)| {
             let digests = e.payload.strs_of("evidence_digests");

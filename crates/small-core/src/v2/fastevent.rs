@@ -167,6 +167,9 @@ impl<'de> Deserialize<'de> for Kept {
                     }
                     seen.push(k);
                 }
+                // Held for every event: no room beyond the one or two members most keep (a
+                // vector grown by `push` has room for four, 160 bytes more an event).
+                out.shrink_to_fit();
                 Ok(Kept(out))
             }
         }

@@ -98,6 +98,14 @@ pub fn check_store(root: &Path, small_dir: &Path) -> (Checked, Store) {
     (checked, store)
 }
 
+/// [`check_store`] without the timeline's copies: readers walk the state's `order`
+/// (positions in the store) instead. At 100 000 events the copies are about 37 MiB.
+pub fn check_store_ordered(root: &Path, small_dir: &Path) -> (Checked, Store) {
+    let store = load::load(root, small_dir);
+    let checked = check_records(root, small_dir, &store, false);
+    (checked, store)
+}
+
 /// The checks and the state of records already read: what [`check_store`] does after
 /// loading (the writer uses it on its records plus the ones it published).
 pub(crate) fn check_loaded(root: &Path, small_dir: &Path, store: &Store) -> Checked {
@@ -137,7 +145,7 @@ fn check_records(root: &Path, small_dir: &Path, store: &Store, timeline: bool) -
         .map(|_| ".small/profile.json".to_string())
         .into_iter()
         .chain(store.sessions.iter().map(|s| s.file.clone()))
-        .chain(store.events.iter().map(|e| e.file.clone()))
+        .chain(store.events.iter().map(load::Event::file))
         .chain(store.receipts.iter().map(|r| r.file.clone()))
         .collect();
     Checked {

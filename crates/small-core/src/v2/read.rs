@@ -25,7 +25,7 @@ pub struct Opened {
 /// Load and check the tree; `Err` with the record and graph problems (conflicts and policy
 /// findings are state, not damage) when there are any: a damaged tree is not reconstructed.
 pub fn open(root: &Path, small_dir: &Path) -> Result<Opened, Vec<Diagnostic>> {
-    let (c, store) = crate::v2::check_store(root, small_dir);
+    let (c, store) = crate::v2::check_store_ordered(root, small_dir);
     let problems: Vec<Diagnostic> = c
         .diagnostics
         .into_iter()
@@ -203,13 +203,11 @@ pub fn reconstruct(
                 .ok_or_else(|| ReconstructError::UnknownTask(want.clone()))?,
         ),
     };
-    let by_id: std::collections::HashMap<&str, &Event> =
-        store.events.iter().map(|e| (e.id.as_str(), e)).collect();
     let view = |e: &Event| EventView::new(e, root, &s.project_id, &profile.lineage_id);
     let ordered: Vec<&Event> = s
-        .timeline
+        .order
         .iter()
-        .filter_map(|t| by_id.get(t.id.as_str()).copied())
+        .filter_map(|&i| store.events.get(i))
         .collect();
     let matched: Vec<&Event> = ordered
         .iter()

@@ -122,6 +122,11 @@ pub struct State {
     pub sessions: Vec<SessionState>,
     pub receipts: Vec<ReceiptState>,
     pub timeline: Vec<TimelineEvent>,
+    /// The timeline as positions in the store's list of events (each event once): what
+    /// the readers that show events walk, without the timeline's copies of their ids. Not
+    /// kept in the cache.
+    #[serde(skip)]
+    pub order: Vec<usize>,
     pub conflicts: Vec<Conflict>,
     /// The latest handoff summary (by timeline order), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,7 +225,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                         "V2-SEQ",
                         format!("session {sid} has two events with sequence {}: {} and {}", e.sequence, p.id, e.id),
                     )
-                    .in_file(e.file.clone())
+                    .in_file(e.file())
                     .with_help("a session's chain cannot fork; remove the event that was not written by the session"),
                 );
                 continue;
@@ -236,7 +241,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                             e.sequence
                         ),
                     )
-                    .in_file(e.file.clone())
+                    .in_file(e.file())
                     .with_help("restore the missing event files from version control; events are never deleted"),
                 );
             }
@@ -247,7 +252,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                         "V2-SEQ",
                         format!("event {} is sequence 1 but names a previous_event", e.id),
                     )
-                    .in_file(e.file.clone())
+                    .in_file(e.file())
                     .with_help("restore the record from version control"),
                 );
             } else if e.sequence > 1 && e.previous_event != want_prev {
@@ -271,7 +276,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
                 if !reported {
                     out.push(
                         Diagnostic::error("V2-SEQ", format!("event {} (sequence {}) {what}", e.id, e.sequence))
-                            .in_file(e.file.clone())
+                            .in_file(e.file())
                             .with_help("restore the session's events from version control; each event links to the one before it"),
                     );
                 }
@@ -285,7 +290,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
             if !ids.contains_key(p.as_str()) && !store.unreadable_events.contains(p) {
                 out.push(
                     Diagnostic::error("V2-PARENT", format!("event {} names parent {p}, which does not exist", e.id))
-                        .in_file(e.file.clone())
+                        .in_file(e.file())
                         .with_path("/parents")
                         .with_help("restore the parent event from version control (or merge the branch that has it)"),
                 );
@@ -295,7 +300,7 @@ pub fn graph_diagnostics(store: &Store) -> Vec<Diagnostic> {
     if let Some(e) = cycle(store) {
         out.push(
             Diagnostic::error("V2-CYCLE", format!("event {} is its own ancestor", e.id))
-                .in_file(e.file.clone())
+                .in_file(e.file())
                 .with_help(
                     "the event graph must be acyclic; restore the records from version control",
                 ),
@@ -923,8 +928,26 @@ pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
                 task_id: e.task_id.clone(),
             })
             .collect(),
+        order: g
+            .events
+            .iter()
+            .map(|e| position(&store.events, e))
+            .collect(),
         conflicts,
         handoff,
+    }
+}
+
+/// Where `e`, an element of `events`, is in it. The graph holds references into the
+/// store's list, so the address says it (the list is not searched); one outside the list
+/// (not expected) gives a position past its end, which readers skip.
+fn position(events: &[Event], e: &Event) -> usize {
+    let size = std::mem::size_of::<Event>().max(1);
+    let at = (e as *const Event as usize).wrapping_sub(events.as_ptr() as usize) / size;
+    if at < events.len() && std::ptr::eq(&events[at], e) {
+        at
+    } else {
+        usize::MAX
     }
 }
 

@@ -80,12 +80,11 @@ impl Snapshot {
         tail: usize,
     ) -> Snapshot {
         let mut state = checked.state;
-        let timeline = std::mem::take(&mut state.timeline);
-        let by_id: std::collections::HashMap<&str, &Event> =
-            store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+        state.timeline.clear();
+        let order = std::mem::take(&mut state.order);
         let (mut any, mut signal, mut handoff) = (0, 0, false);
         let mut keep: Vec<&Event> = Vec::new();
-        for t in timeline.iter().rev() {
+        for t in order.iter().rev().filter_map(|&i| store.events.get(i)) {
             if any >= tail && signal >= tail && handoff {
                 break;
             }
@@ -95,8 +94,8 @@ impl Snapshot {
             any += 1;
             signal += usize::from(is_signal);
             handoff |= is_handoff;
-            if let Some(e) = by_id.get(t.id.as_str()).filter(|_| wanted) {
-                keep.push(e);
+            if wanted {
+                keep.push(t);
             }
         }
         keep.reverse();
@@ -104,7 +103,7 @@ impl Snapshot {
             diagnostics: checked.diagnostics,
             state,
             events: store.events.len(),
-            tail_complete: keep.len() == timeline.len(),
+            tail_complete: keep.len() == order.len(),
             tail: keep.into_iter().cloned().collect(),
             from_cache: false,
         }
@@ -116,7 +115,7 @@ impl Snapshot {
 /// written when `use_cache` and the tree is not racy).
 pub fn snapshot(root: &Path, small_dir: &Path, use_cache: bool) -> Snapshot {
     if !use_cache {
-        let (c, store) = crate::v2::check_store(root, small_dir);
+        let (c, store) = crate::v2::check_store_ordered(root, small_dir);
         return Snapshot::build(c, &store);
     }
     snapshot_at(root, small_dir, SystemTime::now())
@@ -132,7 +131,7 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
             return s;
         }
     }
-    let (c, store) = crate::v2::check_store(root, small_dir);
+    let (c, store) = crate::v2::check_store_ordered(root, small_dir);
     let snap = Snapshot::build(c, &store);
     drop(store);
     if let (Some(key), Some(p)) = (key, proof) {

@@ -196,10 +196,63 @@ fn v2_valid_tree_passes_and_reduces() {
     assert_eq!(s.sessions.len(), 1);
     assert!(s.sessions[0].closed);
     assert!(s.timeline.is_empty(), "check leaves the timeline out");
-    let (full, _) = check_store(dir.path(), &small(&dir));
+    let (full, store) = check_store(dir.path(), &small(&dir));
     assert_eq!(full.state.timeline.len(), 5);
     assert_eq!(full.state.frontier, s.frontier);
     assert_eq!(s.frontier.len(), 64);
+    // Each event names the file it was read from, and the order walks the timeline.
+    for e in &store.events {
+        assert!(dir.path().join(e.file()).is_file(), "{}", e.file());
+        assert!(e.file().starts_with(".small/events/"), "{}", e.file());
+    }
+    let ids = |order: &[usize]| -> Vec<String> {
+        order.iter().map(|&i| store.events[i].id.clone()).collect()
+    };
+    let timeline: Vec<String> = full.state.timeline.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(ids(&full.state.order), timeline);
+}
+
+/// Events are ordered as their files are listed: by session, then by file name, which is
+/// not the ids' own order when one id begins another and the next byte sorts before `.`.
+#[test]
+fn v2_event_file_order_is_the_listing_order() {
+    let event = |session: &str, id: &str| crate::v2::load::Event {
+        events_dir: ".small/events".into(),
+        id: id.to_string(),
+        session_id: session.to_string(),
+        kind: String::new(),
+        sequence: 0,
+        previous_event: String::new(),
+        parents: Vec::new(),
+        occurred_at: String::new(),
+        task_id: String::new(),
+        task_revision: 0,
+        policy_revision: String::new(),
+        source_digest: String::new(),
+        payload: super::json::Jv::Obj(Vec::new()),
+        digest: String::new(),
+    };
+    let mut events = vec![
+        event("s2", "a"),
+        event("s1", "e-x"),
+        event("s1", "e"),
+        event("s1", "ea"),
+    ];
+    events.sort_by(crate::v2::load::Event::file_order);
+    let files: Vec<String> = events.iter().map(crate::v2::load::Event::file).collect();
+    let mut listed = files.clone();
+    listed.sort_by(|a, b| {
+        let split = |f: &str| {
+            f.rsplit_once('/')
+                .map(|(d, n)| (d.to_string(), n.to_string()))
+        };
+        split(a).cmp(&split(b))
+    });
+    assert_eq!(files, listed);
+    assert_eq!(
+        files[0], ".small/events/s1/e-x.json",
+        "'-' sorts before '.'"
+    );
 }
 
 #[test]
@@ -696,7 +749,7 @@ proptest::proptest! {
         let events: Vec<crate::v2::load::Event> = pairs
             .iter()
             .map(|(id, digest)| crate::v2::load::Event {
-                file: String::new(),
+                events_dir: "".into(),
                 id: id.clone(),
                 session_id: String::new(),
                 kind: String::new(),

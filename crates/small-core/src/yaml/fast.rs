@@ -954,30 +954,52 @@ pub(crate) mod differential {
     }
 
     /// Same values, styles, start positions and key spans (ends of spans may differ: the
-    /// general parser lets a scalar's span run over a trailing comment).
+    /// general parser lets a scalar's span run over a trailing comment). Walks with a stack
+    /// of its own: documents may nest 2 048 levels, deeper than a thread's stack allows a
+    /// recursive walk in a debug build.
     pub(crate) fn same(a: &Node, b: &Node) -> Result<(), String> {
-        if a.style != b.style || a.span.start != b.span.start {
-            return Err(format!("node differs: {a:?} vs {b:?}"));
-        }
-        match (&a.value, &b.value) {
-            (Value::Map(x), Value::Map(y)) => {
-                if x.len() != y.len() {
-                    return Err(format!("map sizes differ: {a:?} vs {b:?}"));
-                }
-                for (ex, ey) in x.iter().zip(y) {
-                    if ex.key != ey.key || ex.key_span != ey.key_span {
-                        return Err(format!("keys differ: {ex:?} vs {ey:?}"));
+        let mut todo = vec![(a, b)];
+        while let Some((a, b)) = todo.pop() {
+            // Only the node itself: a nested value printed in full could be 2 048 levels.
+            let shown = |n: &Node| format!("{:?} at {:?} ({:?})", n.style, n.span, kind(n));
+            if a.style != b.style || a.span.start != b.span.start {
+                return Err(format!("node differs: {} vs {}", shown(a), shown(b)));
+            }
+            match (&a.value, &b.value) {
+                (Value::Map(x), Value::Map(y)) => {
+                    if x.len() != y.len() {
+                        return Err(format!("map sizes differ: {} vs {}", shown(a), shown(b)));
                     }
-                    same(&ex.value, &ey.value)?;
+                    for (ex, ey) in x.iter().zip(y) {
+                        if ex.key != ey.key || ex.key_span != ey.key_span {
+                            return Err(format!(
+                                "keys differ: {:?} at {:?} vs {:?} at {:?}",
+                                ex.key, ex.key_span, ey.key, ey.key_span
+                            ));
+                        }
+                        todo.push((&ex.value, &ey.value));
+                    }
                 }
-                Ok(())
+                (Value::Seq(x), Value::Seq(y)) if x.len() == y.len() => {
+                    todo.extend(x.iter().zip(y))
+                }
+                (Value::Map(_) | Value::Seq(_), _) | (_, Value::Map(_) | Value::Seq(_)) => {
+                    return Err(format!("values differ: {} vs {}", shown(a), shown(b)));
+                }
+                (Value::Float(x), Value::Float(y)) if x.is_nan() && y.is_nan() => {}
+                (x, y) if x == y => {}
+                _ => return Err(format!("values differ: {a:?} vs {b:?}")),
             }
-            (Value::Seq(x), Value::Seq(y)) if x.len() == y.len() => {
-                x.iter().zip(y).try_for_each(|(p, q)| same(p, q))
-            }
-            (Value::Float(x), Value::Float(y)) if x.is_nan() && y.is_nan() => Ok(()),
-            (x, y) if x == y => Ok(()),
-            _ => Err(format!("values differ: {a:?} vs {b:?}")),
+        }
+        Ok(())
+    }
+
+    /// What `n` holds, without its nested values.
+    fn kind(n: &Node) -> String {
+        match &n.value {
+            Value::Map(m) => format!("map of {}", m.len()),
+            Value::Seq(s) => format!("sequence of {}", s.len()),
+            other => format!("{other:?}"),
         }
     }
 
@@ -1010,6 +1032,22 @@ mod tests {
 
     fn agree(src: &str) -> Result<bool, String> {
         agree_on(src, "entries")
+    }
+
+    /// A document nested as deep as the parser allows goes through the differential on a
+    /// small stack: its comparison of the two trees does not recurse (it once overflowed the
+    /// fuzzer's threads in a debug build).
+    #[test]
+    fn the_differential_walks_deep_trees_without_the_call_stack() {
+        let src = format!("key:\n  {}x\nentries: []\n", "- ".repeat(2000));
+        let run = move || super::super::fast_path_differential(&src);
+        let outcome = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(run)
+            .expect("a thread")
+            .join()
+            .expect("no panic");
+        assert_eq!(outcome, Ok(()));
     }
 
     fn scalar() -> impl Strategy<Value = String> {
