@@ -938,6 +938,19 @@ mod tests {
         assert!(!open_tasks(&busy, &whole).is_empty());
     }
 
+    /// One `small handoff` reads each `.small/` file from disk at most once: the replayId,
+    /// the strict check, the plan, the activity and the existing handoff share what was read.
+    #[test]
+    fn a_handoff_reads_each_file_from_disk_at_most_once() {
+        let dir = workspace();
+        let mut txn = Transaction::begin(dir.path()).unwrap();
+        write_handoff(&mut txn, &HandoffRequest::default()).unwrap();
+        let counts = txn.disk_reads_by_path();
+        eprintln!("disk reads: {} {counts:?}", txn.disk_reads());
+        // Today's baseline (before the run reads a snapshot): 20 lookups.
+        assert_eq!(txn.disk_reads(), 20, "{counts:?}");
+    }
+
     #[test]
     fn handoff_mid_run_then_final_then_reset() {
         use crate::authoring::plan_edit::{edit_plan, PlanRequest};
