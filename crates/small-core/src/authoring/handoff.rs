@@ -70,6 +70,18 @@ pub fn check_command_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), Error> {
+    check_command_scope_in(txn, &Artifacts::new(), scope, command, examples_allowed)
+}
+
+/// [`check_command_scope`], reading workspace metadata through the operation's snapshot (so
+/// the operation that follows does not read it again).
+pub fn check_command_scope_in(
+    txn: &Transaction,
+    snap: &Artifacts,
+    scope: Scope,
+    command: &str,
+    examples_allowed: bool,
+) -> Result<(), Error> {
     if scope == Scope::Examples && !examples_allowed {
         return Err(Error::usage(
             code::USAGE,
@@ -77,12 +89,17 @@ pub fn check_command_scope(
         )
         .with_help("use --workspace any to run it on an examples workspace"));
     }
-    check_scope(txn, scope)
+    check_scope_in(txn, snap, scope)
 }
 
 /// Enforce `--workspace` against `workspace.small.yml`'s kind: a refusal is `WS` (the code
 /// of the gate that checks the same), with the fix as help.
 pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
+    check_scope_in(txn, &Artifacts::new(), scope)
+}
+
+/// [`check_scope`], reading workspace metadata through the operation's snapshot.
+fn check_scope_in(txn: &Transaction, snap: &Artifacts, scope: Scope) -> Result<(), Error> {
     if scope == Scope::Any {
         return Ok(());
     }
@@ -92,7 +109,7 @@ pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
             .in_file(rel.clone())
             .with_help(help)
     };
-    let Some(doc) = parse_file(txn, &rel)? else {
+    let Some(doc) = snap.parse(txn, &rel)? else {
         return Err(refuse(
             format!("workspace metadata {rel} is missing"),
             "create it with `small fix workspace` (or pass --workspace any)".into(),

@@ -558,11 +558,19 @@ fn progress_exists(txn: &Transaction, snap: &Artifacts) -> bool {
 }
 
 /// `small handoff`: write the resume entrypoint for the run as it is now.
-/// Every file is read from disk at most once, through one [`Artifacts`] snapshot.
 pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<HandoffOutcome, Error> {
-    let snap = Artifacts::new();
+    write_handoff_in(txn, &Artifacts::new(), req)
+}
+
+/// [`write_handoff`] reading through `snap`: every file is read from disk at most once,
+/// also by what the caller did with the same snapshot before (the `--workspace` check).
+pub fn write_handoff_in(
+    txn: &mut Transaction,
+    snap: &Artifacts,
+    req: &HandoffRequest,
+) -> Result<HandoffOutcome, Error> {
     let prel = progress::progress_rel();
-    if !progress_exists(txn, &snap) {
+    if !progress_exists(txn, snap) {
         return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
     if let Some(summary) = req.summary.as_deref() {
@@ -575,18 +583,18 @@ pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<Hand
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
-        None => default_replay_id_in(txn, &snap)?,
+        None => default_replay_id_in(txn, snap)?,
     };
     let out = build(
         txn,
-        &snap,
+        snap,
         req.summary.as_deref(),
         replay_id,
         None,
         req.final_check,
         false,
     )?;
-    stage_in(txn, &snap, &out.handoff)?;
+    stage_in(txn, snap, &out.handoff)?;
     Ok(out)
 }
 
@@ -1014,7 +1022,17 @@ mod tests {
         // the second finds the run's in workspace metadata.
         for _ in 0..2 {
             let mut txn = Transaction::begin(dir.path()).unwrap();
-            write_handoff(&mut txn, &HandoffRequest::default()).unwrap();
+            // As `small handoff` runs it: the `--workspace` check, then the handoff.
+            let snap = Artifacts::new();
+            handoff::check_command_scope_in(
+                &txn,
+                &snap,
+                crate::workspace::Scope::Root,
+                "handoff",
+                false,
+            )
+            .unwrap();
+            write_handoff_in(&mut txn, &snap, &HandoffRequest::default()).unwrap();
             let counts = txn.disk_reads_by_path();
             // Before the snapshot: 20 lookups (workspace 5, progress 5, plan 3, handoff 3,
             // intent 2, constraints 2).
