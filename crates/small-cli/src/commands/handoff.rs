@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use small_core::authoring::handoff;
 use small_core::authoring::session::{self, HandoffRequest};
+use small_core::authoring::snapshot::Artifacts;
 
 use crate::error::{CliError, CmdResult};
 use crate::v2writes::SessionFlags;
@@ -60,13 +61,15 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.workspace, "handoff", false)?;
+    // One snapshot for the scope check and the handoff: each file is read once.
+    let snap = Artifacts::new();
+    handoff::check_command_scope_in(&txn, &snap, args.workspace, "handoff", false)?;
     let req = HandoffRequest {
         summary: args.summary.clone(),
         replay_id,
         final_check: args.final_check,
     };
-    let out = session::write_handoff(&mut txn, &req)?;
+    let out = session::write_handoff_in(&mut txn, &snap, &req)?;
     let report = txn.commit()?;
     if args.json {
         return shared::print_json(Some(&report), shared::handoff_json(&out));

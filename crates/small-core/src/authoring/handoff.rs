@@ -21,6 +21,7 @@ use std::str::FromStr;
 
 use crate::authoring::edit::{self, NewValue};
 use crate::authoring::plan::Task;
+use crate::authoring::snapshot::Artifacts;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
 use crate::gates::schemas::SchemaSet;
@@ -47,7 +48,12 @@ pub const NEXT_STEPS_LIMIT: usize = 3;
 
 /// Parse a file as the transaction sees it. `Ok(None)` if it does not exist.
 pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnError> {
-    let Some(bytes) = txn.read(rel)? else {
+    parse_read(rel, txn.read(rel)?)
+}
+
+/// Parse what was read of `rel` (`None`: it does not exist), as [`parse_file`] does.
+pub fn parse_read(rel: &str, bytes: Option<Vec<u8>>) -> Result<Option<Document>, TxnError> {
+    let Some(bytes) = bytes else {
         return Ok(None);
     };
     yaml::parse_bytes(&bytes, &Limits::default())
@@ -64,6 +70,18 @@ pub fn check_command_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), Error> {
+    check_command_scope_in(txn, &Artifacts::new(), scope, command, examples_allowed)
+}
+
+/// [`check_command_scope`], reading workspace metadata through the operation's snapshot (so
+/// the operation that follows does not read it again).
+pub fn check_command_scope_in(
+    txn: &Transaction,
+    snap: &Artifacts,
+    scope: Scope,
+    command: &str,
+    examples_allowed: bool,
+) -> Result<(), Error> {
     if scope == Scope::Examples && !examples_allowed {
         return Err(Error::usage(
             code::USAGE,
@@ -71,12 +89,17 @@ pub fn check_command_scope(
         )
         .with_help("use --workspace any to run it on an examples workspace"));
     }
-    check_scope(txn, scope)
+    check_scope_in(txn, snap, scope)
 }
 
 /// Enforce `--workspace` against `workspace.small.yml`'s kind: a refusal is `WS` (the code
 /// of the gate that checks the same), with the fix as help.
 pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
+    check_scope_in(txn, &Artifacts::new(), scope)
+}
+
+/// [`check_scope`], reading workspace metadata through the operation's snapshot.
+fn check_scope_in(txn: &Transaction, snap: &Artifacts, scope: Scope) -> Result<(), Error> {
     if scope == Scope::Any {
         return Ok(());
     }
@@ -86,7 +109,7 @@ pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
             .in_file(rel.clone())
             .with_help(help)
     };
-    let Some(doc) = parse_file(txn, &rel)? else {
+    let Some(doc) = snap.parse(txn, &rel)? else {
         return Err(refuse(
             format!("workspace metadata {rel} is missing"),
             "create it with `small fix workspace` (or pass --workspace any)".into(),
@@ -112,7 +135,12 @@ pub fn check_scope(txn: &Transaction, scope: Scope) -> Result<(), Error> {
 
 /// The current run's replay id (`run.replay_id` in workspace metadata), if set.
 pub fn run_replay_id(txn: &Transaction) -> Result<Option<String>, TxnError> {
-    let Some(doc) = parse_file(txn, &workspace_rel())? else {
+    run_replay_id_in(txn, &Artifacts::new())
+}
+
+/// [`run_replay_id`], reading workspace metadata through the operation's snapshot.
+pub fn run_replay_id_in(txn: &Transaction, snap: &Artifacts) -> Result<Option<String>, TxnError> {
+    let Some(doc) = snap.parse(txn, &workspace_rel())? else {
         return Ok(None);
     };
     Ok(doc
@@ -132,8 +160,17 @@ pub fn now_text() -> String {
 /// Set `updated_at` to now and, when given, `run.replay_id`, editing workspace metadata in
 /// place. Does nothing when the file does not exist. Returns whether anything was staged.
 pub fn touch_workspace(txn: &mut Transaction, replay_id: Option<&str>) -> Result<bool, TxnError> {
+    touch_workspace_in(txn, &Artifacts::new(), replay_id)
+}
+
+/// [`touch_workspace`], reading workspace metadata through the operation's snapshot.
+pub fn touch_workspace_in(
+    txn: &mut Transaction,
+    snap: &Artifacts,
+    replay_id: Option<&str>,
+) -> Result<bool, TxnError> {
     let rel = workspace_rel();
-    let Some(doc) = parse_file(txn, &rel)? else {
+    let Some(doc) = snap.parse(txn, &rel)? else {
         return Ok(false);
     };
     if doc.root.as_map().is_none() || doc.root.style == Style::Flow {
@@ -203,9 +240,14 @@ pub fn set_path(src: &str, path: &[&str], value: &NewValue) -> Result<String, St
 
 /// The auto replay id of the artifacts as the transaction sees them.
 pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
+    auto_replay_id_in(txn, &Artifacts::new())
+}
+
+/// [`auto_replay_id`], reading the artifacts through the operation's snapshot.
+pub fn auto_replay_id_in(txn: &Transaction, snap: &Artifacts) -> Result<String, TxnError> {
     let need = |k: ArtifactKind| -> Result<Vec<u8>, TxnError> {
         let rel = artifact_rel(k);
-        txn.read(&rel)?.ok_or_else(|| {
+        snap.read(txn, &rel)?.ok_or_else(|| {
             TxnError::invalid(
                 code::MISSING,
                 format!("cannot compute the replayId: {rel} is missing"),
@@ -214,7 +256,7 @@ pub fn auto_replay_id(txn: &Transaction) -> Result<String, TxnError> {
     };
     let intent = need(ArtifactKind::Intent)?;
     let plan = need(ArtifactKind::Plan)?;
-    let constraints = txn.read(&artifact_rel(ArtifactKind::Constraints))?;
+    let constraints = snap.read(txn, &artifact_rel(ArtifactKind::Constraints))?;
     Ok(crate::spec::replayid::auto_replay_id(
         &intent,
         &plan,
@@ -334,11 +376,17 @@ pub struct Strict {
 /// workspace as the transaction sees it (staged files included). The handoff may be missing;
 /// any other missing artifact is an error.
 pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
+    strict_check_in(txn, &Artifacts::new())
+}
+
+/// [`strict_check`], answering which files exist and what is staged through the operation's
+/// snapshot. (The gates load the files themselves, as `small check --strict` does.)
+pub fn strict_check_in(txn: &Transaction, snap: &Artifacts) -> Result<Strict, TxnError> {
     use crate::gates::check::{load_overlay, run_check, GateOptions};
     use crate::workspace::Location;
     for kind in ArtifactKind::ALL {
         let rel = artifact_rel(kind);
-        if kind != ArtifactKind::Handoff && !txn.exists(&rel) {
+        if kind != ArtifactKind::Handoff && !snap.exists(txn, &rel) {
             return Err(TxnError::invalid(code::MISSING, format!(
                 "cannot work out the resume state: {rel} is missing (restore it, or run `small start` to create missing files)"
             )));
@@ -350,13 +398,13 @@ pub fn strict_check(txn: &Transaction) -> Result<Strict, TxnError> {
     };
     let overlay = |rel: &str| {
         if txn.is_staged(rel) {
-            txn.read(rel).ok().flatten()
+            snap.read(txn, rel).ok().flatten()
         } else {
             None
         }
     };
     let mut kinds = ArtifactKind::ALL.to_vec();
-    if !txn.exists(&handoff_rel()) {
+    if !snap.exists(txn, &handoff_rel()) {
         kinds.retain(|k| *k != ArtifactKind::Handoff);
     }
     let gate = GateOptions {

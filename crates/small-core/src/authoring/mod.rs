@@ -19,6 +19,7 @@ pub mod repair;
 pub mod resume;
 pub mod selftest;
 pub mod session;
+pub mod snapshot;
 pub mod templates;
 pub mod txn;
 

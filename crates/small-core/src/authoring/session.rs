@@ -25,6 +25,7 @@ use crate::authoring::handoff::{
 };
 use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{self, NewEntry, TimestampRule};
+use crate::authoring::snapshot::{Artifacts, WHOLE_LOG_MAX};
 use crate::authoring::templates;
 use crate::authoring::txn::{Transaction, TxnError};
 use crate::gates::invariants::scalar_text;
@@ -145,8 +146,13 @@ pub fn unfinished(open: &[TaskRef]) -> Error {
 
 /// Load the plan's tasks through the transaction (a missing plan is an error).
 pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
+    load_tasks_in(txn, &Artifacts::new())
+}
+
+/// [`load_tasks`], reading the plan through the operation's snapshot.
+fn load_tasks_in(txn: &Transaction, snap: &Artifacts) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
-    let doc = handoff::parse_file(txn, &rel)?.ok_or_else(|| {
+    let doc = snap.parse(txn, &rel)?.ok_or_else(|| {
         TxnError::invalid(
             code::MISSING,
             format!("{rel} does not exist; create a plan with `small plan --add`"),
@@ -157,9 +163,14 @@ pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
 
 /// The run's replay id, else the auto hash of intent, plan and constraints.
 pub fn default_replay_id(txn: &Transaction) -> Result<ReplayId, TxnError> {
-    let value = match handoff::run_replay_id(txn)? {
+    default_replay_id_in(txn, &Artifacts::new())
+}
+
+/// [`default_replay_id`], reading the files through the operation's snapshot.
+fn default_replay_id_in(txn: &Transaction, snap: &Artifacts) -> Result<ReplayId, TxnError> {
+    let value = match handoff::run_replay_id_in(txn, snap)? {
         Some(v) => v,
-        None => handoff::auto_replay_id(txn)?,
+        None => handoff::auto_replay_id_in(txn, snap)?,
     };
     Ok(ReplayId {
         value,
@@ -171,9 +182,15 @@ pub fn default_replay_id(txn: &Transaction) -> Result<ReplayId, TxnError> {
 /// as a tree), in parallel parts for a large log, and resumed from `.small-cache/` when the
 /// bytes scanned before are unchanged ([`crate::authoring::activity`]).
 pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
-    let run = handoff::run_replay_id(txn)?;
+    current_activity_in(txn, &Artifacts::new())
+}
+
+/// [`current_activity`], reading through the operation's snapshot: a log whose end was read
+/// whole before is not read again.
+fn current_activity_in(txn: &Transaction, snap: &Artifacts) -> Result<Activity, TxnError> {
+    let run = handoff::run_replay_id_in(txn, snap)?;
     let rel = progress::progress_rel();
-    let Some(bytes) = txn.read(&rel)? else {
+    let Some(bytes) = snap.read(txn, &rel)? else {
         return Ok(Activity::default());
     };
     let limits = crate::yaml::Limits::default();
@@ -211,41 +228,62 @@ pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
 /// it names can have work.
 fn activity_for(
     txn: &Transaction,
+    snap: &Artifacts,
     open: &HashSet<String>,
     log_tasks: Option<&crate::spec::plan::TaskSet>,
 ) -> Result<Activity, TxnError> {
     if let Some(named) = log_tasks {
         let open: HashSet<String> = open.iter().filter(|t| named.contains(t)).cloned().collect();
-        let rel = progress::progress_rel();
-        let run = handoff::run_replay_id(txn)?;
+        let run = handoff::run_replay_id_in(txn, snap)?;
         let limits = crate::yaml::Limits::default();
-        let len = txn.len(&rel)?.unwrap_or(0);
-        let found = if len > 4 * TAIL_READ_MIN {
-            // A long log: only its first bytes and its last sixteenth are read.
-            let head = txn.read_head(&rel, 64 << 10)?;
-            let tail = txn.read_tail(&rel, len / 16 + TAIL_READ_MIN)?;
-            match (head, tail) {
-                (Some(head), Some((at, tail))) => activity::log_ends(&head, at, &tail, &limits)
-                    .and_then(|(text, at)| {
-                        activity::scan_tail_in(&text, Some(at), run.as_deref(), &limits, &open)
-                    }),
-                _ => None,
-            }
-        } else {
-            txn.read(&rel)?
-                .and_then(|b| String::from_utf8(b).ok())
-                .and_then(|text| activity::scan_tail(&text, run.as_deref(), &limits, &open))
+        let found = match snap.log_end(txn, &progress::progress_rel())? {
+            Some((0, whole)) => String::from_utf8(whole)
+                .ok()
+                .and_then(|text| activity::scan_tail(&text, run.as_deref(), &limits, &open)),
+            Some((at, end)) => long_log_activity(txn, (at, end), run.as_deref(), &open)?,
+            None => None,
         };
         if let Some(a) = found {
             return Ok(a);
         }
     }
-    current_activity(txn)
+    current_activity_in(txn, snap)
 }
 
-/// Logs up to four times this long are read whole for the handoff's activity; a longer one
-/// is read from its ends (its last sixteenth, and at least this much).
+/// The activity of a log longer than [`WHOLE_LOG_MAX`] from its ends: its first bytes and
+/// its last sixteenth (at least [`TAIL_READ_MIN`]). `end` is the log's end as the snapshot
+/// read it (offset, bytes); it is reused when it reaches back far enough. `None`: the ends
+/// do not settle the activity.
+fn long_log_activity(
+    txn: &Transaction,
+    end: (u64, Vec<u8>),
+    run: Option<&str>,
+    open: &HashSet<String>,
+) -> Result<Option<Activity>, TxnError> {
+    let rel = progress::progress_rel();
+    let limits = crate::yaml::Limits::default();
+    let len = end.0 + end.1.len() as u64;
+    let want = len / 16 + TAIL_READ_MIN;
+    let head = txn.read_head(&rel, 64 << 10)?;
+    let tail = if want <= end.1.len() as u64 {
+        let cut = end.1.len() - want as usize;
+        Some((end.0 + cut as u64, end.1[cut..].to_vec()))
+    } else {
+        txn.read_tail(&rel, want)?
+    };
+    Ok(match (head, tail) {
+        (Some(head), Some((at, tail))) => activity::log_ends(&head, at, &tail, &limits)
+            .and_then(|(text, at)| activity::scan_tail_in(&text, Some(at), run, &limits, open)),
+        _ => None,
+    })
+}
+
+/// A log longer than [`WHOLE_LOG_MAX`] is read from its ends for the handoff's activity: its
+/// last sixteenth, and at least this much.
 const TAIL_READ_MIN: u64 = 1 << 20;
+
+// Logs up to four times the least tail are read whole, as before the snapshot read them.
+const _: () = assert!(WHOLE_LOG_MAX == 4 * TAIL_READ_MIN);
 
 fn clip(s: &str, max: usize) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -261,11 +299,12 @@ fn clip(s: &str, max: usize) -> String {
 /// `replay_id`, the plan and the current run's activity. Stages nothing that stays.
 fn assess(
     txn: &mut Transaction,
+    snap: &Artifacts,
     replay_id: &ReplayId,
     run: Option<&RunMeta>,
     fresh: bool,
 ) -> Result<(Vec<Task>, Strict, RunReport, Vec<TaskRef>), TxnError> {
-    let tasks = load_tasks(txn)?;
+    let tasks = load_tasks_in(txn, snap)?;
     let provisional = Handoff {
         summary: "Handoff being generated".into(),
         current_task_id: None,
@@ -279,17 +318,19 @@ fn assess(
         .into_iter()
         .map(|rel| {
             let staged = txn.is_staged(&rel);
-            let bytes = if staged { txn.read(&rel)? } else { None };
+            let bytes = if staged { snap.read(txn, &rel)? } else { None };
             Ok((rel, bytes, staged))
         })
         .collect::<Result<_, TxnError>>()?;
-    let old = txn.read(&hrel)?.and_then(|b| String::from_utf8(b).ok());
+    let old = snap
+        .read(txn, &hrel)?
+        .and_then(|b| String::from_utf8(b).ok());
     txn.write(
         hrel.clone(),
         handoff::render(&provisional, old.as_deref()).into_bytes(),
     );
-    handoff::touch_workspace(txn, Some(&replay_id.value))?;
-    let strict = handoff::strict_check(txn);
+    handoff::touch_workspace_in(txn, snap, Some(&replay_id.value))?;
+    let strict = handoff::strict_check_in(txn, snap);
     for (rel, bytes, staged) in saved {
         match (staged, bytes) {
             (true, Some(b)) => txn.write(rel, b),
@@ -306,7 +347,7 @@ fn assess(
             .filter(|t| !is_closed(&t.effective_status().to_ascii_lowercase()))
             .map(|t| t.id.clone())
             .collect();
-        activity_for(txn, &open, strict.log_tasks.as_ref())?
+        activity_for(txn, snap, &open, strict.log_tasks.as_ref())?
     };
     let open = open_tasks(&tasks, &activity);
     let state = compute_state(&tasks, &strict);
@@ -450,20 +491,21 @@ fn choose_summary(
 /// the run has no activity yet).
 fn build(
     txn: &mut Transaction,
+    snap: &Artifacts,
     summary: Option<&str>,
     replay_id: ReplayId,
     run: Option<RunMeta>,
     final_check: bool,
     fresh: bool,
 ) -> Result<HandoffOutcome, Error> {
-    let (_tasks, _strict, report, open) = assess(txn, &replay_id, run.as_ref(), fresh)?;
+    let (_tasks, _strict, report, open) = assess(txn, snap, &replay_id, run.as_ref(), fresh)?;
     if final_check && !open.is_empty() {
         return Err(unfinished(&open));
     }
     let old = if fresh {
         None
     } else {
-        handoff::parse_file(txn, &handoff::handoff_rel())?
+        snap.parse(txn, &handoff::handoff_rel())?
     };
     let (summary, source, replaced) =
         choose_summary(summary, old.as_ref().map(|d| &d.root), &report);
@@ -488,18 +530,47 @@ fn build(
 /// Stage the handoff (edited in place when one exists) and the workspace metadata
 /// (`run.replay_id`, `updated_at`).
 pub fn stage(txn: &mut Transaction, h: &Handoff) -> Result<(), TxnError> {
+    stage_in(txn, &Artifacts::new(), h)
+}
+
+/// [`stage`], reading the existing handoff and workspace metadata through the operation's
+/// snapshot.
+fn stage_in(txn: &mut Transaction, snap: &Artifacts, h: &Handoff) -> Result<(), TxnError> {
     let rel = handoff::handoff_rel();
-    let existing = txn.read(&rel)?.and_then(|b| String::from_utf8(b).ok());
+    let existing = snap
+        .read(txn, &rel)?
+        .and_then(|b| String::from_utf8(b).ok());
     let text = handoff::render(h, existing.as_deref());
     txn.write(rel, text.into_bytes());
-    handoff::touch_workspace(txn, Some(&h.replay_id.value))?;
+    handoff::touch_workspace_in(txn, snap, Some(&h.replay_id.value))?;
     Ok(())
+}
+
+/// Whether the progress log exists, as [`Transaction::exists`] says. Its end is read for
+/// that (the activity needs it next, so the log is read once); when that read fails, the
+/// plain existence check answers, and the failure shows where the log is read.
+fn progress_exists(txn: &Transaction, snap: &Artifacts) -> bool {
+    let rel = progress::progress_rel();
+    match snap.log_end(txn, &rel) {
+        Ok(end) => end.is_some(),
+        Err(_) => snap.exists(txn, &rel),
+    }
 }
 
 /// `small handoff`: write the resume entrypoint for the run as it is now.
 pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<HandoffOutcome, Error> {
+    write_handoff_in(txn, &Artifacts::new(), req)
+}
+
+/// [`write_handoff`] reading through `snap`: every file is read from disk at most once,
+/// also by what the caller did with the same snapshot before (the `--workspace` check).
+pub fn write_handoff_in(
+    txn: &mut Transaction,
+    snap: &Artifacts,
+    req: &HandoffRequest,
+) -> Result<HandoffOutcome, Error> {
     let prel = progress::progress_rel();
-    if !txn.exists(&prel) {
+    if !progress_exists(txn, snap) {
         return Err(TxnError::invalid(code::MISSING, format!("{prel} does not exist")).into());
     }
     if let Some(summary) = req.summary.as_deref() {
@@ -512,17 +583,18 @@ pub fn write_handoff(txn: &mut Transaction, req: &HandoffRequest) -> Result<Hand
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),
-        None => default_replay_id(txn)?,
+        None => default_replay_id_in(txn, snap)?,
     };
     let out = build(
         txn,
+        snap,
         req.summary.as_deref(),
         replay_id,
         None,
         req.final_check,
         false,
     )?;
-    stage(txn, &out.handoff)?;
+    stage_in(txn, snap, &out.handoff)?;
     Ok(out)
 }
 
@@ -598,15 +670,17 @@ pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, 
         transition_reason: if self_heal { "self_heal" } else { "manual" }.into(),
         previous_replay_id: None,
     };
+    let snap = Artifacts::new();
     let out = build(
         txn,
+        &snap,
         req.summary.as_deref(),
         replay_id,
         Some(run),
         false,
         false,
     )?;
-    stage(txn, &out.handoff)?;
+    stage_in(txn, &snap, &out.handoff)?;
     if self_heal {
         let mut e = NewEntry::new("meta/replayid-self-heal", Some("completed"))
             .field(
@@ -736,6 +810,7 @@ pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, 
     // The handoff is rewritten from scratch: the old one describes the old run.
     let out = build(
         txn,
+        &Artifacts::new(),
         None,
         ReplayId {
             value: new_id.clone(),
@@ -913,17 +988,17 @@ mod tests {
             .collect();
         // task-41..45 never have work.
         let named: crate::spec::plan::TaskSet = (1..=40).map(|i| format!("task-{i}")).collect();
-        let whole = activity_for(&txn, &open, None).unwrap();
+        let whole = activity_for(&txn, &Artifacts::new(), &open, None).unwrap();
         // Without the names: the tail read cannot settle, and the whole log is read.
         let all: crate::spec::plan::TaskSet = open
             .iter()
             .cloned()
             .chain(named.iter().map(String::from))
             .collect();
-        let unsettled = activity_for(&txn, &open, Some(&all)).unwrap();
+        let unsettled = activity_for(&txn, &Artifacts::new(), &open, Some(&all)).unwrap();
         assert_eq!(unsettled, whole);
         // With them: task-41..45 cannot have work, and the tail answers.
-        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
+        let from_end = activity_for(&txn, &Artifacts::new(), &open, Some(&named)).unwrap();
         assert_eq!(open_tasks(&tasks, &from_end), open_tasks(&tasks, &whole));
         assert_eq!(from_end.last_evidence, whole.last_evidence);
         // Only tasks that all have recent work: settled from the last chunk.
@@ -931,11 +1006,42 @@ mod tests {
         let open: HashSet<String> = busy.iter().map(|t| t.id.clone()).collect();
         let text = String::from_utf8(txn.read(&rel).unwrap().unwrap()).unwrap();
         assert!(activity::scan_tail(&text, None, &crate::yaml::Limits::default(), &open).is_some());
-        let from_end = activity_for(&txn, &open, Some(&named)).unwrap();
-        let whole = activity_for(&txn, &open, None).unwrap();
+        let from_end = activity_for(&txn, &Artifacts::new(), &open, Some(&named)).unwrap();
+        let whole = activity_for(&txn, &Artifacts::new(), &open, None).unwrap();
         assert_eq!(open_tasks(&busy, &from_end), open_tasks(&busy, &whole));
         assert_eq!(from_end.last_evidence, whole.last_evidence);
         assert!(!open_tasks(&busy, &whole).is_empty());
+    }
+
+    /// One `small handoff` reads each `.small/` file from disk at most once: the replayId,
+    /// the strict check, the plan, the activity and the existing handoff share what was read.
+    #[test]
+    fn a_handoff_reads_each_file_from_disk_at_most_once() {
+        let dir = workspace();
+        // The first handoff computes the auto replayId (reading intent, plan, constraints);
+        // the second finds the run's in workspace metadata.
+        for _ in 0..2 {
+            let mut txn = Transaction::begin(dir.path()).unwrap();
+            // As `small handoff` runs it: the `--workspace` check, then the handoff.
+            let snap = Artifacts::new();
+            handoff::check_command_scope_in(
+                &txn,
+                &snap,
+                crate::workspace::Scope::Root,
+                "handoff",
+                false,
+            )
+            .unwrap();
+            write_handoff_in(&mut txn, &snap, &HandoffRequest::default()).unwrap();
+            let counts = txn.disk_reads_by_path();
+            // Before the snapshot: 20 lookups (workspace 5, progress 5, plan 3, handoff 3,
+            // intent 2, constraints 2).
+            assert_eq!(counts.len(), 6, "{counts:?}");
+            for (rel, n) in &counts {
+                assert_eq!(*n, 1, "{rel} was looked up {n} times: {counts:?}");
+            }
+            txn.commit().unwrap();
+        }
     }
 
     #[test]

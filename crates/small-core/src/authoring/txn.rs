@@ -162,6 +162,10 @@ pub struct Transaction {
     appends: BTreeMap<String, StagedAppend>,
     moves: Vec<StagedMove>,
     recovered: bool,
+    /// How often each workspace-relative path was looked up on disk (read, stat or existence
+    /// check) through this transaction: lets tests hold an operation to reading each file
+    /// once. A mutex rather than a `Cell` so a transaction stays `Sync`.
+    disk_reads: std::sync::Mutex<BTreeMap<String, usize>>,
 }
 
 /// A rename staged in a transaction (see [`Transaction::stage_move`]).
@@ -219,6 +223,7 @@ impl Transaction {
             appends: BTreeMap::new(),
             moves: Vec::new(),
             recovered: false,
+            disk_reads: Default::default(),
         };
         txn.recovered = recover_locked(&txn.root)?;
         cleanup_staging(&txn.root);
@@ -235,6 +240,29 @@ impl Transaction {
         self.recovered
     }
 
+    /// How many times this transaction reached the disk for a workspace file (reads, stats
+    /// and existence checks; staged content served from memory does not count).
+    pub fn disk_reads(&self) -> usize {
+        self.disk_reads_by_path().values().sum()
+    }
+
+    /// [`Transaction::disk_reads`] per workspace-relative path.
+    pub fn disk_reads_by_path(&self) -> BTreeMap<String, usize> {
+        self.disk_reads
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Count one disk lookup of `rel` (see [`Transaction::disk_reads`]).
+    fn note_disk_read(&self, rel: &str) {
+        let mut counts = self
+            .disk_reads
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *counts.entry(rel.to_string()).or_default() += 1;
+    }
+
     /// Absolute path of a workspace-relative path.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
@@ -246,7 +274,10 @@ impl Transaction {
         check_rel(rel)?;
         let mut data = match self.writes.get(rel) {
             Some(b) => Some(b.clone()),
-            None => read_opt(&self.root.join(rel), fsio::MAX_READ_BYTES)?,
+            None => {
+                self.note_disk_read(rel);
+                read_opt(&self.root.join(rel), fsio::MAX_READ_BYTES)?
+            }
         };
         if let Some(app) = self.appends.get(rel) {
             let d = data.get_or_insert_with(Vec::new);
@@ -273,6 +304,7 @@ impl Transaction {
         if let Some(w) = self.writes.get(rel) {
             return Ok(Some(w.len() as u64));
         }
+        self.note_disk_read(rel);
         let disk = fsio::regular_metadata(&self.root.join(rel))
             .map_err(|e| TxnError::io("stat", &self.root.join(rel), e))?
             .map(|m| m.len());
@@ -289,6 +321,7 @@ impl Transaction {
         if let Some(w) = self.writes.get(rel) {
             return Ok(Some(w[..w.len().min(max as usize)].to_vec()));
         }
+        self.note_disk_read(rel);
         let path = self.root.join(rel);
         let mut f = match fsio::open_read(&path) {
             Ok(f) => f,
@@ -315,6 +348,7 @@ impl Transaction {
             let start = w.len().saturating_sub(max as usize);
             return Ok(Some((start as u64, w[start..].to_vec())));
         }
+        self.note_disk_read(rel);
         let path = self.root.join(rel);
         let Some(meta) =
             fsio::regular_metadata(&path).map_err(|e| TxnError::io("stat", &path, e))?
@@ -356,9 +390,11 @@ impl Transaction {
 
     /// Whether `rel` exists as this transaction sees it.
     pub fn exists(&self, rel: &str) -> bool {
-        self.writes.contains_key(rel)
-            || self.appends.contains_key(rel)
-            || fs::symlink_metadata(self.root.join(rel)).is_ok()
+        if self.is_staged(rel) {
+            return true;
+        }
+        self.note_disk_read(rel);
+        fs::symlink_metadata(self.root.join(rel)).is_ok()
     }
 
     /// Stage the whole new content of `rel`. Replaces earlier staged writes and appends.
@@ -380,6 +416,7 @@ impl Transaction {
             a.bytes.extend_from_slice(&bytes);
             return Ok(());
         }
+        self.note_disk_read(rel);
         let path = self.root.join(rel);
         let pre_len = fsio::regular_metadata(&path)
             .and_then(|m| m.ok_or_else(|| io::ErrorKind::NotFound.into()))
@@ -392,6 +429,7 @@ impl Transaction {
 
     /// Length of the on-disk file before any staged append (None if absent).
     pub fn disk_len(&self, rel: &str) -> Option<u64> {
+        self.note_disk_read(rel);
         fsio::regular_metadata(&self.root.join(rel))
             .ok()
             .flatten()
