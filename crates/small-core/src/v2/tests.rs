@@ -232,7 +232,7 @@ fn v2_event_file_order_is_the_listing_order() {
         payload: super::json::Jv::Obj(Vec::new()),
         digest: String::new(),
     };
-    let mut events = vec![
+    let mut events = [
         event("s2", "a"),
         event("s1", "e-x"),
         event("s1", "e"),
