@@ -159,6 +159,8 @@ pub(crate) struct Proof {
     pub digest: String,
     /// Some entry changed within [`RACY_MARGIN`] of the walk's start (or in the future).
     pub racy: bool,
+    /// The newest modification or change time of an entry (nanoseconds since the epoch).
+    pub newest: i128,
     /// Each entry's path (relative to `.small/`, `""` for itself) and stat line, in order.
     pub entries: Vec<(String, Vec<u8>)>,
 }
@@ -170,23 +172,50 @@ pub(crate) fn proof(small_dir: &Path, started: SystemTime) -> Option<Proof> {
         .checked_sub(RACY_MARGIN)
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as i128);
+    proof_since(small_dir, horizon)
+}
+
+/// [`proof`], racy when an entry changed at or after `horizon` (nanoseconds since the
+/// epoch).
+pub(crate) fn proof_since(small_dir: &Path, horizon: i128) -> Option<Proof> {
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut racy = false;
+    let mut ages = Ages::since(horizon);
     let top = std::fs::symlink_metadata(small_dir).ok()?;
     if !top.is_dir() {
         return None;
     }
-    entries.push((String::new(), stat_line("", &top, horizon, &mut racy)));
-    walk(small_dir, "", &mut entries, horizon, &mut racy, 0)?;
+    entries.push((String::new(), stat_line("", &top, &mut ages)));
+    walk(small_dir, "", &mut entries, &mut ages, 0)?;
     let mut hasher = blake3::Hasher::new();
     for (_, line) in &entries {
         hasher.update(line);
     }
     Some(Proof {
         digest: hasher.finalize().to_hex().to_string(),
-        racy,
+        racy: ages.racy,
+        newest: ages.newest,
         entries,
     })
+}
+
+/// What a walk learns of its entries' times.
+pub(crate) struct Ages {
+    /// Changes at or after this (nanoseconds since the epoch) are young.
+    horizon: i128,
+    /// Some entry is young.
+    racy: bool,
+    /// The newest modification or change time seen.
+    newest: i128,
+}
+
+impl Ages {
+    pub(crate) fn since(horizon: i128) -> Ages {
+        Ages {
+            horizon,
+            racy: false,
+            newest: i128::MIN,
+        }
+    }
 }
 
 /// How deep the walk goes (the profile's trees are at most four levels deep; anything
@@ -197,8 +226,7 @@ fn walk(
     dir: &Path,
     rel: &str,
     out: &mut Vec<(String, Vec<u8>)>,
-    horizon: i128,
-    racy: &mut bool,
+    ages: &mut Ages,
     depth: u32,
 ) -> Option<()> {
     if depth > MAX_DEPTH {
@@ -218,32 +246,28 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        out.push((path.clone(), stat_line(&path, &m, horizon, racy)));
+        out.push((path.clone(), stat_line(&path, &m, ages)));
         // A session's event directory is proven by its own stat: any event added, removed,
         // renamed or replaced in it changes the directory's modification and change times,
         // and events are immutable, created exclusively. Stat'ing each of 100 000 event
         // files costs more than the cache may (docs/decisions.md); an event edited in place
         // is found by `check` and `--no-cache`, not here.
         if m.is_dir() && rel != "events" {
-            walk(&dir.join(&name), &path, out, horizon, racy, depth + 1)?;
+            walk(&dir.join(&name), &path, out, ages, depth + 1)?;
         }
     }
     Some(())
 }
 
 /// The entry's stat line: its path and the stat facts the proof compares.
-pub(crate) fn stat_line(
-    path: &str,
-    m: &std::fs::Metadata,
-    horizon: i128,
-    racy: &mut bool,
-) -> Vec<u8> {
+pub(crate) fn stat_line(path: &str, m: &std::fs::Metadata, ages: &mut Ages) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len() + 80);
     let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
     let (mtime, ctime) = (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()));
-    if mtime >= horizon || ctime >= horizon {
-        *racy = true;
+    if mtime >= ages.horizon || ctime >= ages.horizon {
+        ages.racy = true;
     }
+    ages.newest = ages.newest.max(mtime).max(ctime);
     // Length-prefixed path: no name can run into the numbers.
     out.extend_from_slice(&(path.len() as u64).to_le_bytes());
     out.extend_from_slice(path.as_bytes());

@@ -9,7 +9,9 @@
 //! the view it leaves, and readers load that view):
 //!
 //! - a stat proof of `.small/` taken before the records were read, with no young entry (the
-//!   ordinary rule of [`super::snapshot`]);
+//!   ordinary rule of [`super::snapshot`]); when the tree changed a moment ago (the writer
+//!   before this one), the proof is taken again once the stamping clock reads later than
+//!   the newest change, and then only a change at or after that reading is young;
 //! - after the writes, once the file system's clock has moved past the newest change (so any
 //!   later change gets a later time), a second proof: every entry is as before except the
 //!   records published and the directories holding them;
@@ -28,7 +30,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{context_key, proof, stat_line, write_cache, Proof, Snapshot};
+use super::{context_key, proof, proof_since, stat_line, write_cache, Ages, Proof, Snapshot};
 use crate::v2::load::{self, Store};
 
 /// How long a writer waits at most for the file system clock to move on.
@@ -50,7 +52,17 @@ impl Carry {
     /// Start tracking, before the records are read: `None` when the tree cannot be proven
     /// or is racy (a full read next time, as without a writer).
     pub(crate) fn begin(small_dir: &Path) -> Option<Carry> {
-        let before = proof(small_dir, SystemTime::now())?;
+        let mut before = proof(small_dir, SystemTime::now())?;
+        if before.racy {
+            // Changed a moment ago (most often by the writer before this one). Once the
+            // clock that stamps changes reads later than the newest of them, every later
+            // change gets a later time than the proof holds: the proof is taken again with
+            // that reading as the horizon, so only a change racing this walk makes it racy.
+            if !wait_past(before.newest) {
+                return None;
+            }
+            before = proof_since(small_dir, stamp_clock()?)?;
+        }
         (!before.racy).then_some(Carry {
             before,
             published: Vec::new(),
@@ -278,8 +290,9 @@ fn event_dirs_hold_exactly(
         let Ok(m) = std::fs::symlink_metadata(small_dir.join(dir)) else {
             return false;
         };
-        let mut racy = false;
-        if lines.get(dir.as_str()).copied() != Some(stat_line(dir, &m, 0, &mut racy).as_slice()) {
+        if lines.get(dir.as_str()).copied()
+            != Some(stat_line(dir, &m, &mut Ages::since(0)).as_slice())
+        {
             return false;
         }
     }

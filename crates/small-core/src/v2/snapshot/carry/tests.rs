@@ -144,16 +144,30 @@ fn a_receipt_written_is_not_carried() {
     assert!(!cache_file(root).is_file());
 }
 
+/// Writes in quick succession (an agent's `progress add` after `session start`): the tree
+/// is younger than the racy margin when each writer opens, so the writer waits for the
+/// stamping clock to pass its newest change and proves the tree again from there.
 #[test]
-fn a_tree_changed_just_before_the_writer_opened_is_not_carried() {
+fn a_tree_changed_a_moment_before_the_writer_opened_is_carried_once_the_clock_moved_on() {
     let d = valid();
     let root = d.path();
     // No settling: the records are younger than the racy margin.
+    let sid = {
+        let mut w = open(root);
+        start(&mut w)
+    };
+    assert!(cache_file(root).is_file(), "the writer left a cache");
+    let s = cached(root);
+    assert!(s.from_cache);
+    assert_eq!(answer(s), cold(root));
     {
         let mut w = open(root);
-        start(&mut w);
+        write::close_session(&mut w, &sid, "right after").unwrap();
     }
-    assert!(!cache_file(root).is_file());
+    let s = cached(root);
+    assert!(s.from_cache, "the second write, right after the first, carried it too");
+    assert_eq!(answer(s.clone()), cold(root));
+    assert_eq!(s.state.handoff.as_deref(), Some("right after"));
 }
 
 #[test]
