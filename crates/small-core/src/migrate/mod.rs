@@ -776,6 +776,11 @@ fn write_candidate(
 struct CandidateWriter<'a> {
     root: &'a Path,
     dirs: BTreeSet<PathBuf>,
+    /// The directory the last file went to, held open: the next file of the same directory
+    /// (a session's events come one after another) is created relative to it, without a walk
+    /// of the whole path. At 100 000 events that walk was a fifth of the time of apply.
+    #[cfg(target_os = "linux")]
+    at: Option<(PathBuf, rustix::fd::OwnedFd)>,
 }
 
 impl<'a> CandidateWriter<'a> {
@@ -783,16 +788,52 @@ impl<'a> CandidateWriter<'a> {
         CandidateWriter {
             root,
             dirs: BTreeSet::new(),
+            #[cfg(target_os = "linux")]
+            at: None,
         }
     }
 
+    /// Create the directory `dir` (and its parents) once per writer.
+    fn ensure_dir(&mut self, dir: &Path) -> Result<(), MigrateError> {
+        if !self.dirs.contains(dir) {
+            std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
+            self.dirs.insert(dir.to_path_buf());
+        }
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
+    fn write(&mut self, rel: &str, data: &[u8]) -> Result<(), MigrateError> {
+        use rustix::fs::{Mode, OFlags};
+        use std::io::Write as _;
+        let path = self.root.join(rel);
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return write_new_file(&path, data);
+        };
+        if self.at.as_ref().is_none_or(|(d, _)| d != parent) {
+            self.ensure_dir(parent)?;
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            self.at = rustix::fs::open(parent, flags, Mode::empty())
+                .ok()
+                .map(|fd| (parent.to_path_buf(), fd));
+        }
+        let Some((_, dir)) = &self.at else {
+            return write_new_file(&path, data);
+        };
+        // As `std::fs::write` creates a file (mode 0o666 less the umask), from the directory.
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o666))
+            .map_err(|e| io_err("cannot write", &path, &std::io::Error::from(e)))?;
+        std::fs::File::from(fd)
+            .write_all(data)
+            .map_err(|e| io_err("cannot write", &path, &e))
+    }
+
+    #[cfg(not(target_os = "linux"))]
     fn write(&mut self, rel: &str, data: &[u8]) -> Result<(), MigrateError> {
         let path = self.root.join(rel);
         if let Some(parent) = path.parent() {
-            if !self.dirs.contains(parent) {
-                std::fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, &e))?;
-                self.dirs.insert(parent.to_path_buf());
-            }
+            self.ensure_dir(parent)?;
         }
         write_new_file(&path, data)
     }

@@ -165,7 +165,10 @@ fn a_tree_changed_a_moment_before_the_writer_opened_is_carried_once_the_clock_mo
         write::close_session(&mut w, &sid, "right after").unwrap();
     }
     let s = cached(root);
-    assert!(s.from_cache, "the second write, right after the first, carried it too");
+    assert!(
+        s.from_cache,
+        "the second write, right after the first, carried it too"
+    );
     assert_eq!(answer(s.clone()), cold(root));
     assert_eq!(s.state.handoff.as_deref(), Some("right after"));
 }
