@@ -69,9 +69,10 @@ impl Artifacts {
         Artifacts::default()
     }
 
-    /// What was seen of `rel`, if it was looked at.
-    fn seen(&self, rel: &str) -> Option<Seen> {
-        self.seen.borrow().get(rel).cloned()
+    /// `f` of what was seen of `rel`, if it was looked at (borrowed: a log's end is not
+    /// copied to be looked at).
+    fn with_seen<T>(&self, rel: &str, f: impl FnOnce(&Seen) -> Option<T>) -> Option<T> {
+        self.seen.borrow().get(rel).and_then(f)
     }
 
     /// Remember what the disk holds for `rel`; knowing only existence never replaces more.
@@ -89,7 +90,7 @@ impl Artifacts {
         if txn.is_staged(rel) {
             return txn.read(rel);
         }
-        if let Some(whole) = self.seen(rel).and_then(|s| s.whole()) {
+        if let Some(whole) = self.with_seen(rel, Seen::whole) {
             return Ok(whole);
         }
         let bytes = txn.read(rel)?;
@@ -103,8 +104,8 @@ impl Artifacts {
         if txn.is_staged(rel) {
             return true;
         }
-        if let Some(seen) = self.seen(rel) {
-            return seen.exists();
+        if let Some(exists) = self.with_seen(rel, |s| Some(s.exists())) {
+            return exists;
         }
         let exists = txn.exists(rel);
         self.remember(rel, Seen::Exists(exists));
@@ -121,7 +122,11 @@ impl Artifacts {
         if txn.is_staged(rel) {
             return txn.read_tail(rel, WHOLE_LOG_MAX);
         }
-        if let Some(Seen::End(end)) = self.seen(rel) {
+        let end = |s: &Seen| match s {
+            Seen::End(end) => Some(end.clone()),
+            _ => None,
+        };
+        if let Some(end) = self.with_seen(rel, end) {
             return Ok(end);
         }
         let end = txn.read_tail(rel, WHOLE_LOG_MAX)?;

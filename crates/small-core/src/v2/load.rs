@@ -348,7 +348,7 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     l.store.policy_constraints_digest =
         l.policy_digest(&small_dir.join("policy/constraints.small.yml"));
     let mut buf = Vec::new();
-    for path in l.json_files(&small_dir.join("sessions"), 1) {
+    for path in l.json_files(&small_dir.join("sessions")) {
         if l.read_into(&path, &mut buf) {
             l.load_session(&path, &buf);
         } else {
@@ -358,7 +358,7 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     let events = l.event_files(&small_dir.join("events"));
     l.load_events(&events);
     drop(events);
-    for path in l.json_files(&small_dir.join("receipts/sha256"), 1) {
+    for path in l.json_files(&small_dir.join("receipts/sha256")) {
         if l.read_into(&path, &mut buf) {
             l.load_receipt(&path, &buf);
         } else {
@@ -651,19 +651,24 @@ impl Loader<'_> {
         Some(out)
     }
 
-    /// Every `*.json` file `depth` levels below `dir` (1: its files, 2: files of its
-    /// subdirectories), in name order. Anything else there is reported.
-    fn json_files(&mut self, dir: &Path, depth: u32) -> Vec<PathBuf> {
+    /// Every `*.json` file in `dir`, in name order. Anything else there is reported.
+    fn json_files(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let names = self.json_names(dir);
+        names.into_iter().map(|n| dir.join(n)).collect()
+    }
+
+    /// The names of the `*.json` files in `dir`, in name order (no paths: a session's
+    /// events may be 100 000). Anything else there is reported.
+    fn json_names(&mut self, dir: &Path) -> Vec<String> {
         let mut out = Vec::new();
-        for (_, path, ty) in self.entries(dir).unwrap_or_default() {
+        for (name, ty) in self.names(dir).unwrap_or_default() {
+            let is_json = Path::new(&name).extension().is_some_and(|e| e == "json");
             if ty.is_symlink() {
-                self.symlink(&path);
-            } else if depth > 1 && ty.is_dir() {
-                out.extend(self.json_files(&path, depth - 1));
-            } else if depth == 1 && ty.is_file() && path.extension().is_some_and(|e| e == "json") {
-                out.push(path);
+                self.symlink(&dir.join(&name));
+            } else if ty.is_file() && is_json {
+                out.push(name);
             } else {
-                self.stray_record(&path);
+                self.stray_record(&dir.join(&name));
             }
         }
         out
@@ -681,8 +686,7 @@ impl Loader<'_> {
     }
 
     /// The event files under `events`: each session directory (in name order) with the
-    /// names of its `*.json` files (in name order). Anything else there is reported, as
-    /// [`Self::json_files`] reports it.
+    /// names of its `*.json` files (in name order). Anything else there is reported.
     fn event_files(&mut self, events: &Path) -> Vec<(PathBuf, Vec<String>)> {
         let mut out = Vec::new();
         for (_, dir, ty) in self.entries(events).unwrap_or_default() {
@@ -694,17 +698,7 @@ impl Loader<'_> {
                 self.stray_record(&dir);
                 continue;
             }
-            let mut names = Vec::new();
-            for (name, ty) in self.names(&dir).unwrap_or_default() {
-                let is_json = Path::new(&name).extension().is_some_and(|e| e == "json");
-                if ty.is_symlink() {
-                    self.symlink(&dir.join(&name));
-                } else if ty.is_file() && is_json {
-                    names.push(name);
-                } else {
-                    self.stray_record(&dir.join(&name));
-                }
-            }
+            let names = self.json_names(&dir);
             out.push((dir, names));
         }
         out
