@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::v2::record;
 use gojson::GoValue;
@@ -234,7 +233,7 @@ impl Outcome {
 }
 
 fn sha256_hex(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
+    crate::v2::json::sha256_hex(data)
 }
 
 fn hash_parts(parts: &[&str]) -> String {
@@ -737,20 +736,36 @@ fn write_candidate(
     plan: &Plan,
     contents: &BTreeMap<String, Vec<u8>>,
 ) -> Result<Built, MigrateError> {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(256);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(String, Vec<u8>)>>(4);
     let (built, writer) = std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
             let mut writer = CandidateWriter::new(candidate);
-            for (rel, data) in rx {
-                writer.write(&rel, &data)?;
+            for batch in rx {
+                for (rel, data) in batch {
+                    writer.write(&rel, &data)?;
+                }
             }
             Ok::<_, MigrateError>(writer)
         });
         match spawned {
             Ok(handle) => {
+                // Files go over in batches: one hand-over (and at most one wake-up of
+                // either thread) per batch, not per file.
+                let stopped = || MigrateError::Io("the candidate writer stopped".into());
+                let mut batch = Vec::with_capacity(WRITE_BATCH);
                 let built = build(plan, contents, &mut |rel, data| {
-                    tx.send((rel, data))
-                        .map_err(|_| MigrateError::Io("the candidate writer stopped".into()))
+                    batch.push((rel, data));
+                    if batch.len() == WRITE_BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(WRITE_BATCH));
+                        tx.send(full).map_err(|_| stopped())?;
+                    }
+                    Ok(())
+                })
+                .and_then(|b| {
+                    if !batch.is_empty() {
+                        tx.send(std::mem::take(&mut batch)).map_err(|_| stopped())?;
+                    }
+                    Ok(b)
                 });
                 drop(tx);
                 let writer = handle
@@ -771,6 +786,9 @@ fn write_candidate(
     writer.sync()?;
     Ok(built)
 }
+
+/// How many files the builder hands the candidate writer at a time.
+const WRITE_BATCH: usize = 128;
 
 /// Writes the files of a candidate tree, creating each directory once.
 struct CandidateWriter<'a> {
@@ -820,8 +838,9 @@ impl<'a> CandidateWriter<'a> {
         let Some((_, dir)) = &self.at else {
             return write_new_file(&path, data);
         };
-        // As `std::fs::write` creates a file (mode 0o666 less the umask), from the directory.
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        // As `std::fs::write` creates a file (mode 0o666 less the umask), from the directory;
+        // the candidate is a new tree, so a name already there is an error, never overwritten.
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o666))
             .map_err(|e| io_err("cannot write", &path, &std::io::Error::from(e)))?;
         std::fs::File::from(fd)

@@ -184,7 +184,17 @@ impl<'de> Visitor<'de> for JvVisitor {
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    hex_lower(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of `bytes`, written into one buffer: `hex::encode` collects the digits a
+/// `char` at a time, and a digest is turned into hex for every record read or written.
+pub fn hex_lower(bytes: &[u8]) -> String {
+    let mut out = vec![0u8; bytes.len() * 2];
+    match hex::encode_to_slice(bytes, &mut out) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| hex::encode(bytes)),
+        Err(_) => hex::encode(bytes),
+    }
 }
 
 /// The digest a record's bytes call for: SHA-256 of the record without its
@@ -214,13 +224,22 @@ pub fn record_digest(bytes: &[u8]) -> Option<(String, String)> {
     hasher.update(b"}");
     Some((
         String::from_utf8_lossy(hex).into_owned(),
-        hex::encode(hasher.finalize()),
+        hex_lower(&hasher.finalize()),
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_lower_is_the_hex_crates_encoding() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        for len in [0, 1, 16, 32, 256] {
+            assert_eq!(hex_lower(&bytes[..len]), hex::encode(&bytes[..len]));
+        }
+        assert_eq!(hex_lower(&[0x0f, 0xa0]), "0fa0");
+    }
 
     #[test]
     fn v2_json_refuses_duplicate_keys() {

@@ -417,6 +417,17 @@ const EVENT_CHUNK: usize = 2048;
 
 /// Reads chunks of event files for [`Loader::load_events`], on one thread: its read buffer
 /// and the session directory it has open are kept from one chunk to the next.
+/// An event file being loaded: its path and the names checked against its identity.
+struct EventAt<'p> {
+    path: &'p Path,
+    /// The file's name.
+    name: &'p str,
+    /// Its session directory's name.
+    session_dir: &'p str,
+    /// The directory of event records, as diagnostics name it.
+    events_dir: std::sync::Arc<str>,
+}
+
 struct EventReader<'a> {
     root: &'a Path,
     profile: Option<Profile>,
@@ -444,10 +455,29 @@ impl<'a> EventReader<'a> {
                 ..Store::default()
             },
         };
-        for (dir, name) in part {
+        // What is known of a session directory is worked out once for all its events.
+        let mut held: Option<(&Path, String, std::sync::Arc<str>)> = None;
+        for &(dir, name) in part {
             let path = dir.join(name);
-            if sub.read_event(&mut self.at, &path, &mut self.buf) {
-                sub.load_event(&path, &self.buf);
+            if held
+                .as_ref()
+                .is_none_or(|(d, _, _)| d.as_os_str() != dir.as_os_str())
+            {
+                let session_dir = dir.file_name().unwrap_or_default();
+                let events_dir = sub.events_dir(&path);
+                held = Some((dir, session_dir.to_string_lossy().into_owned(), events_dir));
+            }
+            let Some((_, session_dir, events_dir)) = &held else {
+                continue;
+            };
+            if sub.read_event(&mut self.at, dir, name, &path, &mut self.buf) {
+                let at = EventAt {
+                    path: &path,
+                    name,
+                    session_dir,
+                    events_dir: events_dir.clone(),
+                };
+                sub.load_event_at(&at, &self.buf);
             } else {
                 sub.note_unreadable(&path);
             }
@@ -775,14 +805,16 @@ impl Loader<'_> {
     fn read_event(
         &mut self,
         at: &mut Option<(PathBuf, rustix::fd::OwnedFd)>,
+        dir: &Path,
+        name: &str,
         p: &Path,
         buf: &mut Vec<u8>,
     ) -> bool {
         use rustix::fs::{Mode, OFlags};
-        let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
-            return self.read_into(p, buf);
-        };
-        if at.as_ref().is_none_or(|(d, _)| d != dir) {
+        if at
+            .as_ref()
+            .is_none_or(|(d, _)| d.as_os_str() != dir.as_os_str())
+        {
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             *at = rustix::fs::open(dir, flags, Mode::empty())
                 .ok()
@@ -928,7 +960,6 @@ impl Loader<'_> {
 
     /// Check the stored digest against the bytes; the stored value.
     fn check_digest(&mut self, path: &Path, bytes: &[u8], what: &str) -> String {
-        let file = self.rel(path);
         match json::record_digest(bytes) {
             Some((stored, computed)) if stored == computed => stored,
             Some((stored, computed)) => {
@@ -936,7 +967,7 @@ impl Loader<'_> {
                     "V2-DIGEST",
                     format!("{what}'s digest does not match its bytes: stored {stored}, computed {computed}"),
                 )
-                .in_file(file)
+                .in_file(self.rel(path))
                 .with_help("the record was changed after it was written; restore it from version control (records are immutable)");
                 self.push(d);
                 stored
@@ -946,7 +977,7 @@ impl Loader<'_> {
                     "V2-DIGEST",
                     format!("{what} does not end with its \"digest\" member in compact form"),
                 )
-                .in_file(file)
+                .in_file(self.rel(path))
                 .with_help("records are compact JSON ending with \"digest\"; restore the record from version control");
                 self.push(d);
                 String::new()
@@ -1101,6 +1132,22 @@ impl Loader<'_> {
     }
 
     fn load_event(&mut self, path: &Path, bytes: &[u8]) {
+        let name = path.file_name().map(|n| n.to_string_lossy());
+        let session_dir = path.parent().and_then(Path::file_name);
+        let session_dir = session_dir.map(|n| n.to_string_lossy());
+        let events_dir = self.events_dir(path);
+        let at = EventAt {
+            path,
+            name: name.as_deref().unwrap_or_default(),
+            session_dir: session_dir.as_deref().unwrap_or_default(),
+            events_dir,
+        };
+        self.load_event_at(&at, bytes);
+    }
+
+    /// [`Self::load_event`] of the event file `at` (whose names are already known).
+    fn load_event_at(&mut self, at: &EventAt<'_>, bytes: &[u8]) {
+        let path = at.path;
         // A sound record is read by the fast path; anything else by the general one, which
         // reports what is wrong (v2/fastevent.rs says why there are two).
         let f = match fastevent::parse(bytes) {
@@ -1121,15 +1168,11 @@ impl Loader<'_> {
             &f.project_id,
             Some(&f.lineage_id),
         );
-        let name_ok = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".json"))
+        let name_ok = at
+            .name
+            .strip_suffix(".json")
             .is_some_and(|n| n == f.event_id);
-        let dir_ok = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|n| n.to_string_lossy() == f.session_id);
+        let dir_ok = at.session_dir == f.session_id;
         if !name_ok || !dir_ok {
             self.path_mismatch(
                 path,
@@ -1148,9 +1191,8 @@ impl Loader<'_> {
                 .with_help("profile 2.0.0 defines a closed set of event kinds; restore the record");
             self.push(d);
         }
-        let events_dir = self.events_dir(path);
         self.store.events.push(Event {
-            events_dir,
+            events_dir: at.events_dir.clone(),
             id: f.event_id,
             session_id: f.session_id,
             kind: f.kind,

@@ -81,7 +81,7 @@ pub fn new_id(prefix: &str) -> String {
         let h = sha256_hex(seed.as_bytes());
         return format!("{prefix}_{}", &h[..32]);
     }
-    format!("{prefix}_{}", hex::encode(buf))
+    format!("{prefix}_{}", crate::v2::json::hex_lower(&buf))
 }
 
 /// Now, as Go's `time.RFC3339Nano` prints a UTC time (fraction without trailing zeros).
