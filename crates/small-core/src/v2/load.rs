@@ -412,11 +412,20 @@ pub(super) fn load_published(
     true
 }
 
-/// How many event files one thread reads before handing its records over ([`Loader::load_events`]).
-const EVENT_CHUNK: usize = 2048;
+/// How many event files one thread reads before handing its records over
+/// ([`Loader::load_events`]): small enough that neither thread is left alone with much of
+/// the work at the end (at 2 048, 10 000 events were five chunks, three of them on one
+/// thread), large enough that handing over costs nothing.
+const EVENT_CHUNK: usize = 512;
 
-/// Reads chunks of event files for [`Loader::load_events`], on one thread: its read buffer
-/// and the session directory it has open are kept from one chunk to the next.
+/// The value held in `slot` when it is the chunk `want`.
+fn take_if<T>(slot: &mut Option<(usize, T)>, want: usize) -> Option<T> {
+    match slot {
+        Some((i, _)) if *i == want => slot.take().map(|(_, t)| t),
+        _ => None,
+    }
+}
+
 /// An event file being loaded: its path and the names checked against its identity.
 struct EventAt<'p> {
     path: &'p Path,
@@ -428,6 +437,8 @@ struct EventAt<'p> {
     events_dir: std::sync::Arc<str>,
 }
 
+/// Reads chunks of event files for [`Loader::load_events`], on one thread: its read buffer
+/// and the session directory it has open are kept from one chunk to the next.
 struct EventReader<'a> {
     root: &'a Path,
     profile: Option<Profile>,
@@ -668,7 +679,11 @@ impl Loader<'_> {
                 .filter_map(Result::ok)
                 .filter_map(|e| {
                     let ty = e.file_type().ok()?;
-                    Some((e.file_name().to_string_lossy().into_owned(), ty))
+                    let name = e.file_name().into_string();
+                    Some((
+                        name.unwrap_or_else(|n| n.to_string_lossy().into_owned()),
+                        ty,
+                    ))
                 })
                 .collect(),
             Err(e) => {
@@ -692,7 +707,8 @@ impl Loader<'_> {
     fn json_names(&mut self, dir: &Path) -> Vec<String> {
         let mut out = Vec::new();
         for (name, ty) in self.names(dir).unwrap_or_default() {
-            let is_json = Path::new(&name).extension().is_some_and(|e| e == "json");
+            // As `Path::extension`: `.json` alone is a hidden file with no extension.
+            let is_json = name.strip_suffix(".json").is_some_and(|s| !s.is_empty());
             if ty.is_symlink() {
                 self.symlink(&dir.join(&name));
             } else if ty.is_file() && is_json {
@@ -735,12 +751,13 @@ impl Loader<'_> {
     }
 
     /// Read and check the event files `dirs` names (in order) on two threads, in chunks of
-    /// [`EVENT_CHUNK`]: this thread reads the even chunks, a second one the odd chunks, and
-    /// each chunk's records (and findings) are added here in order, so the result is the
-    /// same as one thread's. The second thread can run at most two chunks ahead, so besides
-    /// the store's list (made room for every event at once) only a few chunks are held: at
-    /// 100 000 events, halves merged at the end held 16 MiB more.
+    /// [`EVENT_CHUNK`]: each thread takes the next chunk nobody has taken yet, and each
+    /// chunk's records (and findings) are added here in order, so the result is the same as
+    /// one thread's. The second thread hands over one chunk at a time and waits until it is
+    /// taken, so besides the store's list (made room for every event at once) only a few
+    /// chunks are held: at 100 000 events, halves merged at the end held 16 MiB more.
     fn load_events(&mut self, dirs: &[(PathBuf, Vec<String>)]) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let files: Vec<(&Path, &str)> = dirs
             .iter()
             .flat_map(|(dir, names)| names.iter().map(move |n| (dir.as_path(), n.as_str())))
@@ -754,31 +771,48 @@ impl Loader<'_> {
             }
             return;
         }
+        let next = AtomicUsize::new(0);
+        let take = || next.fetch_add(1, Ordering::Relaxed);
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Store>(1);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Store)>(1);
             let mut theirs = EventReader::new(self.root, self.store.profile.clone());
-            let odd = chunks.iter().skip(1).step_by(2);
-            let helper = crate::par::start(scope, move || {
-                for c in odd {
-                    if tx.send(theirs.read(c)).is_err() {
-                        break;
-                    }
+            let chunks = &chunks;
+            let helper = crate::par::start(scope, move || loop {
+                let i = take();
+                let Some(c) = chunks.get(i) else { break };
+                if tx.send((i, theirs.read(c))).is_err() {
+                    break;
                 }
             });
-            // Without a second thread (refused, or gone), this one reads every chunk.
+            // The chunk to add next; one this thread read out of turn; one the second thread
+            // handed over out of turn. Both threads take chunks in increasing order, so the
+            // chunk wanted is always one of these, one not yet taken, or the second thread's
+            // next hand-over.
+            let mut want = 0;
+            let mut own: Option<(usize, Store)> = None;
+            let mut handed: Option<(usize, Store)> = None;
             let mut helped = helper.is_ok();
-            for (i, c) in chunks.iter().enumerate() {
-                let part = match (i % 2, helped) {
-                    (1, true) => match rx.recv() {
-                        Ok(part) => part,
-                        Err(_) => {
-                            helped = false;
-                            mine.read(c)
-                        }
-                    },
-                    _ => mine.read(c),
-                };
-                self.absorb(part);
+            while want < chunks.len() {
+                if let Some(part) = take_if(&mut own, want).or_else(|| take_if(&mut handed, want)) {
+                    self.absorb(part);
+                    want += 1;
+                } else if own.is_none() && next.load(Ordering::Relaxed) < chunks.len() {
+                    let i = take();
+                    if let Some(c) = chunks.get(i) {
+                        own = Some((i, mine.read(c)));
+                    }
+                } else if helped && handed.is_none() {
+                    match rx.recv() {
+                        Ok(part) => handed = Some(part),
+                        Err(_) => helped = false,
+                    }
+                } else {
+                    // The second thread is gone with chunks it took (or cannot be): they are
+                    // read here.
+                    let part = chunks.get(want).map(|c| mine.read(c)).unwrap_or_default();
+                    self.absorb(part);
+                    want += 1;
+                }
             }
             drop(rx);
             if let Ok(Err(panic)) = helper.map(|h| h.join()) {
