@@ -1117,7 +1117,7 @@ mod tests {
             acceptance: Vec::new(),
             dependencies: deps.iter().map(|d| d.to_string()).collect(),
             evidence: Vec::new(),
-            attestations: Vec::new(),
+            attestation_count: 0,
         };
         let tasks = [
             task("a", &[]),

@@ -199,11 +199,11 @@ fn render_v2(st: &small_core::v2::status::Status) -> String {
             counts.join(", ")
         }
     ));
-    for t in &st.tasks {
+    for t in st.tasks.iter().map(|t| &t.task) {
         let name = if t.alias.is_empty() { &t.id } else { &t.alias };
         o.push_str(&format!("  [{}] {name}  {}\n", t.status, t.title));
     }
-    if let Some(t) = &st.next_task {
+    if let Some(t) = st.next_task.as_ref().map(|t| &t.task) {
         let name = if t.alias.is_empty() { &t.id } else { &t.alias };
         o.push_str(&format!("\nNext task: {name} ({})\n", t.title));
     }

@@ -16,10 +16,8 @@ use crate::gates::check::{self, GateOptions};
 use crate::gates::report::{self, compact_line};
 use crate::gates::schemas::SchemaSet;
 use crate::history::runs::{self, digest};
-use crate::spec::consts::{ArtifactKind, SMALL_DIR, WORKSPACE_FILE};
-use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::spec::consts::SMALL_DIR;
 use crate::workspace::{fsio, Scope};
-use crate::yaml::{self, Limits, Node};
 
 /// How many next actionable tasks a plan summary lists.
 pub const NEXT_ACTIONABLE: usize = 5;
@@ -197,18 +195,6 @@ pub fn inspect(dirs: &[PathBuf], opts: &HealthOptions) -> Vec<WorkspaceHealth> {
         .collect()
 }
 
-fn read_yaml(path: &Path) -> Option<yaml::Document> {
-    let limits = Limits::default();
-    let bytes = fsio::read_bounded(path, limits.max_bytes as u64).ok()?;
-    yaml::parse_bytes(&bytes, &limits).ok()
-}
-
-fn trimmed(n: Option<&Node>) -> Option<String> {
-    n.and_then(Node::as_str)
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 /// Inspect one workspace.
 pub fn inspect_one(
     dir: &Path,
@@ -294,20 +280,27 @@ fn v1_state(
         Ok(schemas) => strict(root, schemas, h),
     }
 
-    h.replay_id = read_yaml(&small.join(WORKSPACE_FILE))
-        .and_then(|d| trimmed(d.root.pointer(RUN_REPLAY_ID_POINTER)))
-        .or_else(|| {
-            read_yaml(&small.join(ArtifactKind::Handoff.file_name()))
-                .and_then(|d| trimmed(d.root.pointer(HANDOFF_REPLAY_ID_POINTER)))
-        });
+    // The current run and the plan come from the project state, as status reports them.
+    let st = crate::state::load_dir(
+        small,
+        &crate::state::LoadOptions {
+            recent: 0,
+            audit: false,
+        },
+    );
+    h.replay_id = st.run_replay_id.clone().or_else(|| {
+        st.handoff
+            .as_ref()
+            .and_then(|ho| ho.replay_id.clone())
+            .filter(|r| !r.is_empty())
+    });
 
     match digest::live_digests(root) {
         Ok((aggregate, _)) => h.artifact_digest = Some(aggregate),
         Err(e) => h.problem(StrictStatus::Error, e.message),
     }
 
-    if let Some(plan) = read_yaml(&small.join(ArtifactKind::Plan.file_name())) {
-        let p = crate::state::status::plan_status_of(Some(&plan.root), NEXT_ACTIONABLE);
+    if let Some(p) = crate::state::status::plan_status(&st, NEXT_ACTIONABLE) {
         h.plan = Some(HealthPlan {
             total_tasks: p.total_tasks,
             tasks_by_status: p.tasks_by_status,

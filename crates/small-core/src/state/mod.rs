@@ -50,9 +50,14 @@ pub struct Task {
     /// Digests of the evidence receipts its transitions cite (2.0.0).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
-    /// The events that attest its outcome at its current revision (2.0.0).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub attestations: Vec<String>,
+    /// How many events attest its outcome at its current revision (2.0.0; `reconstruct
+    /// --task` lists them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attestation_count: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Task {

@@ -102,7 +102,7 @@ pub(crate) fn tasks(root: &Node) -> Vec<Task> {
                 acceptance: list(node.and_then(|n| n.get("acceptance"))),
                 dependencies: t.dependencies.clone(),
                 evidence: Vec::new(),
-                attestations: Vec::new(),
+                attestation_count: 0,
             }
         })
         .collect()

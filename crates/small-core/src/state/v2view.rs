@@ -62,7 +62,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
                 acceptance: t.acceptance.clone(),
                 dependencies: t.dependencies.clone(),
                 evidence: t.evidence_digests.clone(),
-                attestations: t.attestations.clone(),
+                attestation_count: t.attestation_count,
             })
             .collect(),
     );

@@ -38,6 +38,10 @@ pub struct Task {
     /// stale), in event order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attestations: Vec<String>,
+    /// How many transitions attest it: `attestations.len()`, kept where the list is not
+    /// (a [`crate::v2::snapshot::Snapshot`] holds counts only).
+    #[serde(skip)]
+    pub attestation_count: usize,
 }
 
 /// A session and what its events say about it.
@@ -624,6 +628,7 @@ pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
                         policy_revision: String::new(),
                         source_digest: String::new(),
                         attestations: Vec::new(),
+                        attestation_count: 0,
                     });
                     tasks.len() - 1
                 });
@@ -693,6 +698,7 @@ pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
         heads.reverse();
         if !live.is_empty() {
             tasks[i].attestations = live.iter().map(|e| e.id.clone()).collect();
+            tasks[i].attestation_count = live.len();
         }
         let Some(&last) = heads.last() else { continue };
         for h in &heads {

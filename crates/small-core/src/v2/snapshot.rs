@@ -81,6 +81,12 @@ impl Snapshot {
     ) -> Snapshot {
         let mut state = checked.state;
         state.timeline.clear();
+        // The ids of the transitions attesting each task grow with the log (a thousand a
+        // task at 100 000 events): `status` and `resume` show their number, and
+        // `reconstruct --task` the ids.
+        for t in &mut state.tasks {
+            t.attestations = Vec::new();
+        }
         let order = std::mem::take(&mut state.order);
         let (mut any, mut signal, mut handoff) = (0, 0, false);
         let mut keep: Vec<&Event> = Vec::new();
@@ -299,6 +305,8 @@ struct CacheBody {
     state: State,
     /// The tasks' policy revisions (not part of the state's serialised form).
     task_policy: Vec<String>,
+    /// The tasks' attestation counts (likewise).
+    task_attestations: Vec<usize>,
     events: usize,
     tail: Vec<Event>,
     tail_complete: bool,
@@ -333,6 +341,7 @@ pub(crate) fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
             .iter()
             .map(|t| t.policy_revision.clone())
             .collect(),
+        task_attestations: s.state.tasks.iter().map(|t| t.attestation_count).collect(),
         events: s.events,
         tail: s.tail.clone(),
         tail_complete: s.tail_complete,
@@ -345,12 +354,23 @@ pub(crate) fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
 fn read_cache(dir: &Path, key: &str, proof: &str) -> Option<Snapshot> {
     let json = read_sealed(dir, CACHE_FILE, CACHE_MAX_BYTES)?;
     let body: CacheBody = serde_json::from_str(&json).ok()?;
-    if body.key != key || body.proof != proof || body.task_policy.len() != body.state.tasks.len() {
+    let tasks = body.state.tasks.len();
+    if body.key != key
+        || body.proof != proof
+        || body.task_policy.len() != tasks
+        || body.task_attestations.len() != tasks
+    {
         return None;
     }
     let mut state = body.state;
-    for (t, p) in state.tasks.iter_mut().zip(body.task_policy) {
+    for ((t, p), n) in state
+        .tasks
+        .iter_mut()
+        .zip(body.task_policy)
+        .zip(body.task_attestations)
+    {
         t.policy_revision = p;
+        t.attestation_count = n;
     }
     Some(Snapshot {
         diagnostics: body

@@ -30,9 +30,9 @@ pub struct Status {
     pub policy_revision: String,
     /// Task count by status.
     pub task_counts: BTreeMap<String, usize>,
-    pub tasks: Vec<Task>,
+    pub tasks: Vec<StatusTask>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_task: Option<Task>,
+    pub next_task: Option<StatusTask>,
     pub session_list: Vec<SessionState>,
     pub conflicts: Vec<Conflict>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,6 +42,32 @@ pub struct Status {
     pub exit_code: u8,
     /// Problems with the records or the event graph; empty when `ok`.
     pub problems: Vec<Diagnostic>,
+}
+
+/// A task as `status` shows it: the reducer's task with the number of transitions attesting
+/// it instead of their ids (`reconstruct --task` lists them), so that the report grows with
+/// the tasks, not with the log.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusTask {
+    #[serde(flatten)]
+    pub task: Task,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attestation_count: usize,
+}
+
+impl From<&Task> for StatusTask {
+    fn from(t: &Task) -> StatusTask {
+        let mut task = t.clone();
+        task.attestations = Vec::new();
+        StatusTask {
+            attestation_count: t.attestation_count,
+            task,
+        }
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The status of the 2.0.0 tree at `root/.small`, every record read.
@@ -87,8 +113,8 @@ pub fn status_with_cache(root: &Path, small_dir: &Path, use_cache: bool) -> Stat
         project_id: s.project_id.clone(),
         policy_revision: s.policy_revision.clone(),
         task_counts,
-        next_task: s.next_task().cloned(),
-        tasks: s.tasks,
+        next_task: s.next_task().map(StatusTask::from),
+        tasks: s.tasks.iter().map(StatusTask::from).collect(),
         session_list: s.sessions,
         conflicts: s.conflicts,
         handoff: s.handoff,

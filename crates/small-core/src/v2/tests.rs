@@ -658,6 +658,17 @@ fn v2_task_acceptance_source_and_attestations() {
     let json = serde_json::to_value(t).unwrap();
     assert_eq!(json["attestations"], serde_json::json!(["e3"]));
     assert!(json.get("source_digest").is_none());
+    assert_eq!(t.attestation_count, 1);
+    // status shows how many, cold or cached (the list grows with the log; reconstruct
+    // --task has it).
+    for cached in [false, true, true] {
+        let st = status::status_with_cache(dir.path(), &small(&dir), cached);
+        let json = serde_json::to_value(&st).unwrap();
+        let shown = &json["tasks"][0];
+        assert_eq!(shown["attestation_count"], 1, "{shown}");
+        assert!(shown.get("attestations").is_none(), "{shown}");
+        assert!(json["tasks"][1].get("attestation_count").is_none());
+    }
 }
 
 #[path = "tests_artifacts.rs"]

@@ -45,6 +45,9 @@ fn a_cache_hit_gives_the_cold_answer() {
     assert_eq!(answer(second.clone()), cold(root));
     assert_eq!(second.events, 5);
     assert!(second.tail_complete);
+    // Attestations are kept as counts, and the count survives the cache.
+    assert_eq!(second.state.tasks[0].attestation_count, 1);
+    assert!(second.state.tasks.iter().all(|t| t.attestations.is_empty()));
     // The status built on it is the cold status, key for key.
     let small = root.join(".small");
     let a = serde_json::to_value(crate::v2::status::status_with_cache(root, &small, true)).unwrap();
