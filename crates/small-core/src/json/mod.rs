@@ -3,3 +3,9 @@
 
 pub mod canonical;
 pub mod pointer;
+
+/// Whether `n` is zero: for `#[serde(skip_serializing_if = "crate::json::is_zero")]` on a
+/// count or number left out of the output when zero.
+pub(crate) fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}

@@ -45,9 +45,8 @@ fn flow_depth(root: &Node) -> usize {
 
 /// [`flow_depth`] of `node` inside `outer` flow collections.
 fn flow_depth_within(node: &Node, outer: usize) -> usize {
-    let root = node;
     let mut deepest = outer;
-    let mut stack = vec![(root, outer)];
+    let mut stack = vec![(node, outer)];
     while let Some((node, depth)) = stack.pop() {
         let depth = if node.style == yaml::Style::Flow {
             depth + 1

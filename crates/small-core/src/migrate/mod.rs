@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::v2::json::sha256_hex;
 use crate::v2::record;
 use gojson::GoValue;
 
@@ -230,10 +231,6 @@ impl Outcome {
         }
         format!("{}\n", gojson::indented(&GoValue::Obj(members)))
     }
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    crate::v2::json::sha256_hex(data)
 }
 
 fn hash_parts(parts: &[&str]) -> String {

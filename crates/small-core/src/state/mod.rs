@@ -52,12 +52,8 @@ pub struct Task {
     pub evidence: Vec<String>,
     /// How many events attest its outcome at its current revision (2.0.0; `reconstruct
     /// --task` lists them).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::json::is_zero")]
     pub attestation_count: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 impl Task {

@@ -472,15 +472,18 @@ impl<'a> EventReader<'a> {
             let path = dir.join(name);
             if held
                 .as_ref()
-                .is_none_or(|(d, _, _)| d.as_os_str() != dir.as_os_str())
+                .is_some_and(|(d, _, _)| d.as_os_str() != dir.as_os_str())
             {
-                let session_dir = dir.file_name().unwrap_or_default();
-                let events_dir = sub.events_dir(&path);
-                held = Some((dir, session_dir.to_string_lossy().into_owned(), events_dir));
+                held = None;
             }
-            let Some((_, session_dir, events_dir)) = &held else {
-                continue;
-            };
+            let (_, session_dir, events_dir) = held.get_or_insert_with(|| {
+                let session_dir = dir.file_name().unwrap_or_default();
+                (
+                    dir,
+                    session_dir.to_string_lossy().into_owned(),
+                    sub.events_dir(&path),
+                )
+            });
             if sub.read_event(&mut self.at, dir, name, &path, &mut self.buf) {
                 let at = EventAt {
                     path: &path,

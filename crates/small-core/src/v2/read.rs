@@ -70,7 +70,7 @@ pub struct EventView {
     pub occurred_at: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub task_id: String,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::json::is_zero")]
     pub task_revision: i64,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub policy_revision: String,
@@ -78,10 +78,6 @@ pub struct EventView {
     pub source_digest: String,
     pub payload: Value,
     pub digest: String,
-}
-
-fn is_zero(n: &i64) -> bool {
-    *n == 0
 }
 
 impl EventView {

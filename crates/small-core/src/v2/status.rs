@@ -51,7 +51,7 @@ pub struct Status {
 pub struct StatusTask {
     #[serde(flatten)]
     pub task: Task,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::json::is_zero")]
     pub attestation_count: usize,
 }
 
@@ -64,10 +64,6 @@ impl From<&Task> for StatusTask {
             task,
         }
     }
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// The status of the 2.0.0 tree at `root/.small`, every record read.
