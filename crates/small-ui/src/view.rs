@@ -1118,6 +1118,7 @@ mod tests {
             dependencies: deps.iter().map(|d| d.to_string()).collect(),
             evidence: Vec::new(),
             attestation_count: 0,
+            source: None,
         };
         let tasks = [
             task("a", &[]),

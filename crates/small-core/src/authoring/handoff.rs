@@ -430,7 +430,8 @@ pub fn strict_check_in(txn: &Transaction, snap: &Artifacts) -> Result<Strict, Tx
                         | Method::Streamed(_)
                 )
             )
-            .then(|| s.facts.with_entries.clone())
+            .then(|| loaded.state.log.as_ref().map(|f| f.with_entries.clone()))
+            .flatten()
         }
         _ => None,
     };

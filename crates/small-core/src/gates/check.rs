@@ -15,9 +15,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::diag::{self, Diagnostic, Severity};
-use crate::gates::invariants::{
-    self, Docs, Options, PlanIndex, ProgressFacts, ProgressLinter, StreamedLint,
-};
+use crate::gates::invariants::{self, Docs, Options, PlanIndex, ProgressLinter};
 use crate::gates::layout;
 use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::proofs;
@@ -25,6 +23,7 @@ use crate::gates::schemas::SchemaSet;
 use crate::gates::validate;
 use crate::gates::verify::{self, SinceError};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::state::{self, ProjectState};
 use crate::workspace::{fsio, LoadOptions, Location, Scope, StagedLog, Workspace, CODE_IO};
 
 /// Flags of the gate commands.
@@ -57,6 +56,28 @@ pub struct Loaded {
     pub ws: Workspace,
     /// What streaming the progress log produced (`None`: it was loaded whole).
     pub streamed: Option<Streamed>,
+    /// The project state, built from `ws` and the pass over the log: what the cross-file
+    /// rules read.
+    pub state: ProjectState,
+}
+
+impl Loaded {
+    /// A workspace loaded whole (its log, if loaded, is in memory): its state's log facts
+    /// come from one pass over the entries.
+    pub fn whole(ws: Workspace) -> Loaded {
+        let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
+        let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
+        let log = root(ArtifactKind::Progress).map(|p| {
+            let scope = invariants::handoff_replay_scope(root(ArtifactKind::Handoff));
+            invariants::progress_facts(&plan, &scope, Some(p))
+        });
+        let state = state::v1::from_workspace(&ws, &plan, log);
+        Loaded {
+            ws,
+            streamed: None,
+            state,
+        }
+    }
 }
 
 /// Per-entry results of a streamed progress log.
@@ -64,11 +85,9 @@ pub struct Loaded {
 pub struct Streamed {
     /// Schema violations of the entries (empty when no schemas were given).
     pub schema: Vec<Diagnostic>,
-    /// Lint diagnostics of the entries (`TS`, `INV2`, `SHAPE`, `INV1`, `LINK`).
+    /// Lint diagnostics of the entries (`TS`, `INV2`, `SHAPE`, `INV1`, `LINK`); the facts
+    /// gathered with them are the state's (`ProjectState::log`).
     pub lint: Vec<Diagnostic>,
-    pub facts: ProgressFacts,
-    /// The plan's index the facts were gathered with.
-    pub plan: PlanIndex,
     /// The append-only proof, when `--since` was given.
     pub append: Option<Result<Vec<Diagnostic>, SinceError>>,
     /// How the log was read (`None`: not by [`progress_check::check_log`]).
@@ -149,10 +168,11 @@ pub fn load_overlay(
             Some(l) if r == rel => l.clone(),
             _ => overlay(r),
         };
-        return Loaded {
-            ws: Workspace::load_overlay(loc, &LoadOptions::only(kinds), &with_log),
-            streamed: None,
-        };
+        return Loaded::whole(Workspace::load_overlay(
+            loc,
+            &LoadOptions::only(kinds),
+            &with_log,
+        ));
     }
     let with_progress = kinds.contains(&ArtifactKind::Progress);
     let others: Vec<ArtifactKind> = kinds
@@ -228,14 +248,15 @@ pub fn load_overlay(
     let streamed = Streamed {
         schema: schema_diags,
         lint: linter.diags,
-        facts: linter.facts,
-        plan,
         append,
         method,
     };
+    let log = progress_loaded.then_some(linter.facts);
+    let state = state::v1::from_workspace(&ws, &plan, log);
     Loaded {
         ws,
         streamed: Some(streamed),
+        state,
     }
 }
 
@@ -279,40 +300,17 @@ pub fn validate_stage(l: &Loaded, schemas: &SchemaSet) -> Vec<Diagnostic> {
 /// `.small/` directory listing.
 pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnostic>> {
     let ws = &l.ws;
-    let streamed = l.streamed.as_ref().map(|s| StreamedLint {
-        diags: &s.lint,
-        facts: &s.facts,
-        plan: &s.plan,
-    });
     let mut out = invariants::lint_with(
         &docs(ws),
         Options {
             strict: opts.strict,
         },
-        streamed,
+        l.streamed.as_ref().map(|s| s.lint.as_slice()),
+        &l.state,
     );
     if opts.strict {
-        // The claims were gathered while the log was checked, or (a log loaded whole) here.
-        let whole: Vec<proofs::CommandClaim>;
-        let claims = match &l.streamed {
-            Some(s) => &s.facts.commands,
-            None => {
-                whole = ws
-                    .progress
-                    .as_ref()
-                    .and_then(|p| p.document.root.get("entries"))
-                    .and_then(|e| e.as_seq())
-                    .map(|entries| {
-                        entries
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, e)| proofs::CommandClaim::of(i, e))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                &whole
-            }
-        };
+        // The claims were gathered with the rest of the log's facts.
+        let claims: &[proofs::CommandClaim] = l.state.log.as_ref().map_or(&[], |f| &f.commands);
         if !claims.is_empty() {
             let proofs = proofs::check_claims(&ws.root, claims);
             proofs::drop_proven_display_links(&mut out, &proofs.proven_displays);
@@ -423,15 +421,9 @@ pub fn verify_stage(
     if let Some(h) = docs.handoff {
         verify::check_replay_id(h, &mut out);
     }
-    let facts = l.streamed.as_ref().map(|s| &s.facts);
-    verify::check_plan_links(
-        docs.plan,
-        docs.progress,
-        docs.handoff,
-        opts.strict,
-        facts,
-        &mut out,
-    );
+    if !opts.strict {
+        verify::check_plan_links(&l.state, &mut out);
+    }
     match l.streamed.as_ref().and_then(|s| s.append.as_ref()) {
         Some(Ok(d)) => out.extend(d.iter().cloned()),
         Some(Err(e)) => return Err(e.clone()),

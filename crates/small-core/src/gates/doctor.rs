@@ -18,15 +18,13 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::gates::check::{self, GateOptions};
-use crate::gates::invariants::PlanIndex;
 use crate::gates::layout;
 use crate::gates::report::compact_line;
 use crate::gates::schemas::SchemaSet;
-use crate::gates::status::normalized_status;
-use crate::spec::consts::{ArtifactKind, SMALL_DIR};
+use crate::spec::consts::SMALL_DIR;
 use crate::spec::model::TaskStatus;
+use crate::state::ProjectState;
 use crate::workspace::{LoadOptions, Scope, Workspace};
-use crate::yaml::Node;
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,10 +124,7 @@ pub fn diagnose(
     let schema_set = schemas;
     let loaded = match &schema_set {
         Ok(s) => check::load(loc, Some(s), &opts),
-        Err(_) => check::Loaded {
-            ws: Workspace::load(loc, &LoadOptions::all()),
-            streamed: None,
-        },
+        Err(_) => check::Loaded::whole(Workspace::load(loc, &LoadOptions::all())),
     };
     let ws = &loaded.ws;
     r.ok("workspace", format!("{} exists", ws.small_dir.display()));
@@ -174,7 +169,7 @@ pub fn diagnose(
         }
         Err(d) => r.diags("schema", &[d], ""),
     }
-    run_state(ws, loaded.streamed.as_ref().map(|s| s.facts.count), &mut r);
+    run_state(&loaded.state, &mut r);
     r
 }
 
@@ -205,27 +200,21 @@ fn layout_findings(root: &Path, r: &mut DoctorReport) {
     }
 }
 
-/// The run state. `streamed_entries`: how many entries the streamed progress log had (its
-/// document then holds no entries).
-fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut DoctorReport) {
-    let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
-    let plan = PlanIndex::from_plan(root(ArtifactKind::Plan));
-    if !plan.tasks.is_empty() {
-        let n = |s: &str| {
-            plan.tasks
-                .iter()
-                .filter(|t| normalized_status(t) == s)
-                .count()
-        };
+/// The run state, from the project state the gates built: the plan's tasks by status, the
+/// log's entries, the handoff's next steps.
+fn run_state(st: &ProjectState, r: &mut DoctorReport) {
+    let tasks = st.task_list();
+    if !tasks.is_empty() {
+        let n = |s: TaskStatus| tasks.iter().filter(|t| t.status == s.as_str()).count();
         let (pending, active, done, blocked) = (
-            n(TaskStatus::Pending.as_str()),
-            n(TaskStatus::InProgress.as_str()),
-            n(TaskStatus::Completed.as_str()),
-            n(TaskStatus::Blocked.as_str()),
+            n(TaskStatus::Pending),
+            n(TaskStatus::InProgress),
+            n(TaskStatus::Completed),
+            n(TaskStatus::Blocked),
         );
         let msg = format!(
             "{} tasks: {done} completed, {active} in progress, {pending} pending, {blocked} blocked",
-            plan.tasks.len()
+            tasks.len()
         );
         if active > 1 {
             r.warn(
@@ -239,7 +228,7 @@ fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut DoctorRepo
                 msg,
                 "every remaining task is blocked; review the blockers",
             );
-        } else if done == plan.tasks.len() {
+        } else if done == tasks.len() {
             r.ok(
                 "run",
                 format!("{msg} (run complete; `small handoff` records it)"),
@@ -248,27 +237,24 @@ fn run_state(ws: &Workspace, streamed_entries: Option<usize>, r: &mut DoctorRepo
             r.ok("run", msg);
         }
     }
-    if let Some(entries) = root(ArtifactKind::Progress)
-        .and_then(|p| p.get("entries"))
-        .and_then(Node::as_seq)
-    {
-        let n = streamed_entries.unwrap_or(entries.len());
-        if n == 0 {
+    if let Some(log) = &st.log {
+        if log.count == 0 {
             r.ok("progress", "no entries yet (fresh run)");
         } else {
-            r.ok("progress", format!("{n} entries recorded"));
+            r.ok("progress", format!("{} entries recorded", log.count));
         }
     }
-    if let Some(steps) = root(ArtifactKind::Handoff)
-        .and_then(|h| h.pointer("/resume/next_steps"))
-        .and_then(Node::as_seq)
-    {
+    if let Some(h) = &st.handoff {
         r.ok(
             "handoff",
-            format!("{} next step(s) recorded for the next session", steps.len()),
+            format!(
+                "{} next step(s) recorded for the next session",
+                h.next_steps.len()
+            ),
         );
     }
 }
+
 /// A 2.0.0 workspace, from its project state: the records and event graph, conflicts,
 /// open sessions, and the plan.
 fn diagnose_state(loc: &crate::workspace::Location, r: &mut DoctorReport) {

@@ -96,10 +96,7 @@ fn load(
     loc: crate::workspace::Location,
     wants: &dyn Fn(Section) -> bool,
 ) -> check::Loaded {
-    let whole = |loc| check::Loaded {
-        ws: Workspace::load(loc, &LoadOptions::all()),
-        streamed: None,
-    };
+    let whole = |loc| check::Loaded::whole(Workspace::load(loc, &LoadOptions::all()));
     // Only the progress section needs the whole log in memory; the check streams it, and
     // the other sections read its last entries only.
     if wants(Section::Progress) {
@@ -121,10 +118,7 @@ fn load(
             .into_iter()
             .filter(|k| *k != ArtifactKind::Progress)
             .collect();
-        check::Loaded {
-            ws: Workspace::load(loc, &LoadOptions::only(&kinds)),
-            streamed: None,
-        }
+        check::Loaded::whole(Workspace::load(loc, &LoadOptions::only(&kinds)))
     }
 }
 

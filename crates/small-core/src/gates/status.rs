@@ -281,7 +281,7 @@ fn read_at(f: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Which artifacts exist.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ArtifactPresence {
     pub intent: bool,
     pub constraints: bool,

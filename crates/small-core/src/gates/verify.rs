@@ -18,9 +18,10 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::diag::{Diagnostic, Span};
-use crate::gates::invariants::{self, PlanIndex};
+use crate::gates::invariants;
 use crate::spec::consts::{ArtifactKind, SMALL_DIR};
 use crate::spec::replayid;
+use crate::state::ProjectState;
 use crate::yaml::{self, Node, Value};
 
 /// RID: the handoff's replayId block is present and well formed.
@@ -135,33 +136,15 @@ pub fn check_run_identity(
     }
 }
 
-/// S3 and the evidence gate as verify runs them. `strict`: lint already reported S3/S1.
-/// `facts`: the progress facts when the log was streamed (else they are computed here).
-pub fn check_plan_links(
-    plan: Option<&Node>,
-    progress: Option<&Node>,
-    handoff: Option<&Node>,
-    strict: bool,
-    facts: Option<&invariants::ProgressFacts>,
-    out: &mut Vec<Diagnostic>,
-) {
-    let Some(plan_root) = plan else { return };
-    if !strict {
-        let idx = PlanIndex::from_plan(Some(plan_root));
-        invariants::check_s3(&idx, handoff, out);
-        if progress.is_some() {
-            let computed;
-            let facts = match facts {
-                Some(f) => f,
-                None => {
-                    let scope = invariants::handoff_replay_scope(handoff);
-                    computed = invariants::progress_facts(&idx, &scope, progress);
-                    &computed
-                }
-            };
-            invariants::check_evidence_gate(&idx, facts, out);
-        }
+/// S3 and the evidence gate as verify runs them without strict mode (strict lint reports S3
+/// and S1, which covers the gate), on the state the gates built: nothing without a plan,
+/// the gate only with a progress log.
+pub fn check_plan_links(state: &ProjectState, out: &mut Vec<Diagnostic>) {
+    if state.tasks.is_none() {
+        return;
     }
+    invariants::check_s3(state, out);
+    invariants::check_evidence_gate(state, out);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 //! nothing in it reads a file later, and two loads of an unchanged workspace are equal.
 
 pub mod status;
-pub(crate) mod v1;
+pub mod v1;
 mod v2view;
 
 pub use v2view::{event_timeline, EventEntry, EventTimeline};
@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
+use crate::gates::invariants::ProgressFacts;
 use crate::gates::status::{ArtifactPresence, RecentEntry};
 use crate::spec::model::TaskStatus;
 use crate::spec::queue::{self, QueueTask};
@@ -54,6 +55,18 @@ pub struct Task {
     /// --task` lists them).
     #[serde(skip_serializing_if = "crate::json::is_zero")]
     pub attestation_count: usize,
+    /// Where a v1 plan writes it (the gates' cross-file rules cite it).
+    #[serde(skip)]
+    pub source: Option<TaskSource>,
+}
+
+/// Where a v1 task is written in `plan.small.yml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSource {
+    /// Its place in `tasks`.
+    pub index: usize,
+    /// The span of its `id` value (of the task when it has none).
+    pub span: Span,
 }
 
 impl Task {
@@ -120,6 +133,10 @@ pub struct Handoff {
     pub links: Vec<Link>,
     /// A merge of two branches left the handoff stale (v1): `small handoff` rewrites it.
     pub needs_regeneration: bool,
+    /// Where a v1 handoff writes `resume.current_task_id`, when it writes it as a string
+    /// (S3 checks only those; any other value is the schema's to report).
+    #[serde(skip)]
+    pub current_task_span: Option<Span>,
 }
 
 /// A link of the handoff.
@@ -185,6 +202,13 @@ pub struct ProjectState {
     /// 2.0.0: problems with the records or the event graph (the state cannot be trusted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub record_problems: Vec<Diagnostic>,
+    /// What every entry of a v1 progress log says of the tasks: which have entries,
+    /// evidence, a completion of their own, and which entries of the current run name no
+    /// task. Only a state the gates built ([`v1::from_docs`]) has it, from their one pass
+    /// over the log; [`load`] reads the log from its end and leaves it `None`, as does a
+    /// workspace without a log.
+    #[serde(skip)]
+    pub log: Option<ProgressFacts>,
 }
 
 /// The profile, as JSON names it.
@@ -287,6 +311,7 @@ pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> P
         sessions: None,
         problems: Vec::new(),
         record_problems: Vec::new(),
+        log: None,
     };
     if std::fs::symlink_metadata(small).is_ok_and(|m| m.file_type().is_symlink()) {
         // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.

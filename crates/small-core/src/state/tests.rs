@@ -211,3 +211,78 @@ fn the_event_timeline_lists_every_event_in_order_with_its_session() {
     // Tasks named by alias, as everywhere else.
     assert!(tl.entries.iter().any(|e| e.entry.task_id == "flag"));
 }
+
+/// The gates' state of the workspace at `root` (the streamed load `check` uses).
+fn gate_state(root: &Path) -> ProjectState {
+    let schemas = crate::gates::schemas::SchemaSet::embedded();
+    let opts = crate::gates::check::GateOptions {
+        strict: true,
+        scope: crate::workspace::Scope::Any,
+        ..Default::default()
+    };
+    crate::gates::check::load(loc(root), Some(&schemas), &opts).state
+}
+
+#[test]
+fn the_gates_build_the_same_state_with_the_places_and_the_whole_log() {
+    let dir = tempfile::tempdir().unwrap();
+    v1_workspace(dir.path());
+    let read = load(&loc(dir.path()), &LoadOptions::default());
+    let gates = gate_state(dir.path());
+    // The same project, whichever way it was read ...
+    assert_eq!(gates.intent, read.intent);
+    assert_eq!(gates.constraints, read.constraints);
+    assert_eq!(gates.tasks, read.tasks);
+    assert_eq!(gates.handoff, read.handoff);
+    assert_eq!(gates.run_replay_id, read.run_replay_id);
+    assert_eq!(gates.artifacts, read.artifacts);
+    assert_eq!(gates.root, read.root);
+    // ... with each task's place in the plan (the rules cite it) ...
+    let places: Vec<(usize, u32)> = gates
+        .task_list()
+        .iter()
+        .map(|t| {
+            let s = t.source.unwrap();
+            (s.index, s.span.start.line)
+        })
+        .collect();
+    assert_eq!(places, [(0, 4), (1, 7), (2, 13)]);
+    let span = gates.handoff.as_ref().unwrap().current_task_span.unwrap();
+    assert_eq!((span.start.line, span.start.column), (5, 20));
+    // ... and what every entry of the log says, which only the gates read.
+    let log = gates.log.as_ref().unwrap();
+    assert_eq!(log.count, 1);
+    assert!(log.with_completion_evidence.contains("flag"));
+    assert!(!log.with_entries.contains("docs"));
+    assert!(read.log.is_none());
+}
+
+#[test]
+fn a_current_task_written_as_a_number_has_no_place_for_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    v1_workspace(dir.path());
+    std::fs::write(
+        dir.path().join(".small/handoff.small.yml"),
+        HANDOFF.replace("current_task_id: docs", "current_task_id: 42"),
+    )
+    .unwrap();
+    let st = gate_state(dir.path());
+    let h = st.handoff.as_ref().unwrap();
+    // Shown as text, as everywhere; S3 leaves a non-string to the schema.
+    assert_eq!(h.current_task_id.as_deref(), Some("42"));
+    assert!(h.current_task_span.is_none());
+}
+
+#[test]
+fn a_workspace_without_a_log_has_no_log_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    v1_workspace(dir.path());
+    std::fs::remove_file(dir.path().join(".small/progress.small.yml")).unwrap();
+    let st = gate_state(dir.path());
+    assert!(st.log.is_none());
+    assert!(st.tasks.is_some());
+    assert!(st
+        .problems
+        .iter()
+        .any(|p| p.starts_with(".small/progress.small.yml")));
+}

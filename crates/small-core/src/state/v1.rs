@@ -1,16 +1,19 @@
 //! The state of a v1 workspace, from its YAML artifacts: each small file parsed once, the
-//! progress log read from its end only.
+//! progress log read from its end only ([`load`]); or, for the gates, from the documents
+//! they parsed and what their one pass over the whole log gathered ([`from_workspace`]).
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::authoring::merge;
-use crate::gates::invariants::{scalar_text, PlanIndex};
+use crate::gates::invariants::{scalar_text, Docs, PlanIndex, ProgressFacts};
 use crate::gates::status::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
-use crate::state::{Constraint, Handoff, Intent, Link, LoadOptions, ProjectState, Task};
-use crate::workspace::fsio;
+use crate::state::{
+    Constraint, Handoff, Intent, Link, LoadOptions, ProfileName, ProjectState, Task, TaskSource,
+};
+use crate::workspace::{fsio, Workspace};
 use crate::yaml::{self, Limits, Node};
 
 /// Which v1 artifacts exist in `small_dir`.
@@ -85,7 +88,11 @@ pub(super) fn constraints(root: &Node) -> Vec<Constraint> {
 
 /// The tasks of a parsed plan document, in plan order.
 pub(crate) fn tasks(root: &Node) -> Vec<Task> {
-    let idx = PlanIndex::from_plan(Some(root));
+    tasks_of(&PlanIndex::from_plan(Some(root)), root)
+}
+
+/// The tasks of the plan `root`, whose index is `idx`, in plan order, each with its place.
+fn tasks_of(idx: &PlanIndex, root: &Node) -> Vec<Task> {
     let nodes = root.get("tasks").and_then(Node::as_seq);
     idx.tasks
         .iter()
@@ -103,18 +110,23 @@ pub(crate) fn tasks(root: &Node) -> Vec<Task> {
                 dependencies: t.dependencies.clone(),
                 evidence: Vec::new(),
                 attestation_count: 0,
+                source: Some(TaskSource {
+                    index: t.index,
+                    span: t.span,
+                }),
             }
         })
         .collect()
 }
 
-fn handoff(doc: &yaml::Document) -> Handoff {
-    let h = &doc.root;
+/// The handoff document `h` (`source`: its text as read, for the merge driver's mark).
+fn handoff(h: &Node, source: &str) -> Handoff {
     let at = |p: &str| {
         h.pointer(p)
             .and_then(scalar_text)
             .map(|s| s.trim().to_string())
     };
+    let current = h.pointer("/resume/current_task_id");
     Handoff {
         summary: text(h, "summary"),
         replay_id: at(HANDOFF_REPLAY_ID_POINTER),
@@ -133,8 +145,70 @@ fn handoff(doc: &yaml::Document) -> Handoff {
                     .collect()
             })
             .unwrap_or_default(),
-        needs_regeneration: merge::handoff_needs_regeneration(&doc.source),
+        needs_regeneration: merge::handoff_needs_regeneration(source),
+        current_task_span: current
+            .filter(|n| n.as_str().is_some_and(|s| !s.trim().is_empty()))
+            .map(|n| n.span),
     }
+}
+
+/// The state of a v1 workspace from documents already parsed: the gates' single parse of
+/// each file, nothing read again. `plan` is the plan's index the log was checked with and
+/// `log` what that pass over the log gathered (`None` without a log). The location, the
+/// current run and the handoff's merge mark are the caller's ([`from_workspace`]).
+pub fn from_docs(docs: &Docs, plan: &PlanIndex, log: Option<ProgressFacts>) -> ProjectState {
+    ProjectState {
+        profile: ProfileName::V1,
+        root: PathBuf::new(),
+        small_dir: PathBuf::new(),
+        small_dir_exists: true,
+        artifacts: ArtifactPresence::default(),
+        intent: docs.intent.map(intent),
+        constraints: docs.constraints.map(constraints).unwrap_or_default(),
+        tasks: docs.plan.map(|p| tasks_of(plan, p)),
+        handoff: docs.handoff.map(|h| handoff(h, "")),
+        run_replay_id: None,
+        recent: Vec::new(),
+        sessions: None,
+        problems: Vec::new(),
+        record_problems: Vec::new(),
+        log,
+    }
+}
+
+/// [`from_docs`] of the workspace the gates loaded: with its location, which artifacts
+/// exist, the current run, the handoff's merge mark, and the files that did not load.
+pub fn from_workspace(
+    ws: &Workspace,
+    plan: &PlanIndex,
+    log: Option<ProgressFacts>,
+) -> ProjectState {
+    let mut docs = Docs::default();
+    for kind in ArtifactKind::ALL {
+        docs.set(kind, ws.artifact(kind).map(|a| &a.document.root));
+    }
+    let mut st = from_docs(&docs, plan, log);
+    st.root = ws.root.clone();
+    st.small_dir = ws.small_dir.clone();
+    st.artifacts = presence(&ws.small_dir);
+    st.run_replay_id = ws
+        .metadata
+        .as_ref()
+        .and_then(|m| m.run_replay_id())
+        .map(str::to_string);
+    if let (Some(h), Some(a)) = (st.handoff.as_mut(), ws.handoff.as_ref()) {
+        h.needs_regeneration = merge::handoff_needs_regeneration(&a.document.source);
+    }
+    st.problems = ws
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| match &d.file {
+            Some(f) => format!("{f}: {}", d.message),
+            None => d.message.clone(),
+        })
+        .collect();
+    st
 }
 
 /// Fill `st` from the v1 artifacts.
@@ -172,7 +246,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
         Err(e) => problem(st, WORKSPACE_FILE, e),
     }
     match parse(&file(ArtifactKind::Handoff)) {
-        Ok(Some(d)) => st.handoff = Some(handoff(&d)),
+        Ok(Some(d)) => st.handoff = Some(handoff(&d.root, &d.source)),
         Ok(None) => {}
         Err(e) => problem(st, ArtifactKind::Handoff.file_name(), e),
     }

@@ -63,6 +63,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
                 dependencies: t.dependencies.clone(),
                 evidence: t.evidence_digests.clone(),
                 attestation_count: t.attestation_count,
+                source: None,
             })
             .collect(),
     );
@@ -83,6 +84,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
             next_steps: p.strs_of("next_steps"),
             links: Vec::new(),
             needs_regeneration: false,
+            current_task_span: None,
         });
     }
     st.sessions = Some(Sessions {

@@ -172,37 +172,29 @@ pub(super) fn severity(strict: bool) -> Severity {
 /// All lint rules over the loaded artifacts (S4 excepted: it needs the directory, see
 /// `layout`). Diagnostics come out in the stable order (file, then position).
 pub fn lint(docs: &Docs, opts: Options) -> Vec<Diagnostic> {
-    lint_with(docs, opts, None)
+    let plan = PlanIndex::from_plan(docs.plan);
+    let scope = handoff_replay_scope(docs.handoff);
+    let log = docs
+        .progress
+        .map(|p| progress_facts(&plan, &scope, Some(p)));
+    let state = crate::state::v1::from_docs(docs, &plan, log);
+    lint_with(docs, opts, None, &state)
 }
 
-/// What streaming the progress log produced for lint: the entries' diagnostics (from
-/// [`ProgressLinter::entry_all`]), the facts, and the plan's index they were gathered with.
-#[derive(Debug, Clone, Copy)]
-pub struct StreamedLint<'a> {
-    pub diags: &'a [Diagnostic],
-    pub facts: &'a ProgressFacts,
-    pub plan: &'a PlanIndex,
-}
-
-/// [`lint`], with the progress entries already checked while streaming (the progress
-/// document then holds only its header).
+/// [`lint`] of documents whose project state the gates built (`state`: its cross-file
+/// rules read it). `streamed`: the progress entries' diagnostics when the log was checked
+/// while streaming (from [`ProgressLinter::entry_all`]; the progress document then holds
+/// only its header); otherwise the entries are checked here.
 pub fn lint_with(
     docs: &Docs,
     opts: Options,
-    streamed: Option<StreamedLint<'_>>,
+    streamed: Option<&[Diagnostic]>,
+    state: &crate::state::ProjectState,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let built;
-    let plan = match streamed {
-        Some(sl) => sl.plan,
-        None => {
-            built = PlanIndex::from_plan(docs.plan);
-            &built
-        }
-    };
-    let scope = handoff_replay_scope(docs.handoff);
-    let mut gathered = None;
-    let mut facts = None;
+    // Whether the log's facts stand for the log: its top level is sound (and, checked here,
+    // it has its list of entries).
+    let mut log_checked = false;
     for kind in ArtifactKind::ALL {
         let Some(root) = docs.get(kind) else { continue };
         if !shape::check_common(kind, root, &mut out) {
@@ -214,17 +206,19 @@ pub fn lint_with(
             ArtifactKind::Plan => shape::check_plan(root, &mut out),
             ArtifactKind::Handoff => shape::check_handoff(root, &mut out),
             ArtifactKind::Progress => {
-                if let Some(sl) = streamed {
+                if let Some(diags) = streamed {
                     progress::check_progress_header(root, &mut out);
-                    out.extend_from_slice(sl.diags);
-                    facts = Some(sl.facts);
+                    out.extend_from_slice(diags);
+                    log_checked = true;
                 } else if let Some(entries) = progress::check_progress_header(root, &mut out) {
-                    let mut pl = ProgressLinter::new(plan, &scope);
+                    let plan = PlanIndex::from_plan(docs.plan);
+                    let scope = handoff_replay_scope(docs.handoff);
+                    let mut pl = ProgressLinter::new(&plan, &scope);
                     for (i, e) in entries.iter().enumerate() {
                         pl.entry(i, e);
                     }
                     out.append(&mut pl.diags);
-                    facts = Some(&*gathered.insert(pl.facts));
+                    log_checked = true;
                 }
             }
         }
@@ -232,12 +226,12 @@ pub fn lint_with(
         check_links(kind, root, opts.strict, &mut out);
     }
     if opts.strict {
-        if let (Some(_), Some(f)) = (docs.plan, facts) {
-            check_s1(plan, f, &mut out);
-            check_s2(plan, &scope, f, &mut out);
+        if docs.plan.is_some() && log_checked {
+            check_s1(state, &mut out);
+            check_s2(state, &mut out);
         }
-        if docs.plan.is_some() && docs.plan.and_then(|p| p.as_map()).is_some() {
-            check_s3(plan, docs.handoff, &mut out);
+        if docs.plan.and_then(|p| p.as_map()).is_some() {
+            check_s3(state, &mut out);
         }
     }
     crate::diag::sort(&mut out);
@@ -436,8 +430,13 @@ mod tests {
         );
         let plan = PlanIndex::from_plan(Some(&ws.0[2].root));
         let facts = progress_facts(&plan, "", Some(&ws.0[3].root));
+        let mut docs = Docs::default();
+        for (k, d) in ArtifactKind::ALL.into_iter().zip(&ws.0) {
+            docs.set(k, Some(&d.root));
+        }
+        let state = crate::state::v1::from_docs(&docs, &plan, Some(facts));
         let mut out = Vec::new();
-        check_evidence_gate(&plan, &facts, &mut out);
+        check_evidence_gate(&state, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].code, "GATE");
         assert!(out[0].help.as_deref().unwrap().contains("task-1"));
