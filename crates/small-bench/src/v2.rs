@@ -54,6 +54,9 @@ enum Prep {
     Warm,
     /// Record one new event with small first (`small session close`, else `session start`).
     NewEvent,
+    /// Have the reference binary write first (`session close`, else `session start`): events
+    /// small did not write, which its cache must fold in or read. Only with `--reference`.
+    ForeignEvent,
 }
 
 /// (row name, small's arguments, the reference's arguments, preparation)
@@ -94,10 +97,24 @@ const READS: &[(&str, &[&str], &[&str], Prep)] = &[
         &["status", "--json"],
         Prep::NewEvent,
     ),
+    (
+        "status --json, new events by the reference",
+        &["status", "--json"],
+        &["status", "--json"],
+        Prep::ForeignEvent,
+    ),
 ];
 
-/// Prepare one timed run of `args` in `dir`.
-fn prepare(prep: Prep, small: &Path, bin: &Path, args: &[&str], dir: &Path) -> Result<(), String> {
+/// Prepare one timed run of `args` in `dir` (`foreign`: the reference binary, which writes
+/// for [`Prep::ForeignEvent`]).
+fn prepare(
+    prep: Prep,
+    small: &Path,
+    foreign: Option<&Path>,
+    bin: &Path,
+    args: &[&str],
+    dir: &Path,
+) -> Result<(), String> {
     match prep {
         Prep::None => {}
         Prep::Warm => {
@@ -111,6 +128,26 @@ fn prepare(prep: Prep, small: &Path, bin: &Path, args: &[&str], dir: &Path) -> R
                 let s = measure(small, &["session", "start", "--label", "bench"], dir)?;
                 if s.exit != 0 {
                     return Err(format!("small session start failed (exit {})", s.exit));
+                }
+            }
+        }
+        Prep::ForeignEvent => {
+            let Some(other) = foreign else {
+                return Err("no reference binary to write the events".into());
+            };
+            let close = measure(other, &["session", "close", "--summary", "bench"], dir)?;
+            if close.exit != 0 {
+                let mut s = measure(other, &["session", "start", "--label", "bench"], dir)?;
+                if s.exit != 0 {
+                    // A session small opened is active (one at a time in solo mode).
+                    measure(small, &["session", "close", "--summary", "bench"], dir)?;
+                    s = measure(other, &["session", "start", "--label", "bench"], dir)?;
+                }
+                if s.exit != 0 {
+                    return Err(format!(
+                        "the reference's session start failed (exit {})",
+                        s.exit
+                    ));
                 }
             }
         }
@@ -239,13 +276,17 @@ pub fn run(a: &Args) -> Result<(), String> {
         let events = count_files(&ours_dir.join(".small/events"));
         eprintln!("P={p}: {events} events");
         for (name, args, ref_args, prep) in READS {
+            if *prep == Prep::ForeignEvent && reference.is_none() {
+                continue;
+            }
+            let foreign = reference.as_deref();
             let ours = repeat(a.runs, || {
-                prepare(*prep, &small, &small, args, &ours_dir)?;
+                prepare(*prep, &small, foreign, &small, args, &ours_dir)?;
                 measure(&small, args, &ours_dir)
             })?;
             let theirs = match &reference {
                 Some(r) => Some(repeat(ref_runs, || {
-                    prepare(*prep, &small, r, ref_args, &ours_dir)?;
+                    prepare(*prep, &small, foreign, r, ref_args, &ours_dir)?;
                     measure(r, ref_args, &ours_dir)
                 })?),
                 None => None,

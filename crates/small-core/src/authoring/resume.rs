@@ -286,12 +286,14 @@ fn v2_verdict(st: &crate::state::ProjectState) -> GateVerdict {
         errors: errors.len(),
         warnings: findings.len() - errors.len(),
         first_errors: errors.into_iter().take(3).collect(),
-        source: if st.sessions.as_ref().is_some_and(|s| s.from_cache) {
-            "cached: no record changed since the last check"
-        } else {
-            "checked now"
-        }
-        .into(),
+        source: match st.sessions.as_ref() {
+            Some(s) if s.from_cache && s.folded > 0 => format!(
+                "cached, with the {} event(s) written since checked now",
+                s.folded
+            ),
+            Some(s) if s.from_cache => "cached: no record changed since the last check".into(),
+            _ => "checked now".into(),
+        },
     }
 }
 

@@ -150,7 +150,8 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         out.insert("paths".into(), paths(ws));
     }
     if want(Section::Status) {
-        let p = crate::state::status::plan_status_of(root(ArtifactKind::Plan), req.tasks);
+        // From the project state the load built (no plan: an empty summary).
+        let p = crate::state::status::plan_summary(loaded.state.task_list(), req.tasks);
         out.insert(
             "status".into(),
             json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),

@@ -164,10 +164,13 @@ pub struct Sessions {
     /// state stages): the strict verdict without reading the records again.
     #[serde(skip)]
     pub findings: Vec<Diagnostic>,
-    /// The state came from the cache in `.small-cache/` (no record changed since it was
-    /// written).
+    /// The state came from the cache in `.small-cache/` (no record it vouches for changed
+    /// since it was written).
     #[serde(skip)]
     pub from_cache: bool,
+    /// How many events written since the cache were read and folded into it.
+    #[serde(skip)]
+    pub folded: usize,
 }
 
 /// The state of one workspace (see the module documentation).

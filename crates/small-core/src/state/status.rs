@@ -8,7 +8,6 @@ use crate::gates::status::{PlanStatus, PlanTaskLine, Status, StatusOptions, KNOW
 use crate::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
 use crate::spec::queue;
 use crate::state::{self, LoadOptions, ProjectState, Task};
-use crate::yaml::Node;
 
 /// The plan summary of `tasks`, with at most `next` next actionable tasks.
 pub fn plan_summary(tasks: &[Task], next: usize) -> PlanStatus {
@@ -39,11 +38,6 @@ pub fn plan_summary(tasks: &[Task], next: usize) -> PlanStatus {
 /// The plan summary of a state (`None`: no plan).
 pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
     st.tasks.as_deref().map(|t| plan_summary(t, next))
-}
-
-/// The plan summary of a parsed v1 plan document (`None`: no plan).
-pub fn plan_status_of(plan: Option<&Node>, next: usize) -> PlanStatus {
-    plan_summary(&plan.map(state::v1::tasks).unwrap_or_default(), next)
 }
 
 /// The status of the v1 workspace whose `.small/` directory is `small_dir`.

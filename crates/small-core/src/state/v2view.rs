@@ -98,6 +98,7 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions, use_cache: bool) {
         events: snap.events,
         findings: snap.diagnostics,
         from_cache: snap.from_cache,
+        folded: snap.folded,
     });
 }
 

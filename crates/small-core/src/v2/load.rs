@@ -112,7 +112,7 @@ const RECEIPT: Spec = &[
 ];
 
 /// `profile.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Profile {
     pub project_id: String,
     pub lineage_id: String,

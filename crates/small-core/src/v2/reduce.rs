@@ -144,6 +144,26 @@ impl State {
     }
 }
 
+impl Task {
+    /// A task its first definition has not been applied to yet.
+    pub(crate) fn pending(id: &str) -> Task {
+        Task {
+            id: id.to_string(),
+            alias: String::new(),
+            title: String::new(),
+            revision: 0,
+            status: "pending".into(),
+            acceptance: Vec::new(),
+            dependencies: Vec::new(),
+            evidence_digests: Vec::new(),
+            policy_revision: String::new(),
+            source_digest: String::new(),
+            attestations: Vec::new(),
+            attestation_count: 0,
+        }
+    }
+}
+
 impl crate::spec::queue::QueueTask for Task {
     fn id(&self) -> &str {
         &self.id
@@ -616,20 +636,7 @@ pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
                 }
                 defs.insert(e.task_id.clone(), e);
                 let i = *tix.entry(e.task_id.clone()).or_insert_with(|| {
-                    tasks.push(Task {
-                        id: e.task_id.clone(),
-                        alias: String::new(),
-                        title: String::new(),
-                        revision: 0,
-                        status: "pending".into(),
-                        acceptance: Vec::new(),
-                        dependencies: Vec::new(),
-                        evidence_digests: Vec::new(),
-                        policy_revision: String::new(),
-                        source_digest: String::new(),
-                        attestations: Vec::new(),
-                        attestation_count: 0,
-                    });
+                    tasks.push(Task::pending(&e.task_id));
                     tasks.len() - 1
                 });
                 apply_definition(&mut tasks[i], e);
@@ -991,7 +998,7 @@ fn head_summary(e: &Event) -> String {
     crate::gates::secrets::redact(&line).into_owned()
 }
 
-fn set_outcome(t: &mut Task, e: &Event) {
+pub(crate) fn set_outcome(t: &mut Task, e: &Event) {
     t.status = e.payload.str_of("status").into();
     t.evidence_digests = e.payload.strs_of("evidence_digests");
     t.source_digest =
@@ -999,7 +1006,7 @@ fn set_outcome(t: &mut Task, e: &Event) {
 }
 
 /// A task_created or task_updated event's definition, applied to `t`.
-fn apply_definition(t: &mut Task, e: &Event) {
+pub(crate) fn apply_definition(t: &mut Task, e: &Event) {
     t.revision = e.task_revision;
     t.alias = e.payload.str_of("alias").into();
     t.title = e.payload.str_of("title").into();

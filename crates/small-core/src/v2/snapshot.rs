@@ -65,6 +65,9 @@ pub struct Snapshot {
     pub tail_complete: bool,
     /// Whether it came from the cache.
     pub from_cache: bool,
+    /// How many events written since the cache were folded into it ([`fold`]; 0 when it
+    /// came from the cache as it was, or from a full read).
+    pub folded: usize,
 }
 
 impl Snapshot {
@@ -88,23 +91,7 @@ impl Snapshot {
             t.attestations = Vec::new();
         }
         let order = std::mem::take(&mut state.order);
-        let (mut any, mut signal, mut handoff) = (0, 0, false);
-        let mut keep: Vec<&Event> = Vec::new();
-        for t in order.iter().rev().filter_map(|&i| store.events.get(i)) {
-            if any >= tail && signal >= tail && handoff {
-                break;
-            }
-            let is_signal = SIGNAL_KINDS.contains(&t.kind.as_str());
-            let is_handoff = t.kind == "handoff_recorded";
-            let wanted = any < tail || (is_signal && signal < tail) || (is_handoff && !handoff);
-            any += 1;
-            signal += usize::from(is_signal);
-            handoff |= is_handoff;
-            if wanted {
-                keep.push(t);
-            }
-        }
-        keep.reverse();
+        let keep = newest(order.iter().filter_map(|&i| store.events.get(i)), tail);
         Snapshot {
             diagnostics: checked.diagnostics,
             state,
@@ -112,8 +99,32 @@ impl Snapshot {
             tail_complete: keep.len() == order.len(),
             tail: keep.into_iter().cloned().collect(),
             from_cache: false,
+            folded: 0,
         }
     }
+}
+
+/// The events of `timeline` (in timeline order) a snapshot keeps, in that order: the latest
+/// `tail` of any kind, the latest `tail` of the [`SIGNAL_KINDS`], and the latest handoff.
+fn newest<'e>(timeline: impl DoubleEndedIterator<Item = &'e Event>, tail: usize) -> Vec<&'e Event> {
+    let (mut any, mut signal, mut handoff) = (0, 0, false);
+    let mut keep: Vec<&Event> = Vec::new();
+    for t in timeline.rev() {
+        if any >= tail && signal >= tail && handoff {
+            break;
+        }
+        let is_signal = SIGNAL_KINDS.contains(&t.kind.as_str());
+        let is_handoff = t.kind == "handoff_recorded";
+        let wanted = any < tail || (is_signal && signal < tail) || (is_handoff && !handoff);
+        any += 1;
+        signal += usize::from(is_signal);
+        handoff |= is_handoff;
+        if wanted {
+            keep.push(t);
+        }
+    }
+    keep.reverse();
+    keep
 }
 
 /// The snapshot of the 2.0.0 tree at `root/.small` (`small_dir`): from the cache when
@@ -133,18 +144,23 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
     let key = context_key(small_dir);
     let proof = key.as_ref().and_then(|_| proof(small_dir, started));
     if let (Some(key), Some(p)) = (&key, &proof) {
-        if let Some(s) = read_cache(&cache_dir, key, &p.digest) {
-            return s;
+        if let Some(body) = read_body(&cache_dir, key) {
+            if body.proof == p.digest {
+                if let Some(s) = body.into_snapshot() {
+                    return s;
+                }
+            } else if let Some(s) = fold::forward(root, small_dir, key, body, p) {
+                return s;
+            }
         }
     }
     let (c, store) = crate::v2::check_store_ordered(root, small_dir);
     let snap = Snapshot::build(c, &store);
-    drop(store);
     if let (Some(key), Some(p)) = (key, proof) {
         // A state with conflicts is not cached: the steps that resolve them describe each
         // head from its event, which the cache does not keep.
         if !p.racy && snap.state.conflicts.is_empty() {
-            write_cache(&cache_dir, &key, &p.digest, &snap);
+            write_cache(&cache_dir, &key, &p, &snap, &store);
         }
     }
     snap
@@ -298,7 +314,7 @@ struct DiagOut {
 }
 
 #[derive(Serialize, Deserialize)]
-struct CacheBody {
+pub(crate) struct CacheBody {
     key: String,
     proof: String,
     diagnostics: Vec<DiagOut>,
@@ -310,95 +326,125 @@ struct CacheBody {
     events: usize,
     tail: Vec<Event>,
     tail_complete: bool,
+    /// What folding events written after it needs ([`fold`]); `None`: no fold.
+    #[serde(default)]
+    base: Option<fold::Base>,
 }
 
-pub(crate) fn write_cache(dir: &Path, key: &str, proof: &str, s: &Snapshot) {
-    if s.diagnostics
-        .iter()
-        .any(|d| d.span.is_some() || d.secret.is_some())
-    {
-        return;
-    }
-    let body = CacheBody {
-        key: key.to_string(),
-        proof: proof.to_string(),
-        diagnostics: s
-            .diagnostics
+impl CacheBody {
+    /// The body for `s`, the snapshot of the tree `proof` proves (its stat lines kept for
+    /// [`fold`] when `base` is given).
+    fn of(key: &str, proof: &Proof, s: &Snapshot, base: Option<fold::Base>) -> Option<CacheBody> {
+        if s.diagnostics
             .iter()
-            .map(|d| DiagOut {
-                code: d.code.clone(),
-                error: d.is_error(),
-                file: d.file.clone(),
-                path: d.path.clone(),
-                message: d.message.clone(),
-                help: d.help.clone(),
-            })
-            .collect(),
-        state: s.state.clone(),
-        task_policy: s
-            .state
+            .any(|d| d.span.is_some() || d.secret.is_some())
+        {
+            return None;
+        }
+        Some(CacheBody {
+            key: key.to_string(),
+            proof: proof.digest.clone(),
+            diagnostics: s
+                .diagnostics
+                .iter()
+                .map(|d| DiagOut {
+                    code: d.code.clone(),
+                    error: d.is_error(),
+                    file: d.file.clone(),
+                    path: d.path.clone(),
+                    message: d.message.clone(),
+                    help: d.help.clone(),
+                })
+                .collect(),
+            state: s.state.clone(),
+            task_policy: s
+                .state
+                .tasks
+                .iter()
+                .map(|t| t.policy_revision.clone())
+                .collect(),
+            task_attestations: s.state.tasks.iter().map(|t| t.attestation_count).collect(),
+            events: s.events,
+            tail: s.tail.clone(),
+            tail_complete: s.tail_complete,
+            base,
+        })
+    }
+
+    /// The snapshot it holds (`None` when its parts do not fit together).
+    fn into_snapshot(self) -> Option<Snapshot> {
+        let tasks = self.state.tasks.len();
+        if self.task_policy.len() != tasks || self.task_attestations.len() != tasks {
+            return None;
+        }
+        let mut state = self.state;
+        for ((t, p), n) in state
             .tasks
-            .iter()
-            .map(|t| t.policy_revision.clone())
-            .collect(),
-        task_attestations: s.state.tasks.iter().map(|t| t.attestation_count).collect(),
-        events: s.events,
-        tail: s.tail.clone(),
-        tail_complete: s.tail_complete,
-    };
-    if let Ok(json) = serde_json::to_string(&body) {
-        write_sealed(dir, CACHE_FILE, &json);
+            .iter_mut()
+            .zip(self.task_policy)
+            .zip(self.task_attestations)
+        {
+            t.policy_revision = p;
+            t.attestation_count = n;
+        }
+        Some(Snapshot {
+            diagnostics: self
+                .diagnostics
+                .into_iter()
+                .map(|d| Diagnostic {
+                    code: d.code,
+                    severity: if d.error {
+                        Severity::Error
+                    } else {
+                        Severity::Warning
+                    },
+                    file: d.file,
+                    span: None,
+                    path: d.path,
+                    message: d.message,
+                    help: d.help,
+                    secret: None,
+                })
+                .collect(),
+            state,
+            events: self.events,
+            tail: self.tail,
+            tail_complete: self.tail_complete,
+            from_cache: true,
+            folded: 0,
+        })
+    }
+
+    fn write(&self, dir: &Path) {
+        if let Ok(json) = serde_json::to_string(self) {
+            write_sealed(dir, CACHE_FILE, &json);
+        }
     }
 }
 
-fn read_cache(dir: &Path, key: &str, proof: &str) -> Option<Snapshot> {
+/// Write the cache of `s`, the snapshot of `store`'s records, for the tree `proof` proves;
+/// with what [`fold`] needs to fold events written later.
+pub(crate) fn write_cache(
+    dir: &Path,
+    key: &str,
+    proof: &Proof,
+    s: &Snapshot,
+    store: &crate::v2::Store,
+) {
+    let base = fold::Base::of(dir, proof, store);
+    if let Some(body) = CacheBody::of(key, proof, s, base) {
+        body.write(dir);
+    }
+}
+
+/// The cache body for `key`, whatever tree it proves.
+fn read_body(dir: &Path, key: &str) -> Option<CacheBody> {
     let json = read_sealed(dir, CACHE_FILE, CACHE_MAX_BYTES)?;
     let body: CacheBody = serde_json::from_str(&json).ok()?;
-    let tasks = body.state.tasks.len();
-    if body.key != key
-        || body.proof != proof
-        || body.task_policy.len() != tasks
-        || body.task_attestations.len() != tasks
-    {
-        return None;
-    }
-    let mut state = body.state;
-    for ((t, p), n) in state
-        .tasks
-        .iter_mut()
-        .zip(body.task_policy)
-        .zip(body.task_attestations)
-    {
-        t.policy_revision = p;
-        t.attestation_count = n;
-    }
-    Some(Snapshot {
-        diagnostics: body
-            .diagnostics
-            .into_iter()
-            .map(|d| Diagnostic {
-                code: d.code,
-                severity: if d.error {
-                    Severity::Error
-                } else {
-                    Severity::Warning
-                },
-                file: d.file,
-                span: None,
-                path: d.path,
-                message: d.message,
-                help: d.help,
-                secret: None,
-            })
-            .collect(),
-        state,
-        events: body.events,
-        tail: body.tail,
-        tail_complete: body.tail_complete,
-        from_cache: true,
-    })
+    (body.key == key).then_some(body)
 }
 
 pub(crate) mod carry;
+mod fold;
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,9 @@ use std::path::Path;
 use super::json::sha256_hex;
 use super::*;
 
-const P: &str = "project_1";
-const L: &str = "lineage_1";
-const S: &str = "session_a";
+pub(crate) const P: &str = "project_1";
+pub(crate) const L: &str = "lineage_1";
+pub(crate) const S: &str = "session_a";
 const INTENT: &str = "intent: x\n";
 const CONSTRAINTS: &str = "constraints: []\n";
 

@@ -98,8 +98,7 @@ impl Carry {
             return false;
         }
         let snap = Snapshot::build(checked, &store);
-        drop(store);
-        write_cache(&root.join(".small-cache"), &key, &after.digest, &snap);
+        write_cache(&root.join(".small-cache"), &key, &after, &snap, &store);
         true
     }
 

@@ -1,0 +1,727 @@
+//! Events another program wrote, folded into the cached state.
+//!
+//! A writer of small carries the cache across its own writes ([`super::carry`]). Another
+//! program — the reference implementation, a `git pull` — changes the tree behind the
+//! cache's back, and the stat proof no longer matches. At 100 000 events, reading every
+//! record again takes over a second; the usual change is one session directory with a few
+//! new events. So before a full read, the reader tries to fold the new records into the
+//! cached state, the way jj loads a view and applies the operations after it. It folds only
+//! what it can prove is exactly "the records the cache vouched for, plus these":
+//!
+//! - the tree differs from the cached proof only in session directories under `events/`
+//!   (changed or new), new session records under `sessions/`, and those two directories;
+//!   nothing the cache proved is gone;
+//! - each changed session directory, listed, holds every event it held (their names hash to
+//!   the digest the cache keeps per session) and new `*.json` files; its stat after the
+//!   listing is the one proven;
+//! - the new records pass the loader's record checks (read as [`load::load`] reads them);
+//! - the new events continue their sessions' sequences and links, name parents that exist,
+//!   and form one chain that descends from every event before them: the first names each of
+//!   the cached heads among its parents, each later one the event before it. Then the
+//!   reducer's order is the cached order followed by the chain, and no new event is
+//!   concurrent with any other, so no new conflict can arise from concurrency;
+//! - folding them raises no conflict: no stale or unverified evidence, no task unknown, no
+//!   definition that changes the revision a task's earlier transitions attest; no policy
+//!   change and no conflict resolution among them or before them.
+//!
+//! Anything else is a full read, which gives the same answer. The frontier needs every
+//! event's `id:digest` line: the cache keeps them, sorted, in a file of their own
+//! ([`LINES_FILE`]: the frontier's preimage, sealed and bound to the cache by its hash),
+//! and the lines folded since that file was written in the cache itself.
+//!
+//! What the cache trusts, a fold trusts: an event the cache vouched for that was edited in
+//! place, or replaced in the same moment as new events were added beside it, is found by
+//! `check` and `--no-cache`, not here (docs/decisions.md, "What the 2.0.0 state cache may
+//! trust").
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{newest, stat_line, Ages, CacheBody, Proof, Snapshot, TAIL};
+use crate::v2::load::{self, Event, Profile, Store, MAX_RECORD_BYTES};
+use crate::v2::reduce::{apply_definition, set_outcome, SessionState, Task};
+use crate::workspace::cache::write_sealed;
+
+/// The file under `.small-cache/` with every event's `id:digest` line, sorted.
+const LINES_FILE: &str = "v2-frontier.v1";
+/// The largest lines file read (a million events is about 100 MiB).
+const LINES_MAX_BYTES: u64 = 256 << 20;
+/// The most new events folded; more are read in full.
+const MAX_FOLD: usize = 4096;
+/// The most folded lines the cache body keeps before the lines file is written again.
+const MAX_EXTRA: usize = if cfg!(test) { 3 } else { 4096 };
+
+/// What folding needs besides the cached snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Base {
+    /// `profile.json`, which the records are checked against (proven unchanged).
+    profile: Profile,
+    /// The proof's entries: path under `.small/` and the hex of its stat line.
+    entries: Vec<(String, String)>,
+    /// The events no event names as a parent or previous event.
+    heads: Vec<String>,
+    /// Each session with events: how many, the last, and the hash of their file names.
+    sessions: Vec<Tip>,
+    /// How many `conflict_resolved` events there are (a fold needs none).
+    resolutions: usize,
+    /// The BLAKE3 hash of the lines file this body goes with.
+    lines_seal: String,
+    /// Lines folded since the lines file was written, sorted.
+    extra: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Tip {
+    id: String,
+    count: usize,
+    last: String,
+    /// BLAKE3 over the session's event file names, sorted, joined by newlines.
+    names: String,
+}
+
+/// The hash of a session directory's event file names, `names` sorted.
+fn names_digest<S: AsRef<str>>(names: &[S]) -> String {
+    let mut h = blake3::Hasher::new();
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            h.update(b"\n");
+        }
+        h.update(n.as_ref().as_bytes());
+    }
+    h.finalize().to_hex().to_string()
+}
+
+fn hex_entries(proof: &Proof) -> Vec<(String, String)> {
+    proof
+        .entries
+        .iter()
+        .map(|(p, l)| (p.clone(), hex::encode(l)))
+        .collect()
+}
+
+/// Write `lines` (sorted, distinct) as the lines file; its seal.
+fn write_lines<S: AsRef<str>>(dir: &Path, lines: &[S]) -> String {
+    let mut text = String::with_capacity(lines.len() * 104);
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(l.as_ref());
+    }
+    write_sealed(dir, LINES_FILE, &text);
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+impl Base {
+    /// The base of `store`'s records, the tree `proof` proves; writes the lines file into
+    /// `dir`. `None` without a usable profile.
+    pub(crate) fn of(dir: &Path, proof: &Proof, store: &Store) -> Option<Base> {
+        let profile = store.profile.clone()?;
+        let mut lines: Vec<String> = store
+            .events
+            .iter()
+            .map(|e| format!("{}:{}", e.id, e.digest))
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        let lines_seal = write_lines(dir, &lines);
+        drop(lines);
+        let named: HashSet<&str> = store.events.iter().flat_map(|e| e.all_parents()).collect();
+        let mut heads: Vec<String> = store
+            .events
+            .iter()
+            .filter(|e| !named.contains(e.id.as_str()))
+            .map(|e| e.id.clone())
+            .collect();
+        heads.sort();
+        heads.dedup();
+        let mut by_session: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+        for e in &store.events {
+            by_session.entry(e.session_id.as_str()).or_default().push(e);
+        }
+        let sessions = by_session
+            .into_iter()
+            .map(|(id, evs)| {
+                let last = evs
+                    .iter()
+                    .max_by_key(|e| e.sequence)
+                    .map(|e| e.id.clone())
+                    .unwrap_or_default();
+                let mut names: Vec<String> = evs.iter().map(|e| format!("{}.json", e.id)).collect();
+                names.sort();
+                Tip {
+                    id: id.to_string(),
+                    count: evs.len(),
+                    last,
+                    names: names_digest(&names),
+                }
+            })
+            .collect();
+        Some(Base {
+            profile,
+            entries: hex_entries(proof),
+            heads,
+            sessions,
+            resolutions: store
+                .events
+                .iter()
+                .filter(|e| e.kind == "conflict_resolved")
+                .count(),
+            lines_seal,
+            extra: Vec::new(),
+        })
+    }
+}
+
+/// The event ids the cache vouches for: the lines file's (`text`: sorted lines joined by
+/// newlines) and the folded ones (`extra`, sorted).
+struct Known<'a> {
+    text: &'a [u8],
+    extra: &'a [String],
+}
+
+impl Known<'_> {
+    fn contains(&self, id: &str) -> bool {
+        let key = format!("{id}:");
+        let at = lower_bound(self.text, key.as_bytes());
+        line_at(self.text, at).starts_with(key.as_bytes()) || {
+            let at = self.extra.partition_point(|l| l.as_str() < key.as_str());
+            self.extra.get(at).is_some_and(|l| l.starts_with(&key))
+        }
+    }
+}
+
+/// The line of `text` starting at byte `at` (empty at the end).
+fn line_at(text: &[u8], at: usize) -> &[u8] {
+    let rest = &text[at.min(text.len())..];
+    let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Where the first line of `text` (sorted lines joined by newlines) that is not less than
+/// `key` starts; `text.len()` when there is none. A binary search on the bytes: each probe
+/// looks back to the start of the line it falls in (lines are about 100 bytes).
+fn lower_bound(text: &[u8], key: &[u8]) -> usize {
+    let (mut lo, mut hi) = (0, text.len());
+    // `lo` is a line start, every line before it is less than `key`; `hi` is a line start
+    // (or the end), no line from it on is.
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let start = text[lo..mid]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(lo, |p| lo + p + 1);
+        let line = line_at(text, start);
+        if line < key {
+            lo = (start + line.len() + 1).min(text.len());
+        } else {
+            hi = start;
+        }
+    }
+    lo
+}
+
+/// The lines file's text after its seal line, when the seal is `seal` and matches (the
+/// file and the offset of the text in it).
+fn read_lines(dir: &Path, seal: &str) -> Option<(Vec<u8>, usize)> {
+    let bytes =
+        crate::workspace::fsio::read_bounded(&dir.join(LINES_FILE), LINES_MAX_BYTES).ok()?;
+    let nl = bytes.iter().position(|&b| b == b'\n')?;
+    let ok =
+        &bytes[..nl] == seal.as_bytes() && blake3::hash(&bytes[nl + 1..]).to_hex().as_str() == seal;
+    ok.then_some((bytes, nl + 1))
+}
+
+/// What changed since the cached proof: session directories (by session id) and new session
+/// records (paths under `.small/`). `None` when anything else changed.
+struct Changes {
+    dirs: Vec<String>,
+    sessions: Vec<String>,
+}
+
+fn changes(base: &Base, proof: &Proof) -> Option<Changes> {
+    let old: HashMap<&str, &str> = base
+        .entries
+        .iter()
+        .map(|(p, l)| (p.as_str(), l.as_str()))
+        .collect();
+    let (mut dirs, mut sessions, mut seen) = (Vec::new(), Vec::new(), 0usize);
+    for (path, line) in &proof.entries {
+        let existed = match old.get(path.as_str()) {
+            Some(o) if *o == hex::encode(line) => {
+                seen += 1;
+                continue;
+            }
+            Some(_) => {
+                seen += 1;
+                true
+            }
+            None => false,
+        };
+        if path == "events" || path == "sessions" {
+            if !existed {
+                return None;
+            }
+        } else if let Some(sid) = path.strip_prefix("events/").filter(|s| !s.contains('/')) {
+            dirs.push(sid.to_string());
+        } else if path
+            .strip_prefix("sessions/")
+            .is_some_and(|n| !existed && !n.contains('/') && n.len() > 5 && n.ends_with(".json"))
+        {
+            sessions.push(path.clone());
+        } else {
+            return None;
+        }
+    }
+    (seen == old.len() && !dirs.is_empty()).then_some(Changes { dirs, sessions })
+}
+
+/// The names of the event files in `small_dir/rel`, sorted: `None` unless every entry is a
+/// regular `*.json` file and the directory's stat after the listing is the one `proof`
+/// recorded.
+fn list_events(small_dir: &Path, rel: &str, proof: &Proof) -> Option<Vec<String>> {
+    let dir = small_dir.join(rel);
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&dir).ok()? {
+        let e = e.ok()?;
+        let name = e.file_name().into_string().ok()?;
+        let is_json = name.strip_suffix(".json").is_some_and(|s| !s.is_empty());
+        if !e.file_type().ok()?.is_file() || !is_json {
+            return None;
+        }
+        names.push(name);
+    }
+    names.sort();
+    let m = std::fs::symlink_metadata(&dir).ok()?;
+    let proven = proof.entries.iter().find(|(p, _)| p == rel)?;
+    (stat_line(rel, &m, &mut Ages::since(0)) == proven.1).then_some(names)
+}
+
+/// Read one new record, bounded (`None` when it cannot be read or is too large).
+fn read_record(small_dir: &Path, rel: &str) -> Option<(String, Vec<u8>)> {
+    let bytes =
+        crate::workspace::fsio::read_bounded(&small_dir.join(rel), MAX_RECORD_BYTES + 1).ok()?;
+    (bytes.len() as u64 <= MAX_RECORD_BYTES).then(|| (rel.to_string(), bytes))
+}
+
+/// Fold the records written since `body` was cached into it, for the tree `proof` proves;
+/// the cache is written for that tree when it is not racy. `None`: read the tree in full.
+pub(super) fn forward(
+    root: &Path,
+    small_dir: &Path,
+    key: &str,
+    mut body: CacheBody,
+    proof: &Proof,
+) -> Option<Snapshot> {
+    let mut base = body.base.take()?;
+    let folded = std::mem::take(&mut base.extra);
+    if !body.diagnostics.is_empty() || !body.state.conflicts.is_empty() || base.resolutions > 0 {
+        return None;
+    }
+    let changed = changes(&base, proof)?;
+    let cache_dir = root.join(".small-cache");
+    let (file, at) = read_lines(&cache_dir, &base.lines_seal)?;
+    let known = Known {
+        text: &file[at..],
+        extra: &folded,
+    };
+    let mut records = Vec::new();
+    let mut listed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for sid in &changed.dirs {
+        let rel = format!("events/{sid}");
+        let names = list_events(small_dir, &rel, proof)?;
+        let (old, new): (Vec<&String>, Vec<&String>) = names
+            .iter()
+            .partition(|n| known.contains(n.strip_suffix(".json").unwrap_or(n)));
+        match base.sessions.iter().find(|t| t.id == *sid) {
+            Some(t) if old.len() != t.count || names_digest(&old) != t.names => return None,
+            None if !old.is_empty() => return None,
+            _ => {}
+        }
+        if new.is_empty() || records.len() + new.len() > MAX_FOLD {
+            return None;
+        }
+        for n in new {
+            records.push(read_record(small_dir, &format!("{rel}/{n}"))?);
+        }
+        listed.insert(sid.clone(), names);
+    }
+    for rel in &changed.sessions {
+        records.push(read_record(small_dir, rel)?);
+    }
+    let mut store = Store {
+        profile: Some(base.profile.clone()),
+        ..Store::default()
+    };
+    if !load::load_published(root, small_dir, &mut store, &records)
+        || !store.diagnostics.is_empty()
+        || !store.unreadable_events.is_empty()
+    {
+        return None;
+    }
+    drop(records);
+    let chain = chain(&base, &body, &store, &known)?;
+    let mut snap = body.into_snapshot()?;
+    fold(&mut snap, &store, &chain)?;
+    let mut lines: Vec<String> = store
+        .events
+        .iter()
+        .map(|e| format!("{}:{}", e.id, e.digest))
+        .chain(folded.iter().cloned())
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    snap.state.frontier = frontier(known.text, &lines);
+    if !proof.racy {
+        let next = next_base(
+            &cache_dir, base, proof, &store, &chain, &listed, &known, lines,
+        );
+        if let Some(body) = CacheBody::of(key, proof, &snap, Some(next)) {
+            body.write(&cache_dir);
+        }
+    }
+    Some(snap)
+}
+
+/// The new events in the reducer's order, when they form one chain that descends from
+/// every cached event (see the module documentation) and keep the graph's rules.
+fn chain<'s>(
+    base: &Base,
+    body: &CacheBody,
+    store: &'s Store,
+    known: &Known,
+) -> Option<Vec<&'s Event>> {
+    let new: HashMap<&str, &Event> = store.events.iter().map(|e| (e.id.as_str(), e)).collect();
+    if new.len() != store.events.len() {
+        return None;
+    }
+    let mut sessions: HashSet<&str> = body.state.sessions.iter().map(|s| s.id.as_str()).collect();
+    for s in &store.sessions {
+        if !sessions.insert(s.id.as_str()) {
+            return None;
+        }
+    }
+    // Sequences continue each session's chain; links name the event before.
+    let mut by_session: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+    for e in &store.events {
+        by_session.entry(e.session_id.as_str()).or_default().push(e);
+    }
+    for (sid, evs) in &mut by_session {
+        if !sessions.contains(sid) {
+            return None;
+        }
+        evs.sort_by_key(|e| e.sequence);
+        let (count, last) = base
+            .sessions
+            .iter()
+            .find(|t| t.id == *sid)
+            .map_or((0, ""), |t| (t.count, t.last.as_str()));
+        for (k, e) in evs.iter().enumerate() {
+            let want_prev = if k == 0 { last } else { evs[k - 1].id.as_str() };
+            if e.sequence != (count + k + 1) as i64 || e.previous_event != want_prev {
+                return None;
+            }
+        }
+    }
+    for e in &store.events {
+        if e.all_parents()
+            .iter()
+            .any(|p| !new.contains_key(p) && !known.contains(p))
+        {
+            return None;
+        }
+    }
+    // The reducer's order among the new events: topological, ties by id.
+    let mut indeg: HashMap<&str, usize> = HashMap::new();
+    let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in &store.events {
+        let ps: Vec<&str> = e
+            .all_parents()
+            .into_iter()
+            .filter(|p| new.contains_key(p))
+            .collect();
+        indeg.insert(e.id.as_str(), ps.len());
+        for p in ps {
+            children.entry(p).or_default().push(e.id.as_str());
+        }
+    }
+    let mut ready: BTreeSet<&str> = indeg
+        .iter()
+        .filter(|(_, &n)| n == 0)
+        .map(|(&id, _)| id)
+        .collect();
+    let mut order: Vec<&Event> = Vec::new();
+    while let Some(id) = ready.pop_first() {
+        order.push(new[id]);
+        for &c in children.get(id).into_iter().flatten() {
+            let n = indeg.get_mut(c)?;
+            *n -= 1;
+            if *n == 0 {
+                ready.insert(c);
+            }
+        }
+    }
+    if order.len() != store.events.len() {
+        return None;
+    }
+    // One chain: the first names every cached head, each later one the event before it.
+    let first = order.first()?.all_parents();
+    if !base.heads.iter().all(|h| first.contains(&h.as_str())) {
+        return None;
+    }
+    for w in order.windows(2) {
+        if !w[1].all_parents().contains(&w[0].id.as_str()) {
+            return None;
+        }
+    }
+    Some(order)
+}
+
+/// Apply the chain's events to the cached snapshot as the reducer would; `None` when one
+/// would raise a conflict or needs more than the cached state (see the module
+/// documentation).
+fn fold(snap: &mut Snapshot, store: &Store, chain: &[&Event]) -> Option<()> {
+    let state = &mut snap.state;
+    for s in &store.sessions {
+        state.sessions.push(SessionState {
+            id: s.id.clone(),
+            label: s.label.clone(),
+            created_at: s.created_at.clone(),
+            events: 0,
+            closed: false,
+            superseded: false,
+        });
+    }
+    let mut tix: HashMap<String, usize> = state
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.clone(), i))
+        .collect();
+    let mut transitions: Vec<&Event> = Vec::new();
+    for &e in chain {
+        if let Some(s) = state.sessions.iter_mut().find(|s| s.id == e.session_id) {
+            s.events += 1;
+        }
+        match e.kind.as_str() {
+            "session_closed" => {
+                if let Some(s) = state.sessions.iter_mut().find(|s| s.id == e.session_id) {
+                    s.closed = true;
+                }
+            }
+            "handoff_recorded" => state.handoff = Some(e.payload.str_of("summary").to_string()),
+            "ownership_taken_over"
+                if e.task_id.is_empty() && e.payload.str_of("scope") == "session" =>
+            {
+                let prior = e.payload.str_of("prior_session");
+                if let Some(s) = state.sessions.iter_mut().find(|s| s.id == prior) {
+                    s.superseded = true;
+                }
+            }
+            "task_created" | "task_updated" => {
+                if e.task_id.is_empty()
+                    || (e.kind == "task_updated" && !tix.contains_key(&e.task_id))
+                {
+                    return None;
+                }
+                let i = *tix.entry(e.task_id.clone()).or_insert_with(|| {
+                    state.tasks.push(Task::pending(&e.task_id));
+                    state.tasks.len() - 1
+                });
+                let t = &mut state.tasks[i];
+                let before = (t.revision, t.policy_revision.clone());
+                let outcome = (
+                    t.status.clone(),
+                    t.evidence_digests.clone(),
+                    t.source_digest.clone(),
+                );
+                apply_definition(t, e);
+                if t.attestation_count > 0 {
+                    // Its transitions were checked against the definition in force: a new
+                    // revision or policy would make them stale (a conflict).
+                    if (t.revision, &t.policy_revision) != (before.0, &before.1) {
+                        return None;
+                    }
+                    // The reducer sets the outcome after every definition.
+                    (t.status, t.evidence_digests, t.source_digest) = outcome;
+                }
+            }
+            "task_transitioned" => transitions.push(e),
+            "mode_changed" => state.mode = e.payload.str_of("new_mode").to_string(),
+            "policy_changed" | "conflict_resolved" => return None,
+            _ => {}
+        }
+    }
+    let verified: HashSet<&str> = state
+        .receipts
+        .iter()
+        .filter(|r| r.availability == "verified")
+        .map(|r| r.digest.as_str())
+        .collect();
+    for c in transitions {
+        let t = &mut state.tasks[*tix.get(&c.task_id)?];
+        let stale = c.task_revision != t.revision
+            || (!c.policy_revision.is_empty() && c.policy_revision != t.policy_revision);
+        if stale
+            || c.payload
+                .strs_of("evidence_digests")
+                .iter()
+                .any(|d| !verified.contains(d.as_str()))
+        {
+            return None;
+        }
+        t.attestation_count += 1;
+        // Each descends from the one before: the last is the only head.
+        set_outcome(t, c);
+    }
+    state
+        .sessions
+        .sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    let all: Vec<&Event> = snap.tail.iter().chain(chain.iter().copied()).collect();
+    let keep = newest(all.iter().copied(), TAIL);
+    snap.tail_complete = snap.tail_complete && keep.len() == all.len();
+    snap.tail = keep.into_iter().cloned().collect();
+    snap.events += chain.len();
+    snap.folded = chain.len();
+    Some(())
+}
+
+/// SHA-256 over the lines of `text` (sorted, joined by newlines) and `add` (sorted, none
+/// of them in `text`) in order, joined by newlines: [`crate::v2::reduce::frontier`] of
+/// their events. The old lines are hashed in the runs between the new ones, not one by one.
+fn frontier(text: &[u8], add: &[String]) -> String {
+    let mut h = Sha256::new();
+    let mut first = true;
+    let mut emit = |piece: &[u8], h: &mut Sha256| {
+        if piece.is_empty() {
+            return;
+        }
+        if !first {
+            h.update(b"\n");
+        }
+        h.update(piece);
+        first = false;
+    };
+    let mut at = 0;
+    for a in add {
+        let cut = lower_bound(text, a.as_bytes());
+        if line_at(text, cut) == a.as_bytes() {
+            continue;
+        }
+        if cut > at {
+            // The lines from `at` up to `cut`, without the newline between them and `a`
+            // (the last line of the text has none).
+            let end = if cut < text.len() { cut - 1 } else { cut };
+            emit(&text[at..end], &mut h);
+            at = cut;
+        }
+        emit(a.as_bytes(), &mut h);
+    }
+    emit(&text[at..], &mut h);
+    hex::encode(h.finalize())
+}
+
+/// The base for the tree after the fold: its proof, the chain's last event as the one
+/// head, the sessions' new tips, and the folded lines (written into the lines file once
+/// there are many).
+#[allow(clippy::too_many_arguments)]
+fn next_base(
+    dir: &Path,
+    mut base: Base,
+    proof: &Proof,
+    store: &Store,
+    chain: &[&Event],
+    listed: &BTreeMap<String, Vec<String>>,
+    known: &Known,
+    extra: Vec<String>,
+) -> Base {
+    base.entries = hex_entries(proof);
+    base.heads = chain.last().map(|e| vec![e.id.clone()]).unwrap_or_default();
+    for (sid, names) in listed {
+        let evs: Vec<&Event> = store
+            .events
+            .iter()
+            .filter(|e| e.session_id == *sid)
+            .collect();
+        let Some(last) = evs.iter().max_by_key(|e| e.sequence) else {
+            continue;
+        };
+        let tip = Tip {
+            id: sid.clone(),
+            count: names.len(),
+            last: last.id.clone(),
+            names: names_digest(names),
+        };
+        match base.sessions.iter_mut().find(|t| t.id == *sid) {
+            Some(t) => *t = tip,
+            None => base.sessions.push(tip),
+        }
+    }
+    base.sessions.sort_by(|a, b| a.id.cmp(&b.id));
+    let text = std::str::from_utf8(known.text)
+        .ok()
+        .filter(|_| extra.len() > MAX_EXTRA);
+    if let Some(text) = text {
+        let mut all: Vec<&str> = text
+            .split('\n')
+            .filter(|l| !l.is_empty())
+            .chain(extra.iter().map(String::as_str))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        base.lines_seal = write_lines(dir, &all);
+        base.extra = Vec::new();
+    } else {
+        base.extra = extra;
+    }
+    base
+}
+
+#[cfg(test)]
+mod tests {
+    //! The byte-level search and the merged hash against the plain definitions.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn joined<S: AsRef<str>>(lines: &[S]) -> String {
+        lines
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    proptest! {
+        #[test]
+        fn the_merged_frontier_and_the_lookups_are_the_plain_ones(
+            ids in proptest::collection::btree_set("[a-f0-9]{1,6}", 0..60),
+            split in 0u8..=255,
+        ) {
+            let lines: Vec<String> = ids.iter().map(|id| format!("event_{}:{}", id, id.len())).collect();
+            // As the lines file keeps them: by their bytes (`9:` after `90`).
+            let mut lines = lines;
+            lines.sort();
+            let (mut old, mut new) = (Vec::new(), Vec::new());
+            for (i, l) in lines.iter().enumerate() {
+                if (i as u8).wrapping_mul(37) >= split {
+                    old.push(l.clone());
+                } else {
+                    new.push(l.clone());
+                }
+            }
+            let text = joined(&old);
+            let want = hex::encode(Sha256::digest(joined(&lines).as_bytes()));
+            prop_assert_eq!(frontier(text.as_bytes(), &new), want);
+            let known = Known { text: text.as_bytes(), extra: &new };
+            for id in &ids {
+                let (there, longer) = (format!("event_{id}"), format!("event_{id}x"));
+                prop_assert!(known.contains(&there));
+                // An id that begins another is not taken for it.
+                prop_assert!(!known.contains(&longer));
+            }
+        }
+    }
+}
