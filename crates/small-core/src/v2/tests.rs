@@ -35,17 +35,36 @@ pub(crate) fn event(
     extra: &[(&str, String)],
     payload: &str,
 ) -> String {
+    event_in(S, id, seq, prev, &[], kind, extra, payload)
+}
+
+/// [`event`] of `session`, naming `parents`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn event_in(
+    session: &str,
+    id: &str,
+    seq: i64,
+    prev: Option<&str>,
+    parents: &[&str],
+    kind: &str,
+    extra: &[(&str, String)],
+    payload: &str,
+) -> String {
     let mut m = vec![
         ("small_version", q("2.0.0")),
         ("project_id", q(P)),
         ("lineage_id", q(L)),
-        ("session_id", q(S)),
+        ("session_id", q(session)),
         ("event_id", q(id)),
         ("kind", q(kind)),
         ("sequence", seq.to_string()),
     ];
     if let Some(p) = prev {
         m.push(("previous_event", q(p)));
+    }
+    if !parents.is_empty() {
+        let ps: Vec<String> = parents.iter().map(|p| q(p)).collect();
+        m.push(("parents", format!("[{}]", ps.join(","))));
     }
     m.push(("occurred_at", q("2026-01-01T00:00:00Z")));
     m.extend(extra.iter().cloned());
