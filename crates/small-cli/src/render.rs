@@ -548,9 +548,28 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `s` followed by spaces up to `width` characters, as `{:<width$}` pads it, for any width:
+/// the formatter refuses a width past 65 535 (it panics), and a task id or a name read from
+/// the files can be longer.
+pub fn pad(s: &str, width: usize) -> String {
+    let fill = width.saturating_sub(s.chars().count());
+    let mut out = String::with_capacity(s.len() + fill);
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', fill));
+    out
+}
+
 #[cfg(test)]
 mod escape_tests {
-    use super::escape_controls;
+    use super::{escape_controls, pad};
+
+    #[test]
+    fn padding_is_the_formatters_and_takes_any_width() {
+        for (s, w) in [("ab", 5), ("abcdef", 3), ("é", 2), ("", 0)] {
+            assert_eq!(pad(s, w), format!("{s:<w$}"));
+        }
+        assert_eq!(pad("x", 70_000).len(), 70_000);
+    }
 
     #[test]
     fn controls_are_escaped_text_is_not() {

@@ -7,6 +7,7 @@ use small_core::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
 use crate::outln;
+use crate::render::pad;
 use crate::GlobalArgs;
 
 /// Report the health of one or more workspaces: strict verdict, current run, live artifact
@@ -120,7 +121,8 @@ fn render(all: &[WorkspaceHealth]) -> String {
             if i + 1 == cells.len() {
                 s.push_str(c);
             } else {
-                s.push_str(&format!("{c:<w$}  ", w = width[i]));
+                s.push_str(&pad(c, width[i]));
+                s.push_str("  ");
             }
         }
         outln!(o, "{}", s.trim_end());

@@ -2,6 +2,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::harness::{describe, ModeArg};
+use crate::render::pad;
 use crate::GlobalArgs;
 use small_core::authoring::agents::Request;
 use small_core::authoring::init::{
@@ -170,7 +171,7 @@ fn print_human(g: &GlobalArgs, args: &Args, whole: &InitWorkspaceOutcome) {
             FileAction::Extended => "extended ",
             FileAction::Overwrote => "overwrote",
         };
-        g.info(format!("  {verb} {:<width$}  {}", f.path, f.note));
+        g.info(format!("  {verb} {}  {}", pad(&f.path, width), f.note));
     }
     if let Some((had, added)) = &out.gitignore {
         let verb = if *had { "updated  " } else { "created  " };

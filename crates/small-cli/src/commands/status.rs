@@ -6,6 +6,7 @@ use small_core::gates::status::{Status, StatusOptions, KNOWN_STATUSES};
 use small_core::state::status;
 
 use crate::error::{CliError, CmdResult};
+use crate::render::pad;
 use crate::GlobalArgs;
 
 /// Show the project status: which artifacts exist, the plan by status, the next actionable
@@ -119,9 +120,9 @@ fn render(st: &Status) -> String {
         let sw = p.tasks.iter().map(|t| t.status.len()).max().unwrap_or(0);
         for t in &p.tasks {
             line(format!(
-                "  {:<width$}  {:<sw$}  {}",
-                t.id,
-                t.status,
+                "  {}  {}  {}",
+                pad(&t.id, width),
+                pad(&t.status, sw),
                 shorten(&t.title, 80)
             ));
         }

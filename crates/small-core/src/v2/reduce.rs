@@ -185,16 +185,13 @@ impl crate::spec::queue::QueueTask for Task {
 /// never built: pairs are sorted in the order their lines sort in and fed to the hash piece
 /// by piece (at 100 000 events the lines and their join were 25 MB).
 pub fn frontier<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
-    fn line<'b>(p: &(&'b str, &'b str)) -> impl Iterator<Item = u8> + 'b {
-        p.0.bytes().chain(std::iter::once(b':')).chain(p.1.bytes())
-    }
     let mut pairs: Vec<(&str, &str)> = events
         .into_iter()
         .map(|e| (e.id.as_str(), e.digest.as_str()))
         .collect();
-    pairs.sort_unstable_by(|a, b| line(a).cmp(line(b)));
+    pairs.sort_unstable_by(line_order);
     // A set: an event read twice names the same frontier.
-    pairs.dedup_by(|a, b| line(a).eq(line(b)));
+    pairs.dedup_by(|a, b| line_order(a, b).is_eq());
     let mut h = Sha256::new();
     for (i, (id, digest)) in pairs.iter().enumerate() {
         if i > 0 {
@@ -205,6 +202,25 @@ pub fn frontier<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
         h.update(digest.as_bytes());
     }
     hex::encode(h.finalize())
+}
+
+/// The bytes of the line `id:digest` of a pair.
+fn line<'b>(p: &(&'b str, &'b str)) -> impl Iterator<Item = u8> + 'b {
+    p.0.bytes().chain(std::iter::once(b':')).chain(p.1.bytes())
+}
+
+/// The order of two pairs' `id:digest` lines, without building them: the ids' bytes decide
+/// where they differ within the shorter id, the digests when the ids are equal, and the
+/// lines byte by byte only when one id begins the other. Sorting 100 000 pairs byte by byte
+/// was a fifth of `check --strict`'s time after reading.
+fn line_order(a: &(&str, &str), b: &(&str, &str)) -> std::cmp::Ordering {
+    let (x, y) = (a.0.as_bytes(), b.0.as_bytes());
+    let n = x.len().min(y.len());
+    match x[..n].cmp(&y[..n]) {
+        std::cmp::Ordering::Equal if x.len() == y.len() => a.1.cmp(b.1),
+        std::cmp::Ordering::Equal => line(a).cmp(line(b)),
+        o => o,
+    }
 }
 
 fn conflict_id(kind: &str, task: &str, heads: &[String]) -> String {

@@ -3,6 +3,7 @@
 use super::{print_json, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
+use crate::render::pad;
 use crate::GlobalArgs;
 use small_core::history::runs;
 
@@ -128,7 +129,8 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
             if i == 4 {
                 out.push_str(c);
             } else {
-                out.push_str(&format!("{c:<w$}  ", w = widths[i]));
+                out.push_str(&pad(c, widths[i]));
+                out.push_str("  ");
             }
         }
         outln!(o, "{}", out.trim_end());
