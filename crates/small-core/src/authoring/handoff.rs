@@ -418,8 +418,9 @@ pub fn strict_check_in(txn: &Transaction, snap: &Artifacts) -> Result<Strict, Tx
     // The log is read from its file, followed by what this transaction appends to it.
     let log = txn.staged(&ArtifactKind::Progress.rel_path());
     let loaded = load_overlay(loc, Some(&schemas), &gate, &overlay, log, &kinds);
-    let log_tasks = match &loaded.streamed {
-        Some(s) if loaded.ws.progress.is_some() => {
+    // The state has the log's facts exactly when the log was loaded.
+    let log_tasks = match (&loaded.streamed, &loaded.state.log) {
+        (Some(s), Some(facts)) => {
             use crate::gates::progress_check::Method;
             matches!(
                 s.method,
@@ -430,8 +431,7 @@ pub fn strict_check_in(txn: &Transaction, snap: &Artifacts) -> Result<Strict, Tx
                         | Method::Streamed(_)
                 )
             )
-            .then(|| loaded.state.log.as_ref().map(|f| f.with_entries.clone()))
-            .flatten()
+            .then(|| facts.with_entries.clone())
         }
         _ => None,
     };

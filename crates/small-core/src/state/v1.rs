@@ -87,7 +87,7 @@ pub(super) fn constraints(root: &Node) -> Vec<Constraint> {
 }
 
 /// The tasks of a parsed plan document, in plan order.
-pub(crate) fn tasks(root: &Node) -> Vec<Task> {
+fn tasks(root: &Node) -> Vec<Task> {
     tasks_of(&PlanIndex::from_plan(Some(root)), root)
 }
 
