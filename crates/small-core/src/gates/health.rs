@@ -315,7 +315,7 @@ fn v1_state(
 /// the sorted `path:sha256` lines of the records read).
 fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
     use sha2::{Digest, Sha256};
-    let c = crate::v2::check(root, small);
+    let (c, files) = crate::v2::check_listed(root, small);
     let errors: Vec<String> = c
         .diagnostics
         .iter()
@@ -324,7 +324,7 @@ fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
         .collect();
     // Without profile.json the tree names no project: it cannot be inspected (as the
     // reference says), rather than failed.
-    let has_profile = c.files.iter().any(|f| f == ".small/profile.json");
+    let has_profile = files.iter().any(|f| f == ".small/profile.json");
     if !errors.is_empty() {
         let status = if !has_profile
             || c.diagnostics
@@ -347,8 +347,7 @@ fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
     if !damaged {
         h.replay_id = Some(c.state.frontier.clone()).filter(|f| !f.is_empty());
     }
-    let mut lines: Vec<String> = c
-        .files
+    let mut lines: Vec<String> = files
         .iter()
         .filter_map(|f| {
             let bytes = fsio::read_bounded(&root.join(f), crate::v2::MAX_RECORD_BYTES).ok()?;

@@ -364,8 +364,9 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         Err(d) => return Validated::stopped(None, *d),
     };
     let root = Some(loc.root.display().to_string());
-    if let Some(c) = v2_checked(&loc) {
-        return v2_validated(root, c);
+    if v2::detect(&loc.small_dir) == v2::Profile::V2 {
+        let (c, files) = v2::check_listed(&loc.root, &loc.small_dir);
+        return v2_validated(root, c, files);
     }
     let schemas = match SchemaSet::resolve(req.spec_dir.as_deref()) {
         Ok(s) => s,
@@ -519,7 +520,7 @@ pub fn v2_check_report(diags: &[Diagnostic]) -> CheckReport {
 
 /// `validate` of a 2.0.0 workspace: the record rules (files, JSON, members, digests,
 /// identities).
-fn v2_validated(root: Option<String>, c: v2::Checked) -> Validated {
+fn v2_validated(root: Option<String>, c: v2::Checked, files: Vec<String>) -> Validated {
     let diags: Vec<Diagnostic> = c
         .diagnostics
         .into_iter()
@@ -540,7 +541,7 @@ fn v2_validated(root: Option<String>, c: v2::Checked) -> Validated {
         exit_code: verdict.code(),
         root,
         schemas: None,
-        files: c.files,
+        files,
         errors,
         diagnostics: diags,
         verdict,

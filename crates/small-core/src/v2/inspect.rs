@@ -198,7 +198,7 @@ fn build(o: &Opened, id: &str, selected: bool) -> SessionShow {
         .iter()
         .filter(|e| e.session_id == id)
         .collect();
-    events.sort_by(|a, b| a.sequence.cmp(&b.sequence).then(a.id.cmp(&b.id)));
+    events.sort_by(|a, b| a.sequence.cmp(&b.sequence).then_with(|| a.id.cmp(&b.id)));
 
     let mut kinds = BTreeMap::new();
     let mut per_task: BTreeMap<&str, (usize, BTreeMap<String, usize>)> = BTreeMap::new();

@@ -79,8 +79,6 @@ pub struct Checked {
     pub diagnostics: Vec<Diagnostic>,
     /// The state of the records that could be read (with the conflicts among them).
     pub state: State,
-    /// The records read (workspace-relative paths): profile, sessions, events, receipts.
-    pub files: Vec<String>,
 }
 
 /// Load, check and reduce the 2.0.0 tree at `root/.small` (`small_dir`).
@@ -89,6 +87,29 @@ pub struct Checked {
 pub fn check(root: &Path, small_dir: &Path) -> Checked {
     let store = load::load(root, small_dir);
     check_records(root, small_dir, &store, false)
+}
+
+/// [`check`], also naming the records read, for the commands that list or hash them
+/// ([`record_files`]).
+pub fn check_listed(root: &Path, small_dir: &Path) -> (Checked, Vec<String>) {
+    let store = load::load(root, small_dir);
+    let checked = check_records(root, small_dir, &store, false);
+    (checked, record_files(&store))
+}
+
+/// The records of `store` (workspace-relative paths): profile, sessions, events, receipts.
+/// Not part of [`Checked`]: the gates never show them, and at 100 000 events formatting
+/// the paths took a tenth of `check --strict`'s time after reading.
+fn record_files(store: &Store) -> Vec<String> {
+    store
+        .profile
+        .as_ref()
+        .map(|_| ".small/profile.json".to_string())
+        .into_iter()
+        .chain(store.sessions.iter().map(|s| s.file.clone()))
+        .chain(store.events.iter().map(load::Event::file))
+        .chain(store.receipts.iter().map(|r| r.file.clone()))
+        .collect()
 }
 
 /// [`check`], also giving the records read (for the commands that show them).
@@ -116,16 +137,26 @@ pub(crate) fn check_loaded(root: &Path, small_dir: &Path, store: &Store) -> Chec
 fn check_records(root: &Path, small_dir: &Path, store: &Store, timeline: bool) -> Checked {
     let mut diags = store.diagnostics.clone();
     diags.extend(mixed_profile(root, small_dir));
-    // The graph's rules and the reducer read the same records and nothing of each other:
-    // one on a second thread (or here, when none can be started).
-    let (graph, state) = std::thread::scope(|scope| {
-        let graph = crate::par::spawn(scope, || reduce::graph_diagnostics(store));
-        let state = reduce::reduce_with(store, timeline);
-        (graph.join(), state)
+    // The graph's rules and the frontier on a second thread (or here, when none can be
+    // started), the reducer here: they read the same records and nothing of each other.
+    let (graph, reduced) = std::thread::scope(|scope| {
+        let graph = crate::par::spawn(scope, || {
+            (reduce::graph_rules(store), reduce::frontier(&store.events))
+        });
+        let reduced = reduce::reduce_all(store, timeline);
+        (graph.join(), reduced)
     });
+    let mut state = reduced.state;
     match graph {
-        Ok(g) => diags.extend(g),
+        Ok((g, frontier)) => {
+            diags.extend(g);
+            state.frontier = frontier;
+        }
         Err(panic) => std::panic::resume_unwind(panic),
+    }
+    // The last graph rule, no cycle, holds when the reducer ordered every event.
+    if !reduced.whole {
+        diags.extend(reduce::cycle_diagnostic(store));
     }
     // Conflicts computed over a damaged event set are consequences of the damage, not
     // findings of their own: they are reported once the records and the graph are sound.
@@ -139,19 +170,9 @@ fn check_records(root: &Path, small_dir: &Path, store: &Store, timeline: bool) -
     }
     diag::sort(&mut diags);
     diags.dedup();
-    let files = store
-        .profile
-        .as_ref()
-        .map(|_| ".small/profile.json".to_string())
-        .into_iter()
-        .chain(store.sessions.iter().map(|s| s.file.clone()))
-        .chain(store.events.iter().map(load::Event::file))
-        .chain(store.receipts.iter().map(|r| r.file.clone()))
-        .collect();
     Checked {
         diagnostics: diags,
         state,
-        files,
     }
 }
 

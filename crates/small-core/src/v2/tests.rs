@@ -417,6 +417,24 @@ fn v2_rule_parent() {
 }
 
 #[test]
+fn v2_rule_cycle() {
+    // e1 names e3 as a parent: e1 <- e2 <- e3 <- e1. Every other rule holds. The
+    // reducer's order leaves the cycle out, which is when the rule is checked.
+    let dir = valid();
+    write(
+        dir.path(),
+        &ev_path("e1"),
+        &event_in(S, "e1", 1, None, &["e3"], "session_started", &[], "{}"),
+    );
+    let c = has(&dir, "V2-CYCLE");
+    let found: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
+    assert_eq!(found, ["V2-CYCLE"], "{:#?}", c.diagnostics);
+    assert!(c.diagnostics[0].message.contains("is its own ancestor"));
+    // e4 and e5 descend from the cycle without being on it: no finding of their own.
+    assert!(!codes(&valid()).contains(&"V2-CYCLE".to_string()));
+}
+
+#[test]
 fn v2_rule_session_missing() {
     let dir = valid();
     std::fs::remove_file(small(&dir).join(format!("sessions/{S}.json"))).unwrap();
