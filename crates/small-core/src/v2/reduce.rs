@@ -1233,6 +1233,38 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The frontier is its definition: SHA-256 over the sorted, distinct `id:digest`
+        /// lines joined by newlines. Short ids over a small alphabet (`:` and `.` sort
+        /// before the digits) make one id begin another, where the lines' order is not the
+        /// ids' order.
+        #[test]
+        fn frontier_is_the_hash_of_the_sorted_lines(
+            pairs in proptest::collection::vec(("[0-9a:.]{0,3}", "[0-9a]{0,2}"), 0..30),
+            repeats in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..4),
+        ) {
+            let mut events: Vec<Event> = pairs
+                .iter()
+                .map(|(id, digest)| Event {
+                    digest: digest.clone(),
+                    ..ev(0, id.clone(), None, Vec::new())
+                })
+                .collect();
+            for &r in &repeats {
+                if !events.is_empty() {
+                    let again = events[r % events.len()].clone();
+                    events.push(again);
+                }
+            }
+            let mut lines: Vec<String> =
+                events.iter().map(|e| format!("{}:{}", e.id, e.digest)).collect();
+            lines.sort();
+            lines.dedup();
+            let want = hex::encode(Sha256::digest(lines.join("\n").as_bytes()));
+            proptest::prop_assert_eq!(frontier(&events), want);
+        }
+    }
+
+    proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
 
         /// The order is Kahn's with ties by id, ancestry is reachability, and an order that
