@@ -11,6 +11,39 @@
 #   SMALL_PG_USER (default small), SMALL_PG_PASSWORD (default small),
 #   SMALL_PG_DB (default small_test)
 
+# Some images ship the cluster's files (owned by a uid such as 101) without the `postgres`
+# account that owns them; pg_ctlcluster then refuses to start ("owned by user id 101 which does
+# not exist"). Create the account with the owner's uid, or hand the files to a new account when
+# that uid belongs to someone else.
+small_pg_account() {
+    id postgres >/dev/null 2>&1 && return 0
+    echo "postgres.sh: creating the missing postgres account" >&2
+    local uid="" gid=""
+    for d in /var/lib/postgresql /etc/postgresql /var/run/postgresql; do
+        if [ -e "$d" ]; then uid="$(stat -c %u "$d")"; gid="$(stat -c %g "$d")"; break; fi
+    done
+    if ! getent group postgres >/dev/null 2>&1; then
+        if [ -n "$gid" ] && [ "$gid" != 0 ] && ! getent group "$gid" >/dev/null 2>&1; then
+            groupadd --system --gid "$gid" postgres || return 1
+        else
+            groupadd --system postgres || return 1
+        fi
+    fi
+    if [ -n "$uid" ] && [ "$uid" != 0 ] && ! getent passwd "$uid" >/dev/null 2>&1; then
+        useradd --system --uid "$uid" --gid postgres --home-dir /var/lib/postgresql \
+            --shell /bin/bash postgres || return 1
+    else
+        useradd --system --gid postgres --home-dir /var/lib/postgresql --shell /bin/bash \
+            postgres || return 1
+        for d in /var/lib/postgresql /etc/postgresql /var/run/postgresql /var/log/postgresql; do
+            if [ -e "$d" ]; then chown -R postgres:postgres "$d"; fi
+        done
+    fi
+    # The server reads its TLS key through the ssl-cert group where the image has one.
+    if getent group ssl-cert >/dev/null 2>&1; then usermod -aG ssl-cert postgres; fi
+    return 0
+}
+
 small_pg_setup() {
     local user="${SMALL_PG_USER:-small}"
     local password="${SMALL_PG_PASSWORD:-small}"
@@ -29,6 +62,8 @@ small_pg_setup() {
         echo "postgres.sh: no PostgreSQL installation found under /usr/lib/postgresql" >&2
         return 1
     fi
+
+    small_pg_account || return 1
 
     # The Debian package normally creates the cluster `main`; create it when it does not exist
     # (for example in images where the post-install step was skipped).
