@@ -107,37 +107,74 @@ pub fn verdict(v: small_core::gates::report::Verdict) -> CmdResult {
     }
 }
 
-/// The `--json` document of a command that failed with a diagnostic (docs/json-output.md,
-/// "Errors of the writing commands").
+/// The `--json` document of a command that failed: the reference's `error` object (its code
+/// and the message), then small's (docs/json-output.md, "Errors").
 #[derive(serde::Serialize)]
-struct JsonFailure<'a> {
+struct JsonFailure {
+    error: ErrorObject,
     status: &'static str,
     exit_code: u8,
-    errors: [small_core::gates::check::JsonDiagnostic; 1],
-    #[serde(skip)]
-    _d: std::marker::PhantomData<&'a ()>,
+    errors: Vec<small_core::gates::check::JsonDiagnostic>,
+}
+
+/// The reference's error object.
+#[derive(serde::Serialize)]
+pub struct ErrorObject {
+    pub code: &'static str,
+    pub message: String,
 }
 
 impl CliError {
+    /// The reference's error object of this error.
+    pub fn error_object(&self) -> ErrorObject {
+        let code = self.diagnostic.as_ref().map_or("invalid_request", |d| {
+            small_core::ops::reference_code(&d.code)
+        });
+        ErrorObject {
+            code,
+            message: self.message.clone(),
+        }
+    }
+
     /// Print the error the one way every command's errors are printed: a diagnostic as the
-    /// gates print theirs (or, with `--json`, as a JSON document on stdout), else the message.
+    /// gates print theirs, else the message; with `--json` also the error document on stdout.
     pub fn report(&self, g: &crate::GlobalArgs, json: bool) {
-        match &self.diagnostic {
-            Some(d) if json => {
-                let doc = JsonFailure {
-                    status: "error",
-                    exit_code: self.exit,
-                    errors: [small_core::gates::check::JsonDiagnostic::from(&**d)],
-                    _d: std::marker::PhantomData,
-                };
-                let _ = g.json(&doc);
+        if self.diagnostic.is_none() && self.message.is_empty() {
+            return;
+        }
+        if json {
+            let doc = JsonFailure {
+                error: self.error_object(),
+                status: "error",
+                exit_code: self.exit,
+                errors: self
+                    .diagnostic
+                    .iter()
+                    .map(|d| small_core::gates::check::JsonDiagnostic::from(&**d))
+                    .collect(),
+            };
+            let _ = g.json(&doc);
+            if self.diagnostic.is_some() {
+                return;
             }
+        }
+        match &self.diagnostic {
             Some(d) => {
                 let text = crate::render::render(d, None, g.color_stderr());
                 g.error(text.trim_end());
             }
-            None if !self.message.is_empty() => g.error(format!("error: {}", self.message)),
-            None => {}
+            None => g.error(format!("error: {}", self.message)),
         }
     }
+}
+
+/// An operation's refusal: its findings (damaged records) are printed first, on stderr.
+pub fn from_op(e: small_core::ops::OpError, g: &crate::GlobalArgs) -> CliError {
+    if !e.details.is_empty() {
+        g.diagnostics(&e.details, |_| None, true);
+    }
+    CliError::from(AuthoringError {
+        kind: e.kind,
+        diagnostic: e.diagnostic,
+    })
 }

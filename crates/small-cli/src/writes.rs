@@ -123,36 +123,56 @@ pub fn print_handoff(
     out: &small_core::authoring::session::HandoffOutcome,
     verb: &str,
 ) {
+    print_handoff_lines(
+        g,
+        verb,
+        &HandoffLines {
+            summary: &out.summary,
+            current_task_id: out.run.current_task_id.as_deref(),
+            next_steps: out.run.next_steps.len(),
+            source: out.summary_source,
+            replaced: out.replaced_summary.as_deref(),
+            replay: &out.replay_id,
+        },
+    );
+}
+
+/// What the human lines of a handoff say.
+pub struct HandoffLines<'a> {
+    pub summary: &'a str,
+    pub current_task_id: Option<&'a str>,
+    pub next_steps: usize,
+    pub source: small_core::authoring::session::SummarySource,
+    pub replaced: Option<&'a str>,
+    pub replay: &'a small_core::authoring::handoff::ReplayId,
+}
+
+/// Print the human lines of a handoff.
+pub fn print_handoff_lines(g: &GlobalArgs, verb: &str, h: &HandoffLines) {
+    use small_core::authoring::session::SummarySource;
     say(
         g,
         format!(
             "{verb}: {} (current task: {}; {} next step(s))",
-            out.summary,
-            out.run.current_task_id.as_deref().unwrap_or("none"),
-            out.run.next_steps.len()
+            h.summary,
+            h.current_task_id.unwrap_or("none"),
+            h.next_steps
         ),
     );
-    let source = match (&out.summary_source, &out.replaced_summary) {
-        (small_core::authoring::session::SummarySource::Given, _) => {
-            "summary: as given".to_string()
-        }
-        (small_core::authoring::session::SummarySource::Kept, _) => {
+    let source = match (h.source, h.replaced) {
+        (SummarySource::Given, _) => "summary: as given".to_string(),
+        (SummarySource::Kept, _) => {
             "summary: kept (written with --summary; the run's state is unchanged)".to_string()
         }
-        (small_core::authoring::session::SummarySource::Computed, Some(old)) => {
+        (SummarySource::Computed, Some(old)) => {
             format!("summary: computed; replaced {old:?} because the run's state changed")
         }
-        (small_core::authoring::session::SummarySource::Computed, None) => {
-            "summary: computed from the run's state".to_string()
-        }
+        (SummarySource::Computed, None) => "summary: computed from the run's state".to_string(),
     };
     say(g, source);
     say(
         g,
-        format!(
-            "replayId: {} (source: {})",
-            out.replay_id.value, out.replay_id.source
-        ),
+        format!("replayId: {} (source: {})", h.replay.value, h.replay.source),
     );
 }
 

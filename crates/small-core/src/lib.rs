@@ -17,6 +17,8 @@
 //! - `migrate`: migration of a v1 workspace to the 2.0.0 session profile.
 //! - `state`: the project state, one typed value built from either profile, and the reports
 //!   computed from it (status, resume); every reader of a whole workspace starts here.
+//! - `ops`: the operation layer: one function per protocol command, for both profiles,
+//!   returning the outcome every front end prints or returns.
 
 pub mod par;
 
@@ -38,3 +40,5 @@ pub mod api;
 pub mod migrate;
 pub mod state;
 pub mod v2;
+
+pub mod ops;

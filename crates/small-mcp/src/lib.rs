@@ -28,18 +28,18 @@ use serde_json::{json, Value};
 use small_core::authoring::plan_edit;
 use small_core::authoring::record::{self, RecordRequest};
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
-use small_core::authoring::session;
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
 use small_core::gates::secrets::{redact_json, redact_source};
 use small_core::gates::status::StatusOptions;
-use small_core::history::reconstruct::{self, ReconstructOptions};
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
 
+use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
+use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
 use small_core::v2::{self, write as v2w};
 use small_core::workspace::{self, Location};
 
@@ -72,6 +72,30 @@ fn ok(mut value: Value) -> ToolResult {
 fn failed(mut value: Value) -> CallToolResult {
     redact_json(&mut value);
     CallToolResult::structured_error(value)
+}
+
+/// An operation's refusal as a tool error: its code, message and help, and the first finding
+/// behind it.
+fn op_error(e: &ops::OpError) -> CallToolResult {
+    let mut d = (*e.diagnostic).clone();
+    if let Some(first) = e.details.first() {
+        d.message = format!(
+            "{} ({} problem(s); first {}: {})",
+            d.message,
+            e.details.len(),
+            first.code,
+            first.message
+        );
+    }
+    from_diagnostic(&d)
+}
+
+/// An operation's outcome as the tool's result: the command's `--json` document.
+fn op_result<T: serde::Serialize>(r: ops::OpResult<T>) -> ToolResult {
+    match r {
+        Ok(v) => ok(serde_json::to_value(&v).unwrap_or_default()),
+        Err(e) => Ok(op_error(&e)),
+    }
 }
 
 /// A library diagnostic as a tool error: its own code, message and help.
@@ -247,6 +271,13 @@ pub struct ReconstructRequest {
     pub since: Option<String>,
     /// The newest N matching entries (default 50; 0 for all)
     pub limit: Option<usize>,
+    /// 2.0.0 workspaces: the most bytes of encoded events (default 65536; 0 for no cap)
+    pub max_bytes: Option<usize>,
+    /// 2.0.0 workspaces: the session whose events to show (with `resume`: the session to resume)
+    pub session: Option<String>,
+    /// 2.0.0 workspaces: the bounded resume packet of `session` (default: the active one)
+    #[serde(default)]
+    pub resume: bool,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -265,6 +296,11 @@ impl SmallMcp {
     }
 
     /// Whether the workspace holds profile 2.0.0 (its resources differ).
+    /// The workspace the operations run on (it must exist).
+    fn workspace(&self) -> Result<ops::Workspace, CallToolResult> {
+        self.locate().map(|l| ops::Workspace::at(l.root))
+    }
+
     fn is_v2(&self) -> bool {
         workspace::locate(self.dir.as_deref())
             .is_ok_and(|l| small_core::v2::detect(&l.small_dir) == small_core::v2::Profile::V2)
@@ -530,23 +566,14 @@ impl SmallMcp {
         description = "Write .small/handoff.small.yml, the resume point for the next session, recording the run as it is (mid-run handoffs are normal; `final` refuses while a task of this run is open) (same as `small handoff`)."
     )]
     async fn handoff(&self, Parameters(req): Parameters<HandoffRequest>) -> ToolResult {
-        if let Some(root) = self.v2_root() {
-            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
-            let e = tri!(
-                v2w::handoff(&mut w, &sid, req.summary.as_deref().unwrap_or_default())
-                    .map_err(err_diag)
-            );
-            return ok(json!({"profile": "2.0.0", "event": record_value(&e.members)}));
-        }
-        let core_req = session::HandoffRequest {
+        let r = HandoffOp {
             summary: req.summary,
-            replay_id: None,
             final_check: req.final_check,
+            session: req.session,
+            ..HandoffOp::default()
         };
-        let (_, mut txn) = tri!(self.begin());
-        let out = tri!(session::write_handoff(&mut txn, &core_req).map_err(err_diag));
-        tri!(txn.commit().map_err(txn_diag));
-        ok(serde_json::to_value(&out).unwrap_or_default())
+        let ws = tri!(self.workspace());
+        op_result(ops::handoff::handoff(&ws, &r))
     }
 
     #[tool(
@@ -704,43 +731,37 @@ impl SmallMcp {
         description = "Reconstruct a task's or the run's evidence from progress, with the task from the plan and the handoff (same as `small reconstruct --json`): entries with index, time, task, status, evidence, notes, command summary and proof reference; `limit` keeps the newest (default 50, 0 for all)."
     )]
     async fn reconstruct(&self, Parameters(req): Parameters<ReconstructRequest>) -> ToolResult {
-        let loc = tri!(self.locate());
-        if small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2 {
-            use small_core::v2::read;
-            let opts = read::ReconstructOptions {
-                task: req.task,
-                since: req.since,
-                limit: req.limit.unwrap_or(50),
-            };
-            return match read::reconstruct(&loc.root, &loc.small_dir, &opts) {
-                Ok(r) => ok(serde_json::to_value(&r).unwrap_or_default()),
-                Err(read::ReconstructError::Damaged(diags)) => {
-                    let first = diags.first().map(|d| format!("{}: {}", d.code, d.message));
-                    Ok(diag(
-                        "reconstruct",
-                        format!(
-                            "the 2.0.0 records are damaged ({} problem(s){}); nothing reconstructed",
-                            diags.len(),
-                            first.map(|f| format!(", first {f}")).unwrap_or_default()
-                        ),
-                        Some("run the check tool for every problem with its file and fix".into()),
-                    ))
-                }
-                Err(read::ReconstructError::UnknownTask(t)) => Ok(diag(
-                    "unknown-task",
-                    format!("no task has the id or alias {t:?}"),
-                    None,
-                )),
-            };
-        }
-        let opts = ReconstructOptions {
+        let defaults = ReconstructOp::default();
+        let r = ReconstructOp {
             task: req.task,
             since: req.since,
-            limit: req.limit.unwrap_or(50),
+            limit: req.limit.unwrap_or(defaults.limit),
+            max_bytes: req.max_bytes.unwrap_or(defaults.max_bytes),
+            session: req.session,
+            resume: req.resume,
+            ..defaults
         };
-        match reconstruct::reconstruct(&loc.root, &opts) {
-            Ok(r) => ok(serde_json::to_value(&r).unwrap_or_default()),
-            Err(e) => Ok(diag("reconstruct", e.message, e.help)),
+        let ws = tri!(self.workspace());
+        op_result(ops::reconstruct::reconstruct(&ws, &r))
+    }
+
+    #[tool(
+        description = "SMALL 2.0.0 workspaces: check the evidence of every receipt now (verified, unavailable, failed, with the reason); an error when any is not verified (same as `small evidence verify --json`)."
+    )]
+    async fn evidence_verify(&self) -> ToolResult {
+        let ws = tri!(self.workspace());
+        let report = tri!(ops::evidence::verify(&ws).map_err(|e| op_error(&e)));
+        match report.refusal() {
+            None => ok(serde_json::to_value(&report).unwrap_or_default()),
+            Some(e) => {
+                let mut doc = serde_json::to_value(&report).unwrap_or_default();
+                doc["error"] = json!({
+                    "code": e.diagnostic.code,
+                    "message": e.diagnostic.message,
+                    "reference_code": e.reference_code(),
+                });
+                Ok(failed(doc))
+            }
         }
     }
 

@@ -2,15 +2,14 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::handoff;
-use small_core::authoring::session::{self, HandoffRequest};
-use small_core::authoring::snapshot::Artifacts;
+use small_core::ops::handoff::{HandedOff, HandoffRequest, V1Handoff};
+use small_core::ops::{self, Workspace};
+use small_core::workspace::Scope;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
 use crate::writes as shared;
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
 
 /// Generate or update .small/handoff.small.yml, the file every session resumes from.
 ///
@@ -46,37 +45,49 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(root) = crate::v2writes::v2_root(args.dir.as_deref()) {
-        return run_v2(&root, args, g);
-    }
-    args.v2.refuse_on_v1()?;
-    let replay_id = match args
-        .replay_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        Some(s) => Some(handoff::manual_replay_id(s).map_err(CliError::usage)?),
-        None => None,
-    };
-    let root = shared::root(args.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    // One snapshot for the scope check and the handoff: each file is read once.
-    let snap = Artifacts::new();
-    handoff::check_command_scope_in(&txn, &snap, args.workspace, "handoff", false)?;
+    let ws = Workspace::find(args.dir.as_deref());
     let req = HandoffRequest {
         summary: args.summary.clone(),
-        replay_id,
+        replay_id: args.replay_id.clone(),
         final_check: args.final_check,
+        scope: args.workspace,
+        session: args.v2.session.clone(),
+        lock_timeout: args
+            .v2
+            .lock_timeout
+            .as_ref()
+            .map(|_| args.v2.timeout())
+            .transpose()?,
     };
-    let out = session::write_handoff_in(&mut txn, &snap, &req)?;
-    let report = txn.commit()?;
+    let out = ops::handoff::handoff(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return shared::print_json(Some(&report), shared::handoff_json(&out));
+        return g.json(&out);
     }
-    shared::print_handoff(g, &out, "Wrote handoff");
-    if !out.open.is_empty() && !args.final_check {
-        let list: Vec<String> = out
+    match out {
+        HandedOff::V1(h) => print_v1(g, &h, args.final_check),
+        HandedOff::V2(h) => g.info(format!(
+            "Handoff recorded: {} [{}]",
+            h.summary, h.handoff_event
+        )),
+    }
+    Ok(())
+}
+
+fn print_v1(g: &GlobalArgs, h: &V1Handoff, final_check: bool) {
+    shared::print_handoff_lines(
+        g,
+        "Wrote handoff",
+        &shared::HandoffLines {
+            summary: &h.summary,
+            current_task_id: h.current_task_id.as_deref(),
+            next_steps: h.next_steps.len(),
+            source: h.summary_source,
+            replaced: h.replaced_summary.as_deref(),
+            replay: &h.replay,
+        },
+    );
+    if !h.open.is_empty() && !final_check {
+        let list: Vec<String> = h
             .open
             .iter()
             .map(|t| format!("{} ({})", t.id, t.status))
@@ -89,27 +100,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             ),
         );
     }
-    shared::print_changes(g, &report);
-    Ok(())
-}
-
-/// 2.0.0: a handoff_recorded event with the summary (the session stays open).
-fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
-    use crate::v2writes as v2w;
-    let summary = args.summary.clone().unwrap_or_default();
-    let session = args.v2.session(root)?;
-    let mut w = args.v2.open(root)?;
-    let e = small_core::v2::write::handoff(&mut w, &session, &summary)?;
-    if args.json {
-        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
-            ("event".into(), v2w::event(&e)),
-            ("profile".into(), v2w::s("2.0.0")),
-        ]));
-    }
-    g.info(format!(
-        "Handoff recorded: {} [{}]",
-        summary.trim(),
-        e.draft.event_id
-    ));
-    Ok(())
+    shared::print_changes(
+        g,
+        &small_core::authoring::txn::CommitReport {
+            written: h.files_written.clone(),
+            appended: h.appended.clone(),
+        },
+    );
 }

@@ -1,13 +1,14 @@
 //! `small reconstruct`: a task's or the run's evidence, from the workspace state alone.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use small_core::diag::Diagnostic;
-use small_core::history::reconstruct::{self, ReconstructOptions, Reconstruction};
-use small_core::history::runs::{self, ErrorKind, RunError};
-use small_core::v2::{self, read};
+use small_core::history::reconstruct::Reconstruction;
+use small_core::ops::reconstruct::{ReconstructRequest, Reconstructed};
+use small_core::ops::{self, Workspace};
+use small_core::v2::read;
+use small_core::workspace::Scope;
 
-use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_USAGE};
+use crate::error::{from_op, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
 
@@ -18,11 +19,15 @@ use crate::GlobalArgs;
 /// Reads state only: nothing is inferred from elsewhere and nothing is written. Evidence that
 /// is a mapping (such as apply's outcome) is shown as JSON. Secrets are masked.
 ///
-/// On a 2.0.0 workspace: the tasks not completed, the handoffs, conflicts, receipts and the
-/// events (of --task, and of no task), newest --limit, from the records (docs/v2.md).
+/// On a 2.0.0 workspace: the tasks not completed, the handoffs, conflicts, receipts with
+/// their evidence checked, and the events (of --task and of no task; of --session), the newest
+/// --limit within --max-bytes, from the records (docs/v2.md). --resume is the bounded resume
+/// packet of a session (--session, else the active one) for a fresh clone: the session is
+/// checked and named, and the events of every session are returned.
 ///
 /// Exit codes: 0 reconstructed (also for a task with no entries); 1 a bad --since value, an
-/// unreadable progress log, damaged 2.0.0 records or an unknown 2.0.0 task; 2 no workspace.
+/// unreadable progress log, damaged 2.0.0 records, an unknown 2.0.0 task or session; 2 no
+/// workspace, or --resume/--session on a v1 workspace.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Only the entries of this task id (and the task's description from the plan)
@@ -39,6 +44,18 @@ pub struct Args {
         allow_negative_numbers = true
     )]
     pub limit: i64,
+    /// 2.0.0: the session whose events to show (with --resume: the session to resume; default the active one)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// 2.0.0: the bounded resume packet of a session: obligations, handoffs, conflicts, evidence and the newest events of every session
+    #[arg(long)]
+    pub resume: bool,
+    /// 2.0.0: the most bytes of encoded events returned (0: no cap)
+    #[arg(long = "max-bytes", value_name = "N", default_value_t = 65536)]
+    pub max_bytes: u64,
+    /// Workspace scope: root or any (v1)
+    #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
+    pub workspace: Scope,
     /// Print the reconstruction as JSON (docs/json-output.md)
     #[arg(long)]
     pub json: bool,
@@ -48,44 +65,25 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = runs::discover_root(args.dir.as_deref());
-    let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-    if v2::detect(&small_dir) == v2::Profile::V2 {
-        return run_v2(&args, &root, &small_dir, g);
-    }
-    let opts = ReconstructOptions {
+    let ws = Workspace::find(args.dir.as_deref());
+    let req = ReconstructRequest {
         task: args.task,
         since: args.since,
         limit: usize::try_from(args.limit.max(0)).unwrap_or(usize::MAX),
+        max_bytes: usize::try_from(args.max_bytes).unwrap_or(usize::MAX),
+        session: args.session,
+        resume: args.resume,
+        scope: args.workspace,
     };
-    let r = reconstruct::reconstruct(&root, &opts).map_err(to_cli)?;
+    let r = ops::reconstruct::reconstruct(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&r);
     }
-    crate::output::data(&crate::render::escape_controls(&render(&r)))
-}
-
-/// A 2.0.0 workspace: the reconstruction from its records (docs/v2.md). A damaged tree is not
-/// reconstructed: its record and graph problems on stderr, exit 1.
-fn run_v2(args: &Args, root: &Path, small_dir: &Path, g: &GlobalArgs) -> CmdResult {
-    let opts = read::ReconstructOptions {
-        task: args.task.clone(),
-        since: args.since.clone(),
-        limit: usize::try_from(args.limit.max(0)).unwrap_or(usize::MAX),
+    let text = match &r {
+        Reconstructed::V1(r) => render(r),
+        Reconstructed::V2(r) => render_v2(r),
     };
-    match read::reconstruct(root, small_dir, &opts) {
-        Ok(r) if args.json => g.json(&r),
-        Ok(r) => crate::output::data(&crate::render::escape_controls(&render_v2(&r))),
-        Err(read::ReconstructError::Damaged(diags)) => {
-            g.diagnostics(&diags, |_| None, true);
-            Err(CliError::invalid(
-                "the 2.0.0 records are damaged; nothing reconstructed (see `small check --strict`)",
-            ))
-        }
-        Err(read::ReconstructError::UnknownTask(t)) => Err(CliError::invalid(format!(
-            "no task has the id or alias {t:?}"
-        ))),
-    }
+    crate::output::data(&crate::render::escape_controls(&text))
 }
 
 fn render_v2(r: &read::Reconstruction) -> String {
@@ -143,21 +141,6 @@ fn render_v2(r: &read::Reconstruction) -> String {
     o
 }
 
-fn to_cli(e: RunError) -> CliError {
-    let mut d = Diagnostic::error("reconstruct", e.message.clone());
-    if let Some(h) = &e.help {
-        d = d.with_help(h.clone());
-    }
-    CliError {
-        exit: match e.kind {
-            ErrorKind::Usage => EXIT_USAGE,
-            ErrorKind::Invalid => EXIT_INVALID,
-        },
-        message: e.message,
-        diagnostic: Some(Box::new(d)),
-    }
-}
-
 /// Continuation lines of a multi-line value, indented under their field.
 fn indented(text: &str) -> String {
     text.trim_end().replace('\n', "\n        ")
@@ -210,15 +193,11 @@ fn render(r: &Reconstruction) -> String {
         let mut line = format!("  [{}] {} {} {}", e.index, e.timestamp, e.task_id, e.status);
         if let Some(ev) = &e.evidence {
             line.push_str(" - ");
-            line.push_str(&indented(&reconstruct::display_value(ev)));
+            line.push_str(&indented(ev));
         }
         outln!(o, "{line}");
         if let Some(n) = &e.notes {
-            outln!(
-                o,
-                "      notes: {}",
-                indented(&reconstruct::display_value(n))
-            );
+            outln!(o, "      notes: {}", indented(n));
         }
         if let Some(c) = &e.command_summary {
             outln!(o, "      command: {c}");

@@ -68,11 +68,17 @@ pub struct EvidenceEntry {
     pub timestamp: String,
     pub task_id: String,
     pub status: String,
-    /// A string, or the structured value as written (a mapping such as apply's outcome).
+    /// The evidence as text (the reference's string); a mapping (such as apply's outcome) as
+    /// compact JSON, and as written under `evidence_data`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Value>,
+    pub evidence: Option<String>,
+    /// Evidence written as a mapping or list, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<Value>,
+    pub evidence_data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes_data: Option<Value>,
     /// `command_summary`, else `command`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_summary: Option<String>,
@@ -231,8 +237,10 @@ pub fn reconstruct(root: &Path, opts: &ReconstructOptions) -> Result<Reconstruct
             timestamp: ts,
             task_id,
             status: text(e.get("status")),
-            evidence: value(e.get("evidence")),
-            notes: value(e.get("notes")),
+            evidence: value(e.get("evidence")).as_ref().map(display_value),
+            evidence_data: value(e.get("evidence")).filter(|v| !v.is_string()),
+            notes: value(e.get("notes")).as_ref().map(display_value),
+            notes_data: value(e.get("notes")).filter(|v| !v.is_string()),
             command_summary: opt_text(e.get("command_summary"))
                 .or_else(|| opt_text(e.get("command"))),
             command_ref: opt_text(e.get("command_ref")),
@@ -369,12 +377,18 @@ mod tests {
         let d = workspace(&progress());
         let r = reconstruct(d.path(), &ReconstructOptions::default()).unwrap();
         let last = r.entries.last().unwrap();
+        // Text under the reference's key, the mapping as written beside it.
         assert_eq!(
-            last.evidence,
+            last.evidence.as_deref(),
+            Some(r#"{"exit_code":0,"outcome":"succeeded"}"#)
+        );
+        assert_eq!(
+            last.evidence_data,
             Some(serde_json::json!({"exit_code": 0, "outcome": "succeeded"}))
         );
         assert_eq!(last.command_summary.as_deref(), Some("echo ok"));
-        let notes = display_value(last.notes.as_ref().unwrap());
+        let notes = last.notes.clone().unwrap();
+        assert!(last.notes_data.is_none());
         assert!(!notes.contains("abcdefghijklmnop"), "{notes}");
         assert!(notes.contains("ghp_"), "{notes}");
     }

@@ -127,10 +127,16 @@ impl From<&Task> for TaskView {
     }
 }
 
-/// A receipt the events refer to.
+/// A receipt and what a check of its evidence found now (the reference's keys, then small's).
 #[derive(Debug, Clone, Serialize)]
 pub struct EvidenceView {
     pub receipt_digest: String,
+    /// `verified`, `unavailable`, `failed`, or a receipt without an artifact's availability.
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub artifact_path: String,
     pub strength: String,
     pub availability: String,
 }
@@ -144,6 +150,24 @@ pub struct ReconstructOptions {
     pub since: Option<String>,
     /// The newest N matching events (0: all).
     pub limit: usize,
+    /// The most bytes of encoded events returned (0: no cap; at least one event is returned).
+    pub max_bytes: usize,
+    /// A session id: its events only, unless `resume`.
+    pub session: Option<String>,
+    /// The bounded resume packet: the session (the one named, else the active one) is checked
+    /// and reported, and the events of every session are returned.
+    pub resume: bool,
+}
+
+impl ReconstructOptions {
+    /// The reference's defaults: the newest 50 events within 64 KiB.
+    pub fn new() -> ReconstructOptions {
+        ReconstructOptions {
+            limit: 50,
+            max_bytes: MAX_EVENT_BYTES,
+            ..ReconstructOptions::default()
+        }
+    }
 }
 
 /// The reconstruction of a 2.0.0 workspace (docs/json-output.md).
@@ -154,6 +178,9 @@ pub struct Reconstruction {
     pub lineage_id: String,
     pub mode: String,
     pub frontier: String,
+    /// The session asked for (`--session`, or the active one with `--resume`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskView>,
     /// The tasks not completed, and the tasks in an unresolved conflict.
@@ -179,6 +206,8 @@ pub enum ReconstructError {
     Damaged(Vec<Diagnostic>),
     /// No task has this id or alias.
     UnknownTask(String),
+    /// The session named is not in the records, or none was named and none is active.
+    Session(String),
 }
 
 /// Reconstruct the 2.0.0 tree at `root/.small`.
@@ -199,6 +228,11 @@ pub fn reconstruct(
                 .ok_or_else(|| ReconstructError::UnknownTask(want.clone()))?,
         ),
     };
+    let session = match (&opts.session, opts.resume) {
+        (None, false) => None,
+        (named, _) => Some(session_of(root, store, named.as_deref())?),
+    };
+    let only_session = session.as_deref().filter(|_| !opts.resume);
     let view = |e: &Event| EventView::new(e, root, &s.project_id, &profile.lineage_id);
     let ordered: Vec<&Event> = s
         .order
@@ -208,6 +242,7 @@ pub fn reconstruct(
     let matched: Vec<&Event> = ordered
         .iter()
         .copied()
+        .filter(|e| only_session.is_none_or(|id| e.session_id == id))
         .filter(|e| task.is_none_or(|t| e.task_id.is_empty() || e.task_id == t.id))
         .filter(|e| {
             opts.since
@@ -224,7 +259,7 @@ pub fn reconstruct(
         }
         let v = view(e);
         let size = serde_json::to_vec(&v).map_or(0, |b| b.len());
-        if !events.is_empty() && bytes + size > MAX_EVENT_BYTES {
+        if opts.max_bytes > 0 && !events.is_empty() && bytes + size > opts.max_bytes {
             break;
         }
         bytes += size;
@@ -250,23 +285,50 @@ pub fn reconstruct(
             .map(|e| view(e))
             .collect(),
         conflicts: s.conflicts.clone(),
-        evidence: s
-            .receipts
-            .iter()
-            .map(|r| EvidenceView {
-                receipt_digest: r.digest.clone(),
-                strength: r.strength.clone(),
-                availability: r.availability.clone(),
-            })
-            .collect(),
+        evidence: evidence(store, root),
         matched_events: matched.len(),
         returned_events: events.len(),
         returned_event_bytes: bytes,
         truncated: events.len() < matched.len(),
         events,
         limit: opts.limit,
-        max_bytes: MAX_EVENT_BYTES,
+        max_bytes: opts.max_bytes,
+        session_id: session,
     })
+}
+
+/// The session a reconstruction names: `named`, else the active one; it must be recorded.
+fn session_of(root: &Path, store: &Store, named: Option<&str>) -> Result<String, ReconstructError> {
+    let id = crate::v2::write::resolve_session(root, named)
+        .map_err(|e| ReconstructError::Session(e.diagnostic.message.clone()))?;
+    if store.sessions.iter().any(|x| x.id == id) {
+        Ok(id)
+    } else {
+        Err(ReconstructError::Session(format!("session {id} not found")))
+    }
+}
+
+/// Every receipt with what a check of its evidence finds now, by digest.
+fn evidence(store: &Store, root: &Path) -> Vec<EvidenceView> {
+    let checked = crate::v2::write::verify_evidence(store, root);
+    store
+        .receipts
+        .iter()
+        .filter_map(|r| {
+            let at = checked
+                .binary_search_by(|v| v.receipt_digest.as_str().cmp(&r.digest))
+                .ok()?;
+            let v = &checked[at];
+            Some(EvidenceView {
+                receipt_digest: r.digest.clone(),
+                status: v.status.clone(),
+                reason: v.reason.clone(),
+                artifact_path: v.artifact_path.clone(),
+                strength: r.strength.clone(),
+                availability: r.availability.clone(),
+            })
+        })
+        .collect()
 }
 
 /// A string with its secrets masked (the masking of every front end).

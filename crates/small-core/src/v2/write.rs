@@ -30,6 +30,8 @@ pub mod code {
     pub const SESSION_STATE: &str = "V2-SESSION-STATE";
     /// `--expect-state` does not name the current frontier.
     pub const STALE: &str = "V2-STALE";
+    /// An authoritative handoff while a semantic conflict is unresolved.
+    pub const CONFLICTED: &str = "V2-CONFLICTED";
     /// The records are damaged: nothing is written over them.
     pub const DAMAGED: &str = "V2-DAMAGED";
     /// A task reference that names no task, or more than one.
@@ -661,13 +663,29 @@ pub fn close_session(w: &mut Writer, session: &str, summary: &str) -> Result<Vec
     Ok(vec![handoff, closed])
 }
 
-/// A handoff without closing the session.
+/// An authoritative handoff without closing the session. Refused while a semantic conflict
+/// is unresolved: the handoff would claim a state that is not settled (and, moving the
+/// frontier, would make the reviewed `reconcile --apply --expect-state` that settles it stale).
+/// The event records the frontier it was written on (`input_frontier`).
 pub fn handoff(w: &mut Writer, session: &str, summary: &str) -> Result<Written> {
     w.fresh()?;
     let summary = summary.trim();
     if summary.is_empty() {
         return Err(usage("--summary is required on a 2.0.0 workspace"));
     }
+    if !w.state.conflicts.is_empty() {
+        let ids: Vec<&str> = w.state.conflicts.iter().map(|c| c.id.as_str()).collect();
+        return Err(refused(
+            code::CONFLICTED,
+            format!(
+                "authoritative handoff refused: semantic conflicts remain: {} conflict(s) ({})",
+                ids.len(),
+                ids.join(", ")
+            ),
+        )
+        .with_help("review them with `small reconcile --preview --json`, settle each with `small reconcile --apply`, then hand off"));
+    }
+    let input_frontier = w.state.frontier.clone();
     w.append(
         session,
         Append {
@@ -675,6 +693,7 @@ pub fn handoff(w: &mut Writer, session: &str, summary: &str) -> Result<Written> 
             payload: vec![
                 ("summary".into(), s(summary)),
                 ("authoritative".into(), GoValue::Bool(true)),
+                ("input_frontier".into(), s(&input_frontier)),
             ],
             ..Append::default()
         },
@@ -1556,10 +1575,22 @@ pub fn reconcile(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Verified {
     pub receipt_digest: String,
-    /// `verified`; for a receipt with an artifact: `missing`, `mismatch` (the blob's bytes
-    /// differ from the recorded digest or size) or `refused` (a symlink, not a regular file,
-    /// a path outside the blob store); for one without: its availability.
+    /// `verified`; for a receipt with an artifact: `unavailable` (the blob is missing) or
+    /// `failed` (its bytes differ from the recorded digest or size, or it is a symlink, not a
+    /// regular file, or outside the blob store); for one without: its availability.
     pub status: String,
+    /// Why a receipt is not verified, when its artifact says so.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// The receipt's `artifact_path`, when it has one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub artifact_path: String,
+}
+
+impl Verified {
+    pub fn is_verified(&self) -> bool {
+        self.status == "verified"
+    }
 }
 
 fn is_hex64(s: &str) -> bool {
@@ -1577,67 +1608,69 @@ pub fn verify_evidence(store: &Store, root: &Path) -> Vec<Verified> {
         .receipts
         .iter()
         .map(|r| {
-            let status = match crate::workspace::fsio::read_bounded(
-                &root.join(&r.file),
-                crate::v2::load::MAX_RECORD_BYTES,
-            )
-            .ok()
-            .and_then(|b| crate::v2::json::parse(&b).ok())
-            {
-                None => "refused".to_string(),
-                Some(v) => {
-                    let digest = v.str_of("artifact_digest").to_string();
-                    let path = v.str_of("artifact_path").to_string();
-                    if digest.is_empty() && path.is_empty() {
-                        r.availability.clone()
-                    } else {
-                        let size = match v.get("artifact_size") {
-                            Some(crate::v2::json::Jv::Int(n)) => *n,
-                            _ => 0,
-                        };
-                        blob_status(&small_dir, &digest, &path, size)
-                    }
-                }
-            };
-            Verified {
+            let mut v = Verified {
                 receipt_digest: r.digest.clone(),
-                status,
+                status: r.availability.clone(),
+                reason: String::new(),
+                artifact_path: r.artifact_path.clone(),
+            };
+            if !r.artifact_digest.is_empty() || !r.artifact_path.is_empty() {
+                let size = r.artifact_size.unwrap_or(0);
+                let (status, reason) =
+                    blob_status(&small_dir, &r.artifact_digest, &r.artifact_path, size);
+                fail(&mut v, status, reason);
             }
+            v
         })
         .collect();
     out.sort_by(|a, b| a.receipt_digest.cmp(&b.receipt_digest));
     out
 }
 
-fn blob_status(small_dir: &Path, digest: &str, path: &str, size: i64) -> String {
+fn fail(v: &mut Verified, status: &str, reason: &str) {
+    v.status = status.to_string();
+    v.reason = reason.to_string();
+}
+
+/// The status of an artifact's blob and, when it is not verified, why.
+fn blob_status(
+    small_dir: &Path,
+    digest: &str,
+    path: &str,
+    size: i64,
+) -> (&'static str, &'static str) {
+    const OUTSIDE: &str = "the artifact is not a regular file in .small/evidence/blobs/sha256/";
     let rel = format!("evidence/blobs/sha256/{digest}");
     if !is_hex64(digest) || path != format!(".small/{rel}") {
-        return "refused".into();
+        return ("failed", "unsafe evidence artifact path or digest");
     }
     let mut at = small_dir.to_path_buf();
     for part in ["evidence", "blobs", "sha256"] {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return "refused".into(),
-            Err(_) => return "missing".into(),
+            Ok(_) => return ("failed", OUTSIDE),
+            Err(_) => return ("unavailable", "portable artifact is missing"),
         }
     }
     let file = at.join(digest);
     match std::fs::symlink_metadata(&file) {
         Ok(m) if m.is_file() => {}
-        Ok(_) => return "refused".into(),
-        Err(_) => return "missing".into(),
+        Ok(_) => return ("failed", OUTSIDE),
+        Err(_) => return ("unavailable", "portable artifact is missing"),
     }
     match crate::workspace::fsio::read_bounded(&file, MAX_EVIDENCE_BYTES) {
         Ok(b)
             if crate::v2::json::sha256_hex(&b) == digest
                 && (size == 0 || b.len() as i64 == size) =>
         {
-            "verified".into()
+            ("verified", "")
         }
-        Ok(_) => "mismatch".into(),
-        Err(_) => "refused".into(),
+        Ok(_) => ("failed", "artifact digest or size mismatch"),
+        Err(_) => (
+            "failed",
+            "the artifact cannot be read within the evidence size limit",
+        ),
     }
 }
 

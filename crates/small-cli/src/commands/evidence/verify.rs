@@ -2,20 +2,19 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::{self, write};
+use small_core::ops::{self, Workspace};
 
-use crate::error::{CliError, CmdResult};
-use crate::v2writes as v2w;
+use crate::error::{from_op, CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
 
 /// Check the evidence of every receipt: an artifact's blob must be a regular file under
 /// `.small/evidence/blobs/sha256/` (no symlink is followed) with the recorded digest and
 /// size, read with a bound. Read-only.
 ///
-/// Status per receipt: verified, missing, mismatch, refused; a receipt without an artifact
-/// shows its availability. Exit codes: 0 nothing missing, mismatched or refused; 1
-/// otherwise, or damaged records; 2 bad flags.
+/// Status per receipt: verified, unavailable (the blob is missing), failed (a mismatch, a
+/// symlink, not a regular file), with the reason; a receipt without an artifact shows its
+/// availability. Exit codes: 0 every receipt verified; 1 otherwise (the report, then the
+/// error), or damaged records; 2 bad flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directory containing .small/ [default: search upward from the current directory]
@@ -27,60 +26,42 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "evidence")?;
-    let (checked, store) = v2::check_store(&root, &root.join(".small"));
-    let damaged: Vec<_> = checked
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error() && v2::stage_of(&d.code) != v2::Stage::State)
-        .cloned()
-        .collect();
-    if !damaged.is_empty() {
-        g.diagnostics(&damaged, |_| None, true);
-        return Err(CliError::invalid(
-            "the 2.0.0 records are damaged (see `small check --strict`)",
-        ));
-    }
-    let found = write::verify_evidence(&store, &root);
-    let all = found.iter().all(|v| v.status == "verified");
-    let failed = found
-        .iter()
-        .any(|v| matches!(v.status.as_str(), "missing" | "mismatch" | "refused"));
+    let ws = Workspace::find(args.dir.as_deref());
+    let report = ops::evidence::verify(&ws).map_err(|e| from_op(e, g))?;
+    let refusal = report.refusal().map(|e| from_op(e, g));
     if args.json {
-        v2w::print(&GoValue::map(vec![
-            ("all_verified".into(), GoValue::Bool(all)),
-            ("profile".into(), v2w::s("2.0.0")),
-            (
-                "receipts".into(),
-                GoValue::Arr(
-                    found
-                        .iter()
-                        .map(|v| {
-                            GoValue::map(vec![
-                                ("receipt_digest".into(), v2w::s(&v.receipt_digest)),
-                                ("status".into(), v2w::s(&v.status)),
-                            ])
-                        })
-                        .collect(),
-                ),
-            ),
-        ]))?;
-    } else {
-        for v in &found {
-            g.info(format!("{}  {}", v.receipt_digest, v.status));
+        // One document: the report, and the reference's error object when it refuses.
+        let mut doc = serde_json::to_value(&report).map_err(|e| CliError::usage(e.to_string()))?;
+        if let (Some(r), Some(obj)) = (&refusal, doc.as_object_mut()) {
+            let e = r.error_object();
+            obj.insert(
+                "error".into(),
+                serde_json::json!({"code": e.code, "message": e.message}),
+            );
         }
-        g.info(format!(
-            "{} receipt(s); {}",
-            found.len(),
-            if all {
-                "all verified"
-            } else {
-                "not all verified"
-            }
-        ));
+        g.json(&doc)?;
+        if let Some(r) = refusal {
+            g.error(format!("error: {}", r.message));
+            return Err(CliError::silent(EXIT_INVALID));
+        }
+        return Ok(());
     }
-    if failed {
-        return Err(CliError::silent(crate::error::EXIT_INVALID));
+    for v in &report.receipts {
+        let reason = if v.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", v.reason)
+        };
+        g.info(format!("{}  {}{reason}", v.receipt_digest, v.status));
     }
-    Ok(())
+    g.info(format!(
+        "{} receipt(s); {}",
+        report.receipts.len(),
+        if report.all_verified {
+            "all verified"
+        } else {
+            "not all verified"
+        }
+    ));
+    refusal.map_or(Ok(()), Err)
 }

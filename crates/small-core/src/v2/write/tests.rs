@@ -455,11 +455,19 @@ fn evidence_over_a_record_size_saves_twice_and_verifies() {
     let blob = root.join(&a.blob);
     std::fs::write(&blob, b"changed").unwrap();
     let all = verify_evidence(&w.store, root);
-    assert!(all.iter().any(|v| v.status == "mismatch"), "{all:?}");
+    assert!(
+        all.iter()
+            .any(|v| v.status == "failed" && v.reason.contains("mismatch")),
+        "{all:?}"
+    );
     std::fs::remove_file(&blob).unwrap();
     std::os::unix::fs::symlink(root.join("big.log"), &blob).unwrap();
     let all = verify_evidence(&w.store, root);
-    assert!(all.iter().any(|v| v.status == "refused"), "{all:?}");
+    assert!(
+        all.iter()
+            .any(|v| v.status == "failed" && v.reason.contains("regular")),
+        "{all:?}"
+    );
     // A symlink given as the evidence file is refused.
     std::os::unix::fs::symlink(root.join("big.log"), root.join("link.log")).unwrap();
     let e = save_evidence(&mut w, &root.join("link.log"), "task-1", "", "").unwrap_err();

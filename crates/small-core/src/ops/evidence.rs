@@ -1,0 +1,66 @@
+//! `evidence verify`: the evidence of every receipt of a 2.0.0 workspace, checked now.
+
+use serde::Serialize;
+
+use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::v2::write::Verified;
+
+/// Every receipt with its check; `all_verified` when each one is verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceReport {
+    pub all_verified: bool,
+    pub profile: &'static str,
+    pub receipts: Vec<Verified>,
+}
+
+impl EvidenceReport {
+    /// The refusal a report that is not all verified carries (the command exits 1 after
+    /// printing it): unavailable evidence is never treated as verified.
+    pub fn refusal(&self) -> Option<OpError> {
+        (!self.all_verified).then(|| {
+            let bad = self.receipts.iter().filter(|r| !r.is_verified()).count();
+            OpError::invalid(
+                crate::v2::write::code::EVIDENCE,
+                format!(
+                    "one or more evidence receipts are unavailable or invalid ({bad} of {})",
+                    self.receipts.len()
+                ),
+            )
+        })
+    }
+}
+
+/// Check the evidence of every receipt. Read-only; damaged records are refused.
+pub fn verify(ws: &Workspace) -> OpResult<EvidenceReport> {
+    if ws.profile != Profile::V2 {
+        return Err(require_v2("evidence verify"));
+    }
+    let (checked, store) = crate::v2::check_store(&ws.root, &ws.small_dir);
+    let damaged: Vec<_> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && crate::v2::stage_of(&d.code) != crate::v2::Stage::State)
+        .cloned()
+        .collect();
+    if !damaged.is_empty() {
+        return Err(OpError::invalid(
+            crate::v2::write::code::DAMAGED,
+            "the 2.0.0 records are damaged (see `small check --strict`)",
+        )
+        .with_details(damaged));
+    }
+    let receipts = crate::v2::write::verify_evidence(&store, &ws.root);
+    Ok(EvidenceReport {
+        all_verified: receipts.iter().all(Verified::is_verified),
+        profile: crate::v2::PROFILE_VERSION,
+        receipts,
+    })
+}
+
+/// The refusal of a 2.0.0-only operation on a v1 workspace.
+pub fn require_v2(what: &str) -> OpError {
+    OpError::invalid(
+        crate::authoring::error::code::REFUSED,
+        format!("{what} is part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)"),
+    )
+}

@@ -1,0 +1,149 @@
+//! The operation layer: one function per protocol command, taking the workspace and a typed
+//! request and returning a typed outcome that serialises to the command's `--json` document.
+//!
+//! The profile (v1 files or 2.0.0 sessions) is decided here, once per operation, from the
+//! workspace; no front end asks. The CLI parses flags into a request and prints the outcome,
+//! the MCP server returns the same outcome as its tool result, so the rules and the documents
+//! are the same from every front end (cargo's `ops` module is the model).
+//!
+//! Refusals are one [`OpError`]: a diagnostic (code, message, help), whether the request or
+//! the system failed, the reference's error code for the `{"error":{"code","message"}}`
+//! document, and the findings behind it when there are several.
+
+pub mod evidence;
+pub mod handoff;
+pub mod reconstruct;
+
+use std::path::{Path, PathBuf};
+
+use crate::authoring::{Error as AuthoringError, ErrorKind};
+use crate::diag::Diagnostic;
+use crate::spec::consts::SMALL_DIR;
+use crate::v2;
+
+/// A workspace as the operations see it: where it is, and which profile it holds.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// The directory that holds `.small/`.
+    pub root: PathBuf,
+    pub small_dir: PathBuf,
+    pub profile: Profile,
+}
+
+/// The two profiles of the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// v1.0.0: five YAML artifacts and an append-only progress log.
+    V1,
+    /// SMALL 2.0.0: sessions, immutable events and evidence receipts.
+    V2,
+}
+
+impl Workspace {
+    /// The workspace at `dir` (the directory holding `.small/`, or `.small` itself), else the
+    /// nearest one upward from the current directory. A directory without `.small/` is a v1
+    /// workspace that is missing; operations report that in their own terms.
+    pub fn find(dir: Option<&Path>) -> Workspace {
+        Workspace::at(crate::history::runs::discover_root(dir))
+    }
+
+    /// The workspace whose root is `root`.
+    pub fn at(root: PathBuf) -> Workspace {
+        let small_dir = root.join(SMALL_DIR);
+        let profile = match v2::detect(&small_dir) {
+            v2::Profile::V2 => Profile::V2,
+            _ => Profile::V1,
+        };
+        Workspace {
+            root,
+            small_dir,
+            profile,
+        }
+    }
+
+    /// The profile's version string, as the documents name it.
+    pub fn profile_version(&self) -> &'static str {
+        match self.profile {
+            Profile::V1 => crate::spec::consts::PROTOCOL_VERSION,
+            Profile::V2 => v2::PROFILE_VERSION,
+        }
+    }
+}
+
+/// Why an operation refused or could not run.
+#[derive(Debug, Clone)]
+pub struct OpError {
+    pub kind: ErrorKind,
+    pub diagnostic: Box<Diagnostic>,
+    /// The findings behind a refusal that has several (damaged records), for the front end to
+    /// show before the diagnostic.
+    pub details: Vec<Diagnostic>,
+}
+
+pub type OpResult<T> = Result<T, OpError>;
+
+impl OpError {
+    /// The request or the workspace's state is refused.
+    pub fn invalid(code: &str, message: impl Into<String>) -> OpError {
+        AuthoringError::invalid(code, message).into()
+    }
+
+    /// The request itself is malformed.
+    pub fn usage(code: &str, message: impl Into<String>) -> OpError {
+        AuthoringError::usage(code, message).into()
+    }
+
+    /// A refusal with the findings behind it.
+    pub fn with_details(mut self, details: Vec<Diagnostic>) -> OpError {
+        self.details = details;
+        self
+    }
+
+    /// The reference's error code for the `{"error":{"code","message"}}` document:
+    /// `stale_state` when an expected frontier or state is not the current one, else
+    /// `invalid_request`.
+    pub fn reference_code(&self) -> &'static str {
+        reference_code(&self.diagnostic.code)
+    }
+}
+
+/// The reference's error code for a refusal with the diagnostic code `code`.
+pub fn reference_code(code: &str) -> &'static str {
+    match code {
+        v2::write::code::STALE => "stale_state",
+        _ => "invalid_request",
+    }
+}
+
+impl From<AuthoringError> for OpError {
+    fn from(e: AuthoringError) -> OpError {
+        OpError {
+            kind: e.kind,
+            diagnostic: e.diagnostic,
+            details: Vec::new(),
+        }
+    }
+}
+
+impl From<crate::authoring::txn::TxnError> for OpError {
+    fn from(e: crate::authoring::txn::TxnError) -> OpError {
+        AuthoringError::from(e).into()
+    }
+}
+
+impl From<crate::history::runs::RunError> for OpError {
+    fn from(e: crate::history::runs::RunError) -> OpError {
+        let mut d = Diagnostic::error("reconstruct", e.message.clone());
+        if let Some(h) = &e.help {
+            d = d.with_help(h.clone());
+        }
+        OpError {
+            kind: match e.kind {
+                crate::history::runs::ErrorKind::Usage => ErrorKind::Usage,
+                crate::history::runs::ErrorKind::Invalid => ErrorKind::Invalid,
+            },
+            diagnostic: Box::new(d),
+            details: Vec::new(),
+        }
+    }
+}
