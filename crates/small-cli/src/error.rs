@@ -142,7 +142,8 @@ impl CliError {
         if self.diagnostic.is_none() && self.message.is_empty() {
             return;
         }
-        if json {
+        // A command that printed its report before failing has said everything on stdout.
+        if json && !crate::output::printed::any() {
             let doc = JsonFailure {
                 error: self.error_object(),
                 status: "error",

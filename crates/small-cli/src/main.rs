@@ -160,6 +160,7 @@ fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
 
 /// Run one parsed command.
 fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
+    output::printed::reset();
     match command {
         Command::Version(a) => commands::version::run(a, g),
         Command::Init(a) => commands::init::run(a, g),

@@ -264,8 +264,10 @@ impl Write for Stream {
     }
 }
 
-/// Standard output, locked (see [`Stream`]).
+/// Standard output, locked (see [`Stream`]). Taking it marks this thread's command as having
+/// printed on stdout ([`printed`]).
 pub fn stdout() -> Stream {
+    printed::mark();
     #[cfg(test)]
     if muted::is_on() {
         return Stream::Muted;
@@ -280,6 +282,29 @@ pub fn stderr() -> Stream {
         return Stream::Muted;
     }
     Stream::Err(std::io::stderr().lock())
+}
+
+/// Whether the command running on this thread has printed on stdout: an error after a
+/// `--json` report is then not printed as a second document.
+pub mod printed {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PRINTED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn mark() {
+        PRINTED.with(|c| c.set(true));
+    }
+
+    /// Forget what was printed (a command starts).
+    pub fn reset() {
+        PRINTED.with(|c| c.set(false));
+    }
+
+    pub fn any() -> bool {
+        PRINTED.with(Cell::get)
+    }
 }
 
 /// Output muted on the current thread, for tests that run commands in-process.

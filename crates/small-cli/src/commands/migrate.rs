@@ -26,6 +26,9 @@ pub struct Args {
     /// Namespace the migrated identities derive from, with --preview
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// Initial mode of the migrated workspace, with --preview: solo (one active session) or collaborative
+    #[arg(long, value_name = "MODE", default_value = "solo")]
+    pub mode: String,
     /// Apply the reviewed plan in this file
     #[arg(long, value_name = "PLAN")]
     pub apply: Option<PathBuf>,
@@ -92,7 +95,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             )));
         }
         let namespace = args.namespace.unwrap_or_default();
-        let plan = migrate::preview(&root, &namespace).map_err(cli_error)?;
+        let plan = migrate::preview_with_mode(&root, &namespace, args.mode.trim())
+            .map_err(cli_error)?;
         if args.json {
             return g.data(plan.to_json());
         }

@@ -143,7 +143,7 @@ async fn a_whole_workflow_over_mcp() {
     )
     .await;
     assert!(!ok);
-    assert_eq!(v["error"]["code"], "usage");
+    assert_eq!(v["error"]["code"], "refused");
 
     // Manifests.
     let (ok, v) = call(

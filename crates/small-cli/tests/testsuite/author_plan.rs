@@ -192,8 +192,9 @@ fn checkpoint_updates_plan_and_progress_together() {
 fn checkpoint_refusals_change_nothing() {
     let ws = Ws::new();
     let plan = ws.read("plan.small.yml");
+    // An unknown or wrong status is refused (1), as the reference does.
     ws.fails(
-        2,
+        1,
         &["checkpoint", "--task", "task-1", "--status", "pending"],
     );
     let err = ws.fails(

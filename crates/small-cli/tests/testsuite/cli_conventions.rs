@@ -669,3 +669,22 @@ fn serve_raises_its_open_file_limit() {
         assert_eq!(err.contains("open-file limit"), warned, "{err}");
     }
 }
+
+#[test]
+fn health_is_a_report_and_a_gate_with_gate() {
+    let d = tempfile::tempdir().unwrap();
+    // No workspace: reported as missing; the report exits 0, the gate 1.
+    let o = small()
+        .args(["health", "--json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"missing\""), "{}", stdout(&o));
+    let o = small()
+        .args(["health", "--gate"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}

@@ -166,8 +166,17 @@ fn v2_session_loop_writes_records_the_strict_check_accepts() {
         "--json",
     ]);
     assert_eq!(r["availability"], "unavailable");
-    let v = ws.json(&["evidence", "verify", "--json"]);
+    // Evidence declared unavailable is never verified: the report, its error, exit 1.
+    let o = ws.run(&["evidence", "verify", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document on stdout");
     assert_eq!(v["all_verified"], false);
+    assert_eq!(v["error"]["code"], "invalid_request");
+    assert!(v["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["status"] == "unavailable"));
     ws.ok(&["handoff", "--summary", "midway"]);
     let v = ws.json(&["session", "close", "--summary", "docs written", "--json"]);
     assert_eq!(v["session_id"], sid.as_str());

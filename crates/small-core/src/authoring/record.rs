@@ -74,8 +74,9 @@ fn no_evidence(task: &str, what: &str) -> Error {
     )
 }
 
+/// A status the protocol does not know: refused (exit 1, as the reference), not a usage error.
 fn bad_status(status: &str, allowed: &str) -> Error {
-    Error::usage(code::USAGE, format!("invalid status {status:?}: {allowed}"))
+    Error::invalid(code::REFUSED, format!("invalid status {status:?}: {allowed}"))
 }
 
 fn no_plan(rel: &str) -> Error {
@@ -392,7 +393,11 @@ mod tests {
                 .len(),
             1
         );
-        assert_eq!(bad_status("done", "use x").code(), code::USAGE);
+        let e = bad_status("done", "use x");
+        assert_eq!(
+            (e.code(), e.kind),
+            (code::REFUSED, crate::authoring::ErrorKind::Invalid)
+        );
         let e = no_plan(".small/plan.small.yml");
         assert_eq!(
             (e.code(), e.kind),

@@ -393,9 +393,18 @@ fn strict(root: &Path, schemas: &Arc<SchemaSet>, h: &mut WorkspaceHealth) {
         .filter(|(_, d)| d.is_error())
         .map(|(_, d)| compact_line(d))
         .collect();
+    // An artifact that cannot be read or parsed cannot be judged: `error`, as the reference
+    // says, not `failed`.
+    let unreadable = r.diagnostics.iter().any(|(_, d)| {
+        d.is_error()
+            && matches!(
+                d.code.as_str(),
+                crate::workspace::CODE_YAML | crate::workspace::CODE_IO
+            )
+    });
     match r.exit_code {
         0 => {}
-        1 => {
+        1 if !unreadable => {
             h.strict_status = StrictStatus::Failed;
             h.strict_errors.extend(errors);
         }

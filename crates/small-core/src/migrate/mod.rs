@@ -687,13 +687,26 @@ impl Events<'_> {
 
 /// Plan the migration of the v1 workspace at `root` (read-only).
 pub fn preview(root: &Path, namespace: &str) -> Result<Plan, MigrateError> {
+    preview_with_mode(root, namespace, "solo")
+}
+
+/// [`preview`] with the initial mode of the migrated workspace: `solo` (one active session
+/// at a time) or `collaborative` (several, whose incompatible outcomes become conflicts). The
+/// mode is recorded in the plan and in `profile.json`; no identity depends on it.
+pub fn preview_with_mode(root: &Path, namespace: &str, mode: &str) -> Result<Plan, MigrateError> {
     if namespace.trim().is_empty() {
         return Err(MigrateError::Refused(
             "migration namespace is required".into(),
         ));
     }
+    if mode != "solo" && mode != "collaborative" {
+        return Err(MigrateError::Refused(
+            "mode must be solo or collaborative".into(),
+        ));
+    }
     let tree = read_legacy_tree(root)?;
-    let plan = plan_for(&tree, namespace)?;
+    let mut plan = plan_for(&tree, namespace)?;
+    plan.mode = mode.to_string();
     // Refuse now what apply would refuse (the records are made and dropped).
     build(&plan, &tree.contents, &mut |_, _| Ok(()))?;
     Ok(plan)

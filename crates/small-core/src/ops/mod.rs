@@ -13,6 +13,7 @@
 pub mod evidence;
 pub mod handoff;
 pub mod reconstruct;
+pub mod record;
 
 use std::path::{Path, PathBuf};
 

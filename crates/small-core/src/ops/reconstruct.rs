@@ -47,7 +47,7 @@ impl Default for ReconstructRequest {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Reconstructed {
-    V1(v1::Reconstruction),
+    V1(Box<v1::Reconstruction>),
     V2(Box<v2::Reconstruction>),
 }
 
@@ -74,7 +74,7 @@ fn reconstruct_v1(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
         since: req.since.clone(),
         limit: req.limit,
     };
-    Ok(Reconstructed::V1(v1::reconstruct(&ws.root, &opts)?))
+    Ok(Reconstructed::V1(Box::new(v1::reconstruct(&ws.root, &opts)?)))
 }
 
 fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
@@ -94,7 +94,7 @@ fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
         )
         .with_details(diags)),
         Err(v2::ReconstructError::UnknownTask(t)) => Err(OpError::invalid(
-            "V2-TASK",
+            crate::authoring::error::code::UNKNOWN_TASK,
             format!("task {t} not found (no task has this id or alias)"),
         )),
         Err(v2::ReconstructError::Session(message)) => Err(OpError {

@@ -722,10 +722,10 @@ pub fn progress(
     w.fresh()?;
     let status = status.trim().to_lowercase();
     if !STATUSES.contains(&status.as_str()) {
-        return Err(usage(format!(
-            "invalid status {status:?} (one of {})",
-            STATUSES.join(", ")
-        )));
+        return Err(refused(
+            acode::REFUSED,
+            format!("invalid status {status:?} (one of {})", STATUSES.join(", ")),
+        ));
     }
     let t = w.task(task)?;
     if status == "completed" && !t.acceptance.is_empty() {
@@ -774,9 +774,10 @@ pub fn checkpoint(
     w.fresh()?;
     let status = status.trim().to_lowercase();
     if status != "completed" && status != "blocked" {
-        return Err(usage(format!(
-            "invalid status {status:?} (must be completed or blocked)"
-        )));
+        return Err(refused(
+            acode::REFUSED,
+            format!("invalid status {status:?} (must be completed or blocked)"),
+        ));
     }
     let evidence = evidence.trim();
     if evidence.is_empty() {
