@@ -47,10 +47,15 @@ pub fn check_scope(
 
 /// Print which files a commit changed (unless --quiet).
 pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
-    for f in &report.written {
+    print_files(g, &report.written, &report.appended);
+}
+
+/// Print the files an operation replaced and those it appended to (unless --quiet).
+pub fn print_files(g: &GlobalArgs, written: &[String], appended: &[String]) {
+    for f in written {
         g.info(format!("  updated {f}"));
     }
-    for f in &report.appended {
+    for f in appended {
         g.info(format!("  appended to {f}"));
     }
 }
@@ -240,28 +245,14 @@ pub struct RecordFlags {
 }
 
 impl RecordFlags {
-    /// The library request for `task` and `status`.
+    /// The operation's request for `task` and `status`, recorded in the session of `v2` on a
+    /// 2.0.0 workspace.
     pub fn request(
         &self,
         task: &str,
         status: &str,
-    ) -> Result<small_core::authoring::record::RecordRequest, CliError> {
-        use small_core::authoring::progress::TimestampRule;
-        let rule = match (
-            self.at.as_deref().map(str::trim).filter(|s| !s.is_empty()),
-            self.after
-                .as_deref()
-                .map(str::trim)
-                .filter(|s| !s.is_empty()),
-        ) {
-            (Some(_), Some(_)) => return Err(CliError::usage("use only one of --at and --after")),
-            (Some(a), None) => TimestampRule::At(a.to_string()),
-            (None, Some(a)) => TimestampRule::After(a.to_string()),
-            (None, None) => TimestampRule::Now,
-        };
-        if task.trim().is_empty() {
-            return Err(CliError::usage("--task must not be empty"));
-        }
+        v2: &crate::v2writes::SessionFlags,
+    ) -> Result<small_core::ops::record::RecordRequest, CliError> {
         let evidence = [
             ("evidence", &self.evidence),
             ("command", &self.command),
@@ -273,13 +264,17 @@ impl RecordFlags {
         .into_iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v)))
         .collect();
-        Ok(small_core::authoring::record::RecordRequest {
-            task: task.trim().to_string(),
+        Ok(small_core::ops::record::RecordRequest {
+            task: task.to_string(),
             status: status.to_string(),
             evidence,
             notes: self.notes.clone(),
-            timestamp: rule,
+            at: self.at.clone(),
+            after: self.after.clone(),
             force: self.force,
+            scope: self.workspace,
+            session: v2.session.clone(),
+            lock_timeout: v2.lock_timeout.as_ref().map(|_| v2.timeout()).transpose()?,
         })
     }
 }

@@ -1,10 +1,10 @@
 //! `small checkpoint`: set a task's plan status and record it in progress, in one step.
 
-use serde_json::json;
-use small_core::authoring::record;
+use small_core::ops::record::Checkpointed;
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::writes::{self as shared, RecordFlags};
 use crate::GlobalArgs;
 
@@ -33,97 +33,37 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(root) = v2w::v2_root(args.record.dir.as_deref()) {
-        return run_v2(&root, args, g);
-    }
-    args.v2.refuse_on_v1()?;
-    let req = args.record.request(&args.task, &args.status)?;
-    let root = shared::root(args.record.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.record.workspace, "checkpoint", true)?;
-    let out = record::checkpoint(&mut txn, &req)?;
-    let report = txn.commit()?;
-
-    let line = format!(
-        "checkpoint: {} -> {} at {}",
-        out.task_id, out.status, out.timestamp
-    );
+    let req = args.record.request(&args.task, &args.status, &args.v2)?;
+    let ws = Workspace::find(args.record.dir.as_deref());
+    let out = ops::record::checkpoint(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.record.json {
-        let v = json!({
-            "task_id": out.task_id,
-            "status": out.status,
-            "progress_entry": out.entry,
-            "files": ["plan.small.yml", "progress.small.yml"],
-            "validated": true,
-            "workspace": root.display().to_string(),
-            "plan_status": out.plan_status,
-            "checkpoint": line,
-            "checkpoint_at": out.timestamp,
-            "forced_past": out.forced_past,
-        });
-        return shared::print_json(Some(&report), v);
+        return g.json(&out);
     }
-    shared::say(g, line);
-    if !out.forced_past.is_empty() {
-        let ids: Vec<&str> = out.forced_past.iter().map(|t| t.id.as_str()).collect();
-        shared::say(
+    match out {
+        Checkpointed::V1(c) => {
+            shared::say(g, &c.checkpoint);
+            if !c.forced_past.is_empty() {
+                let ids: Vec<&str> = c.forced_past.iter().map(|t| t.id.as_str()).collect();
+                shared::say(
+                    g,
+                    format!(
+                        "forced: dependencies not completed ({}); recorded in the entry's notes",
+                        ids.join(", ")
+                    ),
+                );
+            }
+            shared::print_files(g, &c.written, &c.appended);
+        }
+        Checkpointed::V2(t) => shared::say(
             g,
             format!(
-                "forced: dependencies not completed ({}); recorded in the entry's notes",
-                ids.join(", ")
+                "checkpoint: {} -> {} [{} receipt:{}]",
+                t.alias,
+                t.status.as_deref().unwrap_or_default(),
+                t.event_id,
+                t.receipt_digest
             ),
-        );
-    }
-    shared::print_changes(g, &report);
-    Ok(())
-}
-
-fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
-    let r = &args.record;
-    let evidence = [
-        &r.evidence,
-        &r.command,
-        &r.test,
-        &r.link,
-        &r.commit,
-        &r.verification,
-    ]
-    .iter()
-    .filter_map(|v| v.as_deref())
-    .collect::<Vec<_>>()
-    .join("; ");
-    let session = args.v2.session(root)?;
-    let mut w = args.v2.open(root)?;
-    let notes = r.notes.clone().unwrap_or_default();
-    let (t, e, receipt) = small_core::v2::write::checkpoint(
-        &mut w,
-        &session,
-        &args.task,
-        &args.status,
-        &evidence,
-        &notes,
-    )?;
-    let status = args.status.trim().to_lowercase();
-    if r.json {
-        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
-            ("alias".into(), v2w::s(&t.task.alias)),
-            ("event".into(), v2w::event(&e)),
-            ("profile".into(), v2w::s("2.0.0")),
-            ("receipt".into(), v2w::receipt(&receipt)),
-            ("status".into(), v2w::s(&status)),
-            ("task_id".into(), v2w::s(&t.task.id)),
-            (
-                "validated".into(),
-                small_core::v2::gojson::GoValue::Bool(true),
-            ),
-        ]));
-    }
-    shared::say(
-        g,
-        format!(
-            "checkpoint: {} -> {status} [{} receipt:{}]",
-            t.task.alias, e.draft.event_id, receipt.digest
         ),
-    );
+    }
     Ok(())
 }
