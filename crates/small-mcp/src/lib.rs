@@ -26,7 +26,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use small_core::authoring::plan_edit;
-use small_core::authoring::record::{self, RecordRequest};
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
 use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
@@ -39,6 +38,7 @@ use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
 
 use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
+use small_core::ops::record::RecordRequest as RecordOp;
 use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
 use small_core::v2::{self, write as v2w};
 use small_core::workspace::{self, Location};
@@ -482,23 +482,7 @@ impl SmallMcp {
         description = "Append one entry to the append-only progress log; the task must be in the plan (or meta/...), and a completion needs evidence (same as `small progress add`)."
     )]
     async fn progress_add(&self, Parameters(req): Parameters<ProgressAddRequest>) -> ToolResult {
-        if let Some(root) = self.v2_root() {
-            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
-            let (t, e) = tri!(v2w::progress(
-                &mut w,
-                &sid,
-                &req.task,
-                &req.status,
-                req.evidence.as_deref().unwrap_or_default(),
-                req.notes.as_deref().unwrap_or_default(),
-                None,
-            )
-            .map_err(err_diag));
-            return ok(
-                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "event": record_value(&e.members)}),
-            );
-        }
-        let core_req = RecordRequest {
+        let r = RecordOp {
             task: req.task,
             status: req.status,
             evidence: req
@@ -507,38 +491,17 @@ impl SmallMcp {
                 .map(|e| ("evidence".to_string(), e))
                 .collect(),
             notes: req.notes,
-            ..Default::default()
+            session: req.session,
+            ..RecordOp::default()
         };
-        let (_, mut txn) = tri!(self.begin());
-        let out = tri!(record::add_progress(&mut txn, &core_req).map_err(err_diag));
-        tri!(txn.commit().map_err(txn_diag));
-        ok(serde_json::to_value(&out).unwrap_or_default())
+        let ws = tri!(self.workspace());
+        op_result(ops::record::progress_add(&ws, &r))
     }
 
     #[tool(
         description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`)."
     )]
     async fn checkpoint(&self, Parameters(req): Parameters<CheckpointRequest>) -> ToolResult {
-        if let Some(root) = self.v2_root() {
-            let evidence = [&req.evidence, &req.command, &req.test, &req.commit]
-                .iter()
-                .filter_map(|v| v.as_deref())
-                .collect::<Vec<_>>()
-                .join("; ");
-            let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
-            let (t, e, r) = tri!(v2w::checkpoint(
-                &mut w,
-                &sid,
-                &req.task,
-                &req.status,
-                &evidence,
-                req.notes.as_deref().unwrap_or_default(),
-            )
-            .map_err(err_diag));
-            return ok(
-                json!({"profile": "2.0.0", "task_id": t.task.id, "alias": t.task.alias, "status": req.status.trim().to_lowercase(), "event": record_value(&e.members), "receipt": record_value(&r.members), "validated": true}),
-            );
-        }
         let evidence = [
             ("evidence", req.evidence),
             ("command", req.command),
@@ -548,18 +511,17 @@ impl SmallMcp {
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
         .collect();
-        let core_req = RecordRequest {
+        let r = RecordOp {
             task: req.task,
             status: req.status,
             evidence,
             notes: req.notes,
             force: req.force,
-            ..Default::default()
+            session: req.session,
+            ..RecordOp::default()
         };
-        let (_, mut txn) = tri!(self.begin());
-        let out = tri!(record::checkpoint(&mut txn, &core_req).map_err(err_diag));
-        tri!(txn.commit().map_err(txn_diag));
-        ok(serde_json::to_value(&out).unwrap_or_default())
+        let ws = tri!(self.workspace());
+        op_result(ops::record::checkpoint(&ws, &r))
     }
 
     #[tool(
