@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 
 use small_core::authoring::plan;
-use small_core::authoring::plan_edit::{self, PlanRequest};
+use small_core::ops::plan::{PlanRequest, Planned, V1Plan};
+use small_core::ops::{self, Workspace};
+use small_core::workspace::Scope;
 
-use crate::error::{CliError, CmdResult};
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CliError, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::writes as shared;
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
 
 /// Create or change .small/plan.small.yml.
 ///
@@ -78,22 +79,6 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
             "--reset replaces the whole plan; add --yes to confirm",
         ));
     }
-    let depends = match &args.depends {
-        None => None,
-        Some(spec) => match spec.split_once(':') {
-            Some((t, d)) => Some((t.trim().to_string(), d.trim().to_string())),
-            None => {
-                return Err(CliError::usage(format!(
-                    "--depends {spec:?}: write it as <task-id>:<dep-id>, e.g. task-3:task-2"
-                )))
-            }
-        },
-    };
-    if args.id.is_some() && args.add.len() > 1 {
-        return Err(CliError::usage(
-            "--id names one new task; give it with a single --add",
-        ));
-    }
     Ok(PlanRequest {
         add: args.add.clone(),
         id: args.id.clone(),
@@ -105,37 +90,65 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
         pending: args.pending.clone(),
         blocked: args.blocked.clone(),
         cancel: args.cancel.clone(),
-        depends,
+        depends: args.depends.clone(),
         force: args.force,
         reset: args.reset,
+        scope: args.workspace,
+        session: args.v2.session.clone(),
+        lock_timeout: args
+            .v2
+            .lock_timeout
+            .as_ref()
+            .map(|_| args.v2.timeout())
+            .transpose()?,
     })
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(root) = v2w::v2_root(args.dir.as_deref()) {
-        return run_v2(&root, args, g);
-    }
-    args.v2.refuse_on_v1()?;
     let req = request(&args)?;
-    let root = shared::root(args.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.workspace, "plan", false)?;
-    let out = plan_edit::edit_plan(&mut txn, &req)?;
-    let report = if out.unchanged {
-        None
-    } else {
-        Some(txn.commit()?)
-    };
-    if args.json {
-        let v = serde_json::to_value(&out).unwrap_or_default();
-        return shared::print_json(report.as_ref(), v);
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::plan::plan(&ws, &req).map_err(|e| from_op(e, g))?;
+    match out {
+        Planned::V2Tasks { tasks, .. } if !args.json => {
+            let mut o = String::new();
+            for t in &tasks {
+                o.push_str(&format!(
+                    "{}\t{}\t{}\t{}\n",
+                    t.alias, t.id, t.status, t.title
+                ));
+            }
+            crate::output::data(&crate::render::escape_controls(&o))
+        }
+        _ if args.json => g.json(&out),
+        Planned::V1(p) => {
+            print_v1(g, &p);
+            Ok(())
+        }
+        Planned::V2(p) => {
+            let ev = &p.event_id;
+            let line = match p.kind {
+                "added" => format!(
+                    "Added task {} ({}): {} [{ev}]",
+                    p.alias, p.task_id, p.detail
+                ),
+                "status" => format!("Marked task {} as {} [{ev}]", p.alias, p.detail),
+                _ => format!("Updated {} dependencies [{ev}]", p.alias),
+            };
+            shared::say(g, line);
+            Ok(())
+        }
+        Planned::V2Tasks { .. } => Ok(()),
     }
+}
+
+fn print_v1(g: &GlobalArgs, p: &V1Plan) {
+    let out = &p.outcome;
     if out.unchanged {
         shared::say(
             g,
             "No changes to the plan (use --add, --title, --done, --pending, --blocked, --cancel or --depends)",
         );
-        return Ok(());
+        return;
     }
     if out.created {
         shared::say(g, "No plan yet: creating one from the template");
@@ -169,84 +182,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if out.created {
         shared::say(g, format!("Created {}", plan::plan_rel()));
     }
-    if let Some(r) = &report {
-        shared::print_changes(g, r);
-    }
-    Ok(())
-}
-
-fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
-    use small_core::v2::write::{self, PlanChange};
-    if args.reset {
-        return Err(CliError::invalid(
-            "a 2.0.0 history cannot be reset; record explicit task events instead",
-        ));
-    }
-    if args.title.is_some() || !args.cancel.is_empty() || args.id.is_some() || args.force {
-        return Err(CliError::usage(
-            "on a 2.0.0 workspace plan takes --add, --done, --pending, --blocked or --depends",
-        ));
-    }
-    let mut changes: Vec<PlanChange> = Vec::new();
-    for title in &args.add {
-        changes.push(PlanChange::Add {
-            title: title.clone(),
-        });
-    }
-    for (task, status) in [
-        (&args.done, "completed"),
-        (&args.pending, "pending"),
-        (&args.blocked, "blocked"),
-    ] {
-        if let Some(t) = task {
-            changes.push(PlanChange::Status {
-                task: t.clone(),
-                status: status.into(),
-            });
-        }
-    }
-    if let Some(spec) = &args.depends {
-        let Some((t, d)) = spec.split_once(':') else {
-            return Err(CliError::usage(format!(
-                "--depends {spec:?}: write it as <task>:<dependency>"
-            )));
-        };
-        changes.push(PlanChange::Depends {
-            task: t.trim().into(),
-            on: d.trim().into(),
-        });
-    }
-    if changes.len() > 1 {
-        return Err(CliError::usage("a 2.0.0 plan takes one change per call"));
-    }
-    let Some(change) = changes.pop() else {
-        let checked = small_core::v2::check(root, &root.join(".small"));
-        let mut o = String::new();
-        for t in &checked.state.tasks {
-            o.push_str(&format!(
-                "{}\t{}\t{}\t{}\n",
-                t.alias, t.id, t.status, t.title
-            ));
-        }
-        return crate::output::data(&crate::render::escape_controls(&o));
-    };
-    let session = args.v2.session(root)?;
-    let mut w = args.v2.open(root)?;
-    let (alias, id, e) = write::plan(&mut w, &session, &change)?;
-    if args.json {
-        return v2w::print(&small_core::v2::gojson::GoValue::map(vec![
-            ("alias".into(), v2w::s(&alias)),
-            ("event".into(), v2w::event(&e)),
-            ("profile".into(), v2w::s("2.0.0")),
-            ("task_id".into(), v2w::s(&id)),
-        ]));
-    }
-    let ev = &e.draft.event_id;
-    let line = match &change {
-        PlanChange::Add { title } => format!("Added task {alias} ({id}): {} [{ev}]", title.trim()),
-        PlanChange::Status { status, .. } => format!("Marked task {alias} as {status} [{ev}]"),
-        PlanChange::Depends { .. } => format!("Updated {alias} dependencies [{ev}]"),
-    };
-    shared::say(g, line);
-    Ok(())
+    shared::print_files(g, &p.written, &p.appended);
 }

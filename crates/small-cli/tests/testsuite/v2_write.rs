@@ -166,12 +166,18 @@ fn v2_session_loop_writes_records_the_strict_check_accepts() {
         "--json",
     ]);
     assert_eq!(r["availability"], "unavailable");
-    // Evidence declared unavailable is never verified: the report, its error, exit 1.
+    // Evidence declared unavailable is never verified: the report, then the error document
+    // (as the reference prints them), exit 1.
     let o = ws.run(&["evidence", "verify", "--json"]);
     assert_eq!(o.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document on stdout");
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("JSON documents on stdout");
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    let v = &docs[0];
     assert_eq!(v["all_verified"], false);
-    assert_eq!(v["error"]["code"], "invalid_request");
+    assert_eq!(docs[1]["error"]["code"], "invalid_request");
     assert!(v["receipts"]
         .as_array()
         .unwrap()

@@ -12,6 +12,7 @@
 
 pub mod evidence;
 pub mod handoff;
+pub mod plan;
 pub mod reconstruct;
 pub mod record;
 

@@ -1,0 +1,247 @@
+//! `plan`: change the plan, for either profile. v1 edits `plan.small.yml` in place and records
+//! each change in the progress log; 2.0.0 records one task event per call in the session.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::authoring::plan_edit::{self, PlanOutcome};
+use crate::authoring::txn::Transaction;
+use crate::ops::handoff::members_json;
+use crate::ops::record::locate_v1;
+use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::v2::write::{self as v2w, PlanChange};
+use crate::workspace::Scope;
+
+/// The changes to make.
+#[derive(Debug, Clone, Default)]
+pub struct PlanRequest {
+    /// Titles of tasks to add.
+    pub add: Vec<String>,
+    /// v1: the id of the one added task instead of the next free `task-N`.
+    pub id: Option<String>,
+    /// v1: retitle (task id, new title).
+    pub title: Option<(String, String)>,
+    pub done: Option<String>,
+    pub pending: Option<String>,
+    pub blocked: Option<String>,
+    /// v1: tasks to cancel.
+    pub cancel: Vec<String>,
+    /// `TASK:DEP`: TASK depends on DEP.
+    pub depends: Option<String>,
+    /// v1: complete `done` although its dependencies are not completed.
+    pub force: bool,
+    /// v1: replace the plan with the template (2.0.0: refused, history is not reset).
+    pub reset: bool,
+    /// v1: the workspace kinds allowed.
+    pub scope: Scope,
+    /// 2.0.0: the session to record in (default: the active one).
+    pub session: Option<String>,
+    pub lock_timeout: Option<Duration>,
+}
+
+/// A v1 plan edit: what changed, and the files written.
+#[derive(Debug, Clone, Serialize)]
+pub struct V1Plan {
+    #[serde(flatten)]
+    pub outcome: PlanOutcome,
+    pub written: Vec<String>,
+    pub appended: Vec<String>,
+}
+
+/// A 2.0.0 plan change (the reference's keys).
+#[derive(Debug, Clone, Serialize)]
+pub struct V2Plan {
+    pub alias: String,
+    pub event: serde_json::Value,
+    pub profile: &'static str,
+    pub task_id: String,
+    /// What changed: `added`, `status` or `dependency`, with the title or the status.
+    #[serde(skip)]
+    pub kind: &'static str,
+    #[serde(skip)]
+    pub detail: String,
+    #[serde(skip)]
+    pub event_id: String,
+}
+
+/// A 2.0.0 task as the plan lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct V2Task {
+    pub alias: String,
+    pub id: String,
+    pub status: String,
+    pub title: String,
+}
+
+/// A plan change of either profile, or the 2.0.0 task list (no change asked for).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Planned {
+    V1(Box<V1Plan>),
+    V2(Box<V2Plan>),
+    V2Tasks {
+        profile: &'static str,
+        tasks: Vec<V2Task>,
+    },
+}
+
+/// Change the plan.
+pub fn plan(ws: &Workspace, req: &PlanRequest) -> OpResult<Planned> {
+    let depends = parse_depends(req.depends.as_deref())?;
+    match ws.profile {
+        Profile::V1 => plan_v1(ws, req, depends),
+        Profile::V2 => plan_v2(ws, req, depends),
+    }
+}
+
+fn parse_depends(spec: Option<&str>) -> OpResult<Option<(String, String)>> {
+    match spec {
+        None => Ok(None),
+        Some(spec) => match spec.split_once(':') {
+            Some((t, d)) => Ok(Some((t.trim().to_string(), d.trim().to_string()))),
+            None => Err(OpError::usage(
+                "usage",
+                format!("--depends {spec:?}: write it as <task-id>:<dep-id>, e.g. task-3:task-2"),
+            )),
+        },
+    }
+}
+
+fn plan_v1(
+    ws: &Workspace,
+    req: &PlanRequest,
+    depends: Option<(String, String)>,
+) -> OpResult<Planned> {
+    if req.session.is_some() {
+        return Err(OpError::usage(
+            "usage",
+            "--session applies to SMALL 2.0.0 workspaces; this one is v1",
+        ));
+    }
+    if req.id.is_some() && req.add.len() > 1 {
+        return Err(OpError::usage(
+            "usage",
+            "--id names one new task; give it with a single --add",
+        ));
+    }
+    let core = plan_edit::PlanRequest {
+        add: req.add.clone(),
+        id: req.id.clone(),
+        title: req.title.clone(),
+        done: req.done.clone(),
+        pending: req.pending.clone(),
+        blocked: req.blocked.clone(),
+        cancel: req.cancel.clone(),
+        depends,
+        force: req.force,
+        reset: req.reset,
+    };
+    let root = locate_v1(&ws.root)?;
+    let mut txn = match req.lock_timeout {
+        Some(t) => Transaction::begin_with_timeout(&root, t)?,
+        None => Transaction::begin(&root)?,
+    };
+    crate::authoring::handoff::check_command_scope(&txn, req.scope, "plan", false)?;
+    let outcome = plan_edit::edit_plan(&mut txn, &core)?;
+    let (written, appended) = if outcome.unchanged {
+        (Vec::new(), Vec::new())
+    } else {
+        let r = txn.commit()?;
+        (r.written, r.appended)
+    };
+    Ok(Planned::V1(Box::new(V1Plan {
+        outcome,
+        written,
+        appended,
+    })))
+}
+
+fn plan_v2(
+    ws: &Workspace,
+    req: &PlanRequest,
+    depends: Option<(String, String)>,
+) -> OpResult<Planned> {
+    if req.reset {
+        return Err(OpError::invalid(
+            crate::authoring::error::code::REFUSED,
+            "a 2.0.0 history cannot be reset; record explicit task events instead",
+        ));
+    }
+    if req.title.is_some() || !req.cancel.is_empty() || req.id.is_some() || req.force {
+        return Err(OpError::usage(
+            "usage",
+            "on a 2.0.0 workspace plan takes --add, --done, --pending, --blocked or --depends",
+        ));
+    }
+    let mut changes: Vec<PlanChange> = req
+        .add
+        .iter()
+        .map(|title| PlanChange::Add {
+            title: title.clone(),
+        })
+        .collect();
+    for (task, status) in [
+        (&req.done, "completed"),
+        (&req.pending, "pending"),
+        (&req.blocked, "blocked"),
+    ] {
+        if let Some(t) = task {
+            changes.push(PlanChange::Status {
+                task: t.clone(),
+                status: status.into(),
+            });
+        }
+    }
+    if let Some((task, on)) = depends {
+        changes.push(PlanChange::Depends { task, on });
+    }
+    if changes.len() > 1 {
+        return Err(OpError::invalid(
+            crate::authoring::error::code::REFUSED,
+            "a 2.0.0 plan takes one change per call",
+        ));
+    }
+    let Some(change) = changes.pop() else {
+        return Ok(list_v2(ws));
+    };
+    let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
+    let timeout = req
+        .lock_timeout
+        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
+    let mut w = v2w::Writer::open(&ws.root, timeout)?;
+    let (alias, id, e) = v2w::plan(&mut w, &session, &change)?;
+    let (kind, detail) = match &change {
+        PlanChange::Add { title } => ("added", title.trim().to_string()),
+        PlanChange::Status { status, .. } => ("status", status.clone()),
+        PlanChange::Depends { on, .. } => ("dependency", on.clone()),
+    };
+    Ok(Planned::V2(Box::new(V2Plan {
+        alias,
+        event: members_json(&e.members),
+        profile: crate::v2::PROFILE_VERSION,
+        task_id: id,
+        kind,
+        detail,
+        event_id: e.draft.event_id,
+    })))
+}
+
+/// The tasks of a 2.0.0 workspace, as the plan lists them.
+fn list_v2(ws: &Workspace) -> Planned {
+    let checked = crate::v2::check(&ws.root, &ws.small_dir);
+    Planned::V2Tasks {
+        profile: crate::v2::PROFILE_VERSION,
+        tasks: checked
+            .state
+            .tasks
+            .iter()
+            .map(|t| V2Task {
+                alias: t.alias.clone(),
+                id: t.id.clone(),
+                status: t.status.clone(),
+                title: t.title.clone(),
+            })
+            .collect(),
+    }
+}
