@@ -25,9 +25,7 @@ use rmcp::{schemars, tool, tool_handler, tool_router, RoleServer, ServerHandler,
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use small_core::authoring::plan_edit;
 use small_core::authoring::resume::{self, GateMode, ResumeOptions};
-use small_core::authoring::txn::{Transaction, TxnError};
 use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
@@ -38,6 +36,7 @@ use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
 
 use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
+use small_core::ops::plan::PlanRequest as PlanOp;
 use small_core::ops::record::RecordRequest as RecordOp;
 use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
 use small_core::v2::{self, write as v2w};
@@ -103,9 +102,6 @@ fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
     diag(&d.code, d.message.clone(), d.help.clone())
 }
 
-fn txn_diag(e: TxnError) -> CallToolResult {
-    err_diag(e.into())
-}
 
 /// An authoring refusal as a tool error: the library's code, message and help, unchanged.
 fn err_diag(e: small_core::authoring::Error) -> CallToolResult {
@@ -167,6 +163,8 @@ pub struct PlanRequest {
     /// With `done`: complete even though dependencies are not completed (recorded)
     #[serde(default)]
     pub force: bool,
+    /// 2.0.0 workspaces: the session to record in (default: the active one)
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -305,12 +303,6 @@ impl SmallMcp {
         workspace::locate(self.dir.as_deref())
             .is_ok_and(|l| small_core::v2::detect(&l.small_dir) == small_core::v2::Profile::V2)
     }
-
-    fn begin(&self) -> Result<(Location, Transaction), CallToolResult> {
-        let loc = self.locate()?;
-        let txn = Transaction::begin(&loc.root).map_err(txn_diag)?;
-        Ok((loc, txn))
-    }
 }
 
 impl SmallMcp {
@@ -448,34 +440,20 @@ impl SmallMcp {
         description = "Change the plan: add a task (optionally with its id), mark one done (it needs a completed progress entry with evidence: use checkpoint), pending or blocked, cancel tasks, or add a dependency TASK:DEP. Each change is recorded in the progress log, in one write under the workspace lock (same as `small plan`)."
     )]
     async fn plan(&self, Parameters(req): Parameters<PlanRequest>) -> ToolResult {
-        let depends = match req.depends.as_deref() {
-            None => None,
-            Some(spec) => match spec.split_once(':') {
-                Some((t, d)) => Some((t.trim().to_string(), d.trim().to_string())),
-                None => {
-                    return Ok(diag(
-                        "usage",
-                        format!("depends {spec:?} must be TASK:DEP"),
-                        None,
-                    ))
-                }
-            },
-        };
-        let core_req = plan_edit::PlanRequest {
+        let r = PlanOp {
             add: req.add.into_iter().collect(),
             id: req.id,
             done: req.done,
             pending: req.pending,
             blocked: req.blocked,
             cancel: req.cancel,
-            depends,
+            depends: req.depends,
             force: req.force,
-            ..Default::default()
+            session: req.session,
+            ..PlanOp::default()
         };
-        let (_, mut txn) = tri!(self.begin());
-        let out = tri!(plan_edit::edit_plan(&mut txn, &core_req).map_err(err_diag));
-        tri!(txn.commit().map_err(txn_diag));
-        ok(serde_json::to_value(&out).unwrap_or_default())
+        let ws = tri!(self.workspace());
+        op_result(ops::plan::plan(&ws, &r))
     }
 
     #[tool(
