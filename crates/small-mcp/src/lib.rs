@@ -30,14 +30,14 @@ use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
 use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
 use small_core::gates::secrets::{redact_json, redact_source};
-use small_core::gates::status::StatusOptions;
 use small_core::history::runs;
 use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
 
-use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
 use small_core::ops::plan::PlanRequest as PlanOp;
+use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
 use small_core::ops::record::RecordRequest as RecordOp;
+use small_core::ops::status::StatusRequest as StatusOp;
 use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
 use small_core::v2::{self, write as v2w};
 use small_core::workspace::{self, Location};
@@ -101,7 +101,6 @@ fn op_result<T: serde::Serialize>(r: ops::OpResult<T>) -> ToolResult {
 fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
     diag(&d.code, d.message.clone(), d.help.clone())
 }
-
 
 /// An authoring refusal as a tool error: the library's code, message and help, unchanged.
 fn err_diag(e: small_core::authoring::Error) -> CallToolResult {
@@ -373,22 +372,14 @@ impl SmallMcp {
         description = "Project status: artifacts present, plan by status, next actionable tasks, current run, recent progress (same as `small status --json`)."
     )]
     async fn status(&self, Parameters(req): Parameters<StatusRequest>) -> ToolResult {
-        let loc = tri!(self.locate());
-        if small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2 {
-            let st = small_core::v2::status::status(&loc.root, &loc.small_dir);
-            let mut v = serde_json::to_value(&st).unwrap_or_default();
-            redact_json(&mut v);
-            return ok(v);
-        }
-        let st = state::status::status(
-            &loc.small_dir,
-            StatusOptions {
-                recent: req.recent.unwrap_or(5),
-                tasks: req.tasks.unwrap_or(3),
-                audit: false,
-            },
-        );
-        ok(serde_json::to_value(&st).unwrap_or_default())
+        let ws = tri!(self.workspace());
+        let defaults = StatusOp::default();
+        let r = StatusOp {
+            recent: req.recent.unwrap_or(defaults.recent),
+            tasks: req.tasks.unwrap_or(defaults.tasks),
+            ..defaults
+        };
+        ok(serde_json::to_value(ops::status::status(&ws, &r)).unwrap_or_default())
     }
 
     #[tool(

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::status::{Status, StatusOptions, KNOWN_STATUSES};
-use small_core::state::status;
+use small_core::gates::status::{Status, KNOWN_STATUSES};
+use small_core::ops::status::{StatusReport, StatusRequest};
+use small_core::ops::{self, Workspace};
 
 use crate::error::{CliError, CmdResult};
 use crate::render::pad;
@@ -40,27 +41,25 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let audit = crate::settings::progress_mode_is_audit()?;
     let dir = small_core::workspace::small_dir_for(args.dir.as_deref())
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
-    if small_core::v2::detect(&dir) == small_core::v2::Profile::V2 {
-        let root = dir.parent().unwrap_or(&dir).to_path_buf();
-        let st = small_core::v2::status::status_with_cache(&root, &dir, !args.no_cache);
-        if args.json {
-            g.json(&st)?;
-        } else {
-            g.info_raw(render_v2(&st));
-        }
-        return crate::error::verdict(small_core::gates::report::Verdict::from_code(st.exit_code));
-    }
-    let opts = StatusOptions {
+    let ws = Workspace::from_small_dir(dir);
+    let req = StatusRequest {
         recent: args.recent,
         tasks: args.tasks,
         audit,
+        cache: !args.no_cache,
     };
-    let st = status::status(&dir, opts);
+    let st = ops::status::status(&ws, &req);
     if args.json {
-        return g.json(&st);
+        g.json(&st)?;
+    } else {
+        match &st {
+            StatusReport::V1(s) => g.info_raw(render(s)),
+            StatusReport::V2(s) => g.info_raw(render_v2(s)),
+        }
     }
-    g.info_raw(render(&st));
-    Ok(())
+    crate::error::verdict(small_core::gates::report::Verdict::from_code(
+        st.exit_code(),
+    ))
 }
 
 /// The human status report.

@@ -15,6 +15,7 @@ pub mod handoff;
 pub mod plan;
 pub mod reconstruct;
 pub mod record;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,14 @@ impl Workspace {
     /// workspace that is missing; operations report that in their own terms.
     pub fn find(dir: Option<&Path>) -> Workspace {
         Workspace::at(crate::history::runs::discover_root(dir))
+    }
+
+    /// The workspace whose `.small` directory is `small_dir` (its parent is the root).
+    pub fn from_small_dir(small_dir: PathBuf) -> Workspace {
+        let root = small_dir
+            .parent()
+            .map_or_else(|| small_dir.clone(), Path::to_path_buf);
+        Workspace::at(root)
     }
 
     /// The workspace whose root is `root`.

@@ -1,0 +1,70 @@
+//! `status`: where the project stands (artifacts, plan by status, next tasks, current run,
+//! recent work), for either profile.
+
+use serde::Serialize;
+
+use crate::gates::status::{Status as V1Status, StatusOptions};
+use crate::ops::{Profile, Workspace};
+use crate::v2::status::Status as V2Status;
+
+/// What to show.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusRequest {
+    /// Recent progress entries (v1).
+    pub recent: usize,
+    /// Next actionable tasks (v1).
+    pub tasks: usize,
+    /// Show apply's bookkeeping entries too (v1, `SMALL_PROGRESS_MODE=audit`).
+    pub audit: bool,
+    /// 2.0.0: use the state cached in `.small-cache/` when it is proven current.
+    pub cache: bool,
+}
+
+impl Default for StatusRequest {
+    fn default() -> StatusRequest {
+        StatusRequest {
+            recent: 5,
+            tasks: 3,
+            audit: false,
+            cache: true,
+        }
+    }
+}
+
+/// The status of either profile (docs/json-output.md).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum StatusReport {
+    V1(Box<V1Status>),
+    V2(Box<V2Status>),
+}
+
+impl StatusReport {
+    /// 0, or for a 2.0.0 workspace whose records cannot be read, its check's exit code. A v1
+    /// status is advice and always 0 (as the reference's).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StatusReport::V1(_) => 0,
+            StatusReport::V2(s) => s.exit_code,
+        }
+    }
+}
+
+/// The status of the workspace.
+pub fn status(ws: &Workspace, req: &StatusRequest) -> StatusReport {
+    match ws.profile {
+        Profile::V1 => StatusReport::V1(Box::new(crate::state::status::status(
+            &ws.small_dir,
+            StatusOptions {
+                recent: req.recent,
+                tasks: req.tasks,
+                audit: req.audit,
+            },
+        ))),
+        Profile::V2 => StatusReport::V2(Box::new(crate::v2::status::status_with_cache(
+            &ws.root,
+            &ws.small_dir,
+            req.cache,
+        ))),
+    }
+}
