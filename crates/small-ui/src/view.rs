@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use small_core::diag::Severity;
 use small_core::gates::check::{GateOptions, StageReport, StageStatus};
 use small_core::gates::report::{self, GateRequest, Verdict};
 use small_core::gates::secrets::redact;
@@ -883,11 +884,18 @@ fn stage_view(name: &'static str, s: &StageReport) -> StageView {
             StageStatus::Error => "error",
         },
         reason: s.reason.clone(),
+        // Errors first, then warnings.
         diagnostics: s
-            .errors
+            .diagnostics
             .iter()
+            .filter(|d| d.severity == Severity::Error)
             .map(|d| diag(d, "error"))
-            .chain(s.warnings.iter().map(|d| diag(d, "warning")))
+            .chain(
+                s.diagnostics
+                    .iter()
+                    .filter(|d| d.severity != Severity::Error)
+                    .map(|d| diag(d, "warning")),
+            )
             .collect(),
     }
 }

@@ -75,7 +75,8 @@ pub struct Args {
     #[arg(long, value_name = "SCOPE", default_value = "root", value_parser = Scope::parse)]
     pub workspace: Scope,
     /// Print what the run did as JSON: {task_id, dry_run, command, exit_code, entries,
-    /// written, appended}; the command's standard output goes only to its output log
+    /// written, appended, child_executed, child_exit_code, child_outcome, evidence_recorded,
+    /// checkpointed}; the command's standard output goes only to its output log
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -197,24 +198,10 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
     use crate::v2writes as v2w;
     use small_core::v2::gojson::GoValue;
     use small_core::v2::write;
-    let Some(command) = args.cmd.clone().filter(|c| !c.trim().is_empty()) else {
-        g.info("Dry run: no command given (--cmd), nothing runs");
-        return Ok(());
+    let given = args.cmd.clone().filter(|c| !c.trim().is_empty());
+    let Some(command) = given.clone().filter(|_| !args.dry_run) else {
+        return dry_run_v2(root, &args, given.as_deref(), g);
     };
-    if args.dry_run {
-        if args.json {
-            return v2w::print(&GoValue::map(vec![
-                ("child_outcome".into(), v2w::s("not_executed")),
-                ("command".into(), v2w::s(&command)),
-                ("dry_run".into(), GoValue::Bool(true)),
-            ]));
-        }
-        g.info(format!(
-            "Dry run: would run `{command}` in {}",
-            root.display()
-        ));
-        return Ok(());
-    }
     let session = args.v2.session(root)?;
     let req = write::ApplyRequest {
         session: &session,
@@ -279,4 +266,49 @@ fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
         receipt.digest
     ));
     Ok(())
+}
+
+/// A dry run in a 2.0.0 workspace: nothing runs and nothing is recorded. The task named is
+/// looked up (an unknown one is refused); --json prints the reference's keys, its `task_id`
+/// the task's id (empty without --task).
+fn dry_run_v2(
+    root: &std::path::Path,
+    args: &Args,
+    command: Option<&str>,
+    g: &GlobalArgs,
+) -> CmdResult {
+    use crate::v2writes as v2w;
+    use small_core::v2::gojson::GoValue;
+    let task_id = match args
+        .task
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        Some(t) => args.v2.open(root)?.task(t)?.task.id,
+        None => String::new(),
+    };
+    if !args.json {
+        g.info(match command {
+            Some(c) => format!("Dry run: would run `{c}` in {}", root.display()),
+            None => "Dry run: no command given (--cmd), nothing runs".to_string(),
+        });
+        return Ok(());
+    }
+    let mut doc = vec![
+        ("checkpointed".into(), GoValue::Bool(false)),
+        ("child_executed".into(), GoValue::Bool(false)),
+        ("child_exit_code".into(), GoValue::Int(0)),
+        (
+            "child_outcome".into(),
+            v2w::s(small_core::authoring::apply::NOT_EXECUTED),
+        ),
+        ("dry_run".into(), GoValue::Bool(true)),
+        ("evidence_recorded".into(), GoValue::Bool(false)),
+        ("task_id".into(), v2w::s(&task_id)),
+    ];
+    if let Some(c) = command {
+        doc.push(("command".into(), v2w::s(c)));
+    }
+    v2w::print(&GoValue::map(doc))
 }

@@ -10,11 +10,11 @@ use crate::GlobalArgs;
 
 /// Print the workspace state as JSON on stdout (read-only).
 ///
-/// Without --include: paths, status, progress (recent entries), intent and constraints
-/// summaries. --include picks sections (comma-separated: status, intent, constraints, plan,
-/// progress, paths, enforcement); naming intent, constraints or progress also includes the
-/// full artifact / all entries. --check runs `small check` and adds its report under
-/// "enforcement"; the exit code is then check's.
+/// Always: paths, status, progress (recent entries), intent and constraints summaries.
+/// --include adds sections in full (comma-separated: status, intent, constraints, plan,
+/// progress, paths, enforcement): intent and constraints add their artifact, progress all
+/// entries, plan the plan's tasks, enforcement the check report. --check runs `small check`
+/// and adds its report under "enforcement"; the exit code is then check's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Directory containing .small/ (or the .small directory itself) [default: current directory]

@@ -36,7 +36,7 @@ pub struct Args {
     /// Do not read or update the cache of earlier checks in .small-cache/ (a full check)
     #[arg(long)]
     pub no_cache: bool,
-    /// Print the report as JSON: {status, errors, warnings, exit_code}
+    /// Print the report as JSON: {status, errors, warnings, diagnostics, exit_code}
     #[arg(long)]
     pub json: bool,
 }

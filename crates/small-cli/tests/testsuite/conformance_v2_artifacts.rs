@@ -26,7 +26,13 @@ fn checked(case: &str, damage: impl Fn(&Path)) -> Option<(i32, Vec<Value>)> {
     let report: Value = serde_json::from_str(&stdout).expect("one JSON report");
     let errors = ["validate", "lint", "verify"]
         .iter()
-        .flat_map(|s| report[s]["errors"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| {
+            report[s]["diagnostics"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|d| d["severity"] == "error")
         .collect();
     Some((code, errors))
 }

@@ -82,7 +82,12 @@ fn check_json_reports_stages_honestly() {
     let v = json(&out);
     assert_eq!(v["validate"]["status"], "ok");
     assert_eq!(v["lint"]["status"], "failed");
-    assert_eq!(v["lint"]["errors"][0]["code"], "S4");
+    assert_eq!(v["lint"]["diagnostics"][0]["code"], "S4");
+    let line = v["lint"]["errors"][0].as_str().unwrap();
+    assert!(
+        line.starts_with(".small/notes.md") && line.contains("error[S4]"),
+        "{line}"
+    );
     assert_eq!(v["verify"]["status"], "skipped");
     assert_eq!(v["verify"]["reason"], "lint did not pass");
     assert_eq!(v["exit_code"], 1);
@@ -144,8 +149,11 @@ fn emit_is_json_and_check_sets_the_exit_code() {
     assert_eq!(code, 0);
     let v = json(&out);
     assert_eq!(v["plan"]["tasks"].as_array().unwrap().len(), 4);
+    assert_eq!(v["plan"]["tasks"][0]["ID"], v["plan"]["tasks"][0]["id"]);
     assert_eq!(v["enforcement"]["exit_code"], 0);
-    assert!(v.get("intent").is_none());
+    // The summary sections are there whatever is named (as the reference's keys are).
+    assert!(v["intent"].is_object() && v["intent"].get("artifact").is_none());
+    assert!(v["paths"].is_object() && v["progress"].is_object());
     assert_eq!(small(ws.path(), &["emit", "--include", "bogus"]).0, 2);
 }
 

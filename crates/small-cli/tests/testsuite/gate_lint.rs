@@ -228,7 +228,9 @@ fn no_workspace_is_exit_2_in_json_too() {
         assert_eq!(v["exit_code"], 2, "{cmd}: {out}");
         if cmd != "validate" {
             assert_eq!(v["status"], "error", "{cmd}: {out}");
-            assert_eq!(v["errors"][0]["code"], "no-workspace", "{cmd}: {out}");
+            assert_eq!(v["diagnostics"][0]["code"], "no-workspace", "{cmd}: {out}");
+            let line = v["errors"][0].as_str().unwrap_or_default();
+            assert!(line.contains("error[no-workspace]"), "{cmd}: {out}");
         }
     }
 }

@@ -238,9 +238,9 @@ fn checkout_restores_a_deleted_artifact() {
 }
 
 #[test]
-fn checkout_of_an_unknown_run_is_a_usage_error() {
+fn checkout_of_an_unknown_run_exits_1() {
     let ws = Ws::new();
-    let err = ws.fails(&["run", "checkout", "abc"], 2);
+    let err = ws.fails(&["run", "checkout", "abc"], 1);
     assert!(err.contains("no snapshot matches"), "{err}");
 }
 

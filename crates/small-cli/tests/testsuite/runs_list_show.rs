@@ -99,7 +99,7 @@ fn show_accepts_a_full_id_or_an_unambiguous_prefix() {
 }
 
 #[test]
-fn show_an_ambiguous_or_unknown_prefix_is_a_usage_error() {
+fn show_an_ambiguous_prefix_is_a_usage_error_an_unknown_one_exits_1() {
     let ws = three_runs();
     let err = ws.fails(&["run", "show", "a1"], 2);
     assert!(err.contains("ambiguous"), "{err}");
@@ -107,8 +107,13 @@ fn show_an_ambiguous_or_unknown_prefix_is_a_usage_error() {
         err.contains(&ID_A[..12]) && err.contains(&ID_B[..12]),
         "{err}"
     );
-    let err = ws.fails(&["run", "show", "ffff"], 2);
+    let err = ws.fails(&["run", "show", "ffff"], 1);
     assert!(err.contains("no snapshot matches"), "{err}");
+    // With --json the refusal is the error document, on stdout.
+    let (code, out, _) = ws.run(&["run", "show", "ffff", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON error");
+    assert!(v["error"]["message"].is_string(), "{v}");
 }
 
 #[test]
@@ -116,6 +121,8 @@ fn show_json_has_meta_artifacts_and_handoff() {
     let ws = three_runs();
     let v = ws.json(&["run", "show", "--json", ID_A]);
     assert_eq!(v["replayId"], ID_A);
+    let recorded = v["meta"]["artifact_digest"].as_str().unwrap_or_default();
+    assert_eq!(v["artifact_digest"].as_str(), Some(recorded), "{v}");
     let sha = v["meta"]["git_sha"].as_str().unwrap();
     assert!(
         sha.len() == 40 && sha != ws.head(),

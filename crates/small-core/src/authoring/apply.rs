@@ -92,6 +92,9 @@ pub fn output_evidence(output: &[u8], exit_code: i32) -> String {
     )
 }
 
+/// The outcome of a command that did not run (a dry run).
+pub const NOT_EXECUTED: &str = "not_executed";
+
 /// `succeeded` or `failed`.
 pub fn outcome(code: i32) -> &'static str {
     if code == 0 {
@@ -448,9 +451,37 @@ pub struct ApplyOutcome {
     /// The log of the command's output (workspace-relative; none for a dry run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_ref: Option<String>,
+    /// The reference's keys: whether the command ran, its exit code (0 when it did not run)
+    /// and outcome (`succeeded`, `failed` or `not_executed`).
+    pub child_executed: bool,
+    pub child_exit_code: i32,
+    pub child_outcome: &'static str,
+    /// Whether the run's outcome (or the dry run) was recorded in progress.
+    pub evidence_recorded: bool,
+    /// Whether `auto_checkpoint` checkpointed the task.
+    pub checkpointed: bool,
 }
 
 impl ApplyOutcome {
+    /// Nothing done yet: no command run, nothing recorded.
+    pub fn new(task_id: &str, dry_run: bool, command: Option<String>) -> ApplyOutcome {
+        ApplyOutcome {
+            task_id: task_id.to_string(),
+            dry_run,
+            command,
+            exit_code: 0,
+            entries: Vec::new(),
+            written: Vec::new(),
+            appended: Vec::new(),
+            output_ref: None,
+            child_executed: false,
+            child_exit_code: 0,
+            child_outcome: NOT_EXECUTED,
+            evidence_recorded: false,
+            checkpointed: false,
+        }
+    }
+
     fn add(&mut self, report: &CommitReport) {
         for (from, to) in [
             (&report.written, &mut self.written),
@@ -498,16 +529,7 @@ pub fn apply(
             .with_help(format!("say how they are met with --acceptance-evidence \"...\", or run the command and then `small checkpoint --task {t} --status completed --evidence \"...\"`")));
         }
     }
-    let mut out = ApplyOutcome {
-        task_id: task_id.clone(),
-        dry_run,
-        command: req.command.clone(),
-        exit_code: 0,
-        entries: Vec::new(),
-        written: Vec::new(),
-        appended: Vec::new(),
-        output_ref: None,
-    };
+    let mut out = ApplyOutcome::new(&task_id, dry_run, req.command.clone());
     let Some(command) = command.filter(|_| !dry_run) else {
         record_dry_run(root, req, &ctx, command, &mut out, report)?;
         return Ok(out);
@@ -541,6 +563,9 @@ pub fn apply(
     };
     let (code, output) = run(&spec).map_err(|e| Error::system(code::IO, e.to_string()))?;
     out.exit_code = code;
+    out.child_executed = true;
+    out.child_exit_code = code;
+    out.child_outcome = outcome(code);
     report(Step::Finished {
         code,
         elapsed: started.elapsed(),
@@ -557,12 +582,15 @@ pub fn apply(
             ),
         );
         match record_captured(root, &ctx, entry, Some(&captured), &mut out) {
-            Ok(ts) => report(Step::Recorded {
-                task: &task_id,
-                status: TaskStatus::InProgress,
-                timestamp: &ts,
-                start: false,
-            }),
+            Ok(ts) => {
+                out.evidence_recorded = true;
+                report(Step::Recorded {
+                    task: &task_id,
+                    status: TaskStatus::InProgress,
+                    timestamp: &ts,
+                    start: false,
+                })
+            }
             Err(error) => report(Step::EndNotRecorded { error: &error }),
         }
     } else {
@@ -675,6 +703,7 @@ fn record_dry_run(
         notes,
     );
     let ts = record_captured(root, ctx, entry, captured.as_ref(), out)?;
+    out.evidence_recorded = true;
     report(Step::Recorded {
         task: &task_id,
         status: TaskStatus::Pending,
@@ -739,6 +768,7 @@ fn follow_up(
         let commit = txn.commit()?;
         out.add(&commit);
         out.entries.push(outcome.entry.clone());
+        out.checkpointed = true;
         report(Step::Checkpointed {
             outcome: &outcome,
             report: &commit,
@@ -839,16 +869,7 @@ mod tests {
         let tmp = workspace();
         let mut ctx = context(tmp.path()).unwrap();
         let long = format!("echo {} http://127.0.0.1:8787/x/y", "a".repeat(200));
-        let mut out = ApplyOutcome {
-            task_id: "task-1".into(),
-            dry_run: false,
-            command: None,
-            exit_code: 0,
-            entries: Vec::new(),
-            written: Vec::new(),
-            appended: Vec::new(),
-            output_ref: None,
-        };
+        let mut out = ApplyOutcome::new("task-1", false, None);
         // Without a replay ID the command is filed by its digest.
         let c = Captured::new(&long);
         assert!(c.marked);
@@ -960,6 +981,8 @@ mod tests {
         );
         assert_eq!(out.entries[0]["status"], "in_progress");
         assert_eq!(out.entries[0]["evidence"]["outcome"], "succeeded");
+        assert!(out.child_executed && out.evidence_recorded && !out.checkpointed);
+        assert_eq!((out.child_exit_code, out.child_outcome), (0, "succeeded"));
         assert_eq!(
             out.entries[0]["notes"],
             "apply: command outcome succeeded; task acceptance unchanged"
@@ -990,6 +1013,7 @@ mod tests {
             ]
         );
         assert_eq!(out.exit_code, 0);
+        assert!(out.checkpointed);
         assert_eq!(out.entries.len(), 2, "the run's end and the checkpoint");
         assert_eq!(out.entries[0]["command_summary"], "cargo test");
         assert_eq!(out.entries[1]["evidence"], "suite green");
@@ -1010,7 +1034,9 @@ mod tests {
             ..request(Some("false"), Some("task-1"))
         };
         let (out, steps, _) = steps_of(tmp.path(), &req, Ok((3, Vec::new())));
-        assert_eq!(out.unwrap().exit_code, 3);
+        let out = out.unwrap();
+        assert_eq!(out.exit_code, 3);
+        assert_eq!((out.child_exit_code, out.child_outcome), (3, "failed"));
         assert_eq!(
             steps,
             [
@@ -1026,7 +1052,9 @@ mod tests {
     fn signal_mode_records_nothing_for_runs_outside_the_plan_and_audit_records_all() {
         let tmp = workspace();
         let (out, steps, _) = steps_of(tmp.path(), &request(Some("true"), None), Ok((0, vec![])));
-        assert!(out.unwrap().entries.is_empty());
+        let out = out.unwrap();
+        assert!(out.entries.is_empty());
+        assert!(out.child_executed && !out.evidence_recorded);
         assert_eq!(steps, ["running true", "finished 0", "not-recorded"]);
         let req = ApplyRequest {
             mode: ProgressMode::Audit,
@@ -1036,6 +1064,7 @@ mod tests {
         let out = out.unwrap();
         assert_eq!(out.task_id, "apply");
         assert_eq!(out.entries.len(), 2);
+        assert!(out.evidence_recorded);
         assert_eq!(steps[0], "recorded in_progress true");
     }
 
@@ -1048,6 +1077,8 @@ mod tests {
         assert!(!ran && out.dry_run);
         assert_eq!(steps, ["dry-run", "recorded pending false"]);
         assert_eq!(out.entries[0]["status"], "pending");
+        assert!(!out.child_executed && out.evidence_recorded && !out.checkpointed);
+        assert_eq!((out.child_exit_code, out.child_outcome), (0, NOT_EXECUTED));
     }
 
     #[test]

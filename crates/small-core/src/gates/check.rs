@@ -495,15 +495,19 @@ pub enum StageStatus {
     Error,
 }
 
-/// One stage of `check --json`.
+/// One stage of `check --json`: the reference's `status` and `errors` (one line per error,
+/// as [`compact_line`](crate::gates::report::compact_line) writes it), then small's
+/// `reason`, `warnings` (lines too) and `diagnostics` (errors and warnings as objects).
 #[derive(Debug, Clone, Serialize)]
 pub struct StageReport {
     pub status: StageStatus,
     /// Why the stage was skipped or could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    pub errors: Vec<JsonDiagnostic>,
-    pub warnings: Vec<JsonDiagnostic>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    /// The errors and warnings, in report order, with their severity.
+    pub diagnostics: Vec<JsonDiagnostic>,
 }
 
 impl StageReport {
@@ -513,6 +517,7 @@ impl StageReport {
             reason: Some(reason.to_string()),
             errors: Vec::new(),
             warnings: Vec::new(),
+            diagnostics: Vec::new(),
         }
     }
 
@@ -523,26 +528,25 @@ impl StageReport {
         r
     }
 
-    pub fn from_diagnostics<'a>(
-        diags: impl IntoIterator<Item = &'a Diagnostic, IntoIter: Clone>,
-    ) -> Self {
-        let diags = diags.into_iter();
-        let errors: Vec<JsonDiagnostic> = diags
-            .clone()
-            .filter(|d| d.is_error())
-            .map(Into::into)
-            .collect();
-        let warnings = diags.filter(|d| !d.is_error()).map(Into::into).collect();
-        StageReport {
-            status: if errors.is_empty() {
-                StageStatus::Ok
-            } else {
-                StageStatus::Failed
-            },
+    pub fn from_diagnostics<'a>(diags: impl IntoIterator<Item = &'a Diagnostic>) -> Self {
+        let mut r = StageReport {
+            status: StageStatus::Ok,
             reason: None,
-            errors,
-            warnings,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            diagnostics: Vec::new(),
+        };
+        for d in diags {
+            let line = crate::gates::report::compact_line(d);
+            if d.is_error() {
+                r.errors.push(line);
+                r.status = StageStatus::Failed;
+            } else {
+                r.warnings.push(line);
+            }
+            r.diagnostics.push(d.into());
         }
+        r
     }
 }
 

@@ -1,9 +1,9 @@
 //! `emit`: the workspace state as one JSON document, for tools and agents (read-only).
 //!
-//! Without sections: paths, status, progress (recent entries), intent and constraints
-//! summaries. Naming sections picks them; naming intent, constraints or progress also
-//! includes the full artifact / all entries. `check` runs the `check` gate and adds its
-//! report under `enforcement`.
+//! Always: paths, status, progress (recent entries), intent and constraints summaries (the
+//! reference prints these keys whatever is named). A named section adds its full content:
+//! intent and constraints their artifact, progress all entries, plan the plan, enforcement
+//! the check report. `check` runs the `check` gate and adds its report under `enforcement`.
 
 use std::path::PathBuf;
 
@@ -129,8 +129,6 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         return Ok(emit_state(req, &loc));
     }
     let has = |s: Section| req.sections.contains(&s);
-    let all = req.sections.is_empty();
-    let want = |s: Section| all || has(s);
     let loaded = load(req, loc, &has);
     let ws = &loaded.ws;
     if req.scope != Scope::Any {
@@ -146,44 +144,29 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         json!(ws.metadata.as_ref().and_then(|m| m.kind())),
     );
     let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
-    if want(Section::Paths) {
-        out.insert("paths".into(), paths(ws));
+    // The summary sections are always there (docs/decisions.md, "emit: the summary sections
+    // are always present"); a named section adds its full content.
+    out.insert("paths".into(), paths(ws));
+    // From the project state the load built (no plan: an empty summary).
+    let p = crate::state::status::plan_summary(loaded.state.task_list(), req.tasks);
+    out.insert(
+        "status".into(),
+        json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
+    );
+    out.insert(
+        "progress".into(),
+        progress(ws, req.recent, has(Section::Progress)),
+    );
+    if let Some(i) = root(ArtifactKind::Intent) {
+        out.insert("intent".into(), intent(i, has(Section::Intent)));
     }
-    if want(Section::Status) {
-        // From the project state the load built (no plan: an empty summary).
-        let p = crate::state::status::plan_summary(loaded.state.task_list(), req.tasks);
-        out.insert(
-            "status".into(),
-            json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
-        );
-    }
-    if want(Section::Progress) {
-        out.insert(
-            "progress".into(),
-            progress(ws, req.recent, has(Section::Progress)),
-        );
-    }
-    if want(Section::Intent) {
-        if let Some(i) = root(ArtifactKind::Intent) {
-            out.insert("intent".into(), intent(i, has(Section::Intent)));
-        }
-    }
-    if want(Section::Constraints) {
-        out.insert(
-            "constraints".into(),
-            constraints(root(ArtifactKind::Constraints), has(Section::Constraints)),
-        );
-    }
+    out.insert(
+        "constraints".into(),
+        constraints(root(ArtifactKind::Constraints), has(Section::Constraints)),
+    );
     if has(Section::Plan) {
         if let Some(p) = root(ArtifactKind::Plan) {
-            out.insert(
-                "plan".into(),
-                json!({
-                    "smallVersion": p.get("small_version").and_then(Node::as_str),
-                    "owner": p.get("owner").and_then(Node::as_str),
-                    "tasks": p.get("tasks").map_or(json!([]), Node::to_json),
-                }),
-            );
+            out.insert("plan".into(), plan(p));
         }
     }
     let mut verdict = None;
@@ -196,6 +179,44 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         document: Value::Object(out),
         check: verdict,
     })
+}
+
+/// The plan section: the plan's versions and its tasks as written (with the reference's keys
+/// added; tasks that are not a list, in an invalid plan, as they are).
+fn plan(p: &Node) -> Value {
+    let tasks = match p.get("tasks") {
+        None => json!([]),
+        Some(t) => match t.as_seq() {
+            Some(items) => Value::Array(items.iter().map(plan_task).collect()),
+            None => t.to_json(),
+        },
+    };
+    json!({
+        "smallVersion": p.get("small_version").and_then(Node::as_str),
+        "owner": p.get("owner").and_then(Node::as_str),
+        "tasks": tasks,
+    })
+}
+
+/// A task as written, plus the reference's keys: `ID`, `Title` and `Status` (empty when
+/// absent), `Steps`, `Acceptance` and `Dependencies` (null when absent).
+fn plan_task(t: &Node) -> Value {
+    let mut v = t.to_json();
+    let Value::Object(m) = &mut v else {
+        return v;
+    };
+    let text = |k: &str| json!(t.get(k).and_then(Node::as_str).unwrap_or_default());
+    let list = |k: &str| match t.get(k).and_then(Node::as_seq) {
+        Some(items) => json!(items.iter().filter_map(Node::as_str).collect::<Vec<_>>()),
+        None => Value::Null,
+    };
+    m.insert("ID".into(), text("id"));
+    m.insert("Title".into(), text("title"));
+    m.insert("Steps".into(), list("steps"));
+    m.insert("Acceptance".into(), list("acceptance"));
+    m.insert("Status".into(), text("status"));
+    m.insert("Dependencies".into(), list("dependencies"));
+    v
 }
 
 fn paths(ws: &Workspace) -> Value {
@@ -331,7 +352,6 @@ fn enforcement_of(report: check::CheckReport) -> (Value, Verdict) {
 /// for progress, and the 2.0.0 checks as `enforcement`.
 fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
     let has = |s: Section| req.sections.contains(&s);
-    let want = |s: Section| req.sections.is_empty() || has(s);
     let st = crate::state::load(
         loc,
         &crate::state::LoadOptions {
@@ -344,66 +364,32 @@ fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
     out.insert("specVersion".into(), json!([crate::v2::PROFILE_VERSION]));
     out.insert("profile".into(), json!(crate::v2::PROFILE_VERSION));
     out.insert("workspace".into(), Value::Null);
-    if want(Section::Paths) {
-        let small = &loc.small_dir;
+    out.insert("paths".into(), state_paths(loc));
+    if let Some(p) = crate::state::status::plan_status(&st, req.tasks) {
         out.insert(
-            "paths".into(),
-            json!({
-                "root": loc.root.display().to_string(),
-                "workspace": loc.root.display().to_string(),
-                "smallDir": small.display().to_string(),
-                "profile": small.join("profile.json").display().to_string(),
-                "policy": {
-                    "intent": small.join("policy/intent.small.yml").display().to_string(),
-                    "constraints": small.join("policy/constraints.small.yml").display().to_string(),
-                },
-            }),
+            "status".into(),
+            json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
         );
     }
-    if want(Section::Status) {
-        if let Some(p) = crate::state::status::plan_status(&st, req.tasks) {
-            out.insert(
-                "status".into(),
-                json!({"totalTasks": p.total_tasks, "tasksByStatus": p.tasks_by_status, "nextActionable": p.next_actionable}),
-            );
-        }
-        if let Some(s) = &st.sessions {
-            out.insert(
-                "session".into(),
-                json!({"mode": s.mode, "frontier": s.frontier, "events": s.events, "sessions": s.sessions, "conflicts": s.conflicts}),
-            );
-        }
+    if let Some(s) = &st.sessions {
+        out.insert(
+            "session".into(),
+            json!({"mode": s.mode, "frontier": s.frontier, "events": s.events, "sessions": s.sessions, "conflicts": s.conflicts}),
+        );
     }
-    if want(Section::Progress) {
-        let mut prog = Map::new();
-        if let Some(last) = st.recent.first() {
-            prog.insert("lastTimestamp".into(), json!(last.timestamp));
-        }
-        prog.insert("recent".into(), json!(st.recent));
-        out.insert("progress".into(), Value::Object(prog));
+    let mut prog = Map::new();
+    if let Some(last) = st.recent.first() {
+        prog.insert("lastTimestamp".into(), json!(last.timestamp));
     }
-    if want(Section::Intent) {
-        if let Some(i) = &st.intent {
-            let mut m = json!({
-                "intent": i.intent,
-                "scope": {"includeCount": i.scope_include.len(), "excludeCount": i.scope_exclude.len()},
-                "successCriteriaCount": i.success_criteria.len(),
-            });
-            if has(Section::Intent) {
-                m["artifact"] = json!(i);
-            }
-            out.insert("intent".into(), m);
-        }
+    prog.insert("recent".into(), json!(st.recent));
+    out.insert("progress".into(), Value::Object(prog));
+    if let Some(i) = &st.intent {
+        out.insert("intent".into(), state_intent(i, has(Section::Intent)));
     }
-    if want(Section::Constraints) {
-        let mut ids: Vec<&str> = st.constraints.iter().map(|c| c.id.as_str()).collect();
-        ids.sort_unstable();
-        let mut m = json!({"present": st.intent.is_some() || !st.constraints.is_empty(), "constraintIds": ids});
-        if has(Section::Constraints) {
-            m["artifact"] = json!(st.constraints);
-        }
-        out.insert("constraints".into(), m);
-    }
+    out.insert(
+        "constraints".into(),
+        state_constraints(&st, has(Section::Constraints)),
+    );
     if has(Section::Plan) {
         out.insert("plan".into(), json!({"tasks": st.task_list()}));
     }
@@ -420,6 +406,46 @@ fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
         document,
         check: verdict,
     }
+}
+
+/// The paths of a 2.0.0 workspace.
+fn state_paths(loc: &crate::workspace::Location) -> Value {
+    let small = &loc.small_dir;
+    json!({
+        "root": loc.root.display().to_string(),
+        "workspace": loc.root.display().to_string(),
+        "smallDir": small.display().to_string(),
+        "profile": small.join("profile.json").display().to_string(),
+        "policy": {
+            "intent": small.join("policy/intent.small.yml").display().to_string(),
+            "constraints": small.join("policy/constraints.small.yml").display().to_string(),
+        },
+    })
+}
+
+/// The intent section of a 2.0.0 workspace (with the policy's intent when `artifact`).
+fn state_intent(i: &crate::state::Intent, artifact: bool) -> Value {
+    let mut m = json!({
+        "intent": i.intent,
+        "scope": {"includeCount": i.scope_include.len(), "excludeCount": i.scope_exclude.len()},
+        "successCriteriaCount": i.success_criteria.len(),
+    });
+    if artifact {
+        m["artifact"] = json!(i);
+    }
+    m
+}
+
+/// The constraints section of a 2.0.0 workspace (with the constraints when `artifact`).
+fn state_constraints(st: &crate::state::ProjectState, artifact: bool) -> Value {
+    let mut ids: Vec<&str> = st.constraints.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    let present = st.intent.is_some() || !st.constraints.is_empty();
+    let mut m = json!({"present": present, "constraintIds": ids});
+    if artifact {
+        m["artifact"] = json!(st.constraints);
+    }
+    m
 }
 
 #[cfg(test)]
@@ -475,12 +501,36 @@ mod tests {
         ))
         .unwrap();
         let d = &e.document;
-        assert!(d.get("paths").is_none());
+        for k in ["paths", "status", "constraints"] {
+            assert!(d.get(k).is_some(), "the summary sections stay: {k}: {d}");
+        }
+        assert!(d["constraints"].get("artifact").is_none());
         assert!(d["intent"].get("artifact").is_some());
         assert!(d["progress"]["entries"]
             .as_array()
             .is_some_and(|a| !a.is_empty()));
         assert_eq!(d["plan"]["tasks"][0]["id"], "task-1");
+    }
+
+    #[test]
+    fn plan_tasks_carry_the_reference_keys() {
+        let tmp = fresh();
+        std::fs::write(
+            tmp.path().join(".small/plan.small.yml"),
+            "small_version: \"1.0.0\"\nowner: \"agent\"\ntasks:\n  - id: \"task-1\"\n    title: \"First\"\n    steps: [\"a\"]\n  - id: \"task-2\"\n    title: \"Second\"\n    status: \"pending\"\n    dependencies: [\"task-1\"]\n",
+        )
+        .unwrap();
+        let e = emit(&req(tmp.path(), &[Section::Plan], false)).unwrap();
+        let tasks = &e.document["plan"]["tasks"];
+        assert_eq!(tasks[0]["id"], "task-1", "ours stay: {tasks}");
+        assert_eq!(tasks[0]["ID"], "task-1");
+        assert_eq!(tasks[0]["Title"], "First");
+        assert_eq!(tasks[0]["Status"], "");
+        assert_eq!(tasks[0]["Steps"], json!(["a"]));
+        assert_eq!(tasks[0]["Acceptance"], Value::Null);
+        assert_eq!(tasks[0]["Dependencies"], Value::Null);
+        assert_eq!(tasks[1]["Status"], "pending");
+        assert_eq!(tasks[1]["Dependencies"], json!(["task-1"]));
     }
 
     #[test]

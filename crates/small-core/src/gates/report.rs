@@ -123,12 +123,14 @@ pub struct GateOutcome {
     pub verdict: Verdict,
 }
 
-/// The `--json` report of `lint` and `verify`: one stage of `check --json` plus the exit code.
+/// The `--json` report of `lint` and `verify`: one stage of `check --json` (errors and
+/// warnings as lines, `diagnostics` as objects) plus the exit code.
 #[derive(Debug, Clone, Serialize)]
 pub struct GateJson {
     pub status: StageStatus,
-    pub errors: Vec<check::JsonDiagnostic>,
-    pub warnings: Vec<check::JsonDiagnostic>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    pub diagnostics: Vec<check::JsonDiagnostic>,
     pub exit_code: u8,
 }
 
@@ -167,6 +169,7 @@ impl GateOutcome {
             status: r.status,
             errors: r.errors,
             warnings: r.warnings,
+            diagnostics: r.diagnostics,
             exit_code: self.verdict.code(),
         }
     }
@@ -606,6 +609,13 @@ mod tests {
             assert_eq!(j.exit_code, 2);
             assert_eq!(j.status, StageStatus::Error);
             assert_eq!(j.errors.len(), 1);
+            assert!(
+                j.errors[0].contains("error[no-workspace]"),
+                "{:?}",
+                j.errors
+            );
+            assert_eq!(j.diagnostics.len(), 1);
+            assert_eq!(j.diagnostics[0].code, "no-workspace");
         }
         assert_eq!(check(&req(tmp.path())).verdict(), Verdict::Error);
         let v = validate(&ValidateRequest {

@@ -1107,7 +1107,9 @@ pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
 }
 
 /// The directory name of the snapshot a replay ID or unambiguous prefix names (its newest
-/// generation, or generation N with `~N`), without reading it.
+/// generation, or generation N with `~N`), without reading it. A malformed or ambiguous
+/// query is a usage error; one the store does not hold is an invalid state (exit 1, as the
+/// reference's `run show`, `diff` and `checkout`).
 pub fn resolve(store: &Path, query: &str) -> Result<String, RunError> {
     let q = check_query(query)?;
     let (prefix, wanted) = match q.split_once('~') {
@@ -1135,7 +1137,7 @@ pub fn resolve(store: &Path, query: &str) -> Result<String, RunError> {
     ids.dedup();
     let id = match ids.as_slice() {
         [] => {
-            return Err(RunError::usage(format!(
+            return Err(RunError::invalid(format!(
                 "no snapshot matches `{q}` in {}",
                 store.display()
             ))
@@ -1166,7 +1168,7 @@ pub fn resolve(store: &Path, query: &str) -> Result<String, RunError> {
     };
     match pick {
         Some(name) => Ok(name.clone()),
-        None => Err(RunError::usage(format!(
+        None => Err(RunError::invalid(format!(
             "run {} has no generation {} (it has {})",
             short_id(&id, 12),
             wanted.unwrap_or(0),

@@ -24,6 +24,8 @@ pub struct Args {
 struct Out<'a> {
     #[serde(rename = "replayId")]
     replay_id: &'a str,
+    /// The reference's copy of `meta.artifact_digest`.
+    artifact_digest: &'a str,
     snapshot: &'a str,
     generation: u32,
     meta: &'a runs::Meta,
@@ -41,7 +43,10 @@ struct Out<'a> {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    g.info_raw(&o);
+    // Nothing printed (a refusal) leaves stdout to the error document of --json.
+    if !o.is_empty() {
+        g.info_raw(&o);
+    }
     result
 }
 
@@ -63,6 +68,7 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
         );
         print_json(&Out {
             replay_id: &s.replay_id,
+            artifact_digest: &s.meta.artifact_digest,
             snapshot: &s.name,
             generation: s.generation,
             meta: &s.meta,

@@ -134,7 +134,11 @@ pub struct SnapshotVerification {
 /// file) are usage errors; a `meta.json` that is not JSON, or a stored file that is a link,
 /// is an invalid state.
 pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunError> {
-    let name = super::resolve(store, query)?;
+    // An unknown ID is a usage error here (`resolve` calls it an invalid state).
+    let name = super::resolve(store, query).map_err(|e| RunError {
+        kind: super::ErrorKind::Usage,
+        ..e
+    })?;
     let dir = store.join(&name);
     let (id, _) = super::parse_snapshot_name(&name)
         .ok_or_else(|| RunError::usage(format!("`{}` is not a snapshot name", name)))?;
