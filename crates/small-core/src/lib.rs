@@ -9,6 +9,7 @@
 //! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
 //!   timestamps, replay IDs) and the typed model (task status, the plan's tasks).
 //! - `workspace`: locating and loading a `.small/` workspace.
+//! - `secrets`: the secret detectors and masking every reader and writer uses.
 //! - `gates`: schemas, validation, invariants, verify, check, status.
 //! - `authoring`: the write side (transactions, plan, progress, handoff, agents block).
 //! - `history`: run snapshots and archives.
@@ -28,6 +29,8 @@ pub mod spec;
 pub mod yaml;
 
 pub mod workspace;
+
+pub mod secrets;
 
 pub mod gates;
 

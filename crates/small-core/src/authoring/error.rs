@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-use crate::authoring::txn::TxnError;
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::ArtifactKind;
 
@@ -152,24 +151,10 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<TxnError> for Error {
-    fn from(e: TxnError) -> Error {
-        match e {
-            TxnError::Invalid(d) => Error {
-                kind: ErrorKind::Invalid,
-                diagnostic: d,
-            },
-            TxnError::NoWorkspace(_) => Error::system(code::NO_WORKSPACE, e.to_string())
-                .with_help("run `small init` to create a workspace here, or pass --dir"),
-            TxnError::LockTimeout { .. } => Error::system(code::LOCK, e.to_string()),
-            TxnError::Io { .. } => Error::system(code::IO, e.to_string()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authoring::txn::TxnError;
 
     #[test]
     fn unknown_task_names_the_closest_ids_and_how_to_add_one() {

@@ -48,17 +48,7 @@ pub const NEXT_STEPS_LIMIT: usize = 3;
 
 /// Parse a file as the transaction sees it. `Ok(None)` if it does not exist.
 pub fn parse_file(txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnError> {
-    parse_read(rel, txn.read(rel)?)
-}
-
-/// Parse what was read of `rel` (`None`: it does not exist), as [`parse_file`] does.
-pub fn parse_read(rel: &str, bytes: Option<Vec<u8>>) -> Result<Option<Document>, TxnError> {
-    let Some(bytes) = bytes else {
-        return Ok(None);
-    };
-    yaml::parse_bytes(&bytes, &Limits::default())
-        .map(Some)
-        .map_err(|e| TxnError::invalid(code::UNEDITABLE, format!("{rel} cannot be read: {e}")))
+    crate::authoring::snapshot::parse_read(rel, txn.read(rel)?)
 }
 
 /// Enforce `--workspace` for `small <command>`: like [`check_scope`], and `examples` is a

@@ -87,9 +87,7 @@ impl MergeConflict {
     }
 }
 
-/// The marker the handoff merge writes on the first line when both sides changed the handoff.
-pub const HANDOFF_STALE_MARK: &str =
-    "# small merge-driver: merged from two branches; run `small handoff` to regenerate";
+pub use crate::spec::bookkeeping::{handoff_needs_regeneration, HANDOFF_STALE_MARK};
 
 /// Merge three versions of the file `kind`.
 pub fn merge(
@@ -478,13 +476,13 @@ fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeC
 
 fn task_id(n: &Node) -> Option<String> {
     n.get("id")
-        .and_then(crate::gates::invariants::scalar_text)
+        .and_then(crate::spec::plan::scalar_text)
         .map(|s| s.trim().to_string())
 }
 
 fn task_title(n: &Node) -> String {
     n.get("title")
-        .and_then(crate::gates::invariants::scalar_text)
+        .and_then(crate::spec::plan::scalar_text)
         .unwrap_or_default()
 }
 
@@ -739,12 +737,6 @@ pub fn strip_handoff_mark(text: &str) -> &str {
             .unwrap_or(rest),
         None => text,
     }
-}
-
-/// Whether a handoff text carries the merge driver's regeneration mark.
-pub fn handoff_needs_regeneration(text: &str) -> bool {
-    text.trim_start_matches('\u{feff}')
-        .starts_with(HANDOFF_STALE_MARK)
 }
 
 fn merge_workspace(ours: &str, theirs: &str) -> Result<Merged, MergeConflict> {

@@ -15,8 +15,9 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+use crate::authoring::error::code;
 use crate::authoring::txn::{Transaction, TxnError};
-use crate::yaml::Document;
+use crate::yaml::{self, Document, Limits};
 
 /// Progress logs up to this long are kept whole when their end is read: the handoff's
 /// activity then needs no other read of the log. A longer log is read from its ends.
@@ -136,8 +137,18 @@ impl Artifacts {
 
     /// `rel` parsed as YAML, as the transaction sees it (`Ok(None)` if it does not exist).
     pub fn parse(&self, txn: &Transaction, rel: &str) -> Result<Option<Document>, TxnError> {
-        crate::authoring::handoff::parse_read(rel, self.read(txn, rel)?)
+        parse_read(rel, self.read(txn, rel)?)
     }
+}
+
+/// Parse what was read of `rel` (`None`: it does not exist), as [`crate::authoring::handoff::parse_file`] does.
+pub fn parse_read(rel: &str, bytes: Option<Vec<u8>>) -> Result<Option<Document>, TxnError> {
+    let Some(bytes) = bytes else {
+        return Ok(None);
+    };
+    yaml::parse_bytes(&bytes, &Limits::default())
+        .map(Some)
+        .map_err(|e| TxnError::invalid(code::UNEDITABLE, format!("{rel} cannot be read: {e}")))
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ pub fn plan_with_tasks(titles: &[String]) -> String {
         out.push_str(&format!(
             "  - id: \"task-{}\"\n    title: {}\n    status: \"pending\"\n",
             i + 1,
-            crate::authoring::edit::quote(t.trim())
+            yaml_quote(t.trim())
         ));
     }
     out

@@ -1247,6 +1247,27 @@ pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
     Ok((start, buf))
 }
 
+/// A transaction's failure as an authoring error: a refusal keeps its diagnostic, the rest
+/// are system errors (no workspace, the lock, I/O).
+impl From<TxnError> for crate::authoring::Error {
+    fn from(e: TxnError) -> crate::authoring::Error {
+        match e {
+            TxnError::Invalid(d) => crate::authoring::Error {
+                kind: crate::authoring::ErrorKind::Invalid,
+                diagnostic: d,
+            },
+            TxnError::NoWorkspace(_) => {
+                crate::authoring::Error::system(code::NO_WORKSPACE, e.to_string())
+                    .with_help("run `small init` to create a workspace here, or pass --dir")
+            }
+            TxnError::LockTimeout { .. } => {
+                crate::authoring::Error::system(code::LOCK, e.to_string())
+            }
+            TxnError::Io { .. } => crate::authoring::Error::system(code::IO, e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,11 @@ pub mod progress_check;
 pub mod proofs;
 pub mod report;
 pub mod schemas;
-pub mod secrets;
-pub mod status;
 pub mod timeline;
 pub mod validate;
 pub mod verify;
+
+/// The secret detectors live below the project state (`crate::secrets`); the gates use them.
+pub use crate::secrets;
+/// The status report's types live with the project state (`crate::state::report`).
+pub use crate::state::report as status;

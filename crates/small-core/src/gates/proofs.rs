@@ -31,78 +31,19 @@ use crate::diag::{Diagnostic, Span};
 use crate::gates::invariants::has_external_http;
 use crate::spec::command::{self, CommandRef, MAX_PROOF_BYTES, SUMMARY_CAP, SUMMARY_VERSION};
 use crate::spec::consts::ArtifactKind;
-use crate::yaml::{Node, Value};
 
 /// The rule code of command proofs.
 pub const CODE: &str = "PROOF";
 
-/// What an entry claims about its command, gathered while the log is checked (the proof
-/// files are read afterwards, every time: they are not part of the log).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CommandClaim {
-    /// The entry's index.
-    pub index: usize,
-    /// Where to point: the entry's `command_ref`, else the entry.
-    pub span: Span,
-    /// `command_summary_version` is present: `Some(true)` when it is 2.
-    pub marker: Option<bool>,
-    pub command_ref: Option<String>,
-    pub sha256: Option<String>,
-    pub summary: Option<String>,
-    pub command: Option<String>,
-    pub timestamp: Option<String>,
-    pub replay_id: Option<String>,
-}
+pub use crate::spec::command::CommandClaim;
 
-impl CommandClaim {
-    /// The claim of an entry, when it makes one (a marker, a ref or a hash, or a display of
-    /// the older summarizer's length).
-    pub fn of(index: usize, entry: &Node) -> Option<CommandClaim> {
-        let map = entry.as_map()?;
-        let mut c = CommandClaim {
-            index,
-            span: entry.span,
-            ..Default::default()
-        };
-        let text = |n: &Node| match &n.value {
-            Value::Str(s) => Some(s.to_string()),
-            _ => None,
-        };
-        let mut seen_ref = false;
-        for e in map {
-            let v = &e.value;
-            match &*e.key {
-                command::SUMMARY_VERSION_KEY if c.marker.is_none() => {
-                    c.marker = Some(matches!(v.value, Value::Int(n) if n == SUMMARY_VERSION));
-                }
-                "command_ref" if !seen_ref => {
-                    seen_ref = true;
-                    c.span = v.span;
-                    c.command_ref = text(v);
-                }
-                "command_sha256" if c.sha256.is_none() => c.sha256 = text(v),
-                "command_summary" if c.summary.is_none() => c.summary = text(v),
-                "command" if c.command.is_none() => c.command = text(v),
-                "timestamp" if c.timestamp.is_none() => c.timestamp = text(v),
-                "replayId" if c.replay_id.is_none() => c.replay_id = text(v),
-                _ => {}
-            }
-        }
-        let long_display = c
-            .summary
+/// A display of the older summarizer that looks like it holds an external link: proven with
+/// the older summarizer, or failing.
+fn legacy_candidate(c: &CommandClaim) -> bool {
+    c.marker.is_none()
+        && c.summary
             .as_deref()
-            .is_some_and(|s| s.len() == SUMMARY_CAP && s.ends_with("..."));
-        (c.marker.is_some() || seen_ref || c.sha256.is_some() || long_display).then_some(c)
-    }
-
-    /// A display of the older summarizer that looks like it holds an external link: proven
-    /// with the older summarizer, or failing.
-    fn legacy_candidate(&self) -> bool {
-        self.marker.is_none()
-            && self.summary.as_deref().is_some_and(|s| {
-                s.len() == SUMMARY_CAP && s.ends_with("...") && has_external_http(s)
-            })
-    }
+            .is_some_and(|s| s.len() == SUMMARY_CAP && s.ends_with("...") && has_external_http(s))
 }
 
 /// What verifying the claims found.
@@ -203,7 +144,7 @@ pub fn check_claims(root: &Path, claims: &[CommandClaim]) -> ProofResults {
 
 fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
     let i = c.index;
-    let legacy = c.legacy_candidate();
+    let legacy = legacy_candidate(c);
     let required = c.marker.is_some() || legacy;
     let mut fail = |msg: String, help: &str| {
         out.diagnostics

@@ -1,5 +1,5 @@
-//! Which progress entries are the tool's own bookkeeping, and which entries belong to the
-//! current run.
+//! Which progress entries are the tool's own bookkeeping, which entries belong to the
+//! current run, and the merge driver's mark on a handoff it could not merge.
 //!
 //! Authoring commands write progress entries for edits that are not work: a task was added
 //! (`plan --add`), set back to pending, retitled, given a dependency. Older tools also wrote
@@ -111,4 +111,14 @@ mod tests {
         assert!(!is_bookkeeping(None, None));
         assert!(is_meta("meta/reset") && !is_meta("task-1"));
     }
+}
+
+/// The marker the handoff merge writes on the first line when both sides changed the handoff.
+pub const HANDOFF_STALE_MARK: &str =
+    "# small merge-driver: merged from two branches; run `small handoff` to regenerate";
+
+/// Whether a handoff text carries the merge driver's regeneration mark.
+pub fn handoff_needs_regeneration(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}')
+        .starts_with(HANDOFF_STALE_MARK)
 }

@@ -9,8 +9,10 @@
 //! is marked with `command_summary_version: 2` and must be proven by the exact bytes (see
 //! [`crate::gates::proofs`]).
 
+use crate::diag::Span;
 use crate::spec::consts::CACHE_DIR;
 use crate::spec::timestamp::Instant;
+use crate::yaml::{Node, Value};
 
 /// Longest display, in bytes.
 pub const SUMMARY_CAP: usize = 200;
@@ -278,5 +280,65 @@ mod tests {
     fn the_file_name_is_the_entry_instant() {
         let t = crate::spec::timestamp::parse("2026-03-10T10:01:00.1000010Z").unwrap();
         assert_eq!(proof_file_name(t), "20260310T100100.100001000Z.txt");
+    }
+}
+
+/// What an entry claims about its command, gathered while the log is checked (the proof
+/// files are read afterwards, every time: they are not part of the log).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommandClaim {
+    /// The entry's index.
+    pub index: usize,
+    /// Where to point: the entry's `command_ref`, else the entry.
+    pub span: Span,
+    /// `command_summary_version` is present: `Some(true)` when it is 2.
+    pub marker: Option<bool>,
+    pub command_ref: Option<String>,
+    pub sha256: Option<String>,
+    pub summary: Option<String>,
+    pub command: Option<String>,
+    pub timestamp: Option<String>,
+    pub replay_id: Option<String>,
+}
+
+impl CommandClaim {
+    /// The claim of an entry, when it makes one (a marker, a ref or a hash, or a display of
+    /// the older summarizer's length).
+    pub fn of(index: usize, entry: &Node) -> Option<CommandClaim> {
+        let map = entry.as_map()?;
+        let mut c = CommandClaim {
+            index,
+            span: entry.span,
+            ..Default::default()
+        };
+        let text = |n: &Node| match &n.value {
+            Value::Str(s) => Some(s.to_string()),
+            _ => None,
+        };
+        let mut seen_ref = false;
+        for e in map {
+            let v = &e.value;
+            match &*e.key {
+                SUMMARY_VERSION_KEY if c.marker.is_none() => {
+                    c.marker = Some(matches!(v.value, Value::Int(n) if n == SUMMARY_VERSION));
+                }
+                "command_ref" if !seen_ref => {
+                    seen_ref = true;
+                    c.span = v.span;
+                    c.command_ref = text(v);
+                }
+                "command_sha256" if c.sha256.is_none() => c.sha256 = text(v),
+                "command_summary" if c.summary.is_none() => c.summary = text(v),
+                "command" if c.command.is_none() => c.command = text(v),
+                "timestamp" if c.timestamp.is_none() => c.timestamp = text(v),
+                "replayId" if c.replay_id.is_none() => c.replay_id = text(v),
+                _ => {}
+            }
+        }
+        let long_display = c
+            .summary
+            .as_deref()
+            .is_some_and(|s| s.len() == SUMMARY_CAP && s.ends_with("..."));
+        (c.marker.is_some() || seen_ref || c.sha256.is_some() || long_display).then_some(c)
     }
 }

@@ -4,6 +4,7 @@
 pub mod bookkeeping;
 pub mod command;
 pub mod consts;
+pub mod facts;
 pub mod model;
 pub mod plan;
 pub mod queue;

@@ -11,6 +11,7 @@
 //! The state is a view of the workspace at one instant (jj's `View` over its operation log):
 //! nothing in it reads a file later, and two loads of an unchanged workspace are equal.
 
+pub mod report;
 pub mod status;
 pub mod v1;
 mod v2view;
@@ -22,10 +23,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::diag::{Diagnostic, Span};
-use crate::gates::invariants::ProgressFacts;
-use crate::gates::status::{ArtifactPresence, RecentEntry};
+use crate::spec::facts::ProgressFacts;
 use crate::spec::model::TaskStatus;
 use crate::spec::queue::{self, QueueTask};
+use crate::state::report::{ArtifactPresence, RecentEntry};
 use crate::v2::reduce::{Conflict, ReceiptState, SessionState};
 use crate::v2::Profile;
 use crate::workspace::Location;

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::gates::status::{PlanStatus, PlanTaskLine, Status, StatusOptions, KNOWN_STATUSES};
 use crate::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
 use crate::spec::queue;
+use crate::state::report::{PlanStatus, PlanTaskLine, Status, StatusOptions, KNOWN_STATUSES};
 use crate::state::{self, LoadOptions, ProjectState, Task};
 
 /// The plan summary of `tasks`, with at most `next` next actionable tasks.

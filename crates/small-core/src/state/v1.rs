@@ -5,14 +5,15 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::authoring::merge;
-use crate::gates::invariants::{scalar_text, Docs, PlanIndex, ProgressFacts};
-use crate::gates::status::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::spec::facts::ProgressFacts;
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::spec::plan::{scalar_text, PlanIndex};
+use crate::state::report::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
 use crate::state::{
     Constraint, Handoff, Intent, Link, LoadOptions, ProfileName, ProjectState, Task, TaskSource,
 };
+use crate::workspace::Docs;
 use crate::workspace::{fsio, Workspace};
 use crate::yaml::{self, Limits, Node};
 
@@ -145,7 +146,7 @@ fn handoff(h: &Node, source: &str) -> Handoff {
                     .collect()
             })
             .unwrap_or_default(),
-        needs_regeneration: merge::handoff_needs_regeneration(source),
+        needs_regeneration: crate::spec::bookkeeping::handoff_needs_regeneration(source),
         current_task_span: current
             .filter(|n| n.as_str().is_some_and(|s| !s.trim().is_empty()))
             .map(|n| n.span),
@@ -197,7 +198,8 @@ pub fn from_workspace(
         .and_then(|m| m.run_replay_id())
         .map(str::to_string);
     if let (Some(h), Some(a)) = (st.handoff.as_mut(), ws.handoff.as_ref()) {
-        h.needs_regeneration = merge::handoff_needs_regeneration(&a.document.source);
+        h.needs_regeneration =
+            crate::spec::bookkeeping::handoff_needs_regeneration(&a.document.source);
     }
     st.problems = ws
         .diagnostics

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::gates::status::RecentEntry;
+use crate::state::report::RecentEntry;
 use crate::state::v1;
 use crate::state::{Handoff, LoadOptions, ProjectState, Sessions, Task};
 use crate::v2::json::Jv;
@@ -142,7 +142,7 @@ fn recent_entries(
 /// A string member of a payload object, masked for secrets.
 fn masked(v: &Jv, key: &str) -> Option<String> {
     match v.get(key) {
-        Some(Jv::Str(s)) if !s.is_empty() => Some(crate::gates::secrets::redact(s).into_owned()),
+        Some(Jv::Str(s)) if !s.is_empty() => Some(crate::secrets::redact(s).into_owned()),
         _ => None,
     }
 }
@@ -236,7 +236,7 @@ pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> Ev
         .diagnostics
         .iter()
         .filter(|d| d.is_error() && stage_of(&d.code) != Stage::State)
-        .map(|d| crate::gates::secrets::redact(&d.message).into_owned())
+        .map(|d| crate::secrets::redact(&d.message).into_owned())
         .collect();
     let s = checked.state;
     let alias: HashMap<&str, &str> = s

@@ -21,7 +21,36 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::v2::json::Jv;
-use crate::v2::load::PAYLOAD_KEPT;
+
+/// The payload members kept in memory for every event: what the reducer folds (task
+/// definitions and outcomes, mode and policy changes, resolutions, ownership claims and
+/// take-overs, the handoff summary), what a conflict's heads are described by, and what the
+/// writers look up on the events they build on.
+pub const PAYLOAD_KEPT: &[&str] = &[
+    "acceptance",
+    "action",
+    "alias",
+    "candidate_digest",
+    "conflict_id",
+    "constraints_digest",
+    "dependencies",
+    "evidence",
+    "evidence_digests",
+    "expected_frontier",
+    "heads",
+    "intent_digest",
+    "new_mode",
+    "new_revision",
+    "owner_session",
+    "policy_revision",
+    "prior_session",
+    "scope",
+    "selected_event",
+    "source_digest",
+    "status",
+    "summary",
+    "title",
+];
 
 /// The members of an event record as the loader keeps them: strings trimmed, `parents`
 /// without empty names, absent optional members empty, the payload's kept members only.

@@ -162,35 +162,7 @@ pub struct Event {
     pub digest: String,
 }
 
-/// The payload members kept in memory for every event: what the reducer folds (task
-/// definitions and outcomes, mode and policy changes, resolutions, ownership claims and
-/// take-overs, the handoff summary), what a conflict's heads are described by, and what the
-/// writers look up on the events they build on.
-pub const PAYLOAD_KEPT: &[&str] = &[
-    "acceptance",
-    "action",
-    "alias",
-    "candidate_digest",
-    "conflict_id",
-    "constraints_digest",
-    "dependencies",
-    "evidence",
-    "evidence_digests",
-    "expected_frontier",
-    "heads",
-    "intent_digest",
-    "new_mode",
-    "new_revision",
-    "owner_session",
-    "policy_revision",
-    "prior_session",
-    "scope",
-    "selected_event",
-    "source_digest",
-    "status",
-    "summary",
-    "title",
-];
+pub use crate::v2::fastevent::PAYLOAD_KEPT;
 
 /// The members of `payload` named in [`PAYLOAD_KEPT`].
 fn kept_members(payload: Option<&Jv>) -> Jv {

@@ -57,7 +57,10 @@ pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
 pub mod cache;
+mod docs;
 pub mod fsio;
+
+pub use docs::Docs;
 
 pub const CODE_MISSING: &str = "missing";
 pub const CODE_YAML: &str = "yaml";

@@ -33,6 +33,7 @@ mod shape;
 mod strict;
 
 pub use crate::spec::plan::{handoff_replay_scope, scalar_text, PlanIndex, TaskInfo};
+pub use crate::workspace::Docs;
 pub use format::version_format_drift;
 pub use links::{check_links, check_links_at, has_external_http, insecure_urls};
 pub use progress::{progress_facts, ProgressFacts, ProgressLinter};
@@ -48,38 +49,6 @@ use crate::yaml::{Node, Value};
 pub struct Options {
     /// Strict mode: S1-S3 (and S4, checked by the caller) and secrets/links as errors.
     pub strict: bool,
-}
-
-/// The parsed roots of the five artifacts (any may be absent).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Docs<'a> {
-    pub intent: Option<&'a Node>,
-    pub constraints: Option<&'a Node>,
-    pub plan: Option<&'a Node>,
-    pub progress: Option<&'a Node>,
-    pub handoff: Option<&'a Node>,
-}
-
-impl<'a> Docs<'a> {
-    pub fn get(&self, kind: ArtifactKind) -> Option<&'a Node> {
-        match kind {
-            ArtifactKind::Intent => self.intent,
-            ArtifactKind::Constraints => self.constraints,
-            ArtifactKind::Plan => self.plan,
-            ArtifactKind::Progress => self.progress,
-            ArtifactKind::Handoff => self.handoff,
-        }
-    }
-
-    pub fn set(&mut self, kind: ArtifactKind, node: Option<&'a Node>) {
-        match kind {
-            ArtifactKind::Intent => self.intent = node,
-            ArtifactKind::Constraints => self.constraints = node,
-            ArtifactKind::Plan => self.plan = node,
-            ArtifactKind::Progress => self.progress = node,
-            ArtifactKind::Handoff => self.handoff = node,
-        }
-    }
 }
 
 pub(super) fn diag(

@@ -5,45 +5,11 @@ use super::{check_links_at, check_secrets_at, diag, need, non_empty_str, show};
 use crate::diag::{Diagnostic, Span};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, META_TASK_PREFIX};
 use crate::spec::model::TaskStatus;
-use crate::spec::plan::{trimmed_text, PlanIndex, TaskSet};
+use crate::spec::plan::{trimmed_text, PlanIndex};
 use crate::spec::timestamp::{self, Instant, TimestampError};
 use crate::yaml::{Node, Value};
 
-/// What the cross-file rules need to know about the progress log.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ProgressFacts {
-    /// Task ids (trimmed) that have at least one entry.
-    pub with_entries: TaskSet,
-    /// Task ids with an entry carrying non-empty `evidence` or `notes` (S1's notion).
-    pub with_strict_evidence: TaskSet,
-    /// Task ids with a completion record of their own: an entry that is not the tool's
-    /// bookkeeping (`crate::spec::bookkeeping`) whose status is `completed` (or absent).
-    pub with_completion: TaskSet,
-    /// Like `with_completion`, with non-empty `evidence` or `notes` (S1 for completed tasks).
-    pub with_completion_evidence: TaskSet,
-    /// Entries in the S2 scope whose task id is not in the plan: (index, id, span).
-    pub s2_offenders: Vec<(usize, String, Span)>,
-    /// Number of entries seen.
-    pub count: usize,
-    /// What entries claim about their commands, checked against the proof files by the
-    /// strict gates (see [`crate::gates::proofs`]).
-    pub commands: Vec<crate::gates::proofs::CommandClaim>,
-}
-
-impl ProgressFacts {
-    /// No facts yet, the task sets counting by the ids of `plan`.
-    pub fn new(plan: &PlanIndex) -> ProgressFacts {
-        ProgressFacts {
-            with_entries: TaskSet::new(plan),
-            with_strict_evidence: TaskSet::new(plan),
-            with_completion: TaskSet::new(plan),
-            with_completion_evidence: TaskSet::new(plan),
-            s2_offenders: Vec::new(),
-            count: 0,
-            commands: Vec::new(),
-        }
-    }
-}
+pub use crate::spec::facts::ProgressFacts;
 
 /// Checks progress entries one at a time (timestamps, evidence, task ids) and gathers the
 /// facts S1/S2 and the evidence gate need. Feed [`ProgressLinter::entry`] in log order.
@@ -97,7 +63,7 @@ impl<'p> ProgressLinter<'p> {
     /// Check entry `i` of `entries`.
     pub fn entry(&mut self, i: usize, e: &Node) {
         self.facts.count += 1;
-        if let Some(c) = crate::gates::proofs::CommandClaim::of(i, e) {
+        if let Some(c) = crate::spec::command::CommandClaim::of(i, e) {
             self.facts.commands.push(c);
         }
         let f = Fields::of(e);

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::gates::invariants::{scalar_text, TaskInfo};
+use crate::spec::plan::{scalar_text, TaskInfo};
 use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
