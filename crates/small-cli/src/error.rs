@@ -144,21 +144,31 @@ impl CliError {
         }
         // A command that printed its report before failing has said everything on stdout.
         if json && !crate::output::printed::any() {
-            let doc = JsonFailure {
-                error: self.error_object(),
-                status: "error",
-                exit_code: self.exit,
-                errors: self
-                    .diagnostic
-                    .iter()
-                    .map(|d| small_core::gates::check::JsonDiagnostic::from(&**d))
-                    .collect(),
-            };
-            let _ = g.json(&doc);
+            self.print_json();
             if self.diagnostic.is_some() {
                 return;
             }
         }
+        self.print_text(g);
+    }
+
+    /// The error document on stdout: the reference's `error` object, then small's.
+    pub fn print_json(&self) {
+        let doc = JsonFailure {
+            error: self.error_object(),
+            status: "error",
+            exit_code: self.exit,
+            errors: self
+                .diagnostic
+                .iter()
+                .map(|d| small_core::gates::check::JsonDiagnostic::from(&**d))
+                .collect(),
+        };
+        let _ = crate::output::json(&doc);
+    }
+
+    /// The error on stderr: a diagnostic as the gates print theirs, else the message.
+    pub fn print_text(&self, g: &crate::GlobalArgs) {
         match &self.diagnostic {
             Some(d) => {
                 let text = crate::render::render(d, None, g.color_stderr());

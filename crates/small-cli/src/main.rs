@@ -135,13 +135,14 @@ fn main() -> ExitCode {
 /// Parse `args` (the program name first) and run the command: what `small` does, as an
 /// exit code. Errors are reported on stderr (or as JSON where `--json` was given).
 fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
-    let matches = match cli_command().try_get_matches_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let matches = match cli_command().try_get_matches_from(&args) {
         Ok(m) => m,
-        Err(e) => e.exit(),
+        Err(e) => refuse_command_line(e, &args),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => refuse_command_line(e, &args),
     };
     let g = cli.global.clone();
     let Some(command) = cli.command else {
@@ -203,6 +204,42 @@ fn dispatch(command: Command, g: &GlobalArgs) -> error::CmdResult {
         Command::Store(a) => commands::store::run(a, g),
         Command::Man(a) => commands::man::run(a, g),
     }
+}
+
+/// A command line clap cannot parse: with `--json` among the arguments, the error document
+/// on stdout too (a caller that asked for JSON gets JSON), then clap's own output and exit
+/// code (2). Help and version displays are left as clap prints them.
+fn refuse_command_line(e: clap::Error, args: &[std::ffi::OsString]) -> ! {
+    use clap::error::ErrorKind;
+    let display = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if e.use_stderr() && !display && json_in_args(args) {
+        error::CliError::usage(clap_message(&e)).print_json();
+    }
+    e.exit()
+}
+
+/// `--json` or `--json=<true>` among the arguments (before a `--` that ends the flags).
+fn json_in_args(args: &[std::ffi::OsString]) -> bool {
+    let truthy = |v: &str| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "y" | "yes" | "t" | "true" | "on" | "1"
+        )
+    };
+    args.iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json" || a.strip_prefix("--json=").is_some_and(truthy))
+}
+
+/// clap's error as one line: the text before its usage section, without `error: `.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let error = text.split("\n\n").next().unwrap_or_default();
+    let words: Vec<&str> = error.split_whitespace().collect();
+    let line = words.join(" ");
+    line.strip_prefix("error: ").unwrap_or(&line).to_string()
 }
 
 /// Whether the command that ran was given `--json` (its errors are then JSON too).

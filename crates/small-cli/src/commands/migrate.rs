@@ -53,6 +53,17 @@ fn cli_error(e: MigrateError) -> CliError {
     }
 }
 
+/// `--to` is required with `--preview` (a malformed command line without it, exit 2) and
+/// must name the one profile migrate writes (a refused value, exit 1).
+fn check_target(to: Option<&str>) -> CmdResult {
+    let message = format!("--to must be {}", migrate::PROFILE_VERSION);
+    match to {
+        None => Err(CliError::usage(message)),
+        Some(v) if v != migrate::PROFILE_VERSION => Err(CliError::invalid(message)),
+        Some(_) => Ok(()),
+    }
+}
+
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let chosen = [args.preview, args.apply.is_some(), args.recover]
         .iter()
@@ -88,15 +99,10 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return Ok(());
     }
     if args.preview {
-        if args.to.as_deref() != Some(migrate::PROFILE_VERSION) {
-            return Err(CliError::usage(format!(
-                "--to must be {}",
-                migrate::PROFILE_VERSION
-            )));
-        }
+        check_target(args.to.as_deref())?;
         let namespace = args.namespace.unwrap_or_default();
-        let plan = migrate::preview_with_mode(&root, &namespace, args.mode.trim())
-            .map_err(cli_error)?;
+        let plan =
+            migrate::preview_with_mode(&root, &namespace, args.mode.trim()).map_err(cli_error)?;
         if args.json {
             return g.data(plan.to_json());
         }

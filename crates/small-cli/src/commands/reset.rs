@@ -17,7 +17,7 @@ use small_core::workspace::Scope;
 /// constraints.small.yml (human-owned). The new handoff's `run` block records the previous
 /// replayId and the reason; a `meta/reset` progress entry opens the new run (entries before
 /// it no longer count for handoffs). This is a human's command: it asks for confirmation
-/// unless --yes is given.
+/// unless --yes is given. Refused in a SMALL 2.0.0 workspace, whose events are never reset.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Do not ask for confirmation
@@ -67,6 +67,8 @@ fn confirm(g: &GlobalArgs, keep_intent: bool) -> Result<bool, CliError> {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
+    // Refused before asking: a 2.0.0 history cannot be reset.
+    session::refuse_v2_reset(&root)?;
     if !args.yes && !confirm(g, args.keep_intent)? {
         g.info("Reset cancelled; nothing changed.");
         return Ok(());

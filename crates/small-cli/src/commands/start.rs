@@ -15,7 +15,8 @@ use small_core::workspace::Scope;
 /// missing workspace metadata, and a handoff with `run` metadata. A handoff without a valid
 /// replayId gets one (recorded as meta/replayid-self-heal). A summary written with
 /// `--summary` is kept while the run's state is unchanged. With --fix, recoverable drift the
-/// strict check finds (orphan progress, legacy runtime directories) is repaired.
+/// strict check finds (orphan progress, legacy runtime directories) is repaired. Refused in a
+/// SMALL 2.0.0 workspace: work there begins with `small session start`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Summary to write into the handoff (default: keep one written with --summary while the state is unchanged, else computed)
@@ -44,7 +45,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     // Missing files first (so the scope check can see fresh metadata).
-    let created = session::create_missing(&mut txn);
+    let created = session::create_missing(&mut txn)?;
     shared::check_scope(&txn, args.workspace, "start", false)?;
     let req = StartRequest {
         summary: args.summary.clone(),

@@ -55,7 +55,8 @@ fn handoff_manual_replay_id_is_lowercased() {
     let h = ws.doc("handoff.small.yml");
     assert_eq!(h["replayId"]["value"], upper.to_ascii_lowercase().as_str());
     assert_eq!(h["replayId"]["source"], "manual");
-    let err = ws.fails(2, &["handoff", "--replay-id", "abc"]);
+    // A bad value is a refused request (1), not a malformed command line.
+    let err = ws.fails(1, &["handoff", "--replay-id", "abc"]);
     assert!(err.contains("64"), "{err}");
 }
 

@@ -115,6 +115,44 @@ fn boolean_flags_take_true_or_false() {
     assert!(stdout(&o).starts_with("small "));
 }
 
+/// A command line clap cannot parse still answers a caller that asked for JSON: the error
+/// document on stdout besides clap's own message on stderr, exit 2. Help stays help.
+#[test]
+fn a_command_line_error_with_json_prints_the_error_document() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| small().args(args).current_dir(d.path()).output().unwrap();
+    let missing_flag: [&[&str]; 3] = [
+        &["mode", "set", "solo", "--expect-state", "X", "--json"],
+        &["reconcile", "--json=true"],
+        &[
+            "evidence",
+            "declare-unavailable",
+            "--task",
+            "task-1",
+            "--json",
+        ],
+    ];
+    for args in missing_flag {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["error"]["code"], "invalid_request", "{args:?}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the following required arguments were not provided: --"),
+            "{message}"
+        );
+        assert!(stderr(&o).contains("Usage: small"), "{}", stderr(&o));
+    }
+    for args in [&["reconcile", "--json=false"][..], &["reconcile"]] {
+        let o = run(args);
+        assert_eq!((o.status.code(), stdout(&o)), (Some(2), String::new()));
+    }
+    let o = run(&["status", "--json", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("Usage: small status"), "{}", stdout(&o));
+}
+
 #[test]
 fn every_boolean_flag_of_every_command_takes_a_value() {
     // In help, a flag that takes no value shows as `--name` alone; every boolean flag must

@@ -120,6 +120,61 @@ fn v2_symlinked_evidence_blob_is_refused() {
     );
 }
 
+/// `evidence verify --json` on a copy of `case` damaged by `damage`: (exit, the JSON
+/// documents on stdout). `None` when the corpus is absent.
+fn verified(case: &str, damage: impl Fn(&Path)) -> Option<(i32, Vec<Value>)> {
+    let case = load_cases().into_iter().find(|c| c.name == case)?;
+    let work = tempfile::tempdir().expect("tmp");
+    let home = tempfile::tempdir().expect("home");
+    copy_case_links(&case.dir, work.path());
+    damage(&work.path().join(".small"));
+    let args = ["evidence", "verify", "--json"].map(String::from);
+    let (code, stdout, _) = run_small(work.path(), home.path(), &args);
+    let docs = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .expect("JSON documents");
+    Some((code, docs))
+}
+
+/// `evidence verify --json` after `damage` reports one receipt `failed` with its reason, then
+/// the error document (as the reference prints them), and exits 1.
+fn assert_one_failed(what: &str, damage: impl Fn(&Path)) {
+    let Some((exit, docs)) = verified("wf-single-session", damage) else {
+        return;
+    };
+    assert_eq!(exit, 1, "{what}: {docs:#?}");
+    assert_eq!(docs.len(), 2, "{what}: {docs:#?}");
+    assert_eq!(docs[0]["all_verified"], false, "{what}");
+    assert_eq!(docs[0]["profile"], "2.0.0", "{what}");
+    let failed: Vec<&Value> = docs[0]["receipts"]
+        .as_array()
+        .expect("receipts")
+        .iter()
+        .filter(|r| r["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{what}: {docs:#?}");
+    assert!(failed[0]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    assert_eq!(docs[1]["error"]["code"], "invalid_request", "{what}");
+}
+
+/// A changed or linked blob is what `evidence verify` reports, not damage that stops it.
+#[test]
+fn v2_evidence_verify_reports_a_changed_or_linked_blob_as_failed() {
+    assert_one_failed("changed", |s| {
+        let p = blob(s);
+        let mut bytes = std::fs::read(&p).expect("read blob");
+        bytes.push(b'x');
+        std::fs::write(&p, bytes).expect("write blob");
+    });
+    assert_one_failed("linked", |s| {
+        let p = blob(s);
+        let outside = s.parent().expect("root").join("outside-blob");
+        std::fs::rename(&p, &outside).expect("move");
+        std::os::unix::fs::symlink(&outside, &p).expect("link");
+    });
+}
+
 #[test]
 fn v2_changed_import_original_is_named() {
     assert_names(

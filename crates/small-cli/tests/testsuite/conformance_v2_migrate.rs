@@ -311,3 +311,38 @@ fn a_killed_apply_leaves_v1_v2_or_a_recoverable_state() {
     }
     eprintln!("after a kill: v1 {seen_v1}, 2.0.0 {seen_v2}, recovered {seen_recovered}");
 }
+
+/// `--to` names the one profile migrate writes: another version is a refused value (exit 1,
+/// as the reference), a preview without `--to` a malformed command line (exit 2).
+#[test]
+fn migrate_refuses_another_target_version_with_1() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let home = tempfile::tempdir().expect("home");
+    let ws = tmp.path();
+    assert!(
+        small(ws, home.path(), &["init", "--intent", "x", "--no-agents"])
+            .status
+            .success()
+    );
+    let o = small(
+        ws,
+        home.path(),
+        &[
+            "migrate",
+            "--to",
+            "9.9.9",
+            "--preview",
+            "--namespace",
+            "n",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json(&o.stdout)["error"]["message"], "--to must be 2.0.0");
+    let o = small(
+        ws,
+        home.path(),
+        &["migrate", "--preview", "--namespace", "n"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

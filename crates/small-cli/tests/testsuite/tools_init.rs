@@ -269,6 +269,29 @@ fn agents_flags_of_init() {
     assert!(!d.path().join("AGENTS.md").exists());
 }
 
+/// `init --force` over a workspace `init` made, AGENTS.md included: the file already holds the
+/// current block, so no agents flag is needed (the reference exits 1 there, after rewriting
+/// `.small/`; docs/decisions.md).
+#[test]
+fn init_force_over_its_own_agents_md_needs_no_agents_flag() {
+    let d = tempfile::tempdir().unwrap();
+    small()
+        .args(["init", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success();
+    let agents = read(d.path().join("AGENTS.md"));
+    small()
+        .args(["init", "--force", "--intent", "Again, forced", "--dir"])
+        .arg(d.path())
+        .assert()
+        .success();
+    assert_eq!(read(d.path().join("AGENTS.md")), agents);
+    let intent = yaml_json(d.path().join(".small/intent.small.yml"));
+    assert_eq!(intent["intent"], "Again, forced");
+    assert_check_strict(d.path());
+}
+
 #[test]
 fn an_existing_block_is_replaced_in_place_by_init() {
     let d = tempfile::tempdir().unwrap();

@@ -287,6 +287,7 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
         1,
     );
     assert!(err.contains("V2-STALE"), "{err}");
+    // A blank reason is a refused value (1), not a malformed command line.
     ws.fails(
         &[
             "mode",
@@ -297,7 +298,7 @@ fn v2_solo_mode_takeover_and_compare_and_swap() {
             "--expect-state",
             &frontier,
         ],
-        2,
+        1,
     );
     let v = ws.json(&[
         "mode",
@@ -874,5 +875,78 @@ fn v2_a_write_leaves_the_cache_the_next_status_reads() {
         ws.run(&["status", "--json", "--no-cache"]).stdout,
         o.stdout,
         "a full read sees the edit"
+    );
+}
+
+/// Every path under `.small/` with its bytes.
+fn small_tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root.join(".small"), &mut out);
+    out.sort();
+    out
+}
+
+/// `start` and `reset` write the v1 artifacts of a run: in a 2.0.0 workspace they are
+/// refused with 1 and write nothing (the reference refuses both too), so the tree stays one
+/// `archive` accepts.
+#[test]
+fn v2_start_and_reset_are_refused_and_write_nothing() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let before = small_tree(&ws.root);
+    let err = ws.fails(&["start"], 1);
+    assert!(
+        err.contains("2.0.0") && err.contains("small session start"),
+        "{err}"
+    );
+    let err = ws.fails(&["reset", "--yes"], 1);
+    assert!(err.contains("cannot be reset"), "{err}");
+    // Refused before the confirmation is asked for.
+    let err = ws.fails(&["reset"], 1);
+    assert!(err.contains("cannot be reset"), "{err}");
+    let v: Value = serde_json::from_slice(&ws.run(&["reset", "--yes", "--json"]).stdout).unwrap();
+    assert_eq!(v["exit_code"], 1);
+    assert_eq!(small_tree(&ws.root), before);
+    ws.strict_ok();
+    ws.ok(&["archive"]);
+}
+
+/// A bad value on a well-formed command line is a refused request: exit 1.
+#[test]
+fn v2_mode_set_refuses_a_bad_mode_with_1() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    ws.start();
+    let frontier = ws.json(&["status", "--json"])["frontier"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = ws.run(&[
+        "mode",
+        "set",
+        "bogus",
+        "--reason",
+        "x",
+        "--expect-state",
+        &frontier,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("bogus"),
+        "{v}"
     );
 }

@@ -60,6 +60,11 @@ fn usage(message: impl Into<String>) -> Error {
     Error::usage(acode::USAGE, message)
 }
 
+/// A value the request gave empty (the flag was there): refused, not a malformed request.
+fn blank(message: impl Into<String>) -> Error {
+    Error::invalid(acode::USAGE, message)
+}
+
 fn publish_err(e: record::PublishError) -> Error {
     match e {
         record::PublishError::Different(p) => refused(
@@ -1230,12 +1235,14 @@ pub fn set_mode(
     w.fresh()?;
     let mode = mode.trim();
     if mode != "solo" && mode != "collaborative" {
-        return Err(usage(format!(
-            "invalid mode {mode:?} (solo or collaborative)"
-        )));
+        return Err(refused(
+            acode::REFUSED,
+            format!("invalid mode {mode:?} (solo or collaborative)"),
+        )
+        .with_help("give solo (one active session) or collaborative"));
     }
     if reason.trim().is_empty() {
-        return Err(usage("--reason is required"));
+        return Err(blank("--reason is required"));
     }
     w.expect_state(expect_state)?;
     if mode == "solo" && w.active_sessions().len() > 1 {
@@ -1284,6 +1291,28 @@ pub struct PolicyMaterial {
     pub constraints: Option<Vec<u8>>,
 }
 
+impl PolicyMaterial {
+    /// Read the files a request names (`None`: that file stays as it is), each at most
+    /// [`v2::MAX_RECORD_BYTES`]. A file that cannot be read is refused: it is the request's
+    /// input, as an evidence file is, not a failure of the workspace.
+    pub fn read(intent: Option<&Path>, constraints: Option<&Path>) -> Result<PolicyMaterial> {
+        Ok(PolicyMaterial {
+            intent: intent.map(read_policy_file).transpose()?,
+            constraints: constraints.map(read_policy_file).transpose()?,
+        })
+    }
+}
+
+fn read_policy_file(path: &Path) -> Result<Vec<u8>> {
+    crate::workspace::fsio::read_user_input(path, v2::MAX_RECORD_BYTES).map_err(|e| {
+        refused(
+            acode::REFUSED,
+            format!("cannot read {}: {e}", path.display()),
+        )
+        .with_help("give a readable policy file of at most 1 MiB")
+    })
+}
+
 /// Revise the policy: a `policy_changed` event with the new digests, then the policy files.
 /// Refused over unresolved conflicts, with a stale `expect_state`, or without a reason.
 pub fn revise_policy(
@@ -1296,7 +1325,7 @@ pub fn revise_policy(
 ) -> Result<Written> {
     w.fresh()?;
     if reason.trim().is_empty() {
-        return Err(usage("--reason is required"));
+        return Err(blank("--reason is required"));
     }
     if material.intent.is_none() && material.constraints.is_none() {
         return Err(usage("give --intent FILE and/or --constraints FILE"));

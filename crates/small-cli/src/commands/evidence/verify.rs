@@ -30,21 +30,16 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let report = ops::evidence::verify(&ws).map_err(|e| from_op(e, g))?;
     let refusal = report.refusal().map(|e| from_op(e, g));
     if args.json {
-        // One document: the report, and the reference's error object when it refuses.
-        let mut doc = serde_json::to_value(&report).map_err(|e| CliError::usage(e.to_string()))?;
-        if let (Some(r), Some(obj)) = (&refusal, doc.as_object_mut()) {
-            let e = r.error_object();
-            obj.insert(
-                "error".into(),
-                serde_json::json!({"code": e.code, "message": e.message}),
-            );
-        }
-        g.json(&doc)?;
-        if let Some(r) = refusal {
-            g.error(format!("error: {}", r.message));
-            return Err(CliError::silent(EXIT_INVALID));
-        }
-        return Ok(());
+        // The report, then (as the reference prints it) the error document when it refuses.
+        g.json(&report)?;
+        return match refusal {
+            Some(r) => {
+                r.print_json();
+                r.print_text(g);
+                Err(CliError::silent(EXIT_INVALID))
+            }
+            None => Ok(()),
+        };
     }
     for v in &report.receipts {
         let reason = if v.reason.is_empty() {

@@ -638,3 +638,20 @@ fn evidence_receipts_carry_the_task_source_digest() {
         Some(format!("\"{}\"", t.task.source_digest))
     );
 }
+
+/// A policy file the request names but that cannot be read is a refused request, not a
+/// failure of the workspace; a file that can be read is taken as it is.
+#[test]
+fn policy_material_refuses_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = PolicyMaterial::read(Some(&dir.path().join("missing.yml")), None).unwrap_err();
+    assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+    assert!(e.message().contains("missing.yml"), "{}", e.message());
+    let file = dir.path().join("intent.yml");
+    std::fs::write(&file, "intent: x\n").unwrap();
+    let m = PolicyMaterial::read(None, Some(&file)).unwrap();
+    assert_eq!(
+        (m.intent, m.constraints),
+        (None, Some(b"intent: x\n".to_vec()))
+    );
+}
