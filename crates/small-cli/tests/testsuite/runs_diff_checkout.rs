@@ -242,6 +242,10 @@ fn checkout_of_an_unknown_run_exits_1() {
     let ws = Ws::new();
     let err = ws.fails(&["run", "checkout", "abc"], 1);
     assert!(err.contains("no snapshot matches"), "{err}");
+    let (code, out, _) = ws.run(&["run", "checkout", "abc", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON error");
+    assert!(v["error"]["message"].is_string(), "{v}");
 }
 
 #[test]

@@ -31,7 +31,10 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let mut o = String::new();
     let result = body(args, ctx, g, &mut o);
-    g.info_raw(&o);
+    // Nothing printed (a refusal) leaves stdout to the error document of --json.
+    if !o.is_empty() {
+        g.info_raw(&o);
+    }
     result
 }
 
