@@ -31,7 +31,6 @@ use small_core::gates::health::{self, HealthOptions};
 use small_core::gates::schemas::{self, SchemaSet};
 use small_core::gates::secrets::{redact_json, redact_source};
 use small_core::history::runs;
-use small_core::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use small_core::state;
 
 use small_core::ops::plan::PlanRequest as PlanOp;
@@ -39,7 +38,7 @@ use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
 use small_core::ops::record::RecordRequest as RecordOp;
 use small_core::ops::status::StatusRequest as StatusOp;
 use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
-use small_core::v2::{self, write as v2w};
+use small_core::v2::write as v2w;
 use small_core::workspace::{self, Location};
 
 /// The server: one workspace directory (`--dir`, or the current directory).
@@ -100,11 +99,6 @@ fn op_result<T: serde::Serialize>(r: ops::OpResult<T>) -> ToolResult {
 /// A library diagnostic as a tool error: its own code, message and help.
 fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
     diag(&d.code, d.message.clone(), d.help.clone())
-}
-
-/// An authoring refusal as a tool error: the library's code, message and help, unchanged.
-fn err_diag(e: small_core::authoring::Error) -> CallToolResult {
-    from_diagnostic(&e.diagnostic)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -298,36 +292,12 @@ impl SmallMcp {
         self.locate().map(|l| ops::Workspace::at(l.root))
     }
 
-    fn is_v2(&self) -> bool {
-        workspace::locate(self.dir.as_deref())
-            .is_ok_and(|l| small_core::v2::detect(&l.small_dir) == small_core::v2::Profile::V2)
+    /// The workspace's state files (none when there is no workspace).
+    fn state_files(&self) -> Vec<String> {
+        self.workspace()
+            .map(|ws| ws.state_files())
+            .unwrap_or_default()
     }
-}
-
-impl SmallMcp {
-    /// The root of the workspace when it is a 2.0.0 one.
-    fn v2_root(&self) -> Option<PathBuf> {
-        let root = runs::discover_root(self.dir.as_deref());
-        (v2::detect(&root.join(".small")) == v2::Profile::V2).then_some(root)
-    }
-
-    /// The 2.0.0 writer (waits for the workspace lock) and the session to write in.
-    fn v2_open(
-        &self,
-        root: &Path,
-        session: Option<&str>,
-    ) -> Result<(v2w::Writer, String), CallToolResult> {
-        let sid = v2w::resolve_session(root, session).map_err(err_diag)?;
-        let w = v2w::Writer::open(root, small_core::authoring::txn::lock_timeout_from_env())
-            .map_err(err_diag)?;
-        Ok((w, sid))
-    }
-}
-
-/// A record (Go JSON members) as a JSON value, members in record order.
-fn record_value(m: &small_core::v2::record::Members) -> Value {
-    let text = small_core::v2::gojson::compact(&small_core::v2::gojson::GoValue::Obj(m.clone()));
-    serde_json::from_str(&text).unwrap_or_default()
 }
 
 macro_rules! tri {
@@ -511,97 +481,38 @@ impl SmallMcp {
         description = "SMALL 2.0.0 workspaces: start a session (solo mode allows one active session; take one over with `takeover` and `reason`). It becomes the active session the writing tools use (same as `small session start --json`)."
     )]
     async fn session_start(&self, Parameters(req): Parameters<SessionStartRequest>) -> ToolResult {
-        let Some(root) = self.v2_root() else {
-            return Ok(diag(
-                "refused",
-                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
-                Some("`small migrate` converts a v1 workspace".into()),
-            ));
+        let r = v2w::StartRequest {
+            label: req.label,
+            actor_label: req.actor_label,
+            model_label: req.model_label,
+            parent_session: None,
+            from_handoff: None,
+            takeover: req.takeover,
+            reason: req.reason,
         };
-        let mut w = tri!(v2w::Writer::open(
-            &root,
-            small_core::authoring::txn::lock_timeout_from_env()
-        )
-        .map_err(err_diag));
-        let out = tri!(v2w::start_session(
-            &mut w,
-            &v2w::StartRequest {
-                label: req.label,
-                actor_label: req.actor_label,
-                model_label: req.model_label,
-                parent_session: None,
-                from_handoff: None,
-                takeover: req.takeover,
-                reason: req.reason,
-            },
-        )
-        .map_err(err_diag));
-        let events: Vec<Value> = out
-            .events
-            .iter()
-            .map(|e| record_value(&e.members))
-            .collect();
-        ok(json!({"session": record_value(&out.session_members), "events": events}))
+        let ws = tri!(self.workspace());
+        op_result(ops::session::start(&ws, &r, None))
     }
 
     #[tool(
         description = "SMALL 2.0.0 workspaces: record a handoff summary and close the session (default: the active one) (same as `small session close --json`)."
     )]
     async fn session_close(&self, Parameters(req): Parameters<SessionCloseRequest>) -> ToolResult {
-        let Some(root) = self.v2_root() else {
-            return Ok(diag(
-                "refused",
-                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
-                None,
-            ));
-        };
-        let (mut w, sid) = tri!(self.v2_open(&root, req.session.as_deref()));
-        let events = tri!(v2w::close_session(&mut w, &sid, &req.summary).map_err(err_diag));
-        let events: Vec<Value> = events.iter().map(|e| record_value(&e.members)).collect();
-        ok(json!({"session_id": sid, "events": events}))
+        let ws = tri!(self.workspace());
+        op_result(ops::session::close(
+            &ws,
+            req.session.as_deref(),
+            &req.summary,
+            None,
+        ))
     }
 
     #[tool(
         description = "SMALL 2.0.0 workspaces: one session (default: the active one; an id or unique prefix): its record and status, event count, first and last event and kinds, the tasks its events name, the receipts they cite, and its handoff summary (same as `small session show --json`)."
     )]
     async fn session_show(&self, Parameters(req): Parameters<SessionShowRequest>) -> ToolResult {
-        use small_core::v2::inspect::{session_show, ShowError};
-        let Some(root) = self.v2_root() else {
-            return Ok(diag(
-                "refused",
-                "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace",
-                None,
-            ));
-        };
-        let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-        match session_show(&root, &small_dir, req.session.as_deref()) {
-            Ok(s) => ok(serde_json::to_value(&s).unwrap_or_default()),
-            Err(ShowError::Damaged(diags)) => {
-                let first = diags.first().map(|d| format!("{}: {}", d.code, d.message));
-                Ok(diag(
-                    "damaged",
-                    format!(
-                        "the 2.0.0 records are damaged ({} problem(s){})",
-                        diags.len(),
-                        first.map(|f| format!(", first {f}")).unwrap_or_default()
-                    ),
-                    Some("run the check tool for every problem with its file and fix".into()),
-                ))
-            }
-            Err(ShowError::NoneSelected) => Ok(diag(
-                "no-session",
-                "no session given and none is active here",
-                Some("pass `session`, or start one with session_start".into()),
-            )),
-            Err(ShowError::NotFound(q)) => {
-                Ok(diag("unknown-session", format!("no session {q:?}"), None))
-            }
-            Err(ShowError::Ambiguous(q, ids)) => Ok(diag(
-                "ambiguous-session",
-                format!("{q:?} names {} sessions: {}", ids.len(), ids.join(", ")),
-                Some("give more of the id".into()),
-            )),
-        }
+        let ws = tri!(self.workspace());
+        op_result(ops::session::show(&ws, req.session.as_deref()))
     }
 
     #[tool(
@@ -742,56 +653,22 @@ const SCHEME: &str = "small://";
 const STATE_RESOURCE: &str = "state.json";
 
 /// The files of a 2.0.0 workspace served as resources (paths under `.small/`).
-const V2_FILES: [&str; 3] = [
-    "profile.json",
-    "policy/intent.small.yml",
-    "policy/constraints.small.yml",
-];
-
-/// The resources, handoff first: `(uri, name, path relative to the root or schema name)`.
-/// A 2.0.0 workspace has no v1 artifacts: its policy files and profile stand in for them.
-/// `state.json` is the project state computed from either profile.
-fn resource_list(v2: bool) -> Vec<(String, String, String)> {
-    let state = (
-        format!("{SCHEME}workspace/{STATE_RESOURCE}"),
-        STATE_RESOURCE.to_string(),
-        String::new(),
-    );
+/// The resources: the workspace's state files, the resume point first and the project state
+/// (`state.json`, computed from either profile) right after it, then the schemas:
+/// `(uri, name, path relative to the root or schema name)`.
+fn resource_list(files: &[String]) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    if v2 {
-        out.push(state);
-        for f in V2_FILES {
+    for (i, rel) in files.iter().enumerate() {
+        let f = rel.trim_start_matches(".small/");
+        out.push((format!("{SCHEME}workspace/{f}"), f.to_string(), rel.clone()));
+        if i == 0 {
             out.push((
-                format!("{SCHEME}workspace/{f}"),
-                f.to_string(),
-                format!(".small/{f}"),
+                format!("{SCHEME}workspace/{STATE_RESOURCE}"),
+                STATE_RESOURCE.to_string(),
+                String::new(),
             ));
         }
-        return out;
     }
-    let order = [
-        ArtifactKind::Handoff,
-        ArtifactKind::Intent,
-        ArtifactKind::Constraints,
-        ArtifactKind::Plan,
-        ArtifactKind::Progress,
-    ];
-    for k in order {
-        let f = k.file_name();
-        out.push((
-            format!("{SCHEME}workspace/{f}"),
-            f.to_string(),
-            format!(".small/{f}"),
-        ));
-        if k == ArtifactKind::Handoff {
-            out.push(state.clone());
-        }
-    }
-    out.push((
-        format!("{SCHEME}workspace/{WORKSPACE_FILE}"),
-        WORKSPACE_FILE.to_string(),
-        format!(".small/{WORKSPACE_FILE}"),
-    ));
     for name in [
         "intent",
         "constraints",
@@ -871,7 +748,7 @@ impl ServerHandler for SmallMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = resource_list(self.is_v2())
+        let items = resource_list(&self.state_files())
             .into_iter()
             .map(|(uri, name, _)| {
                 let mime = if uri.ends_with(".json") {
@@ -891,7 +768,7 @@ impl ServerHandler for SmallMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let Some((_, name, rel)) = resource_list(self.is_v2())
+        let Some((_, name, rel)) = resource_list(&self.state_files())
             .into_iter()
             .find(|(u, _, _)| *u == uri)
         else {

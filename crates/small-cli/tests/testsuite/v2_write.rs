@@ -775,7 +775,7 @@ async fn v2_mcp_and_processes_write_together() {
     assert_eq!(v["tasks"][0]["alias"], "task-1");
     let (ok, v) = call(&b, "session_show", serde_json::json!({"session": "nope"})).await;
     assert!(!ok);
-    assert_eq!(v["error"]["code"], "unknown-session", "{v}");
+    assert_eq!(v["error"]["code"], "V2-SESSION-STATE", "{v}");
     let (ok, v) = call(
         &b,
         "session_close",

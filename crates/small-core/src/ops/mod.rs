@@ -15,6 +15,7 @@ pub mod handoff;
 pub mod plan;
 pub mod reconstruct;
 pub mod record;
+pub mod session;
 pub mod status;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,37 @@ impl Workspace {
         }
     }
 
+    /// The files that hold the workspace's state, relative to the root, the one a session
+    /// resumes from first: v1's handoff, artifacts and metadata; 2.0.0's profile and policy
+    /// (its sessions and events are read through the operations).
+    pub fn state_files(&self) -> Vec<String> {
+        use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+        let files: Vec<String> = match self.profile {
+            Profile::V1 => [
+                ArtifactKind::Handoff,
+                ArtifactKind::Intent,
+                ArtifactKind::Constraints,
+                ArtifactKind::Plan,
+                ArtifactKind::Progress,
+            ]
+            .iter()
+            .map(|k| k.file_name().to_string())
+            .chain([WORKSPACE_FILE.to_string()])
+            .collect(),
+            Profile::V2 => [
+                "profile.json",
+                "policy/intent.small.yml",
+                "policy/constraints.small.yml",
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
+        files
+            .into_iter()
+            .map(|f| format!("{SMALL_DIR}/{f}"))
+            .collect()
+    }
+
     /// The profile's version string, as the documents name it.
     pub fn profile_version(&self) -> &'static str {
         match self.profile {
@@ -104,6 +136,12 @@ impl OpError {
         AuthoringError::usage(code, message).into()
     }
 
+    /// The same refusal with a help line (the fix).
+    pub fn with_help(mut self, help: impl Into<String>) -> OpError {
+        self.diagnostic.help = Some(help.into());
+        self
+    }
+
     /// A refusal with the findings behind it.
     pub fn with_details(mut self, details: Vec<Diagnostic>) -> OpError {
         self.details = details;
@@ -116,6 +154,18 @@ impl OpError {
     pub fn reference_code(&self) -> &'static str {
         reference_code(&self.diagnostic.code)
     }
+}
+
+/// Refuse a 2.0.0-only operation (`what`) on a v1 workspace.
+pub fn require_v2(ws: &Workspace, what: &str) -> OpResult<()> {
+    if ws.profile == Profile::V2 {
+        return Ok(());
+    }
+    Err(OpError::invalid(
+        crate::authoring::error::code::REFUSED,
+        format!("{what}: part of SMALL 2.0.0, and this is not a 2.0.0 workspace"),
+    )
+    .with_help("`small migrate --to 2.0.0 --preview` converts a v1 workspace"))
 }
 
 /// The reference's error code for a refusal with the diagnostic code `code`.

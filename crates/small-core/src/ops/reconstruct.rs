@@ -74,7 +74,9 @@ fn reconstruct_v1(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
         since: req.since.clone(),
         limit: req.limit,
     };
-    Ok(Reconstructed::V1(Box::new(v1::reconstruct(&ws.root, &opts)?)))
+    Ok(Reconstructed::V1(Box::new(v1::reconstruct(
+        &ws.root, &opts,
+    )?)))
 }
 
 fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {

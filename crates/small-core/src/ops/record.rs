@@ -204,10 +204,8 @@ pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed>
     }
 }
 
-type V1Step = fn(
-    &mut Transaction,
-    &record::RecordRequest,
-) -> Result<RecordOutcome, crate::authoring::Error>;
+type V1Step =
+    fn(&mut Transaction, &record::RecordRequest) -> Result<RecordOutcome, crate::authoring::Error>;
 
 /// Run a v1 recording step in one transaction: the outcome, what the commit changed, and the
 /// workspace root.
@@ -238,7 +236,9 @@ fn v1_record(
 /// The library request of a v1 entry.
 fn v1_request(req: &RecordRequest) -> OpResult<record::RecordRequest> {
     let timestamp = match (nonblank(&req.at), nonblank(&req.after)) {
-        (Some(_), Some(_)) => return Err(OpError::usage("usage", "use only one of --at and --after")),
+        (Some(_), Some(_)) => {
+            return Err(OpError::usage("usage", "use only one of --at and --after"))
+        }
         (Some(a), None) => TimestampRule::At(a.to_string()),
         (None, Some(a)) => TimestampRule::After(a.to_string()),
         (None, None) => TimestampRule::Now,

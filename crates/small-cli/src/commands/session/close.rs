@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write;
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
 /// Close a session: a handoff_recorded event with the summary, then session_closed. The
@@ -30,22 +29,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "sessions")?;
-    let session = args.v2.session(&root)?;
-    let mut w = args.v2.open(&root)?;
-    let events = write::close_session(&mut w, &session, &args.summary)?;
+    let lock = args.v2.timeout()?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::session::close(&ws, args.v2.session.as_deref(), &args.summary, Some(lock))
+        .map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            (
-                "events".into(),
-                GoValue::Arr(events.iter().map(v2w::event).collect()),
-            ),
-            ("session_id".into(), v2w::s(&session)),
-        ]));
+        return g.json(&out);
     }
     g.info(format!(
-        "Closed session {session}; handoff {}",
-        events[0].draft.event_id
+        "Closed session {}; handoff {}",
+        out.session_id, out.handoff_event
     ));
     Ok(())
 }

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::history::runs;
-use small_core::v2::{self, read};
+use small_core::ops::{self, Workspace};
+use small_core::v2::read;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
 
@@ -26,23 +26,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = runs::discover_root(args.dir.as_deref());
-    let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-    if v2::detect(&small_dir) != v2::Profile::V2 {
-        return Err(CliError::invalid(
-            "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)",
-        ));
+    let ws = Workspace::find(args.dir.as_deref());
+    let l = ops::session::list(&ws).map_err(|e| from_op(e, g))?;
+    if args.json {
+        return g.json(&l);
     }
-    match read::session_list(&root, &small_dir) {
-        Ok(l) if args.json => g.json(&l),
-        Ok(l) => crate::output::data(&crate::render::escape_controls(&render(&l))),
-        Err(diags) => {
-            g.diagnostics(&diags, |_| None, true);
-            Err(CliError::invalid(
-                "the 2.0.0 records are damaged (see `small check --strict`)",
-            ))
-        }
-    }
+    crate::output::data(&crate::render::escape_controls(&render(&l)))
 }
 
 fn render(l: &read::SessionList) -> String {

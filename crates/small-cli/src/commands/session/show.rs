@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use small_core::history::runs;
-use small_core::v2::{self, inspect};
+use small_core::ops::{self, Workspace};
+use small_core::v2::inspect;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
 
@@ -32,36 +33,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = runs::discover_root(args.dir.as_deref());
-    let small_dir = root.join(small_core::spec::consts::SMALL_DIR);
-    if v2::detect(&small_dir) != v2::Profile::V2 {
-        return Err(CliError::invalid(
-            "sessions are part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)",
-        ));
+    let ws = Workspace::find(args.dir.as_deref());
+    let s = ops::session::show(&ws, args.id.as_deref()).map_err(|e| from_op(e, g))?;
+    if args.json {
+        return g.json(&s);
     }
-    match inspect::session_show(&root, &small_dir, args.id.as_deref()) {
-        Ok(s) if args.json => g.json(&s),
-        Ok(s) => crate::output::data(&crate::render::escape_controls(&render(&s))),
-        Err(inspect::ShowError::Damaged(diags)) => {
-            g.diagnostics(&diags, |_| None, true);
-            Err(CliError::invalid(
-                "the 2.0.0 records are damaged (see `small check --strict`)",
-            ))
-        }
-        Err(inspect::ShowError::NoneSelected) => Err(CliError::invalid(
-            "no session given and none is selected here\n  help: pass a session id (`small session list` lists them)",
-        )),
-        Err(inspect::ShowError::NotFound(q)) => Err(CliError::invalid(format!(
-            "no session `{}`\n  help: `small session list` lists the sessions",
-            q.escape_debug()
-        ))),
-        Err(inspect::ShowError::Ambiguous(q, ids)) => Err(CliError::invalid(format!(
-            "`{}` names {} sessions: {}\n  help: give more of the id",
-            q.escape_debug(),
-            ids.len(),
-            ids.join(", ")
-        ))),
-    }
+    crate::output::data(&crate::render::escape_controls(&render(&s)))
 }
 
 fn render(s: &inspect::SessionShow) -> String {

@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write::{self, StartRequest};
+use small_core::ops::{self, Workspace};
+use small_core::v2::write::StartRequest;
 
-use crate::error::CmdResult;
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
 /// Start a session: its record, a session_started event (and ownership_taken_over with
@@ -54,12 +53,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "sessions")?;
-    let flags = SessionFlags {
-        session: None,
-        lock_timeout: args.lock_timeout.clone(),
-    };
-    let mut w = flags.open(&root)?;
+    let lock = crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?;
     let req = StartRequest {
         label: args.label,
         actor_label: args.actor_label,
@@ -69,30 +63,17 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         takeover: args.takeover,
         reason: args.reason,
     };
-    let out = write::start_session(&mut w, &req)?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::session::start(&ws, &req, Some(lock)).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            (
-                "events".into(),
-                GoValue::Arr(out.events.iter().map(v2w::event).collect()),
-            ),
-            ("session".into(), v2w::obj(&out.session_members)),
-        ]));
+        return g.json(&out);
     }
     g.info(format!(
         "Started session {} ({} mode)",
-        out.session.session_id, w.state.mode
+        out.session_id, out.mode
     ));
-    if let Some(t) = out.events.get(1) {
-        g.info(format!(
-            "  took over {}",
-            t.draft
-                .payload
-                .iter()
-                .find(|(k, _)| k == "prior_session")
-                .map(|(_, v)| small_core::v2::gojson::compact(v))
-                .unwrap_or_default()
-        ));
+    if let Some(prior) = &out.took_over {
+        g.info(format!("  took over {prior}"));
     }
     Ok(())
 }

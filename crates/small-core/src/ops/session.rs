@@ -1,0 +1,127 @@
+//! `session start`, `session close`, `session list`, `session show`: the sessions of a 2.0.0
+//! workspace (a v1 workspace has none; the operations refuse it).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::ops::handoff::members_json;
+use crate::ops::{require_v2, OpError, OpResult, Workspace};
+use crate::v2::inspect::{self, SessionShow, ShowError};
+use crate::v2::read::{self, SessionList};
+use crate::v2::write::{self as v2w, StartRequest};
+
+/// A started session: its record and the events that started it (the reference's keys).
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionStarted {
+    pub events: Vec<serde_json::Value>,
+    pub session: serde_json::Value,
+    /// The new session's id and the mode in force (for the human lines).
+    #[serde(skip)]
+    pub session_id: String,
+    #[serde(skip)]
+    pub mode: String,
+    /// The session a take-over superseded.
+    #[serde(skip)]
+    pub took_over: Option<String>,
+}
+
+/// A closed session: its handoff and `session_closed` events.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionClosed {
+    pub events: Vec<serde_json::Value>,
+    pub session_id: String,
+    #[serde(skip)]
+    pub handoff_event: String,
+}
+
+/// Start a session (it becomes the active one here).
+pub fn start(
+    ws: &Workspace,
+    req: &StartRequest,
+    lock: Option<Duration>,
+) -> OpResult<SessionStarted> {
+    require_v2(ws, "sessions")?;
+    let mut w = v2w::Writer::open(&ws.root, lock_or_default(lock))?;
+    let out = v2w::start_session(&mut w, req)?;
+    Ok(SessionStarted {
+        events: out
+            .events
+            .iter()
+            .map(|e| members_json(&e.members))
+            .collect(),
+        session: members_json(&out.session_members),
+        session_id: out.session.session_id.clone(),
+        mode: w.state.mode.clone(),
+        took_over: req.takeover.clone().filter(|_| out.events.len() > 1),
+    })
+}
+
+/// Record a handoff summary and close `session` (default: the active one).
+pub fn close(
+    ws: &Workspace,
+    session: Option<&str>,
+    summary: &str,
+    lock: Option<Duration>,
+) -> OpResult<SessionClosed> {
+    require_v2(ws, "sessions")?;
+    let session = v2w::resolve_session(&ws.root, session)?;
+    let mut w = v2w::Writer::open(&ws.root, lock_or_default(lock))?;
+    let events = v2w::close_session(&mut w, &session, summary)?;
+    Ok(SessionClosed {
+        handoff_event: events
+            .first()
+            .map(|e| e.draft.event_id.clone())
+            .unwrap_or_default(),
+        events: events.iter().map(|e| members_json(&e.members)).collect(),
+        session_id: session,
+    })
+}
+
+/// Every session, with its status and event count.
+pub fn list(ws: &Workspace) -> OpResult<SessionList> {
+    require_v2(ws, "sessions")?;
+    read::session_list(&ws.root, &ws.small_dir).map_err(damaged)
+}
+
+/// One session (`query`: an id or a unique prefix; default: the active one).
+pub fn show(ws: &Workspace, query: Option<&str>) -> OpResult<SessionShow> {
+    require_v2(ws, "sessions")?;
+    inspect::session_show(&ws.root, &ws.small_dir, query).map_err(|e| match e {
+        ShowError::Damaged(diags) => damaged(diags),
+        ShowError::NoneSelected => OpError::invalid(
+            v2w::code::NO_SESSION,
+            "no session given and none is selected here",
+        )
+        .with_help("pass a session id (`small session list` lists them)"),
+        ShowError::NotFound(q) => OpError::invalid(
+            v2w::code::SESSION_STATE,
+            format!("no session `{}`", q.escape_debug()),
+        )
+        .with_help("`small session list` lists the sessions"),
+        ShowError::Ambiguous(q, ids) => OpError::invalid(
+            v2w::code::SESSION_STATE,
+            format!(
+                "`{}` names {} sessions: {}",
+                q.escape_debug(),
+                ids.len(),
+                ids.join(", ")
+            ),
+        )
+        .with_help("give more of the id"),
+    })
+}
+
+/// The refusal of damaged records, with their findings.
+pub(crate) fn damaged(diags: Vec<crate::diag::Diagnostic>) -> OpError {
+    OpError::invalid(
+        v2w::code::DAMAGED,
+        "the 2.0.0 records are damaged (see `small check --strict`)",
+    )
+    .with_details(diags)
+}
+
+/// The lock wait asked for, else `SMALL_LOCK_TIMEOUT`, else 60 s.
+pub(crate) fn lock_or_default(lock: Option<Duration>) -> Duration {
+    lock.unwrap_or_else(crate::authoring::txn::lock_timeout_from_env)
+}
