@@ -284,7 +284,9 @@ fn reconstruct_matches_the_reference_with_structured_evidence() {
                 let go_map = tv.as_str().is_some_and(|s| s.starts_with("map["));
                 if go_map {
                     let data = &om[&format!("{k}_data")];
-                    let text = ov.as_str().and_then(|t| serde_json::from_str::<Value>(t).ok());
+                    let text = ov
+                        .as_str()
+                        .and_then(|t| serde_json::from_str::<Value>(t).ok());
                     if !data.is_object() || text.as_ref() != Some(data) {
                         diffs.push(format!("{k}: {ov:?} is not the text of {data:?}"));
                     }

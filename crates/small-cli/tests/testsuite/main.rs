@@ -44,6 +44,7 @@ mod hostile_files;
 mod hostile_limits;
 mod internal_errors;
 mod manifest_cli;
+mod reference_json;
 mod runs_archive;
 mod runs_concurrency;
 mod runs_diff_checkout;

@@ -76,7 +76,10 @@ fn no_evidence(task: &str, what: &str) -> Error {
 
 /// A status the protocol does not know: refused (exit 1, as the reference), not a usage error.
 fn bad_status(status: &str, allowed: &str) -> Error {
-    Error::invalid(code::REFUSED, format!("invalid status {status:?}: {allowed}"))
+    Error::invalid(
+        code::REFUSED,
+        format!("invalid status {status:?}: {allowed}"),
+    )
 }
 
 fn no_plan(rel: &str) -> Error {
