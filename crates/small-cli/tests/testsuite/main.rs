@@ -4,6 +4,7 @@
 mod agents_hooks;
 mod agents_mcp;
 mod agents_mcp_fuzz;
+mod agents_mcp_parity;
 mod agents_merge;
 mod agents_resume;
 mod author_support;
