@@ -69,6 +69,7 @@ mod ui_browser;
 mod ui_http;
 mod ui_store;
 
+mod v2_clones;
 mod v2_session_show;
 mod v2_write;
 mod validate_cli;
