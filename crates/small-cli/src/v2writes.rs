@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use small_core::authoring::txn;
 use small_core::history::runs;
+use small_core::v2;
 use small_core::v2::gojson::{self, GoValue};
-use small_core::v2::write::{self, Writer, Written, WrittenReceipt};
-use small_core::v2::{self, record::Members};
+use small_core::v2::write::{self, Writer};
 
 use crate::error::{CliError, CmdResult};
 
@@ -70,28 +70,6 @@ pub fn lock_timeout(flag: Option<&str>) -> Result<std::time::Duration, CliError>
 pub fn v2_root(dir: Option<&Path>) -> Option<PathBuf> {
     let root = runs::discover_root(dir);
     (v2::detect(&root.join(small_core::spec::consts::SMALL_DIR)) == v2::Profile::V2).then_some(root)
-}
-
-/// The 2.0.0 workspace root, or a refusal for a v1 one (for the 2.0.0-only commands).
-pub fn require_v2(dir: Option<&Path>, what: &str) -> Result<PathBuf, CliError> {
-    v2_root(dir).ok_or_else(|| {
-        CliError::invalid(format!(
-            "{what} is part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)"
-        ))
-    })
-}
-
-/// A record's members as an object.
-pub fn obj(m: &Members) -> GoValue {
-    GoValue::Obj(m.clone())
-}
-
-pub fn event(w: &Written) -> GoValue {
-    obj(&w.members)
-}
-
-pub fn receipt(r: &WrittenReceipt) -> GoValue {
-    obj(&r.members)
 }
 
 pub fn s(v: &str) -> GoValue {

@@ -2,12 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write::{self, Resolution};
-use small_core::v2::{self, Conflict};
+use small_core::ops::reconcile::ResolveRequest;
+use small_core::ops::{self, Workspace};
 
-use crate::error::{CliError, CmdResult};
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
 /// Preview the semantic conflicts of a SMALL 2.0.0 workspace (concurrent task outcomes,
@@ -20,8 +19,8 @@ use crate::GlobalArgs;
 /// file's expected_frontier are the current frontier and the heads are the conflict's.
 ///
 /// Exit codes: 0 previewed or resolved; 1 refused (stale frontier, no such conflict, heads
-/// that differ, v1 workspace, damaged records); 2 bad flags or file, or the lock wait ran
-/// out.
+/// that differ, an unreadable file, v1 workspace, damaged records); 2 bad flags, a malformed
+/// file, or the lock wait ran out.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -44,124 +43,41 @@ pub struct Args {
     pub json: bool,
 }
 
-fn conflict(c: &Conflict) -> GoValue {
-    let mut m = vec![
-        ("id".into(), v2w::s(&c.id)),
-        ("kind".into(), v2w::s(&c.kind)),
-    ];
-    if !c.task_id.is_empty() {
-        m.push(("task_id".into(), v2w::s(&c.task_id)));
-    }
-    m.push((
-        "heads".into(),
-        GoValue::Arr(c.heads.iter().map(|h| v2w::s(h)).collect()),
-    ));
-    m.push(("message".into(), v2w::s(&c.message)));
-    GoValue::Obj(m)
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "reconcile")?;
-    let Some(file) = &args.apply else {
-        return preview(&root, args.json, g);
+    let ws = Workspace::find(args.dir.as_deref());
+    let Some(file) = args.apply else {
+        return preview(&ws, args.json, g);
     };
-    let Some(expect) = args
-        .expect_state
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    else {
-        return Err(CliError::usage("--expect-state is required with --apply"));
+    let req = ResolveRequest {
+        file,
+        expect_state: args.expect_state,
+        lock_timeout: Some(args.v2.timeout()?),
+        session: args.v2.session,
     };
-    let bytes = small_core::workspace::fsio::read_user_input(file, v2::MAX_RECORD_BYTES)
-        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
-    let res = Resolution::parse(&bytes)?;
-    let explicit = args
-        .v2
-        .session
-        .clone()
-        .or_else(|| Some(res.session_id.clone()).filter(|s| !s.trim().is_empty()));
-    let session = write::resolve_session(&root, explicit.as_deref())?;
-    let mut w = args.v2.open(&root)?;
-    let (e, id) = write::reconcile(&mut w, &session, &res, expect)?;
+    let out = ops::reconcile::resolve(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            ("frontier".into(), v2w::s(&w.state.frontier)),
-            ("profile".into(), v2w::s("2.0.0")),
-            (
-                "remaining_conflicts".into(),
-                GoValue::Arr(w.state.conflicts.iter().map(conflict).collect()),
-            ),
-            ("resolution_event".into(), v2w::event(&e)),
-            ("resolved".into(), v2w::s(&id)),
-        ]));
+        return g.json(&out);
     }
     g.info(format!(
-        "Resolved {id} with {}; frontier {}",
-        e.draft.event_id, w.state.frontier
+        "Resolved {} with {}; frontier {}",
+        out.resolved, out.event_id, out.frontier
     ));
     Ok(())
 }
 
-fn preview(root: &std::path::Path, json: bool, g: &GlobalArgs) -> CmdResult {
-    let checked = v2::check(root, &root.join(".small"));
-    let damaged: Vec<_> = checked
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error() && v2::stage_of(&d.code) != v2::Stage::State)
-        .cloned()
-        .collect();
-    if !damaged.is_empty() {
-        g.diagnostics(&damaged, |_| None, true);
-        return Err(CliError::invalid(
-            "the 2.0.0 records are damaged (see `small check --strict`)",
-        ));
-    }
-    let st = &checked.state;
-    let mut next: Vec<String> = st
-        .conflicts
-        .iter()
-        .map(|c| {
-            if c.kind == "policy_material" {
-                format!(
-                    "restore the reviewed policy bytes selected by {}",
-                    c.heads.join(",")
-                )
-            } else {
-                format!("create a resolution for {} referencing all heads", c.id)
-            }
-        })
-        .collect();
-    if next.is_empty() {
-        next.push("no reconciliation required".into());
-    }
+fn preview(ws: &Workspace, json: bool, g: &GlobalArgs) -> CmdResult {
+    let out = ops::reconcile::preview(ws).map_err(|e| from_op(e, g))?;
     if json {
-        return v2w::print(&GoValue::map(vec![
-            (
-                "conflict_count".into(),
-                GoValue::Int(st.conflicts.len() as i64),
-            ),
-            (
-                "conflicts".into(),
-                GoValue::Arr(st.conflicts.iter().map(conflict).collect()),
-            ),
-            ("frontier".into(), v2w::s(&st.frontier)),
-            ("mode".into(), v2w::s(&st.mode)),
-            (
-                "next_steps".into(),
-                GoValue::Arr(next.iter().map(|n| v2w::s(n)).collect()),
-            ),
-            ("profile".into(), v2w::s("2.0.0")),
-        ]));
+        return g.json(&out);
     }
     g.info(format!(
         "frontier {}; conflicts {}",
-        st.frontier,
-        st.conflicts.len()
+        out.frontier, out.conflict_count
     ));
-    for c in &st.conflicts {
+    for c in &out.conflicts {
         g.info(format!("{}\t{}\t{}", c.id, c.kind, c.message));
     }
-    for n in &next {
+    for n in &out.next_steps {
         g.info(format!("next: {n}"));
     }
     Ok(())

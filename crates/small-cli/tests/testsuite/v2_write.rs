@@ -950,3 +950,39 @@ fn v2_mode_set_refuses_a_bad_mode_with_1() {
         "{v}"
     );
 }
+
+/// The 2.0.0-only commands refuse a v1 workspace with 1 and, with `--json`, the reference's
+/// error document on stdout.
+#[test]
+fn v2_only_commands_refuse_a_v1_workspace_with_the_error_document() {
+    let d = tempfile::tempdir().unwrap();
+    let init = Command::new(BIN)
+        .args(["init", "--intent", "x"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    for args in [
+        &["mode", "show", "--json"][..],
+        &["reconcile", "--preview", "--json"],
+        &["policy", "show", "--json"],
+    ] {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(d.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "small {args:?}");
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("small {args:?}: {e}: {:?}", o.stdout));
+        assert_eq!(v["error"]["code"], "invalid_request", "small {args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a 2.0.0 workspace"),
+            "small {args:?}: {v}"
+        );
+    }
+}

@@ -1,9 +1,95 @@
-//! `evidence verify`: the evidence of every receipt of a 2.0.0 workspace, checked now.
+//! `evidence save`, `evidence declare-unavailable`, `evidence verify`: the evidence receipts
+//! of a 2.0.0 workspace, written and checked (a v1 workspace has none; the operations refuse
+//! it).
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::ops::handoff::members_json;
+use crate::ops::session::lock_or_default;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
-use crate::v2::write::Verified;
+use crate::v2::write::{self as v2w, Verified, Writer};
+
+/// A file to save as evidence.
+#[derive(Debug, Clone, Default)]
+pub struct SaveRequest {
+    /// The evidence file (read without following a symlink, bounded).
+    pub file: PathBuf,
+    /// The task it is evidence for (id or alias; `None`: the receipt names no task).
+    pub task: Option<String>,
+    /// What validated it.
+    pub validator: String,
+    /// The outcome it shows (blank: `passed`).
+    pub outcome: String,
+    pub lock_timeout: Option<Duration>,
+}
+
+/// A saved evidence file: its receipt is the document (the reference prints the receipt).
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct EvidenceSaved {
+    pub receipt: serde_json::Value,
+    /// The receipt's digest, the blob's path and its size (for the human line).
+    #[serde(skip)]
+    pub digest: String,
+    #[serde(skip)]
+    pub blob: String,
+    #[serde(skip)]
+    pub size: u64,
+}
+
+/// Evidence declared unavailable, and why.
+#[derive(Debug, Clone, Default)]
+pub struct DeclareRequest {
+    /// The task (id or alias; `None`: the receipt names no task).
+    pub task: Option<String>,
+    /// Why the evidence is unavailable (required).
+    pub reason: String,
+    pub lock_timeout: Option<Duration>,
+}
+
+/// The `unavailable` receipt written: the receipt is the document.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct EvidenceDeclared {
+    pub receipt: serde_json::Value,
+    /// The receipt's digest (for the human line).
+    #[serde(skip)]
+    pub digest: String,
+}
+
+/// Save a file as evidence: its bytes as a blob and a `verified_artifact` receipt.
+pub fn save(ws: &Workspace, req: &SaveRequest) -> OpResult<EvidenceSaved> {
+    crate::ops::require_v2(ws, "evidence")?;
+    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let saved = v2w::save_evidence(
+        &mut w,
+        &req.file,
+        req.task.as_deref().unwrap_or(""),
+        &req.validator,
+        &req.outcome,
+    )?;
+    Ok(EvidenceSaved {
+        receipt: members_json(&saved.receipt.members),
+        digest: saved.receipt.digest,
+        blob: saved.blob,
+        size: saved.size,
+    })
+}
+
+/// Record that a task's evidence is unavailable: a `narrative_assertion` receipt with
+/// availability `unavailable` and the reason. It proves nothing; it says what is missing.
+pub fn declare_unavailable(ws: &Workspace, req: &DeclareRequest) -> OpResult<EvidenceDeclared> {
+    crate::ops::require_v2(ws, "evidence")?;
+    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let r = v2w::declare_unavailable(&mut w, req.task.as_deref().unwrap_or(""), &req.reason)?;
+    Ok(EvidenceDeclared {
+        receipt: members_json(&r.members),
+        digest: r.digest,
+    })
+}
 
 /// Every receipt with its check; `all_verified` when each one is verified.
 #[derive(Debug, Clone, Serialize)]

@@ -12,7 +12,10 @@
 
 pub mod evidence;
 pub mod handoff;
+pub mod mode;
 pub mod plan;
+pub mod policy;
+pub mod reconcile;
 pub mod reconstruct;
 pub mod record;
 pub mod session;

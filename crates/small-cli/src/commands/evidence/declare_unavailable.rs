@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::write;
+use small_core::ops::evidence::DeclareRequest;
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes as v2w;
+use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
 /// Record that evidence for a task is unavailable, and why: a narrative_assertion receipt
@@ -33,19 +33,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "evidence")?;
-    let flags = v2w::SessionFlags {
-        session: None,
-        lock_timeout: args.lock_timeout.clone(),
+    let req = DeclareRequest {
+        lock_timeout: Some(crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?),
+        task: args.task,
+        reason: args.reason,
     };
-    let mut w = flags.open(&root)?;
-    let r = write::declare_unavailable(&mut w, args.task.as_deref().unwrap_or(""), &args.reason)?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::evidence::declare_unavailable(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&v2w::receipt(&r));
+        return g.json(&out);
     }
     g.info(format!(
         "Declared evidence unavailable; receipt {}",
-        r.digest
+        out.digest
     ));
     Ok(())
 }

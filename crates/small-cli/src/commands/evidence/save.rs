@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::write;
+use small_core::ops::evidence::SaveRequest;
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes as v2w;
+use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
 /// Store a file as evidence: its bytes as `.small/evidence/blobs/sha256/<digest>` and a
@@ -40,25 +40,21 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "evidence")?;
-    let flags = v2w::SessionFlags {
-        session: None,
-        lock_timeout: args.lock_timeout.clone(),
+    let req = SaveRequest {
+        lock_timeout: Some(crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?),
+        file: args.file,
+        task: args.task,
+        validator: args.validator,
+        outcome: args.outcome,
     };
-    let mut w = flags.open(&root)?;
-    let saved = write::save_evidence(
-        &mut w,
-        &args.file,
-        args.task.as_deref().unwrap_or(""),
-        &args.validator,
-        &args.outcome,
-    )?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::evidence::save(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&v2w::receipt(&saved.receipt));
+        return g.json(&out);
     }
     g.info(format!(
         "Saved evidence {} ({} bytes); receipt {}",
-        saved.blob, saved.size, saved.receipt.digest
+        out.blob, out.size, out.digest
     ));
     Ok(())
 }

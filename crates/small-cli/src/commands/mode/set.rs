@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write;
+use small_core::ops::mode::ModeRequest;
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
 /// Set the mode to solo or collaborative: a mode_changed event in the session, written only
@@ -41,39 +41,22 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "the mode")?;
-    let session = args.v2.session(&root)?;
-    let mut w = args.v2.open(&root)?;
-    let e = write::set_mode(
-        &mut w,
-        &session,
-        &args.mode,
-        &args.reason,
-        &args.requester,
-        &args.expect_state,
-    )?;
-    if e.is_some() {
-        w.refresh()?;
-    }
+    let req = ModeRequest {
+        mode: args.mode,
+        reason: args.reason,
+        requester: args.requester,
+        expect_state: args.expect_state,
+        lock_timeout: Some(args.v2.timeout()?),
+        session: args.v2.session,
+    };
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::mode::set(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        let mut m = vec![
-            ("changed".into(), GoValue::Bool(e.is_some())),
-            ("mode".into(), v2w::s(&w.state.mode)),
-        ];
-        if let Some(e) = &e {
-            m.push(("event".into(), v2w::event(e)));
-        }
-        return v2w::print(&GoValue::map(m));
+        return g.json(&out);
     }
-    match e {
-        Some(e) => g.info(format!(
-            "Mode set to {} [{}]",
-            w.state.mode, e.draft.event_id
-        )),
-        None => g.info(format!(
-            "Mode is already {}; nothing recorded",
-            w.state.mode
-        )),
+    match &out.event_id {
+        Some(id) => g.info(format!("Mode set to {} [{id}]", out.mode)),
+        None => g.info(format!("Mode is already {}; nothing recorded", out.mode)),
     }
     Ok(())
 }

@@ -2,11 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write::{Writer, DEFAULT_READ_WAIT};
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes as v2w;
+use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
 /// Show the mode (solo or collaborative), the active sessions and the frontier (the value
@@ -24,28 +22,20 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "the mode")?;
-    let w = Writer::open(&root, DEFAULT_READ_WAIT)?;
-    let active = w.active_sessions();
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::mode::show(&ws).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            (
-                "active_sessions".into(),
-                GoValue::Arr(active.iter().map(|s| v2w::s(s)).collect()),
-            ),
-            ("frontier".into(), v2w::s(&w.state.frontier)),
-            ("mode".into(), v2w::s(&w.state.mode)),
-        ]));
+        return g.json(&out);
     }
-    g.info(format!("Mode: {}", w.state.mode));
+    g.info(format!("Mode: {}", out.mode));
     g.info(format!(
         "Active sessions: {}",
-        if active.is_empty() {
+        if out.active_sessions.is_empty() {
             "none".to_string()
         } else {
-            active.join(", ")
+            out.active_sessions.join(", ")
         }
     ));
-    g.info(format!("Frontier: {}", w.state.frontier));
+    g.info(format!("Frontier: {}", out.frontier));
     Ok(())
 }

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write::{self, PolicyMaterial};
+use small_core::ops::policy::PolicyRequest;
+use small_core::ops::{self, Workspace};
 
-use crate::error::{CliError, CmdResult};
-use crate::v2writes::{self as v2w, SessionFlags};
+use crate::error::{from_op, CmdResult};
+use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
 /// Revise the policy: a policy_changed event naming the new files' digests and revision,
@@ -15,7 +15,7 @@ use crate::GlobalArgs;
 /// when no conflict is unresolved. A file not given stays as it is.
 ///
 /// Exit codes: 0 revised; 1 refused (stale frontier, conflicts, v1 workspace, damaged
-/// records); 2 bad flags, an unreadable file, or the lock wait ran out.
+/// records, an unreadable file); 2 bad flags or the lock wait ran out.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The new intent file
@@ -43,44 +43,24 @@ pub struct Args {
     pub json: bool,
 }
 
-fn read(p: &Option<PathBuf>) -> Result<Option<Vec<u8>>, CliError> {
-    match p {
-        None => Ok(None),
-        Some(p) => {
-            small_core::workspace::fsio::read_user_input(p, small_core::v2::MAX_RECORD_BYTES)
-                .map(Some)
-                .map_err(|e| CliError::usage(format!("cannot read {}: {e}", p.display())))
-        }
-    }
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "the policy")?;
-    let material = PolicyMaterial {
-        intent: read(&args.intent)?,
-        constraints: read(&args.constraints)?,
+    let req = PolicyRequest {
+        intent: args.intent,
+        constraints: args.constraints,
+        reason: args.reason,
+        requester: args.requester,
+        expect_state: args.expect_state,
+        lock_timeout: Some(args.v2.timeout()?),
+        session: args.v2.session,
     };
-    let session = args.v2.session(&root)?;
-    let mut w = args.v2.open(&root)?;
-    let e = write::revise_policy(
-        &mut w,
-        &session,
-        &material,
-        &args.reason,
-        &args.requester,
-        &args.expect_state,
-    )?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::policy::revise(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            ("event".into(), v2w::event(&e)),
-            ("frontier".into(), v2w::s(&w.state.frontier)),
-            ("policy_revision".into(), v2w::s(&w.state.policy_revision)),
-            ("profile".into(), v2w::s("2.0.0")),
-        ]));
+        return g.json(&out);
     }
     g.info(format!(
         "Policy revised to {} [{}]",
-        w.state.policy_revision, e.draft.event_id
+        out.policy_revision, out.event_id
     ));
     Ok(())
 }

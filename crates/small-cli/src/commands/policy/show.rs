@@ -2,11 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::v2::gojson::GoValue;
-use small_core::v2::write::{Writer, DEFAULT_READ_WAIT};
+use small_core::ops::{self, Workspace};
 
-use crate::error::CmdResult;
-use crate::v2writes as v2w;
+use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
 /// Show the policy revision in force, the digests of the policy files, the frontier (the
@@ -24,34 +22,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = v2w::require_v2(args.dir.as_deref(), "the policy")?;
-    let w = Writer::open(&root, DEFAULT_READ_WAIT)?;
-    let conflicts: Vec<String> = w.state.conflicts.iter().map(|c| c.id.clone()).collect();
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::policy::show(&ws).map_err(|e| from_op(e, g))?;
     if args.json {
-        return v2w::print(&GoValue::map(vec![
-            (
-                "conflicts".into(),
-                GoValue::Arr(conflicts.iter().map(|c| v2w::s(c)).collect()),
-            ),
-            (
-                "constraints_digest".into(),
-                v2w::s(&w.store.policy_constraints_digest),
-            ),
-            ("frontier".into(), v2w::s(&w.state.frontier)),
-            (
-                "intent_digest".into(),
-                v2w::s(&w.store.policy_intent_digest),
-            ),
-            ("policy_revision".into(), v2w::s(&w.state.policy_revision)),
-            ("profile".into(), v2w::s("2.0.0")),
-        ]));
+        return g.json(&out);
     }
-    g.info(format!("Policy revision: {}", w.state.policy_revision));
-    g.info(format!("  intent:      {}", w.store.policy_intent_digest));
-    g.info(format!(
-        "  constraints: {}",
-        w.store.policy_constraints_digest
-    ));
-    g.info(format!("Frontier: {}", w.state.frontier));
+    g.info(format!("Policy revision: {}", out.policy_revision));
+    g.info(format!("  intent:      {}", out.intent_digest));
+    g.info(format!("  constraints: {}", out.constraints_digest));
+    g.info(format!("Frontier: {}", out.frontier));
     Ok(())
 }
