@@ -414,12 +414,15 @@ impl Report {
     }
 }
 
+/// A recorded step's differences from the reference, and the top-level keys of our documents.
+type Played = (Vec<String>, BTreeSet<String>);
+
 /// Run one step; a recorded one gives its differences from the reference (`Some`).
 fn play(
     run: &mut Run,
     step: &Value,
     fact: Option<&Value>,
-) -> Result<Option<(Vec<String>, BTreeSet<String>)>, String> {
+) -> Result<Option<Played>, String> {
     let Some(out) = run.step(step)? else {
         return Ok(None);
     };

@@ -74,6 +74,16 @@ pub fn is_meta(task_id: &str) -> bool {
 /// The task id of the entry that opens a new run (`small reset`).
 pub const RESET_TASK: &str = "meta/reset";
 
+/// The marker the handoff merge writes on the first line when both sides changed the handoff.
+pub const HANDOFF_STALE_MARK: &str =
+    "# small merge-driver: merged from two branches; run `small handoff` to regenerate";
+
+/// Whether a handoff text carries the merge driver's regeneration mark.
+pub fn handoff_needs_regeneration(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}')
+        .starts_with(HANDOFF_STALE_MARK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,14 +121,4 @@ mod tests {
         assert!(!is_bookkeeping(None, None));
         assert!(is_meta("meta/reset") && !is_meta("task-1"));
     }
-}
-
-/// The marker the handoff merge writes on the first line when both sides changed the handoff.
-pub const HANDOFF_STALE_MARK: &str =
-    "# small merge-driver: merged from two branches; run `small handoff` to regenerate";
-
-/// Whether a handoff text carries the merge driver's regeneration mark.
-pub fn handoff_needs_regeneration(text: &str) -> bool {
-    text.trim_start_matches('\u{feff}')
-        .starts_with(HANDOFF_STALE_MARK)
 }
