@@ -44,6 +44,20 @@ use crate::yaml;
 pub use diff::{diff_runs, DiffSide, FileDiff, ProgressDiff, RunDiff};
 pub use index::IndexEntry;
 
+/// Verify the snapshot a replay ID (or prefix, or `ID~N`) names against the digests its
+/// `meta.json` recorded: a 2.0.0 snapshot by its state's digests, a v1 one by its artifacts'.
+pub fn verify(store: &Path, query: &str) -> Result<digest::SnapshotVerification, RunError> {
+    let o = digest::open(store, query)?;
+    if v2::is_v2_snapshot(&o.dir) {
+        let copy = o
+            .dir
+            .join(v2::STATE_DIR)
+            .join(crate::spec::consts::SMALL_DIR);
+        return v2::compare(&o.id, &o.name, &o.meta, &copy);
+    }
+    digest::verify_v1(&o)
+}
+
 /// The metadata file of a snapshot.
 pub const META_FILE: &str = "meta.json";
 

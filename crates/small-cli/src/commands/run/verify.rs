@@ -4,7 +4,7 @@ use super::{print_json, to_cli, Context};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs::digest::{self, VerifyStatus};
+use small_core::history::runs::{self, digest::VerifyStatus};
 
 /// Check a snapshot's files against the digests recorded when it was taken.
 ///
@@ -28,7 +28,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
-    let v = digest::verify(&ctx.store, &args.replay_id).map_err(to_cli)?;
+    let v = runs::verify(&ctx.store, &args.replay_id).map_err(to_cli)?;
     if args.json {
         print_json(&v)?;
     } else {

@@ -127,13 +127,20 @@ pub struct SnapshotVerification {
     pub computed_digests: BTreeMap<String, String>,
 }
 
-/// Verify the snapshot a replay ID (or prefix, or `ID~N`) names against the digests its
-/// `meta.json` recorded.
+/// A snapshot named by a replay ID, opened for verification: its id, its name in the store,
+/// its directory and the `meta.json` it recorded.
+pub struct Opened {
+    pub id: String,
+    pub name: String,
+    pub dir: std::path::PathBuf,
+    pub meta: Meta,
+}
+
+/// Open the snapshot a replay ID (or prefix, or `ID~N`) names, for [`crate::history::runs::verify`].
 ///
-/// Errors (an unknown ID, a missing `meta.json`, a missing required artifact, an unreadable
-/// file) are usage errors; a `meta.json` that is not JSON, or a stored file that is a link,
-/// is an invalid state.
-pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunError> {
+/// Errors (an unknown ID, a missing `meta.json`) are usage errors; a `meta.json` that is not
+/// JSON, or a snapshot that is a link, is an invalid state.
+pub fn open(store: &Path, query: &str) -> Result<Opened, RunError> {
     // An unknown ID is a usage error here (`resolve` calls it an invalid state).
     let name = super::resolve(store, query).map_err(|e| RunError {
         kind: super::ErrorKind::Usage,
@@ -172,12 +179,19 @@ pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunErro
         ))
     })?;
 
-    if super::v2::is_v2_snapshot(&dir) {
-        let copy = dir
-            .join(super::v2::STATE_DIR)
-            .join(crate::spec::consts::SMALL_DIR);
-        return super::v2::compare(&id, &name, &meta, &copy);
-    }
+    Ok(Opened {
+        id,
+        name,
+        dir,
+        meta,
+    })
+}
+
+/// Verify a v1 snapshot against the digests its `meta.json` recorded. A missing required
+/// artifact or an unreadable file is a usage error; a stored file that is a link is an
+/// invalid state.
+pub fn verify_v1(o: &Opened) -> Result<SnapshotVerification, RunError> {
+    let (id, name, dir, meta) = (&o.id, &o.name, &o.dir, &o.meta);
     let mut computed = BTreeMap::new();
     for file in digest_order() {
         let path = dir.join(file);
@@ -189,14 +203,14 @@ pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunErro
             None => {
                 return Err(RunError::usage(format!(
                     "cannot verify snapshot {}: {} is missing",
-                    super::short_name(&name, 16),
+                    super::short_name(name, 16),
                     path.display()
                 ))
                 .with_help("a snapshot always holds intent, plan, progress and handoff; this one is incomplete"))
             }
         }
     }
-    Ok(compare(&id, &name, &meta, computed))
+    Ok(compare(id, name, meta, computed))
 }
 
 /// Compare computed digests with those `meta` recorded.
@@ -319,6 +333,7 @@ pub fn recorded_aggregate(s: &Snapshot) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::runs::verify;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
