@@ -8,7 +8,6 @@ mod fuzz;
 mod harness;
 mod output;
 mod panic_guard;
-mod process;
 mod render;
 mod settings;
 mod units;

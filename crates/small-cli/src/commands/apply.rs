@@ -1,12 +1,14 @@
 //! `small apply`: run a shell command and record what happened.
 
+use std::io::Write;
 use std::path::PathBuf;
 
-use small_core::authoring::apply::{self, ApplyRequest, ProgressMode, Step};
+use small_core::ops::apply::{Applied, ApplyRequest, ProgressMode, Step, Watch};
+use small_core::ops::{self, Workspace};
 use small_core::spec::model::TaskStatus;
 use small_core::workspace::Scope;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
 
@@ -84,17 +86,30 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    if let Some(root) = crate::v2writes::v2_root(args.dir.as_deref()) {
-        return run_v2(&root, args, g);
+    let terminal = Terminal { g, json: args.json };
+    let req = request(&args, &terminal)?;
+    let ws = Workspace::find(args.dir.as_deref());
+    let out = ops::apply::apply(&ws, &req).map_err(|e| from_op(e, g))?;
+    if args.json {
+        g.json(&out)?;
+    } else {
+        say_outcome(g, &out);
     }
-    args.v2.refuse_on_v1()?;
+    match out.exit_code() {
+        0 => Ok(()),
+        code => Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1))),
+    }
+}
+
+/// The operation's request from the flags and `SMALL_PROGRESS_MODE`.
+fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'a>, CliError> {
     let mode = if crate::settings::progress_mode_is_audit()? {
         ProgressMode::Audit
     } else {
         ProgressMode::Signal
     };
-    let root = shared::root(args.dir.as_deref())?;
-    let req = ApplyRequest {
+    let lock = &args.v2.lock_timeout;
+    Ok(ApplyRequest {
         command: args.cmd.clone(),
         task: args.task.clone(),
         dry_run: args.dry_run,
@@ -104,29 +119,58 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         handoff: args.handoff,
         mode,
         scope: args.workspace,
-    };
-    // --json: the human lines and the command's standard output are silenced (the output
-    // log keeps it); the report is what the run recorded.
-    let quiet = GlobalArgs {
-        quiet: true,
-        ..g.clone()
-    };
-    let g = if args.json { &quiet } else { g };
-    // --quiet hides the command's standard output, not its errors; --auto-progress hides both
-    // (they go into the evidence). Everything is in the output log either way.
-    let echo = (!args.auto_progress && !g.quiet(), !args.auto_progress);
-    let out = apply::apply(
-        &root,
-        &req,
-        |spec| crate::process::run_shell(g, spec, echo),
-        &mut |step| say(g, step),
-    )?;
-    if args.json {
-        crate::output::json(&out)?;
+        session: args.v2.session.clone(),
+        lock_timeout: lock.as_ref().map(|_| args.v2.timeout()).transpose()?,
+        watch: Some(terminal),
+    })
+}
+
+/// What the terminal shows while the command runs: its standard error always, its standard
+/// output unless --json or --quiet (the output log keeps both), and the steps of a v1 run
+/// unless --json.
+struct Terminal<'g> {
+    g: &'g GlobalArgs,
+    json: bool,
+}
+
+impl Watch for Terminal<'_> {
+    fn output(&self, chunk: &[u8], stderr: bool) {
+        if stderr {
+            let mut e = crate::output::stderr();
+            let _ = e.write_all(chunk).and_then(|()| e.flush());
+        } else if !self.json && !self.g.quiet() {
+            let mut o = crate::output::stdout();
+            let _ = o.write_all(chunk).and_then(|()| o.flush());
+        }
     }
-    match out.exit_code {
-        0 => Ok(()),
-        code => Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1))),
+
+    fn step(&self, step: Step<'_>) {
+        if !self.json {
+            say(self.g, step);
+        }
+    }
+
+    fn warning(&self, message: &str) {
+        self.g.warn(format!("warning: {message}"));
+    }
+}
+
+/// The human lines of a 2.0.0 run (a v1 run said its lines as it went).
+fn say_outcome(g: &GlobalArgs, out: &Applied) {
+    match out {
+        Applied::V1(_) => {}
+        Applied::V2(o) if o.child_exit_code != 0 => g.error(format!(
+            "child command failed with exit code {} after evidence was recorded",
+            o.child_exit_code
+        )),
+        Applied::V2(o) => g.info(format!(
+            "Command completed successfully (exit code: 0); evidence {}",
+            o.receipt
+        )),
+        Applied::V2DryRun(d) => g.info(match &d.command {
+            Some(c) => format!("Dry run: would run `{c}` in {}", d.root.display()),
+            None => "Dry run: no command given (--cmd), nothing runs".to_string(),
+        }),
     }
 }
 
@@ -192,123 +236,4 @@ fn say(g: &GlobalArgs, step: Step<'_>) {
         )),
         Step::HandoffSkipped => g.info("Handoff not regenerated: the command failed"),
     }
-}
-
-fn run_v2(root: &std::path::Path, args: Args, g: &GlobalArgs) -> CmdResult {
-    use crate::v2writes as v2w;
-    use small_core::v2::gojson::GoValue;
-    use small_core::v2::write;
-    let given = args.cmd.clone().filter(|c| !c.trim().is_empty());
-    let Some(command) = given.clone().filter(|_| !args.dry_run) else {
-        return dry_run_v2(root, &args, given.as_deref(), g);
-    };
-    let session = args.v2.session(root)?;
-    let req = write::ApplyRequest {
-        session: &session,
-        task: args.task.as_deref(),
-        auto_checkpoint: args.auto_checkpoint,
-        acceptance_evidence: args.acceptance_evidence.as_deref(),
-        handoff: args.handoff,
-    };
-    // Refuse before running anything; the lock is not held while the command runs.
-    write::apply_precheck(&mut args.v2.open(root)?, &req)?;
-    let cache = root.join(".small-cache").join("commands");
-    std::fs::create_dir_all(&cache)?;
-    let spec = small_core::authoring::apply::RunSpec {
-        root: root.to_path_buf(),
-        command: command.clone(),
-        output_log: cache.join(format!(
-            "{}.output.log",
-            small_core::v2::record::new_id("run")
-        )),
-    };
-    let echo = (!args.json && !g.quiet(), true);
-    let (code, output) = crate::process::run_shell(g, &spec, echo)?;
-    let run = write::CommandRun {
-        command: command.clone(),
-        exit_code: i64::from(code),
-        output,
-    };
-    let mut w = args.v2.open(root)?;
-    let out = write::apply_record(&mut w, &req, &run)?;
-    let (e, receipt, checkpointed) = (out.event, out.receipt, out.checkpointed);
-    let task_id = e.draft.task_id.clone();
-    if args.json {
-        v2w::print(&GoValue::map(vec![
-            ("checkpointed".into(), GoValue::Bool(checkpointed)),
-            ("child_executed".into(), GoValue::Bool(true)),
-            ("child_exit_code".into(), GoValue::Int(i64::from(code))),
-            (
-                "child_outcome".into(),
-                v2w::s(if code == 0 { "succeeded" } else { "failed" }),
-            ),
-            ("command".into(), v2w::s(&command)),
-            ("event".into(), v2w::s(&e.draft.event_id)),
-            ("evidence_recorded".into(), GoValue::Bool(true)),
-            ("profile".into(), v2w::s("2.0.0")),
-            ("receipt".into(), v2w::s(&receipt.digest)),
-            ("task_id".into(), v2w::s(&task_id)),
-        ]))?;
-    }
-    if code != 0 {
-        if !args.json {
-            g.error(format!(
-                "child command failed with exit code {code} after evidence was recorded"
-            ));
-        }
-        return Err(CliError::silent(u8::try_from(code).unwrap_or(1).max(1)));
-    }
-    if args.json {
-        return Ok(());
-    }
-    g.info(format!(
-        "Command completed successfully (exit code: 0); evidence {}",
-        receipt.digest
-    ));
-    Ok(())
-}
-
-/// A dry run in a 2.0.0 workspace: nothing runs and nothing is recorded. The task named is
-/// looked up (an unknown one is refused); --json prints the reference's keys, its `task_id`
-/// the task's id (empty without --task).
-fn dry_run_v2(
-    root: &std::path::Path,
-    args: &Args,
-    command: Option<&str>,
-    g: &GlobalArgs,
-) -> CmdResult {
-    use crate::v2writes as v2w;
-    use small_core::v2::gojson::GoValue;
-    let task_id = match args
-        .task
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        Some(t) => args.v2.open(root)?.task(t)?.task.id,
-        None => String::new(),
-    };
-    if !args.json {
-        g.info(match command {
-            Some(c) => format!("Dry run: would run `{c}` in {}", root.display()),
-            None => "Dry run: no command given (--cmd), nothing runs".to_string(),
-        });
-        return Ok(());
-    }
-    let mut doc = vec![
-        ("checkpointed".into(), GoValue::Bool(false)),
-        ("child_executed".into(), GoValue::Bool(false)),
-        ("child_exit_code".into(), GoValue::Int(0)),
-        (
-            "child_outcome".into(),
-            v2w::s(small_core::authoring::apply::NOT_EXECUTED),
-        ),
-        ("dry_run".into(), GoValue::Bool(true)),
-        ("evidence_recorded".into(), GoValue::Bool(false)),
-        ("task_id".into(), v2w::s(&task_id)),
-    ];
-    if let Some(c) = command {
-        doc.push(("command".into(), v2w::s(c)));
-    }
-    v2w::print(&GoValue::map(doc))
 }

@@ -1,12 +1,13 @@
 //! What `apply` records (seed 000, invariant 7: progress modes). Running the command is the
-//! front end's business (a shell, a terminal, Ctrl-C); what a run means for the workspace is
-//! decided here: which events are recorded in which mode, which task ids may be recorded,
+//! caller's business ([`crate::ops::apply`] runs a shell); what a run means for the workspace
+//! is decided here: which events are recorded in which mode, which task ids may be recorded,
 //! the command log a run leaves in `.small-cache/logs/`, the progress entries and their
 //! evidence, and the replay IDs they are filed under, read inside a transaction.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use std::time::Duration;
 
 use crate::authoring::error::{code, Error};
 use crate::authoring::progress::{FieldValue, NewEntry, TimestampRule};
@@ -156,12 +157,15 @@ pub struct Context {
     pub plan_ids: Option<Vec<String>>,
     /// The plan tasks with acceptance criteria (`acceptance` not empty).
     pub with_acceptance: Vec<String>,
+    /// How long each of the run's transactions waits for the workspace lock (`None`: the
+    /// default, [`crate::authoring::txn::lock_timeout_from_env`]).
+    pub lock_timeout: Option<Duration>,
 }
 
 /// Read the [`Context`] of a run inside a transaction (released before the command runs,
-/// so that the command may itself run `small`).
-pub fn context(root: &Path) -> Result<Context, Error> {
-    let txn = Transaction::begin(root)?;
+/// so that the command may itself run `small`), waiting `lock_timeout` for the lock.
+pub fn context(root: &Path, lock_timeout: Option<Duration>) -> Result<Context, Error> {
+    let txn = begin(root, lock_timeout)?;
     let read = |rel: &str| -> Option<yaml::Document> {
         let bytes = txn.read(rel).ok()??;
         yaml::parse_bytes(&bytes, &Limits::default()).ok()
@@ -206,6 +210,15 @@ pub fn context(root: &Path) -> Result<Context, Error> {
         log_replay,
         plan_ids,
         with_acceptance,
+        lock_timeout,
+    })
+}
+
+/// Lock the workspace, waiting `timeout` (`None`: the default).
+fn begin(root: &Path, timeout: Option<Duration>) -> Result<Transaction, Error> {
+    Ok(match timeout {
+        Some(t) => Transaction::begin_with_timeout(root, t)?,
+        None => Transaction::begin(root)?,
     })
 }
 
@@ -300,7 +313,7 @@ pub fn record_captured(
     captured: Option<&Captured>,
     out: &mut ApplyOutcome,
 ) -> Result<String, Error> {
-    let mut txn = Transaction::begin(root)?;
+    let mut txn = begin(root, ctx.lock_timeout)?;
     let mut rule = TimestampRule::Now;
     if let Some(c) = captured {
         let last = txn
@@ -372,15 +385,18 @@ pub struct ApplyRequest {
     /// The workspace kinds the run accepts (`examples` is refused: apply runs in a real
     /// workspace only, or anywhere with `any`).
     pub scope: crate::spec::model::Scope,
+    /// How long each of the run's transactions waits for the workspace lock (`None`: the
+    /// default).
+    pub lock_timeout: Option<Duration>,
 }
 
-/// The command a front end is asked to run, and where its output is kept.
+/// The command the caller is asked to run, and where its output is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSpec {
     /// The workspace root: the command's working directory.
     pub root: std::path::PathBuf,
     pub command: String,
-    /// Where the full output goes (absolute; the front end creates it).
+    /// Where the full output goes (absolute; the caller creates it).
     pub output_log: std::path::PathBuf,
 }
 
@@ -497,8 +513,8 @@ impl ApplyOutcome {
 }
 
 /// `small apply`: check the request against the workspace, record what the progress mode
-/// asks for, have `run` execute the command (the front end's business: a shell, a terminal,
-/// Ctrl-C), record its result, then checkpoint the task and regenerate the handoff when
+/// asks for, have `run` execute the command (the caller's business: [`crate::ops::apply`]
+/// runs a shell), record its result, then checkpoint the task and regenerate the handoff when
 /// asked. `report` sees each step as it happens. The workspace lock is held only while
 /// recording, never while the command runs, so the command may itself run `small`.
 pub fn apply(
@@ -513,7 +529,7 @@ pub fn apply(
     let named = req.task.as_deref().map(str::trim).filter(|t| !t.is_empty());
     let task_id = named.unwrap_or("apply").to_string();
     check_request(root, req, command.is_some())?;
-    let ctx = context(root)?;
+    let ctx = context(root, req.lock_timeout)?;
     if let Some(t) = named {
         let event = if dry_run { Event::DryRun } else { Event::End };
         ctx.check_task(t, should_record(event, t, req.mode) || req.auto_checkpoint)?;
@@ -755,7 +771,7 @@ fn follow_up(
 ) -> Result<(), Error> {
     use crate::authoring::{handoff, record, session};
     if req.auto_checkpoint {
-        let mut txn = Transaction::begin(root)?;
+        let mut txn = begin(root, req.lock_timeout)?;
         handoff::check_scope(&txn, req.scope)?;
         let cp = record::RecordRequest {
             task: task_id.to_string(),
@@ -782,7 +798,7 @@ fn follow_up(
         return Ok(());
     }
     let written = (|| -> Result<_, Error> {
-        let mut txn = Transaction::begin(root)?;
+        let mut txn = begin(root, req.lock_timeout)?;
         handoff::check_scope(&txn, req.scope)?;
         let outcome = session::write_handoff(&mut txn, &session::HandoffRequest::default())?;
         Ok((outcome, txn.commit()?))
@@ -849,7 +865,7 @@ mod tests {
     #[test]
     fn context_reads_the_plan_and_refuses_unknown_tasks() {
         let tmp = workspace();
-        let ctx = context(tmp.path()).unwrap();
+        let ctx = context(tmp.path(), None).unwrap();
         assert_eq!(ctx.log_replay, "unbound");
         assert_eq!(ctx.plan_ids, Some(vec!["task-1".to_string()]));
         ctx.check_task("task-1", true).unwrap();
@@ -867,7 +883,7 @@ mod tests {
     #[test]
     fn a_captured_entry_names_its_command_file_for_its_own_instant() {
         let tmp = workspace();
-        let mut ctx = context(tmp.path()).unwrap();
+        let mut ctx = context(tmp.path(), None).unwrap();
         let long = format!("echo {} http://127.0.0.1:8787/x/y", "a".repeat(200));
         let mut out = ApplyOutcome::new("task-1", false, None);
         // Without a replay ID the command is filed by its digest.

@@ -10,6 +10,7 @@
 //! the system failed, the reference's error code for the `{"error":{"code","message"}}`
 //! document, and the findings behind it when there are several.
 
+pub mod apply;
 pub mod evidence;
 pub mod handoff;
 pub mod mode;

@@ -1,0 +1,354 @@
+//! `apply`: run a shell command in the workspace and record what it did, for either profile.
+//! v1 records progress entries as the progress mode asks (and, when asked, checkpoints the
+//! task and regenerates the handoff); 2.0.0 records a `cli_captured` receipt and a
+//! `command_recorded` event in the session. The child shell runs here ([`shell`]); what a
+//! front end shows while it runs (the child's output, the steps of a v1 run) goes through
+//! the request's [`Watch`].
+
+mod shell;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::authoring::apply::{self as v1, ApplyOutcome, RunSpec};
+use crate::ops::record::locate_v1;
+use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::v2::write as v2w;
+use crate::workspace::Scope;
+
+pub use crate::authoring::apply::{ProgressMode, Step, NOT_EXECUTED};
+
+/// What a front end sees of a run as it happens. Every method does nothing by default; the
+/// child's output arrives from two threads at once, hence `Sync`.
+pub trait Watch: Sync {
+    /// A chunk of the child's output, as it comes (`stderr`: from its standard error).
+    fn output(&self, chunk: &[u8], stderr: bool) {
+        let _ = (chunk, stderr);
+    }
+
+    /// A step of a v1 run, when it happens.
+    fn step(&self, step: Step<'_>) {
+        let _ = step;
+    }
+
+    /// A problem that does not stop the run (the output log cannot be kept).
+    fn warning(&self, message: &str) {
+        let _ = message;
+    }
+}
+
+/// What to run, and what to record of it.
+#[derive(Clone, Default)]
+pub struct ApplyRequest<'a> {
+    /// The shell command (`sh -lc`, in the workspace root); `None` or blank: a dry run.
+    pub command: Option<String>,
+    /// The plan task the run belongs to.
+    pub task: Option<String>,
+    /// Say what would run, without running it.
+    pub dry_run: bool,
+    /// v1: the entry's evidence also holds the tail of the output, which is then not shown.
+    pub auto_progress: bool,
+    /// Checkpoint the task after the run: completed on exit 0, blocked otherwise.
+    pub auto_checkpoint: bool,
+    /// The evidence of that checkpoint (needed for a task with acceptance criteria).
+    pub acceptance_evidence: Option<String>,
+    /// Regenerate (v1) or record (2.0.0) the handoff after a successful run.
+    pub handoff: bool,
+    /// v1: the progress mode (`SMALL_PROGRESS_MODE`).
+    pub mode: ProgressMode,
+    /// v1: the workspace kinds allowed.
+    pub scope: Scope,
+    /// 2.0.0: the session to record in (default: the active one).
+    pub session: Option<String>,
+    /// How long each write waits for the workspace lock (default: `SMALL_LOCK_TIMEOUT`, else
+    /// 60 s).
+    pub lock_timeout: Option<Duration>,
+    /// Who watches the run (its output, its steps); nobody when `None`.
+    pub watch: Option<&'a dyn Watch>,
+}
+
+/// A 2.0.0 run: the reference's keys (sorted, as its map prints them).
+#[derive(Debug, Clone, Serialize)]
+pub struct V2Applied {
+    pub checkpointed: bool,
+    pub child_executed: bool,
+    pub child_exit_code: i32,
+    pub child_outcome: &'static str,
+    pub command: String,
+    /// The `command_recorded` event.
+    pub event: String,
+    pub evidence_recorded: bool,
+    pub profile: &'static str,
+    /// The receipt's digest.
+    pub receipt: String,
+    pub task_id: String,
+}
+
+/// A 2.0.0 dry run: nothing runs and nothing is recorded (the reference's keys, sorted).
+#[derive(Debug, Clone, Serialize)]
+pub struct V2DryRun {
+    pub checkpointed: bool,
+    pub child_executed: bool,
+    pub child_exit_code: i32,
+    pub child_outcome: &'static str,
+    /// The command as given, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub dry_run: bool,
+    pub evidence_recorded: bool,
+    /// The task's id (empty without a task).
+    pub task_id: String,
+    /// Where the command would run (for the human line).
+    #[serde(skip)]
+    pub root: PathBuf,
+}
+
+/// A run of either profile.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Applied {
+    V1(Box<ApplyOutcome>),
+    V2(Box<V2Applied>),
+    V2DryRun(Box<V2DryRun>),
+}
+
+impl Applied {
+    /// The command's exit code (0 when nothing ran).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Applied::V1(o) => o.exit_code,
+            Applied::V2(o) => o.child_exit_code,
+            Applied::V2DryRun(_) => 0,
+        }
+    }
+}
+
+/// Run the command and record it (or, for a dry run, say what would run). Refusals come
+/// before anything runs; the workspace lock is never held while the command runs, so the
+/// command may itself run `small`.
+pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
+    match ws.profile {
+        Profile::V1 => apply_v1(ws, req),
+        Profile::V2 => apply_v2(ws, req),
+    }
+}
+
+fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
+    if req.session.is_some() {
+        return Err(OpError::usage(
+            "usage",
+            "--session applies to SMALL 2.0.0 workspaces; this one is v1",
+        ));
+    }
+    let root = locate_v1(&ws.root)?;
+    let core = v1_request(req);
+    // The shield goes up when the command starts and stays up while its result is recorded.
+    let mut shield = None;
+    // --auto-progress: the output goes into the evidence, not to the watcher.
+    let out = v1::apply(
+        &root,
+        &core,
+        |spec| {
+            shield = Some(shell::Shield::raise());
+            shell::run(spec, req.watch, !req.auto_progress)
+        },
+        &mut |step| {
+            if let Some(w) = req.watch {
+                w.step(step);
+            }
+        },
+    )?;
+    drop(shield);
+    Ok(Applied::V1(Box::new(out)))
+}
+
+/// The library request of a v1 run.
+fn v1_request(req: &ApplyRequest) -> v1::ApplyRequest {
+    v1::ApplyRequest {
+        command: req.command.clone(),
+        task: req.task.clone(),
+        dry_run: req.dry_run,
+        auto_progress: req.auto_progress,
+        auto_checkpoint: req.auto_checkpoint,
+        acceptance_evidence: req.acceptance_evidence.clone(),
+        handoff: req.handoff,
+        mode: req.mode,
+        scope: req.scope,
+        lock_timeout: req.lock_timeout,
+    }
+}
+
+fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
+    let given = req.command.clone().filter(|c| !c.trim().is_empty());
+    let Some(command) = given.clone().filter(|_| !req.dry_run) else {
+        return dry_run_v2(ws, req, given);
+    };
+    let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
+    let core = v2w::ApplyRequest {
+        session: &session,
+        task: req.task.as_deref(),
+        auto_checkpoint: req.auto_checkpoint,
+        acceptance_evidence: req.acceptance_evidence.as_deref(),
+        handoff: req.handoff,
+    };
+    // Refuse before running anything; the lock is released before the command runs.
+    v2w::apply_precheck(&mut writer(ws, req)?, &core)?;
+    let _shield = shell::Shield::raise();
+    let (code, output) = run_v2(ws, req, &command)?;
+    let run = v2w::CommandRun {
+        command: command.clone(),
+        exit_code: i64::from(code),
+        output,
+    };
+    let out = v2w::apply_record(&mut writer(ws, req)?, &core, &run)?;
+    Ok(Applied::V2(Box::new(V2Applied {
+        checkpointed: out.checkpointed,
+        child_executed: true,
+        child_exit_code: code,
+        child_outcome: v1::outcome(code),
+        command,
+        event: out.event.draft.event_id.clone(),
+        evidence_recorded: true,
+        profile: crate::v2::PROFILE_VERSION,
+        receipt: out.receipt.digest.clone(),
+        task_id: out.event.draft.task_id.clone(),
+    })))
+}
+
+/// Run a 2.0.0 workspace's command, its output logged under `.small-cache/commands/`: its
+/// exit code and the tail of its output.
+fn run_v2(ws: &Workspace, req: &ApplyRequest, command: &str) -> OpResult<(i32, Vec<u8>)> {
+    let cache = ws.root.join(".small-cache").join("commands");
+    std::fs::create_dir_all(&cache).map_err(io_error)?;
+    let spec = RunSpec {
+        root: ws.root.clone(),
+        command: command.to_string(),
+        output_log: cache.join(format!("{}.output.log", crate::v2::record::new_id("run"))),
+    };
+    shell::run(&spec, req.watch, true).map_err(io_error)
+}
+
+/// A dry run in a 2.0.0 workspace: nothing runs and nothing is recorded; the task named is
+/// looked up (an unknown one is refused).
+fn dry_run_v2(ws: &Workspace, req: &ApplyRequest, command: Option<String>) -> OpResult<Applied> {
+    let task_id = match req.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => writer(ws, req)?.task(t)?.task.id,
+        None => String::new(),
+    };
+    Ok(Applied::V2DryRun(Box::new(V2DryRun {
+        checkpointed: false,
+        child_executed: false,
+        child_exit_code: 0,
+        child_outcome: NOT_EXECUTED,
+        command,
+        dry_run: true,
+        evidence_recorded: false,
+        task_id,
+        root: ws.root.clone(),
+    })))
+}
+
+/// The locked writer of a 2.0.0 workspace.
+fn writer(ws: &Workspace, req: &ApplyRequest) -> OpResult<v2w::Writer> {
+    let timeout = req
+        .lock_timeout
+        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
+    Ok(v2w::Writer::open(&ws.root, timeout)?)
+}
+
+fn io_error(e: std::io::Error) -> OpError {
+    crate::authoring::Error::system(crate::authoring::error::code::IO, e.to_string()).into()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What a watcher saw: the output (`err:` or `out:` and the text) and the steps.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl Watch for Seen {
+        fn output(&self, chunk: &[u8], stderr: bool) {
+            let text = String::from_utf8_lossy(chunk);
+            let stream = if stderr { "err" } else { "out" };
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{stream}:{}", text.trim()));
+        }
+
+        fn step(&self, step: Step<'_>) {
+            let name = match step {
+                Step::Running { .. } => "running",
+                Step::Finished { .. } => "finished",
+                Step::Recorded { .. } => "recorded",
+                _ => "other",
+            };
+            self.0.lock().unwrap().push(name.to_string());
+        }
+    }
+
+    fn v1_workspace() -> tempfile::TempDir {
+        use crate::authoring::templates;
+        let tmp = tempfile::tempdir().unwrap();
+        let small = tmp.path().join(".small");
+        std::fs::create_dir(&small).unwrap();
+        for f in templates::base_artifacts(Some("Apply")) {
+            std::fs::write(small.join(f.name), f.content).unwrap();
+        }
+        std::fs::write(
+            small.join("workspace.small.yml"),
+            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+        )
+        .unwrap();
+        tmp
+    }
+
+    fn run(ws: &Workspace, auto_progress: bool) -> (Applied, Vec<String>) {
+        let seen = Seen::default();
+        let req = ApplyRequest {
+            command: Some("echo out; echo err >&2; exit 3".into()),
+            task: Some("task-1".into()),
+            auto_progress,
+            watch: Some(&seen),
+            ..Default::default()
+        };
+        let out = apply(ws, &req).unwrap();
+        (out, seen.0.into_inner().unwrap())
+    }
+
+    #[test]
+    fn a_v1_run_shows_its_steps_and_output_unless_the_evidence_keeps_it() {
+        let tmp = v1_workspace();
+        let ws = Workspace::at(tmp.path().to_path_buf());
+        let (out, seen) = run(&ws, false);
+        assert_eq!(out.exit_code(), 3);
+        assert_eq!(seen.first().map(String::as_str), Some("running"));
+        assert_eq!(&seen[seen.len() - 2..], ["finished", "recorded"]);
+        assert!(seen.contains(&"out:out".to_string()), "{seen:?}");
+        assert!(seen.contains(&"err:err".to_string()), "{seen:?}");
+        let (_, seen) = run(&ws, true);
+        assert_eq!(seen, ["running", "finished", "recorded"]);
+        let doc = serde_json::to_value(&out).unwrap();
+        assert_eq!(doc["child_outcome"], "failed");
+        assert_eq!(doc["entries"][0]["evidence"]["exit_code"], 3);
+    }
+
+    #[test]
+    fn a_session_is_refused_on_v1_before_anything_runs() {
+        let tmp = v1_workspace();
+        let ws = Workspace::at(tmp.path().to_path_buf());
+        let req = ApplyRequest {
+            command: Some("touch ran".into()),
+            session: Some("s".into()),
+            ..Default::default()
+        };
+        let e = apply(&ws, &req).unwrap_err();
+        assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
+        assert!(!tmp.path().join("ran").exists());
+    }
+}
