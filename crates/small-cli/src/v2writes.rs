@@ -1,16 +1,9 @@
-//! Helpers shared by the commands that write to a SMALL 2.0.0 workspace (docs/v2.md):
-//! finding it, `--session` and `--lock-timeout`, opening the locked writer, and printing
-//! records as the reference prints them (Go's indented JSON, objects in record order).
-
-use std::path::{Path, PathBuf};
+//! The flags of the commands that write to a SMALL 2.0.0 workspace (docs/v2.md): `--session`
+//! and `--lock-timeout`, parsed here so every command reads them the same way.
 
 use small_core::authoring::txn;
-use small_core::history::runs;
-use small_core::v2;
-use small_core::v2::gojson::{self, GoValue};
-use small_core::v2::write::{self, Writer};
 
-use crate::error::{CliError, CmdResult};
+use crate::error::CliError;
 
 /// `--session` and `--lock-timeout`, for the commands that write 2.0.0 events.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -24,33 +17,9 @@ pub struct SessionFlags {
 }
 
 impl SessionFlags {
-    /// On a v1 workspace: refuse `--session` (sessions are 2.0.0), and make `--lock-timeout`
-    /// the wait of every transaction the command begins.
-    pub fn refuse_on_v1(&self) -> Result<(), CliError> {
-        if self.session.is_some() {
-            return Err(CliError::usage(
-                "--session applies to SMALL 2.0.0 workspaces; this one is v1",
-            ));
-        }
-        if self.lock_timeout.is_some() {
-            txn::set_lock_timeout(self.timeout()?);
-        }
-        Ok(())
-    }
-
     /// The lock wait: `--lock-timeout`, else `SMALL_LOCK_TIMEOUT`, else 60 s.
     pub fn timeout(&self) -> Result<std::time::Duration, CliError> {
         lock_timeout(self.lock_timeout.as_deref())
-    }
-
-    /// Lock the workspace for writing, waiting as asked.
-    pub fn open(&self, root: &Path) -> Result<Writer, CliError> {
-        Ok(Writer::open(root, self.timeout()?)?)
-    }
-
-    /// The session named, else the active one.
-    pub fn session(&self, root: &Path) -> Result<String, CliError> {
-        Ok(write::resolve_session(root, self.session.as_deref())?)
     }
 }
 
@@ -64,20 +33,4 @@ pub fn lock_timeout(flag: Option<&str>) -> Result<std::time::Duration, CliError>
             ))
         }),
     }
-}
-
-/// The workspace root when `dir` (or the current directory) holds a 2.0.0 workspace.
-pub fn v2_root(dir: Option<&Path>) -> Option<PathBuf> {
-    let root = runs::discover_root(dir);
-    (v2::detect(&root.join(small_core::spec::consts::SMALL_DIR)) == v2::Profile::V2).then_some(root)
-}
-
-pub fn s(v: &str) -> GoValue {
-    GoValue::str(v)
-}
-
-/// Print `v` as the reference prints `--json` (indented, final newline). A top-level
-/// object built with [`GoValue::map`] has its keys sorted, as the reference's maps do.
-pub fn print(v: &GoValue) -> CmdResult {
-    crate::output::data(&format!("{}\n", gojson::indented(v)))
 }

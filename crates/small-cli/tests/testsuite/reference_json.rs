@@ -418,11 +418,7 @@ impl Report {
 type Played = (Vec<String>, BTreeSet<String>);
 
 /// Run one step; a recorded one gives its differences from the reference (`Some`).
-fn play(
-    run: &mut Run,
-    step: &Value,
-    fact: Option<&Value>,
-) -> Result<Option<Played>, String> {
+fn play(run: &mut Run, step: &Value, fact: Option<&Value>) -> Result<Option<Played>, String> {
     let Some(out) = run.step(step)? else {
         return Ok(None);
     };
