@@ -271,3 +271,34 @@ fn many_findings_in_a_long_log_each_show_their_own_line() {
         assert!(f.contains(&format!("did you mean {close}?")), "{i}: {f}");
     }
 }
+
+/// Progress may link to local hosts over `http://`, named exactly: a host that only begins
+/// like one, or a user part in front of one, is an external link (`LINK`, an error in strict).
+#[test]
+fn progress_links_to_lookalike_local_hosts_are_external() {
+    let progress = |url: &str| {
+        format!("small_version: \"1.0.0\"\nowner: \"agent\"\nentries:\n  - task_id: \"a\"\n    timestamp: \"2026-01-01T10:00:00.000001Z\"\n    status: \"completed\"\n    evidence: \"served at {url}\"\n")
+    };
+    for url in [
+        "http://localhost:8080/x",
+        "http://[::1]:3000",
+        "http://0.0.0.0",
+    ] {
+        let text = progress(url);
+        let ws = workspace(&[("progress.small.yml", &text)]);
+        let (code, _, err) = small(ws.path(), &["lint", "--strict"]);
+        assert_eq!(code, 0, "{url}: {err}");
+    }
+    for url in [
+        "http://localhost.evil.example/x",
+        "http://127.0.0.1@evil.example/x",
+        "http://127.0.0.12:8080",
+        "http://localhost:port/x",
+    ] {
+        let text = progress(url);
+        let ws = workspace(&[("progress.small.yml", &text)]);
+        let (code, _, err) = small(ws.path(), &["lint", "--strict"]);
+        assert_eq!(code, 1, "{url}: {err}");
+        assert!(err.contains("LINK"), "{url}: {err}");
+    }
+}

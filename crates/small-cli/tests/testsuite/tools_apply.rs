@@ -495,6 +495,33 @@ fn applied_commands_round_trip_through_the_strict_proof_check() {
     assert_check_strict(d.path());
 }
 
+/// A command holding a backtick-quoted local URL whose port is a source expression (as in a
+/// JavaScript template) is local once its display is proven by the exact bytes, and so are the
+/// notes of its dry run that wrap the display; without the proof both are external links.
+#[test]
+fn a_local_url_literal_in_a_command_passes_the_strict_check_with_its_proof() {
+    let d = tempfile::tempdir().unwrap();
+    init(d.path());
+    let cmd = "node -e 'fetch(`http://127.0.0.1:${port}/health`)'";
+    apply(d.path(), &["--cmd", cmd, "--task", "task-1", "--dry-run"]).success();
+    let entries = progress_entries(d.path());
+    let notes = entries.last().unwrap()["notes"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(notes.contains("${port}"), "{notes}");
+    assert_check_strict(d.path());
+    std::fs::rename(d.path().join(".small-cache"), d.path().join("saved")).unwrap();
+    let out = small()
+        .args(["check", "--strict", "--dir"])
+        .arg(d.path())
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(text.contains("error[PROOF]"), "{text}");
+    assert!(text.contains("error[LINK]"), "{text}");
+}
+
 #[test]
 fn auto_checkpoint_of_a_task_with_acceptance_criteria_needs_acceptance_evidence() {
     let d = tempfile::tempdir().unwrap();

@@ -313,7 +313,7 @@ pub fn lint_stage(l: &Loaded, opts: &GateOptions) -> std::io::Result<Vec<Diagnos
         let claims: &[proofs::CommandClaim] = l.state.log.as_ref().map_or(&[], |f| &f.commands);
         if !claims.is_empty() {
             let proofs = proofs::check_claims(&ws.root, claims);
-            proofs::drop_proven_display_links(&mut out, &proofs.proven_displays);
+            proofs::drop_proven_display_links(&mut out, &proofs);
             out.extend(proofs.diagnostics);
         }
         for u in layout::unexpected_paths(&ws.root)? {

@@ -588,6 +588,8 @@ struct CachedClaim {
     command: Option<String>,
     timestamp: Option<String>,
     replay_id: Option<String>,
+    #[serde(default)]
+    dry_run_notes: Option<String>,
 }
 
 fn claim_out(c: &CommandClaim) -> CachedClaim {
@@ -601,6 +603,7 @@ fn claim_out(c: &CommandClaim) -> CachedClaim {
         command: c.command.clone(),
         timestamp: c.timestamp.clone(),
         replay_id: c.replay_id.clone(),
+        dry_run_notes: c.dry_run_notes.clone(),
     }
 }
 
@@ -615,6 +618,7 @@ fn claim_in(c: CachedClaim) -> CommandClaim {
         command: c.command,
         timestamp: c.timestamp,
         replay_id: c.replay_id,
+        dry_run_notes: c.dry_run_notes,
     }
 }
 

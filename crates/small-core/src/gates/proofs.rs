@@ -10,12 +10,18 @@
 //!   hash to `command_sha256`, its file name must be the entry's timestamp (and its replay id
 //!   the entry's `replayId`, when it has one), and its display must be what the summarizer
 //!   makes of the proven bytes. A 200-byte display of the older summarizer that looks like it
-//!   holds an external `http://` link is held to the same rules, with the older summarizer.
+//!   holds an external `http://` link is held to the same rules, with the older summarizer,
+//!   and so is a display holding a backtick-quoted local URL literal
+//!   (`` `http://127.0.0.1:${port}` ``, see [`quote_local_literals`]): the link rule reads the
+//!   proven command with such literals quoted, so the closing backtick and a port written as
+//!   a source expression do not make the link external.
 //! - Any other entry with a `command_ref` and `command_sha256` is verified when its proof can
 //!   be found: removing the marker does not switch the check off. A missing proof is then no
 //!   error (the cache is private and a fresh checkout has none).
 //! - The proven bytes are checked as a whole: a credential (`INV1`) or an external `http://`
 //!   link (`LINK`) anywhere in them fails, even past the display's cap.
+//! - The notes a dry run wraps around a proven display, `apply --dry-run (cmd: "<display>")`,
+//!   are judged with the display: their `LINK` finding is dropped too.
 //!
 //! Reads stay inside the workspace: only the two relative ref forms are accepted, a proof
 //! must be a regular file (never a symlink) of at most 1 MiB, and the directory holding it
@@ -28,7 +34,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::diag::{Diagnostic, Span};
-use crate::gates::invariants::has_external_http;
+use crate::gates::invariants::{has_external_http, quote_local_literals};
 use crate::spec::command::{self, CommandRef, MAX_PROOF_BYTES, SUMMARY_CAP, SUMMARY_VERSION};
 use crate::spec::consts::ArtifactKind;
 
@@ -46,6 +52,14 @@ fn legacy_candidate(c: &CommandClaim) -> bool {
             .is_some_and(|s| s.len() == SUMMARY_CAP && s.ends_with("...") && has_external_http(s))
 }
 
+/// A display that must be proven: one of the older summarizer that looks like it holds an
+/// external link, or one holding a backtick-quoted local URL literal.
+fn needs_proof(c: &CommandClaim) -> bool {
+    c.marker.is_some()
+        || legacy_candidate(c)
+        || c.summary.as_deref().is_some_and(command::has_local_literal)
+}
+
 /// What verifying the claims found.
 #[derive(Debug, Default)]
 pub struct ProofResults {
@@ -54,6 +68,9 @@ pub struct ProofResults {
     /// `command_summary` are judged by the full command instead (a `LINK` finding on those
     /// fields, made by a cut inside a URL, is replaced by the check of the proven bytes).
     pub proven_displays: Vec<usize>,
+    /// Proven entries of a dry run whose notes only wrap the display: their `LINK` finding
+    /// is dropped as well.
+    pub wrapped_notes: Vec<usize>,
 }
 
 /// The outcome of looking for one proof file.
@@ -144,8 +161,7 @@ pub fn check_claims(root: &Path, claims: &[CommandClaim]) -> ProofResults {
 
 fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
     let i = c.index;
-    let legacy = legacy_candidate(c);
-    let required = c.marker.is_some() || legacy;
+    let required = needs_proof(c);
     let mut fail = |msg: String, help: &str| {
         out.diagnostics
             .push(proof_diag(i, c.span, "/command_ref", msg).with_help(help));
@@ -223,10 +239,10 @@ fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
                 );
             }
         }
-        let expected = if legacy {
-            command::legacy_summary(&bytes)
-        } else {
+        let expected = if c.marker.is_some() {
             command::summarize(&bytes).into_bytes()
+        } else {
+            command::legacy_summary(&bytes)
         };
         if c.summary.as_deref().map(str::as_bytes) != Some(&expected[..]) {
             return fail(
@@ -246,6 +262,9 @@ fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
             );
         }
         out.proven_displays.push(i);
+        if wraps_display(c.dry_run_notes.as_deref(), &expected) {
+            out.wrapped_notes.push(i);
+        }
     }
     let full = String::from_utf8_lossy(&bytes);
     let mut kinds: Vec<&str> = crate::gates::secrets::scan_all(Some("command"), &full)
@@ -267,7 +286,7 @@ fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
             .with_help("remove credentials from commands (pass them through the environment); never rewrite historical receipts"),
         );
     }
-    if has_external_http(&full) {
+    if has_external_http(&quote_local_literals(&full)) {
         out.diagnostics.push(
             content_diag(
                 "LINK",
@@ -296,21 +315,81 @@ fn content_diag(code: &str, i: usize, span: Span, msg: String) -> Diagnostic {
         .with_path(format!("/entries/{i}/command_ref"))
 }
 
+/// Whether a dry run's notes are `apply --dry-run (cmd: "<display>")` of exactly `display`
+/// (the quoting of either implementation: Go's `%q` or small's).
+fn wraps_display(notes: Option<&str>, display: &[u8]) -> bool {
+    notes
+        .and_then(|n| n.strip_prefix("apply --dry-run (cmd: ")?.strip_suffix(')'))
+        .and_then(unquote)
+        .is_some_and(|d| d.as_bytes() == display)
+}
+
+/// The text of a double-quoted string with Go's escapes (`\"`, `\\`, `\n`, `\t`, `\xNN`,
+/// `\uNNNN`, ...); `None` when it is not one.
+fn unquote(q: &str) -> Option<String> {
+    let body = q.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out: Vec<u8> = Vec::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '\n' => return None,
+            '\\' => unescape(&mut chars, &mut out)?,
+            c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// One escape after its backslash, appended to `out`.
+fn unescape(chars: &mut std::str::Chars<'_>, out: &mut Vec<u8>) -> Option<()> {
+    let c = match chars.next()? {
+        'a' => '\x07',
+        'b' => '\x08',
+        'f' => '\x0c',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'v' => '\x0b',
+        '\\' => '\\',
+        '"' => '"',
+        'x' => {
+            out.push(u8::try_from(hex(chars, 2)?).ok()?);
+            return Some(());
+        }
+        'u' => char::from_u32(hex(chars, 4)?)?,
+        'U' => char::from_u32(hex(chars, 8)?)?,
+        _ => return None,
+    };
+    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+    Some(())
+}
+
+/// The next `n` characters as a hex number.
+fn hex(chars: &mut std::str::Chars<'_>, n: usize) -> Option<u32> {
+    let digits: String = chars.by_ref().take(n).collect();
+    if digits.len() != n || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(&digits, 16).ok()
+}
+
 /// Drop the `LINK` findings on the displays of entries proven against their full command
-/// (see [`ProofResults::proven_displays`]).
-pub fn drop_proven_display_links(diags: &mut Vec<Diagnostic>, proven: &[usize]) {
-    if proven.is_empty() {
+/// (see [`ProofResults::proven_displays`]) and on the dry-run notes wrapping them.
+pub fn drop_proven_display_links(diags: &mut Vec<Diagnostic>, proofs: &ProofResults) {
+    if proofs.proven_displays.is_empty() {
         return;
     }
-    let fields: Vec<String> = proven
+    let displays = proofs.proven_displays.iter().flat_map(|i| {
+        [
+            format!("/entries/{i}/command"),
+            format!("/entries/{i}/command_summary"),
+        ]
+    });
+    let notes = proofs
+        .wrapped_notes
         .iter()
-        .flat_map(|i| {
-            [
-                format!("/entries/{i}/command"),
-                format!("/entries/{i}/command_summary"),
-            ]
-        })
-        .collect();
+        .map(|i| format!("/entries/{i}/notes"));
+    let fields: Vec<String> = displays.chain(notes).collect();
     diags.retain(|d| {
         d.code != "LINK"
             || !d
@@ -528,7 +607,97 @@ mod tests {
         assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
         assert_eq!(r.proven_displays, [0]);
         let mut link = vec![Diagnostic::error("LINK", "x").with_path("/entries/0/command")];
-        drop_proven_display_links(&mut link, &r.proven_displays);
+        drop_proven_display_links(&mut link, &r);
         assert!(link.is_empty());
+    }
+
+    #[test]
+    fn a_display_with_a_local_literal_must_be_proven_and_is_read_through_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cmd = b"node -e 'fetch(`http://127.0.0.1:${port}/health`)'";
+        let c = claim(cmd, false);
+        assert!(command::has_local_literal(c.summary.as_deref().unwrap()));
+        assert_eq!(
+            codes(root, &c),
+            ["PROOF"],
+            "an unmarked literal needs its proof"
+        );
+        put(root, &cache_ref(), cmd);
+        let r = check_claims(root, std::slice::from_ref(&c));
+        assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
+        assert_eq!(r.proven_displays, [0]);
+        // Outside backticks the same URL is an external link of the proven command.
+        let bare = b"curl http://127.0.0.1:${port}/health `http://localhost:1`";
+        let c = claim(bare, false);
+        put(root, &cache_ref(), bare);
+        assert_eq!(codes(root, &c), ["LINK"]);
+        // A forged display is not the older summarizer's.
+        let mut c = claim(cmd, false);
+        put(root, &cache_ref(), cmd);
+        c.summary = Some("fetch(`http://127.0.0.1:${port}/x`)".into());
+        assert!(messages(root, &c).contains("command_summary is not"));
+    }
+
+    #[test]
+    fn a_claim_is_made_by_a_literal_alone() {
+        let yaml = "task_id: t\ncommand_summary: \"curl `http://localhost:${port}`\"\n";
+        let doc = parse_str(yaml, &Limits::default()).unwrap();
+        let c = CommandClaim::of(0, &doc.root).unwrap();
+        assert_eq!(codes(Path::new("/nonexistent"), &c), ["PROOF"]);
+        let plain = parse_str("task_id: t\ncommand_summary: curl x\n", &Limits::default());
+        assert!(CommandClaim::of(0, &plain.unwrap().root).is_none());
+    }
+
+    fn dry_run(cmd: &[u8], notes: &str) -> CommandClaim {
+        let mut c = claim(cmd, false);
+        c.dry_run_notes = Some(notes.to_string());
+        c
+    }
+
+    #[test]
+    fn the_dry_run_notes_wrapping_a_proven_display_are_exempt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let cmd = b"node -e \"fetch(`http://127.0.0.1:${port}/x`)\"";
+        put(root, &cache_ref(), cmd);
+        let shown = command::summarize(cmd);
+        let go = format!("apply --dry-run (cmd: {shown:?})");
+        let r = check_claims(root, &[dry_run(cmd, &go)]);
+        assert_eq!(r.wrapped_notes, [0], "{go}");
+        let mut link = vec![
+            Diagnostic::error("LINK", "x").with_path("/entries/0/notes"),
+            Diagnostic::error("LINK", "x").with_path("/entries/0/evidence"),
+        ];
+        drop_proven_display_links(&mut link, &r);
+        assert_eq!(link.len(), 1, "only the notes are exempt");
+        for other in [
+            format!("apply --dry-run (cmd: {shown:?}) http://evil.example"),
+            format!("apply --dry-run (cmd: {:?})", format!("{shown} ")),
+            format!("apply --dry-run (cmd: {shown})"),
+        ] {
+            let r = check_claims(root, &[dry_run(cmd, &other)]);
+            assert!(r.wrapped_notes.is_empty(), "{other}");
+        }
+        // Not proven: nothing is exempt.
+        std::fs::remove_file(root.join(cache_ref())).unwrap();
+        let r = check_claims(root, &[dry_run(cmd, &go)]);
+        assert!(r.wrapped_notes.is_empty());
+    }
+
+    #[test]
+    fn go_quoted_strings_are_read_back() {
+        for (q, want) in [
+            (r#""a \"b\" \\ c""#, Some("a \"b\" \\ c")),
+            (r#""\x41\u00e9\U0001F600\t""#, Some("A\u{e9}\u{1F600}\t")),
+            (r#""caf\u00e9""#, Some("caf\u{e9}")),
+            (r#""unterminated"#, None),
+            (r#""bad \q""#, None),
+            (r#""raw " quote""#, None),
+            (r#""\xff""#, None),
+            (r#""\u12""#, None),
+        ] {
+            assert_eq!(unquote(q).as_deref(), want, "{q}");
+        }
     }
 }

@@ -90,6 +90,15 @@ fn holds_url(token: &str) -> bool {
     lower.contains("http://") || lower.contains("https://")
 }
 
+/// Whether a display holds a backtick-quoted local URL literal (`` `http://127.0.0.1:${port}` ``),
+/// which only the proven command can clear of the link rule (see [`crate::gates::proofs`]).
+pub fn has_local_literal(display: &str) -> bool {
+    matches!(
+        crate::gates::invariants::quote_local_literals(display),
+        std::borrow::Cow::Owned(ref q) if q != display
+    )
+}
+
 /// The display older tools wrote (before the marker): whitespace collapsed, cut at exactly
 /// `SUMMARY_CAP - 3` bytes wherever that falls. Used only to verify such old receipts; never
 /// written.
@@ -299,7 +308,13 @@ pub struct CommandClaim {
     pub command: Option<String>,
     pub timestamp: Option<String>,
     pub replay_id: Option<String>,
+    /// The notes of a dry run's entry (`status: pending`, evidence [`DRY_RUN_EVIDENCE`]),
+    /// which wrap its display: `apply --dry-run (cmd: "<display>")`.
+    pub dry_run_notes: Option<String>,
 }
+
+/// The evidence of the entry `apply --dry-run` records.
+pub const DRY_RUN_EVIDENCE: &str = "Dry-run: no command executed";
 
 impl CommandClaim {
     /// The claim of an entry, when it makes one (a marker, a ref or a hash, or a display of
@@ -316,6 +331,7 @@ impl CommandClaim {
             _ => None,
         };
         let mut seen_ref = false;
+        let (mut status, mut evidence, mut notes) = (None, None, None);
         for e in map {
             let v = &e.value;
             match &*e.key {
@@ -332,13 +348,18 @@ impl CommandClaim {
                 "command" if c.command.is_none() => c.command = text(v),
                 "timestamp" if c.timestamp.is_none() => c.timestamp = text(v),
                 "replayId" if c.replay_id.is_none() => c.replay_id = text(v),
+                "status" if status.is_none() => status = text(v),
+                "evidence" if evidence.is_none() => evidence = text(v),
+                "notes" if notes.is_none() => notes = text(v),
                 _ => {}
             }
         }
-        let long_display = c
-            .summary
-            .as_deref()
-            .is_some_and(|s| s.len() == SUMMARY_CAP && s.ends_with("..."));
-        (c.marker.is_some() || seen_ref || c.sha256.is_some() || long_display).then_some(c)
+        if status.as_deref() == Some("pending") && evidence.as_deref() == Some(DRY_RUN_EVIDENCE) {
+            c.dry_run_notes = notes;
+        }
+        let display = c.summary.as_deref().unwrap_or_default();
+        let long_display = display.len() == SUMMARY_CAP && display.ends_with("...");
+        let claims = c.marker.is_some() || seen_ref || c.sha256.is_some();
+        (claims || long_display || has_local_literal(display)).then_some(c)
     }
 }

@@ -25,12 +25,15 @@ use crate::v2::json::Jv;
 /// The payload members kept in memory for every event: what the reducer folds (task
 /// definitions and outcomes, mode and policy changes, resolutions, ownership claims and
 /// take-overs, the handoff summary), what a conflict's heads are described by, and what the
-/// writers look up on the events they build on.
+/// writers look up on the events they build on; and a recorded command's digest and display
+/// marker (checked against the event's `source_digest`, rule `V2-COMMAND`).
 pub const PAYLOAD_KEPT: &[&str] = &[
     "acceptance",
     "action",
     "alias",
     "candidate_digest",
+    "command_sha256",
+    "command_summary_version",
     "conflict_id",
     "constraints_digest",
     "dependencies",

@@ -7,6 +7,7 @@
 //! reports every problem as a [`Diagnostic`] with a `V2-*` rule code.
 
 pub mod artifacts;
+mod command;
 mod fastevent;
 pub mod gojson;
 pub mod inspect;
@@ -137,6 +138,7 @@ pub(crate) fn check_loaded(root: &Path, small_dir: &Path, store: &Store) -> Chec
 fn check_records(root: &Path, small_dir: &Path, store: &Store, timeline: bool) -> Checked {
     let mut diags = store.diagnostics.clone();
     diags.extend(mixed_profile(root, small_dir));
+    diags.extend(command::digest_rule(store));
     // The graph's rules and the frontier on a second thread (or here, when none can be
     // started), the reducer here: they read the same records and nothing of each other.
     let (graph, reduced) = std::thread::scope(|scope| {

@@ -1,16 +1,162 @@
 //! LINK: no insecure `http://` links (an error in strict mode, a warning otherwise).
+//!
+//! A link is local (allowed in progress) when it parses as a URL whose host is exactly
+//! `localhost`, `127.0.0.1`, `0.0.0.0` or `[::1]`, with no user part and a port of digits
+//! only: `http://localhost.evil`, `http://localhost@evil.example` and `http://127.0.0.12` are
+//! external (as v1.1.2 judges them; a prefix match took them for local).
 
 use super::{diag, display, escape_pointer, severity};
 use crate::diag::Diagnostic;
 use crate::spec::consts::ArtifactKind;
 use crate::yaml::{Node, Value};
 
-const LOCAL_HTTP: [&str; 4] = [
-    "http://localhost",
-    "http://127.0.0.1",
-    "http://0.0.0.0",
-    "http://[::1]",
-];
+/// The hosts of local links, exactly as written.
+const LOCAL_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "0.0.0.0", "[::1]"];
+
+/// Whether `url` (an `http://` URL) is a local link: it parses (no control character,
+/// percent escapes of two hex digits in its path and fragment), has no user part, its host is
+/// one of [`LOCAL_HOSTS`] and its port, when there is one, is digits (possibly none).
+pub fn is_local_http(url: &str) -> bool {
+    if url.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return false;
+    }
+    let Some(rest) = strip_scheme(url) else {
+        return false;
+    };
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let rest = rest.split_once('?').map_or(rest, |(before, _)| before);
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    valid_escapes(fragment) && valid_escapes(path) && local_authority(authority)
+}
+
+/// `url` after `http://` (the scheme in any case).
+fn strip_scheme(url: &str) -> Option<&str> {
+    let head = url.get(..7)?;
+    head.eq_ignore_ascii_case("http://").then(|| &url[7..])
+}
+
+/// A local host and an optional port of digits, without a user part.
+fn local_authority(authority: &str) -> bool {
+    if authority.contains('@') {
+        return false;
+    }
+    let (host, port) = if authority.starts_with('[') {
+        match authority.strip_prefix("[::1]") {
+            Some(port) => ("[::1]", port),
+            None => return false,
+        }
+    } else {
+        authority.split_at(authority.rfind(':').unwrap_or(authority.len()))
+    };
+    LOCAL_HOSTS.contains(&host) && valid_port(port)
+}
+
+/// Empty, or `:` and digits (none is allowed: `http://localhost:/`).
+fn valid_port(port: &str) -> bool {
+    port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Every `%` starts an escape of two hex digits.
+fn valid_escapes(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| {
+        c != b'%'
+            || (b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    })
+}
+
+/// A captured command with its backtick-quoted local URL literals quoted with `'` instead,
+/// so that a link ends where its literal does (`` `http://127.0.0.1:8080/x` `` is local, the
+/// closing backtick is no part of its port); a literal whose port is a source expression,
+/// `` `http://localhost:${port}/x` `` (an identifier, or a member path ending in `.port`, such
+/// as `server.address().port`), reads as port 0. Any other literal is left as it is. Only for
+/// the link check of an exact command bound to its proof (secrets are checked on the bytes).
+pub fn quote_local_literals(command: &str) -> std::borrow::Cow<'_, str> {
+    if !command.contains('`') {
+        return std::borrow::Cow::Borrowed(command);
+    }
+    let mut out = String::with_capacity(command.len());
+    let mut rest = command;
+    while let Some((before, raw, after)) = next_literal(rest) {
+        out.push_str(before);
+        match local_literal(raw) {
+            Some(url) => {
+                out.push('\'');
+                out.push_str(&url);
+                out.push('\'');
+            }
+            None => {
+                out.push('`');
+                out.push_str(raw);
+                out.push('`');
+            }
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The first `` `http://...` `` literal of `s` on one line: the text before it, its content
+/// and the text after it.
+fn next_literal(s: &str) -> Option<(&str, &str, &str)> {
+    let mut from = 0;
+    while let Some(rel) = s[from..].find('`') {
+        let open = from + rel;
+        let body = &s[open + 1..];
+        if strip_scheme(body).is_some() {
+            if let Some(len) = body.find(['`', '\r', '\n']) {
+                if body.as_bytes()[len] == b'`' {
+                    return Some((&s[..open], &body[..len], &body[len + 1..]));
+                }
+            }
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// The local URL a literal's content stands for, if it is one.
+fn local_literal(raw: &str) -> Option<String> {
+    if is_local_http(raw) {
+        return Some(raw.to_string());
+    }
+    let rest = strip_scheme(raw)?;
+    let (host, rest) = LOCAL_HOSTS
+        .iter()
+        .find_map(|h| Some((*h, rest.strip_prefix(h)?.strip_prefix(":${")?)))?;
+    let (expr, tail) = rest.split_once('}')?;
+    if !port_expression(expr) || !(tail.is_empty() || tail.starts_with(['/', '?', '#'])) {
+        return None;
+    }
+    let url = format!("http://{host}:0{tail}");
+    is_local_http(&url).then_some(url)
+}
+
+/// `port`, `cfg.port`, `server.address().port`: an identifier, or identifiers joined by `.`
+/// ending in `.port` (`.address()` allowed just before it).
+fn port_expression(expr: &str) -> bool {
+    if identifier(expr) {
+        return true;
+    }
+    let Some(head) = expr.strip_suffix(".port") else {
+        return false;
+    };
+    let head = head.strip_suffix(".address()").unwrap_or(head);
+    head.split('.').all(identifier)
+}
+
+/// `[A-Za-z_$][A-Za-z0-9_$]*`.
+fn identifier(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_' || c == b'$')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+}
 
 /// The first `http://` URL with a host in a string (IPv6 brackets kept together).
 pub fn insecure_urls(s: &str) -> Vec<&str> {
@@ -45,10 +191,7 @@ pub fn insecure_urls(s: &str) -> Vec<&str> {
 /// Whether `s` holds an `http://` link that is not local (the rule for progress, where
 /// localhost and loopback addresses are allowed).
 pub fn has_external_http(s: &str) -> bool {
-    has_http(s)
-        && insecure_urls(s)
-            .into_iter()
-            .any(|u| !LOCAL_HTTP.iter().any(|l| u.starts_with(l)))
+    has_http(s) && insecure_urls(s).into_iter().any(|u| !is_local_http(u))
 }
 
 /// LINK: non-local `http://` links (localhost allowed in progress only, as the reference).
@@ -76,7 +219,7 @@ pub fn check_links_at(
         }
         if let Some(url) = insecure_urls(s)
             .into_iter()
-            .find(|u| !(allow_local && LOCAL_HTTP.iter().any(|l| u.starts_with(l))))
+            .find(|u| !(allow_local && is_local_http(u)))
         {
             let mut d = diag(
                 "LINK",
@@ -160,6 +303,106 @@ mod tests {
         ] {
             assert_eq!(has_http(s), want, "{s:?}");
         }
+    }
+
+    #[test]
+    fn local_hosts_are_matched_exactly_with_a_port_of_digits() {
+        for url in [
+            "http://localhost",
+            "http://localhost:3000/x?y#z",
+            "http://127.0.0.1:8787/relay/v1/hooks/flush?wait=true",
+            "http://0.0.0.0:80",
+            "http://[::1]:3000/a",
+            "http://[::1]",
+            "http://localhost:/",
+            "HTTP://localhost",
+            "http://localhost/a%20b#c%2F",
+            "http://localhost?q=%zz",
+        ] {
+            assert!(is_local_http(url), "{url}");
+        }
+        for url in [
+            "http://localhost.evil",
+            "http://127.0.0.1.evil",
+            "http://0.0.0.0.evil",
+            "http://localhost@evil.example",
+            "http://evil@localhost",
+            "http://[::1].evil",
+            "http://127.0.0.12",
+            "http://127.0.0.1:bad",
+            "http://localhost%2eevil",
+            "http://[::1%25zone]",
+            "http://localhost:3000)",
+            "http://localhost:8080:9090",
+            "http://LOCALHOST",
+            "http://localhost/%zz",
+            "http://localhost#%4",
+            "http://localhost/\u{1}",
+            "http://127....",
+            "https://localhost",
+        ] {
+            assert!(!is_local_http(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn the_link_rule_uses_the_exact_hosts() {
+        assert!(!has_external_http(
+            "see http://localhost:3000/x and http://[::1]"
+        ));
+        assert!(has_external_http("curl http://localhost.evil.example/x"));
+        assert!(has_external_http("curl http://127.0.0.1@evil.example/x"));
+        let mut out = Vec::new();
+        let doc = crate::yaml::parse_str(
+            "a: http://localhost:1/x\nb: http://localhost.evil/x\n",
+            &crate::yaml::Limits::default(),
+        )
+        .unwrap();
+        check_links(ArtifactKind::Progress, &doc.root, true, &mut out);
+        let paths: Vec<_> = out.iter().map(|d| d.path.clone().unwrap()).collect();
+        assert_eq!(paths, ["/b"]);
+    }
+
+    #[test]
+    fn backtick_local_literals_are_quoted_and_others_kept() {
+        let q = |s: &str| quote_local_literals(s).into_owned();
+        assert_eq!(
+            q("curl `http://127.0.0.1:8080/x`"),
+            "curl 'http://127.0.0.1:8080/x'"
+        );
+        assert_eq!(
+            q("fetch(`http://127.0.0.1:${port}/health`)"),
+            "fetch('http://127.0.0.1:0/health')"
+        );
+        for expr in ["port", "cfg.port", "srv.address().port", "$p_1", "a.b.port"] {
+            let s = format!("`http://localhost:${{{expr}}}`");
+            assert_eq!(q(&s), "'http://localhost:0'", "{expr}");
+        }
+        for kept in [
+            "`http://localhost:${a.b}`",
+            "`http://localhost:${address().port}`",
+            "`http://localhost:${1port}`",
+            "`http://localhost:${port}x`",
+            "`http://localhost.evil:${port}`",
+            "`http://example.com/`",
+            "`http://localhost\n`",
+            "`https://localhost`",
+            "no literal http://localhost:1",
+        ] {
+            assert_eq!(q(kept), kept, "{kept:?}");
+        }
+        // Two literals, and an unclosed one before a closed one.
+        assert_eq!(
+            q("`http://localhost` `http://[::1]:${p}/a`"),
+            "'http://localhost' 'http://[::1]:0/a'"
+        );
+        assert_eq!(q("` `http://0.0.0.0:1`"), "` 'http://0.0.0.0:1'");
+        // A literal ends the link; an external one after it is still seen.
+        assert!(!has_external_http(&q("x `http://127.0.0.1:${port}/a` y")));
+        assert!(has_external_http(&q(
+            "`http://localhost/a http://evil.example`"
+        )));
+        assert!(has_external_http("x `http://127.0.0.1:${port}/a` y"));
     }
 
     proptest::proptest! {

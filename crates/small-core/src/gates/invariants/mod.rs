@@ -35,7 +35,10 @@ mod strict;
 pub use crate::spec::plan::{handoff_replay_scope, scalar_text, PlanIndex, TaskInfo};
 pub use crate::workspace::Docs;
 pub use format::version_format_drift;
-pub use links::{check_links, check_links_at, has_external_http, insecure_urls};
+pub use links::{
+    check_links, check_links_at, has_external_http, insecure_urls, is_local_http,
+    quote_local_literals,
+};
 pub use progress::{progress_facts, ProgressFacts, ProgressLinter};
 pub use secrets::{check_secrets, check_secrets_at};
 pub use strict::{check_evidence_gate, check_s1, check_s2, check_s3};
