@@ -1225,6 +1225,41 @@ pub struct CheckoutReport {
     pub workspace_run: Option<String>,
 }
 
+/// A checkout of either profile's snapshot.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum CheckedOut {
+    V1(CheckoutReport),
+    V2(v2::CheckoutReport),
+}
+
+/// Restore the snapshot `query` names into the workspace at `root`, by the workspace's
+/// profile: a 2.0.0 tree as a whole ([`v2::checkout`]), a v1 workspace file by file
+/// ([`checkout`]).
+pub fn checkout_any(
+    root: &Path,
+    store: &Path,
+    query: &str,
+    force: bool,
+) -> Result<CheckedOut, RunError> {
+    if v2::is_v2(root) {
+        v2::checkout(root, store, query, force).map(CheckedOut::V2)
+    } else {
+        checkout(root, store, query, force).map(CheckedOut::V1)
+    }
+}
+
+/// Enforce `--workspace` for the run commands: a v1 workspace must exist and be of a kind
+/// `scope` allows; a 2.0.0 tree has no `workspace.small.yml`, and every scope accepts it (as
+/// `check` does).
+pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
+    if scope == Scope::Any || v2::is_v2(root) {
+        return Ok(());
+    }
+    require_small_dir(root)?;
+    check_scope(root, scope)
+}
+
 /// Restore a snapshot's artifacts into `.small/`. `workspace.small.yml` is never touched.
 /// A live file that differs from the snapshot is overwritten only when its content is kept
 /// in some snapshot of the store (so nothing is lost), or with `force`.

@@ -39,40 +39,46 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
 }
 
 fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
-    if runs::v2::is_v2(&ctx.root) {
-        let r = runs::v2::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force)
-            .map_err(to_cli)?;
-        if args.json {
-            return print_json(&r);
-        }
-        let short = runs::short_name(&r.snapshot, 16);
-        if r.restored.is_empty() && r.removed.is_empty() {
-            outln!(
-                o,
-                "Workspace already matches snapshot {short}; nothing to restore."
-            );
-            return Ok(());
-        }
+    let out =
+        runs::checkout_any(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
+    if args.json {
+        return print_json(&out);
+    }
+    match &out {
+        runs::CheckedOut::V1(r) => render_v1(r, ctx, o),
+        runs::CheckedOut::V2(r) => render_v2(r, ctx, o),
+    }
+    Ok(())
+}
+
+/// What a 2.0.0 checkout restored, removed and kept aside.
+fn render_v2(r: &runs::v2::CheckoutReport, ctx: &Context, o: &mut String) {
+    let short = runs::short_name(&r.snapshot, 16);
+    if r.restored.is_empty() && r.removed.is_empty() {
         outln!(
             o,
-            "Restored snapshot {short} (2.0.0) into {}: {} file(s) restored, {} removed",
-            ctx.root.join(".small").display(),
-            r.restored.len(),
-            r.removed.len()
+            "Workspace already matches snapshot {short}; nothing to restore."
         );
-        if let Some(b) = &r.backup {
-            outln!(
-                o,
-                "dropped {} file(s) no snapshot held; the replaced tree is kept in {b}",
-                r.discarded.len()
-            );
-        }
-        return Ok(());
+        return;
     }
-    let r = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
-    if args.json {
-        return print_json(&r);
+    outln!(
+        o,
+        "Restored snapshot {short} (2.0.0) into {}: {} file(s) restored, {} removed",
+        ctx.root.join(".small").display(),
+        r.restored.len(),
+        r.removed.len()
+    );
+    if let Some(b) = &r.backup {
+        outln!(
+            o,
+            "dropped {} file(s) no snapshot held; the replaced tree is kept in {b}",
+            r.discarded.len()
+        );
     }
+}
+
+/// What a v1 checkout restored and kept.
+fn render_v1(r: &runs::CheckoutReport, ctx: &Context, o: &mut String) {
     let short = runs::short_name(&r.snapshot, 16);
     if r.restored.is_empty() {
         outln!(
@@ -104,5 +110,4 @@ fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult
             runs::short_id(other, 16)
         );
     }
-    Ok(())
 }

@@ -80,11 +80,7 @@ impl Context {
             return Err(CliError::usage("--store needs a directory path"));
         }
         let root = runs::discover_root(a.dir.as_deref());
-        // A 2.0.0 tree has no workspace.small.yml: every scope accepts it (as check does).
-        if scope != Scope::Any && !runs::v2::is_v2(&root) {
-            runs::require_small_dir(&root).map_err(to_cli)?;
-            runs::check_scope(&root, scope).map_err(to_cli)?;
-        }
+        runs::check_run_scope(&root, scope).map_err(to_cli)?;
         let store = runs::store_dir(&root, a.store.as_deref());
         Ok(Context { root, store })
     }

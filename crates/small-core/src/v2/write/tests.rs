@@ -320,8 +320,9 @@ fn mode_and_policy_compare_and_swap_on_the_frontier() {
     let e = set_mode(&mut w, &sid, "collaborative", "pairing", "me", "0000").unwrap_err();
     assert_eq!(e.code(), code::STALE);
     let f = w.state.frontier.clone();
+    // A blank reason is a refused request (exit 1), as the reference has it.
     let e = set_mode(&mut w, &sid, "collaborative", " ", "me", &f).unwrap_err();
-    assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
+    assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
     let f = w.state.frontier.clone();
     assert!(set_mode(&mut w, &sid, "collaborative", "pairing", "me", &f)
         .unwrap()
