@@ -212,6 +212,61 @@ pub fn json(value: &impl serde::Serialize) -> CmdResult {
     }
 }
 
+/// The `--json` document of a command that failed: the reference's `error` object (its code
+/// and the message), then small's (docs/json-output.md, "Errors").
+#[derive(serde::Serialize)]
+struct JsonFailure {
+    error: crate::error::ErrorObject,
+    status: &'static str,
+    exit_code: u8,
+    errors: Vec<small_core::gates::check::JsonDiagnostic>,
+}
+
+/// How every command's errors are printed (here, the one place that prints).
+impl CliError {
+    /// Print the error the one way every command's errors are printed: a diagnostic as the
+    /// gates print theirs, else the message; with `--json` also the error document on stdout.
+    pub fn report(&self, g: &crate::GlobalArgs, json: bool) {
+        if self.diagnostic.is_none() && self.message.is_empty() {
+            return;
+        }
+        // A command that printed its report before failing has said everything on stdout.
+        if json && !crate::output::printed::any() {
+            self.print_json();
+            if self.diagnostic.is_some() {
+                return;
+            }
+        }
+        self.print_text(g);
+    }
+
+    /// The error document on stdout: the reference's `error` object, then small's.
+    pub fn print_json(&self) {
+        let doc = JsonFailure {
+            error: self.error_object(),
+            status: "error",
+            exit_code: self.exit,
+            errors: self
+                .diagnostic
+                .iter()
+                .map(|d| small_core::gates::check::JsonDiagnostic::from(&**d))
+                .collect(),
+        };
+        let _ = crate::output::json(&doc);
+    }
+
+    /// The error on stderr: a diagnostic as the gates print theirs, else the message.
+    pub fn print_text(&self, g: &crate::GlobalArgs) {
+        match &self.diagnostic {
+            Some(d) => {
+                let text = crate::render::render(d, None, g.color_stderr());
+                g.error(text.trim_end());
+            }
+            None => g.error(format!("error: {}", self.message)),
+        }
+    }
+}
+
 /// Human text is printed with its control characters escaped (text from workspace files
 /// must not drive the reader's terminal); machine output ([`data`], [`json`]) is exact.
 fn human(text: &str) -> std::borrow::Cow<'_, str> {

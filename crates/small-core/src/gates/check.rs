@@ -481,6 +481,27 @@ impl From<&Diagnostic> for JsonDiagnostic {
     }
 }
 
+/// One diagnostic on one line: `file:line:col: error[CODE]: message` (secrets masked). The
+/// form of CI output and of the `failures` list of `emit --check`.
+pub fn compact_line(d: &Diagnostic) -> String {
+    let sev = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let loc = match (&d.file, d.span) {
+        (Some(f), Some(s)) if s.start.line > 0 => {
+            format!("{f}:{}:{}: ", s.start.line, s.start.column)
+        }
+        (Some(f), _) => format!("{f}: "),
+        _ => String::new(),
+    };
+    format!(
+        "{loc}{sev}[{}]: {}",
+        d.code,
+        crate::secrets::redact(&d.message)
+    )
+}
+
 /// Outcome of one stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -496,7 +517,7 @@ pub enum StageStatus {
 }
 
 /// One stage of `check --json`: the reference's `status` and `errors` (one line per error,
-/// as [`compact_line`](crate::gates::report::compact_line) writes it), then small's
+/// as [`compact_line`] writes it), then small's
 /// `reason`, `warnings` (lines too) and `diagnostics` (errors and warnings as objects).
 #[derive(Debug, Clone, Serialize)]
 pub struct StageReport {
@@ -537,7 +558,7 @@ impl StageReport {
             diagnostics: Vec::new(),
         };
         for d in diags {
-            let line = crate::gates::report::compact_line(d);
+            let line = compact_line(d);
             if d.is_error() {
                 r.errors.push(line);
                 r.status = StageStatus::Failed;

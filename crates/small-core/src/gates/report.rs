@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::diag::{self, Diagnostic, Severity};
+use crate::diag::{self, Diagnostic};
 use crate::gates::check::{self, CheckReport, GateOptions, StageReport, StageStatus};
 use crate::gates::invariants::PlanIndex;
 use crate::gates::progress_check::{self, EntryRules, ScanOptions};
@@ -64,26 +64,7 @@ impl Verdict {
     }
 }
 
-/// One diagnostic on one line: `file:line:col: error[CODE]: message` (secrets masked). The
-/// form of CI output and of the `failures` list of `emit --check`.
-pub fn compact_line(d: &Diagnostic) -> String {
-    let sev = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
-    let loc = match (&d.file, d.span) {
-        (Some(f), Some(s)) if s.start.line > 0 => {
-            format!("{f}:{}:{}: ", s.start.line, s.start.column)
-        }
-        (Some(f), _) => format!("{f}: "),
-        _ => String::new(),
-    };
-    format!(
-        "{loc}{sev}[{}]: {}",
-        d.code,
-        crate::gates::secrets::redact(&d.message)
-    )
-}
+pub use crate::gates::check::compact_line;
 
 /// Find the workspace, or the diagnostic saying why there is none.
 pub fn locate(dir: Option<&std::path::Path>) -> Result<Location, Box<Diagnostic>> {
