@@ -21,6 +21,15 @@ impl SessionFlags {
     pub fn timeout(&self) -> Result<std::time::Duration, CliError> {
         lock_timeout(self.lock_timeout.as_deref())
     }
+
+    /// The lock wait `--lock-timeout` asks for (`None`: the operation's default, which
+    /// reads `SMALL_LOCK_TIMEOUT`).
+    pub fn lock(&self) -> Result<Option<std::time::Duration>, CliError> {
+        self.lock_timeout
+            .as_ref()
+            .map(|_| self.timeout())
+            .transpose()
+    }
 }
 
 /// Parse a `--lock-timeout` value (`None`: `SMALL_LOCK_TIMEOUT`, else 60 s).

@@ -274,7 +274,7 @@ impl RecordFlags {
             force: self.force,
             scope: self.workspace,
             session: v2.session.clone(),
-            lock_timeout: v2.lock_timeout.as_ref().map(|_| v2.timeout()).transpose()?,
+            lock_timeout: v2.lock()?,
         })
     }
 }

@@ -108,7 +108,6 @@ fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'
     } else {
         ProgressMode::Signal
     };
-    let lock = &args.v2.lock_timeout;
     Ok(ApplyRequest {
         command: args.cmd.clone(),
         task: args.task.clone(),
@@ -120,7 +119,7 @@ fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'
         mode,
         scope: args.workspace,
         session: args.v2.session.clone(),
-        lock_timeout: lock.as_ref().map(|_| args.v2.timeout()).transpose()?,
+        lock_timeout: args.v2.lock()?,
         watch: Some(terminal),
     })
 }

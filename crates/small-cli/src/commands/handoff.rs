@@ -52,12 +52,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         final_check: args.final_check,
         scope: args.workspace,
         session: args.v2.session.clone(),
-        lock_timeout: args
-            .v2
-            .lock_timeout
-            .as_ref()
-            .map(|_| args.v2.timeout())
-            .transpose()?,
+        lock_timeout: args.v2.lock()?,
     };
     let out = ops::handoff::handoff(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {

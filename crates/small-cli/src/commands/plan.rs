@@ -95,12 +95,7 @@ fn request(args: &Args) -> Result<PlanRequest, CliError> {
         reset: args.reset,
         scope: args.workspace,
         session: args.v2.session.clone(),
-        lock_timeout: args
-            .v2
-            .lock_timeout
-            .as_ref()
-            .map(|_| args.v2.timeout())
-            .transpose()?,
+        lock_timeout: args.v2.lock()?,
     })
 }
 
