@@ -158,6 +158,26 @@ fn assert_one_failed(what: &str, damage: impl Fn(&Path)) {
     assert_eq!(docs[1]["error"]["code"], "invalid_request", "{what}");
 }
 
+/// A missing blob is evidence that cannot be shown: `unavailable`, as the reference reports
+/// it (the report, then the error document, exit 1), not damage that stops the report.
+#[test]
+fn v2_evidence_verify_reports_a_missing_blob_as_unavailable() {
+    let Some((exit, docs)) = verified("wf-single-session", |s| {
+        std::fs::remove_file(blob(s)).expect("remove blob");
+    }) else {
+        return;
+    };
+    assert_eq!((exit, docs.len()), (1, 2), "{docs:#?}");
+    let missing: Vec<&Value> = docs[0]["receipts"]
+        .as_array()
+        .expect("receipts")
+        .iter()
+        .filter(|r| r["status"] == "unavailable" && r["artifact_path"].is_string())
+        .collect();
+    assert_eq!(missing.len(), 1, "{docs:#?}");
+    assert_eq!(docs[1]["error"]["code"], "invalid_request");
+}
+
 /// A changed or linked blob is what `evidence verify` reports, not damage that stops it.
 #[test]
 fn v2_evidence_verify_reports_a_changed_or_linked_blob_as_failed() {

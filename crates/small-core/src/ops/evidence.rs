@@ -145,9 +145,11 @@ pub fn verify(ws: &Workspace) -> OpResult<EvidenceReport> {
     })
 }
 
-/// A finding about an evidence blob itself (its bytes do not hash to its name, it is too
-/// large, a link or not a regular file): the receipts that name it are checked again by
-/// [`crate::v2::write::verify_evidence`], which reports them `failed`.
+/// A finding about evidence, which verify exists to report rather than stop at: about a blob
+/// itself (its bytes do not hash to its name, it is too large, a link or not a regular file),
+/// or about what a receipt says of its blob (`V2-EVIDENCE`: missing, another size, a path
+/// outside the blob store). [`crate::v2::write::verify_evidence`] checks every receipt's blob
+/// again and reports it `unavailable` (missing, as the reference) or `failed`.
 fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
     const BLOB_CODES: &[&str] = &["V2-BLOB", "V2-SIZE", "V2-NOT-FILE", "V2-SYMLINK"];
     let in_store = d
@@ -155,7 +157,11 @@ fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
         .as_deref()
         .and_then(|f| f.strip_prefix(".small/evidence/blobs/sha256/"))
         .is_some_and(|name| name.len() == 64 && !name.contains('/'));
-    in_store && BLOB_CODES.contains(&d.code.as_str())
+    let about_a_receipts_blob = d.code == "V2-EVIDENCE"
+        && d.file
+            .as_deref()
+            .is_some_and(|f| f.starts_with(".small/receipts/"));
+    (in_store && BLOB_CODES.contains(&d.code.as_str())) || about_a_receipts_blob
 }
 
 /// The refusal of a 2.0.0-only operation on a v1 workspace.
