@@ -54,7 +54,7 @@ async def workflow(small, root):
             assert out["added"][0]["id"] == "lexer", out
             out = await call(session, "progress_add",
                              {"task": "lexer", "status": "in_progress", "evidence": "tokens done"})
-            assert out["task_id"] == "lexer", out
+            assert out["entry"]["task_id"] == "lexer", out
             await call(session, "checkpoint",
                        {"task": "lexer", "status": "completed", "evidence": "pytest passes"})
             await call(session, "checkpoint",
