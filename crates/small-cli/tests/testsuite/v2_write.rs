@@ -900,7 +900,7 @@ fn small_tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// refused with 1 and write nothing (the reference refuses both too), so the tree stays one
 /// `archive` accepts.
 #[test]
-fn v2_start_and_reset_are_refused_and_write_nothing() {
+fn v2_start_reset_and_init_force_are_refused_and_write_nothing() {
     let Some(ws) = Ws::case("wf-single-session") else {
         return;
     };
@@ -917,6 +917,9 @@ fn v2_start_and_reset_are_refused_and_write_nothing() {
     assert!(err.contains("cannot be reset"), "{err}");
     let v: Value = serde_json::from_slice(&ws.run(&["reset", "--yes", "--json"]).stdout).unwrap();
     assert_eq!(v["exit_code"], 1);
+    // `init --force` would write the v1 artifacts beside the events: refused too.
+    let err = ws.fails(&["init", "--force", "--no-agents", "--intent", "again"], 1);
+    assert!(err.contains("2.0.0"), "{err}");
     assert_eq!(small_tree(&ws.root), before);
     ws.strict_ok();
     ws.ok(&["archive"]);
