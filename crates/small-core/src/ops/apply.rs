@@ -13,7 +13,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::authoring::apply::{self as v1, ApplyOutcome, RunSpec};
-use crate::ops::record::locate_v1;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
 use crate::workspace::Scope;
@@ -142,7 +141,7 @@ fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
             "--session applies to SMALL 2.0.0 workspaces; this one is v1",
         ));
     }
-    let root = locate_v1(&ws.root)?;
+    let root = ws.v1_root()?;
     let core = v1_request(req);
     // The shield goes up when the command starts and stays up while its result is recorded.
     let mut shield = None;
@@ -194,7 +193,7 @@ fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         handoff: req.handoff,
     };
     // Refuse before running anything; the lock is released before the command runs.
-    v2w::apply_precheck(&mut writer(ws, req)?, &core)?;
+    v2w::apply_precheck(&mut ws.writer(req.lock_timeout)?, &core)?;
     let _shield = shell::Shield::raise();
     let (code, output) = run_v2(ws, req, &command)?;
     let run = v2w::CommandRun {
@@ -202,7 +201,7 @@ fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         exit_code: i64::from(code),
         output,
     };
-    let out = v2w::apply_record(&mut writer(ws, req)?, &core, &run)?;
+    let out = v2w::apply_record(&mut ws.writer(req.lock_timeout)?, &core, &run)?;
     Ok(Applied::V2(Box::new(V2Applied {
         checkpointed: out.checkpointed,
         child_executed: true,
@@ -234,7 +233,7 @@ fn run_v2(ws: &Workspace, req: &ApplyRequest, command: &str) -> OpResult<(i32, V
 /// looked up (an unknown one is refused).
 fn dry_run_v2(ws: &Workspace, req: &ApplyRequest, command: Option<String>) -> OpResult<Applied> {
     let task_id = match req.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        Some(t) => writer(ws, req)?.task(t)?.task.id,
+        Some(t) => ws.writer(req.lock_timeout)?.task(t)?.task.id,
         None => String::new(),
     };
     Ok(Applied::V2DryRun(Box::new(V2DryRun {
@@ -248,14 +247,6 @@ fn dry_run_v2(ws: &Workspace, req: &ApplyRequest, command: Option<String>) -> Op
         task_id,
         root: ws.root.clone(),
     })))
-}
-
-/// The locked writer of a 2.0.0 workspace.
-fn writer(ws: &Workspace, req: &ApplyRequest) -> OpResult<v2w::Writer> {
-    let timeout = req
-        .lock_timeout
-        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
-    Ok(v2w::Writer::open(&ws.root, timeout)?)
 }
 
 fn io_error(e: std::io::Error) -> OpError {

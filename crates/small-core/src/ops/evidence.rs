@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::ops::handoff::members_json;
-use crate::ops::session::lock_or_default;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
-use crate::v2::write::{self as v2w, Verified, Writer};
+use crate::ops::members_json;
+use crate::ops::{OpError, OpResult, Workspace};
+use crate::v2::write::{self as v2w, Verified};
 
 /// A file to save as evidence.
 #[derive(Debug, Clone, Default)]
@@ -63,7 +62,7 @@ pub struct EvidenceDeclared {
 /// Save a file as evidence: its bytes as a blob and a `verified_artifact` receipt.
 pub fn save(ws: &Workspace, req: &SaveRequest) -> OpResult<EvidenceSaved> {
     crate::ops::require_v2(ws, "evidence")?;
-    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let saved = v2w::save_evidence(
         &mut w,
         &req.file,
@@ -83,7 +82,7 @@ pub fn save(ws: &Workspace, req: &SaveRequest) -> OpResult<EvidenceSaved> {
 /// availability `unavailable` and the reason. It proves nothing; it says what is missing.
 pub fn declare_unavailable(ws: &Workspace, req: &DeclareRequest) -> OpResult<EvidenceDeclared> {
     crate::ops::require_v2(ws, "evidence")?;
-    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let r = v2w::declare_unavailable(&mut w, req.task.as_deref().unwrap_or(""), &req.reason)?;
     Ok(EvidenceDeclared {
         receipt: members_json(&r.members),
@@ -119,9 +118,7 @@ impl EvidenceReport {
 /// Check the evidence of every receipt. Read-only; damaged records are refused, but a blob
 /// whose bytes or file are wrong is what the report is for: its receipt is `failed`.
 pub fn verify(ws: &Workspace) -> OpResult<EvidenceReport> {
-    if ws.profile != Profile::V2 {
-        return Err(require_v2("evidence verify"));
-    }
+    crate::ops::require_v2(ws, "evidence verify")?;
     let (checked, store) = crate::v2::check_store(&ws.root, &ws.small_dir);
     let damaged: Vec<_> = checked
         .diagnostics
@@ -131,11 +128,7 @@ pub fn verify(ws: &Workspace) -> OpResult<EvidenceReport> {
         .cloned()
         .collect();
     if !damaged.is_empty() {
-        return Err(OpError::invalid(
-            crate::v2::write::code::DAMAGED,
-            "the 2.0.0 records are damaged (see `small check --strict`)",
-        )
-        .with_details(damaged));
+        return Err(crate::ops::session::damaged(damaged));
     }
     let receipts = crate::v2::write::verify_evidence(&store, &ws.root);
     Ok(EvidenceReport {
@@ -162,12 +155,4 @@ fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
             .as_deref()
             .is_some_and(|f| f.starts_with(".small/receipts/"));
     (in_store && BLOB_CODES.contains(&d.code.as_str())) || about_a_receipts_blob
-}
-
-/// The refusal of a 2.0.0-only operation on a v1 workspace.
-pub fn require_v2(what: &str) -> OpError {
-    OpError::invalid(
-        crate::authoring::error::code::REFUSED,
-        format!("{what} is part of SMALL 2.0.0; this is not a 2.0.0 workspace (`small migrate` converts a v1 one)"),
-    )
 }

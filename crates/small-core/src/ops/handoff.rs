@@ -10,8 +10,7 @@ use crate::authoring::activity::LastEvidence;
 use crate::authoring::handoff::{self, ReplayId, RunStatus};
 use crate::authoring::session::{self, SummarySource, TaskRef};
 use crate::authoring::snapshot::Artifacts;
-use crate::authoring::txn::Transaction;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{members_json, OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
 use crate::workspace::Scope;
 
@@ -117,17 +116,7 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
         ),
         _ => None,
     };
-    let root = crate::workspace::locate(Some(&ws.root))
-        .map_err(|e| OpError {
-            kind: crate::authoring::ErrorKind::System,
-            diagnostic: Box::new(e.to_diagnostic()),
-            details: Vec::new(),
-        })?
-        .root;
-    let mut txn = match req.lock_timeout {
-        Some(t) => Transaction::begin_with_timeout(&root, t)?,
-        None => Transaction::begin(&root)?,
-    };
+    let (_, mut txn) = ws.transaction(req.lock_timeout)?;
     // One snapshot for the scope check and the handoff: each file is read once.
     let snap = Artifacts::new();
     handoff::check_command_scope_in(&txn, &snap, req.scope, "handoff", false)?;
@@ -175,10 +164,7 @@ fn handoff_v2(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     }
     let summary = req.summary.clone().unwrap_or_default();
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
-    let timeout = req
-        .lock_timeout
-        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
-    let mut w = v2w::Writer::open(&ws.root, timeout)?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let input_frontier = w.state.frontier.clone();
     let e = v2w::handoff(&mut w, &session, &summary)?;
     w.fresh()?;
@@ -193,10 +179,4 @@ fn handoff_v2(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
         input_frontier,
         event: members_json(&e.members),
     })))
-}
-
-/// A record's members as a JSON object, in record order.
-pub fn members_json(m: &crate::v2::record::Members) -> serde_json::Value {
-    let text = crate::v2::gojson::compact(&crate::v2::gojson::GoValue::Obj(m.clone()));
-    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
 }

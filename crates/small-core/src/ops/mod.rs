@@ -23,6 +23,7 @@ pub mod session;
 pub mod status;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::authoring::{Error as AuthoringError, ErrorKind};
 use crate::diag::Diagnostic;
@@ -108,6 +109,39 @@ impl Workspace {
             .collect()
     }
 
+    /// The root of a v1 workspace that must exist (`no-workspace` otherwise, a system error).
+    pub(crate) fn v1_root(&self) -> OpResult<PathBuf> {
+        crate::workspace::locate(Some(&self.root))
+            .map(|l| l.root)
+            .map_err(|e| OpError {
+                kind: ErrorKind::System,
+                diagnostic: Box::new(e.to_diagnostic()),
+                details: Vec::new(),
+            })
+    }
+
+    /// Lock a v1 workspace for writing, waiting `lock` (default: `SMALL_LOCK_TIMEOUT`, else
+    /// 60 s): its root and the transaction.
+    pub(crate) fn transaction(
+        &self,
+        lock: Option<Duration>,
+    ) -> OpResult<(PathBuf, crate::authoring::txn::Transaction)> {
+        use crate::authoring::txn::Transaction;
+        let root = self.v1_root()?;
+        let txn = match lock {
+            Some(t) => Transaction::begin_with_timeout(&root, t)?,
+            None => Transaction::begin(&root)?,
+        };
+        Ok((root, txn))
+    }
+
+    /// Lock a 2.0.0 workspace for writing and read its records, waiting `lock` (default:
+    /// `SMALL_LOCK_TIMEOUT`, else 60 s).
+    pub(crate) fn writer(&self, lock: Option<Duration>) -> OpResult<v2::write::Writer> {
+        let wait = lock.unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
+        Ok(v2::write::Writer::open(&self.root, wait)?)
+    }
+
     /// The profile's version string, as the documents name it.
     pub fn profile_version(&self) -> &'static str {
         match self.profile {
@@ -158,6 +192,12 @@ impl OpError {
     pub fn reference_code(&self) -> &'static str {
         reference_code(&self.diagnostic.code)
     }
+}
+
+/// A record's members as a JSON object, in record order.
+pub fn members_json(m: &crate::v2::record::Members) -> serde_json::Value {
+    let text = crate::v2::gojson::compact(&crate::v2::gojson::GoValue::Obj(m.clone()));
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
 }
 
 /// Refuse a 2.0.0-only operation (`what`) on a v1 workspace.

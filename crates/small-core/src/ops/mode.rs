@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::ops::handoff::members_json;
-use crate::ops::session::lock_or_default;
+use crate::ops::members_json;
 use crate::ops::{require_v2, OpResult, Workspace};
 use crate::v2::write::{self as v2w, Writer, DEFAULT_READ_WAIT};
 
@@ -62,7 +61,7 @@ pub fn show(ws: &Workspace) -> OpResult<ModeShown> {
 pub fn set(ws: &Workspace, req: &ModeRequest) -> OpResult<ModeSet> {
     require_v2(ws, "the mode")?;
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
-    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let e = v2w::set_mode(
         &mut w,
         &session,

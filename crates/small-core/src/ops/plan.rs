@@ -6,9 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::authoring::plan_edit::{self, PlanOutcome};
-use crate::authoring::txn::Transaction;
-use crate::ops::handoff::members_json;
-use crate::ops::record::locate_v1;
+use crate::ops::members_json;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write::{self as v2w, PlanChange};
 use crate::workspace::Scope;
@@ -137,11 +135,7 @@ fn plan_v1(
         force: req.force,
         reset: req.reset,
     };
-    let root = locate_v1(&ws.root)?;
-    let mut txn = match req.lock_timeout {
-        Some(t) => Transaction::begin_with_timeout(&root, t)?,
-        None => Transaction::begin(&root)?,
-    };
+    let (_, mut txn) = ws.transaction(req.lock_timeout)?;
     crate::authoring::handoff::check_command_scope(&txn, req.scope, "plan", false)?;
     let outcome = plan_edit::edit_plan(&mut txn, &core)?;
     let (written, appended) = if outcome.unchanged {
@@ -206,10 +200,7 @@ fn plan_v2(
         return Ok(list_v2(ws));
     };
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
-    let timeout = req
-        .lock_timeout
-        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
-    let mut w = v2w::Writer::open(&ws.root, timeout)?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let (alias, id, e) = v2w::plan(&mut w, &session, &change)?;
     let (kind, detail) = match &change {
         PlanChange::Add { title } => ("added", title.trim().to_string()),

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::ops::handoff::members_json;
-use crate::ops::session::lock_or_default;
+use crate::ops::members_json;
 use crate::ops::{require_v2, OpResult, Workspace};
 use crate::v2::write::{self as v2w, PolicyMaterial, Writer, DEFAULT_READ_WAIT};
 
@@ -75,7 +74,7 @@ pub fn revise(ws: &Workspace, req: &PolicyRequest) -> OpResult<PolicyRevised> {
     require_v2(ws, "the policy")?;
     let material = PolicyMaterial::read(req.intent.as_deref(), req.constraints.as_deref())?;
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
-    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let e = v2w::revise_policy(
         &mut w,
         &session,

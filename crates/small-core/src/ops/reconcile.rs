@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::authoring::error::code as acode;
-use crate::ops::handoff::members_json;
-use crate::ops::session::{damaged, lock_or_default};
+use crate::ops::members_json;
+use crate::ops::session::damaged;
 use crate::ops::{require_v2, OpError, OpResult, Workspace};
-use crate::v2::write::{self as v2w, Resolution, Writer};
+use crate::v2::write::{self as v2w, Resolution};
 use crate::v2::{self, Conflict};
 
 /// The conflicts and what resolves each (the reference's keys, in its order).
@@ -110,7 +110,7 @@ pub fn resolve(ws: &Workspace, req: &ResolveRequest) -> OpResult<Resolved> {
         .clone()
         .or_else(|| Some(res.session_id.clone()).filter(|s| !s.trim().is_empty()));
     let session = v2w::resolve_session(&ws.root, explicit.as_deref())?;
-    let mut w = Writer::open(&ws.root, lock_or_default(req.lock_timeout))?;
+    let mut w = ws.writer(req.lock_timeout)?;
     let (e, id) = v2w::reconcile(&mut w, &session, &res, expect)?;
     Ok(Resolved {
         frontier: w.state.frontier.clone(),

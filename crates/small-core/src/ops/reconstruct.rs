@@ -91,7 +91,7 @@ fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
     match v2::reconstruct(&ws.root, &ws.small_dir, &opts) {
         Ok(r) => Ok(Reconstructed::V2(Box::new(r))),
         Err(v2::ReconstructError::Damaged(diags)) => Err(OpError::invalid(
-            "V2-DAMAGED",
+            crate::v2::write::code::DAMAGED,
             "the 2.0.0 records are damaged; nothing reconstructed (see `small check --strict`)",
         )
         .with_details(diags)),

@@ -2,7 +2,6 @@
 //! entry to the progress log (a checkpoint also sets the plan's status); 2.0.0 appends a
 //! `task_transitioned` event to the session (a checkpoint with a narrative receipt).
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -11,7 +10,7 @@ use crate::authoring::progress::TimestampRule;
 use crate::authoring::record::{self, RecordOutcome};
 use crate::authoring::session::TaskRef;
 use crate::authoring::txn::{CommitReport, Transaction};
-use crate::ops::handoff::members_json;
+use crate::ops::members_json;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
 use crate::workspace::Scope;
@@ -222,11 +221,7 @@ fn v1_record(
         ));
     }
     let core = v1_request(req)?;
-    let root = locate_v1(&ws.root)?;
-    let mut txn = match req.lock_timeout {
-        Some(t) => Transaction::begin_with_timeout(&root, t)?,
-        None => Transaction::begin(&root)?,
-    };
+    let (root, mut txn) = ws.transaction(req.lock_timeout)?;
     crate::authoring::handoff::check_command_scope(&txn, req.scope, command, true)?;
     let out = step(&mut txn, &core)?;
     let report = txn.commit()?;
@@ -260,24 +255,10 @@ fn nonblank(s: &Option<String>) -> Option<&str> {
     s.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// The root of a v1 workspace that must exist (`no-workspace` otherwise, a system error).
-pub(crate) fn locate_v1(root: &Path) -> OpResult<std::path::PathBuf> {
-    crate::workspace::locate(Some(root))
-        .map(|l| l.root)
-        .map_err(|e| OpError {
-            kind: crate::authoring::ErrorKind::System,
-            diagnostic: Box::new(e.to_diagnostic()),
-            details: Vec::new(),
-        })
-}
-
 /// The session and the locked writer of a 2.0.0 write.
 fn v2_open(ws: &Workspace, req: &RecordRequest) -> OpResult<(String, v2w::Writer)> {
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
-    let timeout = req
-        .lock_timeout
-        .unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
-    Ok((session, v2w::Writer::open(&ws.root, timeout)?))
+    Ok((session, ws.writer(req.lock_timeout)?))
 }
 
 /// A 2.0.0 event's evidence: the caller's evidence of every kind, joined.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::ops::handoff::members_json;
+use crate::ops::members_json;
 use crate::ops::{require_v2, OpError, OpResult, Workspace};
 use crate::v2::inspect::{self, SessionShow, ShowError};
 use crate::v2::read::{self, SessionList};
@@ -42,7 +42,7 @@ pub fn start(
     lock: Option<Duration>,
 ) -> OpResult<SessionStarted> {
     require_v2(ws, "sessions")?;
-    let mut w = v2w::Writer::open(&ws.root, lock_or_default(lock))?;
+    let mut w = ws.writer(lock)?;
     let out = v2w::start_session(&mut w, req)?;
     Ok(SessionStarted {
         events: out
@@ -66,7 +66,7 @@ pub fn close(
 ) -> OpResult<SessionClosed> {
     require_v2(ws, "sessions")?;
     let session = v2w::resolve_session(&ws.root, session)?;
-    let mut w = v2w::Writer::open(&ws.root, lock_or_default(lock))?;
+    let mut w = ws.writer(lock)?;
     let events = v2w::close_session(&mut w, &session, summary)?;
     Ok(SessionClosed {
         handoff_event: events
@@ -119,9 +119,4 @@ pub(crate) fn damaged(diags: Vec<crate::diag::Diagnostic>) -> OpError {
         "the 2.0.0 records are damaged (see `small check --strict`)",
     )
     .with_details(diags)
-}
-
-/// The lock wait asked for, else `SMALL_LOCK_TIMEOUT`, else 60 s.
-pub(crate) fn lock_or_default(lock: Option<Duration>) -> Duration {
-    lock.unwrap_or_else(crate::authoring::txn::lock_timeout_from_env)
 }
