@@ -109,17 +109,19 @@ fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'
         ProgressMode::Signal
     };
     Ok(ApplyRequest {
-        command: args.cmd.clone(),
-        task: args.task.clone(),
-        dry_run: args.dry_run,
-        auto_progress: args.auto_progress,
-        auto_checkpoint: args.auto_checkpoint,
-        acceptance_evidence: args.acceptance_evidence.clone(),
-        handoff: args.handoff,
-        mode,
-        scope: args.workspace,
+        run: small_core::authoring::apply::ApplyRequest {
+            command: args.cmd.clone(),
+            task: args.task.clone(),
+            dry_run: args.dry_run,
+            auto_progress: args.auto_progress,
+            auto_checkpoint: args.auto_checkpoint,
+            acceptance_evidence: args.acceptance_evidence.clone(),
+            handoff: args.handoff,
+            mode,
+            scope: args.workspace,
+            lock_timeout: args.v2.lock()?,
+        },
         session: args.v2.session.clone(),
-        lock_timeout: args.v2.lock()?,
         watch: Some(terminal),
     })
 }

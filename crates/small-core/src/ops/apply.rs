@@ -8,14 +8,12 @@
 mod shell;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::authoring::apply::{self as v1, ApplyOutcome, RunSpec};
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
-use crate::workspace::Scope;
 
 pub use crate::authoring::apply::{ProgressMode, Step, NOT_EXECUTED};
 
@@ -38,32 +36,13 @@ pub trait Watch: Sync {
     }
 }
 
-/// What to run, and what to record of it.
+/// What to run, and what to record of it: the run as v1's apply takes it (its `mode`,
+/// `scope` and `auto_progress` are v1's; 2.0.0 takes the rest), the session, and who watches.
 #[derive(Clone, Default)]
 pub struct ApplyRequest<'a> {
-    /// The shell command (`sh -lc`, in the workspace root); `None` or blank: a dry run.
-    pub command: Option<String>,
-    /// The plan task the run belongs to.
-    pub task: Option<String>,
-    /// Say what would run, without running it.
-    pub dry_run: bool,
-    /// v1: the entry's evidence also holds the tail of the output, which is then not shown.
-    pub auto_progress: bool,
-    /// Checkpoint the task after the run: completed on exit 0, blocked otherwise.
-    pub auto_checkpoint: bool,
-    /// The evidence of that checkpoint (needed for a task with acceptance criteria).
-    pub acceptance_evidence: Option<String>,
-    /// Regenerate (v1) or record (2.0.0) the handoff after a successful run.
-    pub handoff: bool,
-    /// v1: the progress mode (`SMALL_PROGRESS_MODE`).
-    pub mode: ProgressMode,
-    /// v1: the workspace kinds allowed.
-    pub scope: Scope,
+    pub run: v1::ApplyRequest,
     /// 2.0.0: the session to record in (default: the active one).
     pub session: Option<String>,
-    /// How long each write waits for the workspace lock (default: `SMALL_LOCK_TIMEOUT`, else
-    /// 60 s).
-    pub lock_timeout: Option<Duration>,
     /// Who watches the run (its output, its steps); nobody when `None`.
     pub watch: Option<&'a dyn Watch>,
 }
@@ -142,16 +121,15 @@ fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         ));
     }
     let root = ws.v1_root()?;
-    let core = v1_request(req);
     // The shield goes up when the command starts and stays up while its result is recorded.
     let mut shield = None;
     // --auto-progress: the output goes into the evidence, not to the watcher.
     let out = v1::apply(
         &root,
-        &core,
+        &req.run,
         |spec| {
             shield = Some(shell::Shield::raise());
-            shell::run(spec, req.watch, !req.auto_progress)
+            shell::run(spec, req.watch, !req.run.auto_progress)
         },
         &mut |step| {
             if let Some(w) = req.watch {
@@ -163,37 +141,21 @@ fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
     Ok(Applied::V1(Box::new(out)))
 }
 
-/// The library request of a v1 run.
-fn v1_request(req: &ApplyRequest) -> v1::ApplyRequest {
-    v1::ApplyRequest {
-        command: req.command.clone(),
-        task: req.task.clone(),
-        dry_run: req.dry_run,
-        auto_progress: req.auto_progress,
-        auto_checkpoint: req.auto_checkpoint,
-        acceptance_evidence: req.acceptance_evidence.clone(),
-        handoff: req.handoff,
-        mode: req.mode,
-        scope: req.scope,
-        lock_timeout: req.lock_timeout,
-    }
-}
-
 fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
-    let given = req.command.clone().filter(|c| !c.trim().is_empty());
-    let Some(command) = given.clone().filter(|_| !req.dry_run) else {
+    let given = req.run.command.clone().filter(|c| !c.trim().is_empty());
+    let Some(command) = given.clone().filter(|_| !req.run.dry_run) else {
         return dry_run_v2(ws, req, given);
     };
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
     let core = v2w::ApplyRequest {
         session: &session,
-        task: req.task.as_deref(),
-        auto_checkpoint: req.auto_checkpoint,
-        acceptance_evidence: req.acceptance_evidence.as_deref(),
-        handoff: req.handoff,
+        task: req.run.task.as_deref(),
+        auto_checkpoint: req.run.auto_checkpoint,
+        acceptance_evidence: req.run.acceptance_evidence.as_deref(),
+        handoff: req.run.handoff,
     };
     // Refuse before running anything; the lock is released before the command runs.
-    v2w::apply_precheck(&mut ws.writer(req.lock_timeout)?, &core)?;
+    v2w::apply_precheck(&mut ws.writer(req.run.lock_timeout)?, &core)?;
     let _shield = shell::Shield::raise();
     let (code, output) = run_v2(ws, req, &command)?;
     let run = v2w::CommandRun {
@@ -201,7 +163,7 @@ fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         exit_code: i64::from(code),
         output,
     };
-    let out = v2w::apply_record(&mut ws.writer(req.lock_timeout)?, &core, &run)?;
+    let out = v2w::apply_record(&mut ws.writer(req.run.lock_timeout)?, &core, &run)?;
     Ok(Applied::V2(Box::new(V2Applied {
         checkpointed: out.checkpointed,
         child_executed: true,
@@ -232,8 +194,14 @@ fn run_v2(ws: &Workspace, req: &ApplyRequest, command: &str) -> OpResult<(i32, V
 /// A dry run in a 2.0.0 workspace: nothing runs and nothing is recorded; the task named is
 /// looked up (an unknown one is refused).
 fn dry_run_v2(ws: &Workspace, req: &ApplyRequest, command: Option<String>) -> OpResult<Applied> {
-    let task_id = match req.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        Some(t) => ws.writer(req.lock_timeout)?.task(t)?.task.id,
+    let task_id = match req
+        .run
+        .task
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        Some(t) => ws.writer(req.run.lock_timeout)?.task(t)?.task.id,
         None => String::new(),
     };
     Ok(Applied::V2DryRun(Box::new(V2DryRun {
@@ -302,9 +270,12 @@ mod tests {
     fn run(ws: &Workspace, auto_progress: bool) -> (Applied, Vec<String>) {
         let seen = Seen::default();
         let req = ApplyRequest {
-            command: Some("echo out; echo err >&2; exit 3".into()),
-            task: Some("task-1".into()),
-            auto_progress,
+            run: v1::ApplyRequest {
+                command: Some("echo out; echo err >&2; exit 3".into()),
+                task: Some("task-1".into()),
+                auto_progress,
+                ..Default::default()
+            },
             watch: Some(&seen),
             ..Default::default()
         };
@@ -334,7 +305,10 @@ mod tests {
         let tmp = v1_workspace();
         let ws = Workspace::at(tmp.path().to_path_buf());
         let req = ApplyRequest {
-            command: Some("touch ran".into()),
+            run: v1::ApplyRequest {
+                command: Some("touch ran".into()),
+                ..Default::default()
+            },
             session: Some("s".into()),
             ..Default::default()
         };
