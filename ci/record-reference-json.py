@@ -12,7 +12,7 @@ Scenario format (the Rust test reads the same file):
   {"preludes": {NAME: [step, ...]},
    "scenarios": [{"name": ..., "profile": "1.0.0" | "2.0.0", "steps": [step, ...]}]}
   step: {"args": [...], "cwd": "sub", "capture": {VAR: "a.b[0].c"}, "stdout_to": "file",
-         "record": true, "differs": "why (docs/decisions.md section)"}
+         "record": true, "differs": "docs/decisions/NNNN-title.md: why"}
       | {"git": [...], "cwd": "sub"}
       | {"write": {"path": "file", "text": "..."}}
       | {"include": NAME}

@@ -86,7 +86,7 @@ fn handoff_matches_reference_generations() {
             let ours = o.status.code().unwrap_or(-1) as i64;
             // The reference refuses every handoff while a task with progress is open; ours
             // writes it mid-run and keeps the refusal for `handoff --final`
-            // (docs/decisions.md, "The agent loop in ordinary use").
+            // (docs/decisions/0069-agent-loop-in-ordinary-use.md).
             let dangling = g["stderr"]
                 .as_str()
                 .is_some_and(|e| e.contains("dangling tasks"));
@@ -121,8 +121,8 @@ fn handoff_matches_reference_generations() {
             );
             let ref_h = yaml_json(g["handoff_after"].as_str().unwrap());
             // Ours adds lines after the reference's next steps (other open and blocked
-            // tasks, the last evidence: docs/decisions.md, "The agent loop in ordinary
-            // use"); the reference's steps come first and unchanged.
+            // tasks, the last evidence: docs/decisions/0069-agent-loop-in-ordinary-use.md);
+            // the reference's steps come first and unchanged.
             let ref_steps = ref_h["resume"]["next_steps"]
                 .as_array()
                 .cloned()

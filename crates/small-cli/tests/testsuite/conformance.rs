@@ -207,7 +207,7 @@ fn deliberate(case: &str, key: &str, reference: i32) -> Option<(i32, &'static st
         "dev-mode-schema-partial" if key == "validate" || is(VERIFY_CHECK) => {
             Some((0, "9: workspace spec/ schemas ignored"))
         }
-        // 10. The agent loop (docs/decisions.md, "The agent loop in ordinary use"): every
+        // 10. The agent loop (docs/decisions/0069-agent-loop-in-ordinary-use.md): every
         //     seed-000 evidence field counts for S1, and a completed task needs a completion
         //     entry of its own (an entry with status `done` is none).
         "s1-blocked-commit-only" if is(STRICT) => {

@@ -5,8 +5,8 @@
 //! `expected.json`, symlinks kept as symlinks) is made for each gate run (`validate`,
 //! `lint --strict`, `verify --strict`, `check --strict`, `check --strict --json`), our binary
 //! runs with the recorded arguments and the harness environment, and its exit code must equal
-//! v1.1.2's, except where we deliberately differ (`deliberate` below, each with the entry of
-//! docs/decisions.md that says why). Runs of commands this branch does not have (`health`,
+//! v1.1.2's, except where we deliberately differ (`deliberate` below; the decision record
+//! docs/decisions/0043-command-proofs.md says why). Runs of commands this branch does not have (`health`,
 //! `reconstruct`, `run ...`) and `status --json` are left out.
 //!
 //! Also: the trees the reference's `apply` wrote keep the rules this suite relies on (the
@@ -156,8 +156,8 @@ pub fn run_small(cwd: &Path, home: &Path, args: &[String]) -> (i32, String, Stri
     )
 }
 
-/// Where our exit code deliberately differs from v1.1.2's: (expected exit, why). Each reason
-/// names its entry in docs/decisions.md ("Command proofs").
+/// Where our exit code deliberately differs from v1.1.2's: (expected exit, why). Every reason
+/// is one of docs/decisions/0043-command-proofs.md.
 pub fn deliberate(case: &str, key: &str) -> Option<(i32, &'static str)> {
     if !STRICT.contains(&key) {
         return None;

@@ -4,8 +4,8 @@
 //! For every case and every recorded run of these commands, a fresh copy of the case (without
 //! `expected.json`, symbolic links copied as links) is made and our binary runs with the
 //! recorded arguments in it and the harness environment. The exit code must be the
-//! reference's except where docs/decisions.md says we do better (`expected_exit`), and the
-//! facts of the JSON documents must be the same (`compare_*`).
+//! reference's except where a record of docs/decisions/ says we do better (`expected_exit`),
+//! and the facts of the JSON documents must be the same (`compare_*`).
 //!
 //! Skipped, with a notice, when the corpus is absent.
 
@@ -71,7 +71,8 @@ fn run_verify_matches_the_reference_except_unverifiable_snapshots() {
         let mut diffs = Vec::new();
         let rec_exit = rec["exit"].as_i64().unwrap_or(-1) as i32;
         let rec_out = rec["stdout"].as_str().unwrap_or_default();
-        // docs/decisions.md: a snapshot without digests is not a pass (exit 1).
+        // docs/decisions/0098-run-verify-unverifiable-fails.md: a snapshot without digests is
+        // not a pass (exit 1).
         let unverifiable = rec_out.contains("unverifiable")
             || (rec_exit == 0 && json(rec_out)["digest_recorded"] == Value::Bool(false));
         let want = if unverifiable { 1 } else { rec_exit };
@@ -142,7 +143,8 @@ fn health_matches_the_reference() {
         {
             statuses = vec!["failed".to_string()];
         }
-        // docs/decisions.md: a report exits 0 whatever it finds, as the reference's
+        // docs/decisions/0099-health-report-and-gate.md: a report exits 0 whatever it finds,
+        // as the reference's
         // (`--gate` makes it fail; tests/testsuite/cli_conventions.rs).
         let want = 0;
         if code != want {
@@ -279,8 +281,9 @@ fn reconstruct_matches_the_reference_with_structured_evidence() {
             }
             for (k, tv) in tm {
                 let ov = &om[k];
-                // docs/decisions.md: a mapping is text under the reference's key (JSON, not a
-                // Go map string) and kept as written under `<key>_data`.
+                // docs/decisions/0100-reconstruct-structured-evidence.md: a mapping is text
+                // under the reference's key (JSON, not a Go map string) and kept as written
+                // under `<key>_data`.
                 let go_map = tv.as_str().is_some_and(|s| s.starts_with("map["));
                 if go_map {
                     let data = &om[&format!("{k}_data")];

@@ -5,7 +5,7 @@
 //! run, our binary runs with the recorded arguments and the harness environment, and its exit
 //! code must equal the reference's for `check_strict`, `verify_strict`, `status_json`,
 //! `reconstruct_json`, `reconstruct_task_json`, `session_list_json` and `health_json`, except
-//! where we deliberately differ (`deliberate`, each naming its entry in docs/decisions.md).
+//! where we deliberately differ (`deliberate`, each naming its record in docs/decisions/).
 //! On the damaged trees,
 //! where the reference's `check --strict` prints nothing, ours must name the damage: at least
 //! one `V2-*` diagnostic. Where both succeed (for `health`: always), the JSON must agree on
@@ -90,11 +90,11 @@ fn deliberate(case: &str, key: &str) -> Option<(i32, &'static str)> {
         // health reports it (`failed`) and exits 0, as every report does.
         ("tampered-v1-progress-left", k) => Some((
             i32::from(k != "health_json"),
-            "docs/decisions.md, \"A 2.0.0 tree with v1 artifacts beside it\": V2-MIXED",
+            "docs/decisions/0106-v2-tree-with-v1-artifacts.md: V2-MIXED",
         )),
         ("tampered-profile-missing", "check_strict" | "status_json") => Some((
             1,
-            "docs/decisions.md, \"2.0.0 records without profile.json\": V2-PROFILE, invalid (1), not a v1 tree",
+            "docs/decisions/0107-v2-records-without-profile.md: V2-PROFILE, invalid (1), not a v1 tree",
         )),
         _ => None,
     }
@@ -126,8 +126,7 @@ fn compare_json(case: &str, key: &str, ours: &Value, theirs: &Value, failures: &
                 differ(format!("{k} count"), &len(ours), &len(theirs));
             }
             // Every member of the reference's task, except the outcome of a task in an
-            // unresolved conflict (docs/decisions.md, "2.0.0 reconstruct, session list and
-            // health").
+            // unresolved conflict (docs/decisions/0112-v2-reconstruct-session-list-health.md).
             let disputed = |k: &str| {
                 matches!(k, "status" | "evidence_digests")
                     && ours["conflicts"]

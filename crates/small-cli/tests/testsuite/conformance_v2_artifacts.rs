@@ -1,7 +1,7 @@
 //! Evidence blobs and v1 import archives on copies of the 2.0.0 corpus, each damaged one way:
 //! `check --strict --json` exits 1 and names the rule and the file; the untouched copy passes.
-//! (The reference's check passes on all of these: docs/decisions.md, "Evidence blobs and
-//! import archives are checked".)
+//! (The reference's check passes on all of these:
+//! docs/decisions/0114-v2-evidence-blobs-and-imports-checked.md.)
 
 use std::path::Path;
 

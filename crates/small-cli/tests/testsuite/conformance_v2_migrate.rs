@@ -10,8 +10,9 @@
 //! `apply-again.json`, tree unchanged).
 //!
 //! Deliberate difference: where the reference's apply fails on a fractional number in a v1
-//! progress entry, small refuses already at preview (docs/decisions.md); those cases expect
-//! preview to exit 1 and are not applied.
+//! progress entry, small refuses already at preview
+//! (docs/decisions/0110-migrate-preview-refuses.md); those cases expect preview to exit 1 and
+//! are not applied.
 //!
 //! Skipped, with a notice, when the corpus is absent.
 

@@ -5,6 +5,8 @@
 //!   directory: each block must succeed.
 //! - Every `small …` command line quoted in any other shell or synopsis block must name
 //!   commands that exist, and every `--flag` on it must be a flag of that command.
+//! - A decision record that a test names as the reason for a difference from the reference
+//!   exists in docs/decisions/ and is in force (`decision_in_force`).
 
 use crate::cli_conventions::command_paths;
 use crate::tools_support::small;
@@ -206,4 +208,50 @@ fn quoted_command_lines_match_the_binary() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Checks that `record` (`0143-exit-codes-of-refusals`) is a decision record of docs/decisions/
+/// whose number matches its title and whose status is `current`: a difference from the
+/// reference must rest on a decision in force, not on one that was superseded.
+pub(crate) fn decision_in_force(record: &str) -> Result<(), String> {
+    let well_formed = record.len() > 5
+        && record.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && record.as_bytes()[4] == b'-'
+        && record
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !well_formed {
+        return Err(format!(
+            "{record:?} is not a record name (NNNN-short-title)"
+        ));
+    }
+    let number = &record[..4];
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/decisions")
+        .join(format!("{record}.md"));
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("docs/decisions/{record}.md: {e}"))?;
+    if !text.starts_with(&format!("# {number}. ")) {
+        return Err(format!(
+            "docs/decisions/{record}.md: the title is not `# {number}. ...`"
+        ));
+    }
+    match text.lines().find_map(|l| l.strip_prefix("Status: ")) {
+        Some("current") => Ok(()),
+        Some(other) => Err(format!("docs/decisions/{record}.md is {other}")),
+        None => Err(format!("docs/decisions/{record}.md has no `Status:` line")),
+    }
+}
+
+#[test]
+fn a_difference_must_name_a_record_in_force() {
+    assert_eq!(decision_in_force("0143-exit-codes-of-refusals"), Ok(()));
+    for bad in [
+        "0036-authoring-exit-codes",
+        "0143-no-such-record",
+        "Exit codes of refusals",
+        "../decisions",
+    ] {
+        assert!(decision_in_force(bad).is_err(), "{bad} was accepted");
+    }
 }

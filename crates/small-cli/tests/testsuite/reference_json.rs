@@ -3,8 +3,9 @@
 //! run with our binary, step by step in a fresh directory, and each recorded step is compared
 //! with the shapes `ci/record-reference-json.py` recorded from the reference
 //! (`recorded.json`: key paths, JSON types, exit codes; never values). Our extra keys are
-//! fine; an exit code may differ only where the step says why (`differs`, naming its section
-//! of docs/decisions.md). Every difference is collected and reported at once, by command.
+//! fine; an exit code may differ only where the step says why (`differs`, naming the record of
+//! docs/decisions/ in force that decided it). Every difference is collected and reported at
+//! once, by command.
 //! After editing the scenarios, record them again: `python3 ci/record-reference-json.py`
 //! (needs the reference binary; this test needs only the two fixture files).
 #![cfg(unix)]
@@ -484,32 +485,33 @@ fn facts(recorded: &Value) -> Facts<'_> {
         .collect()
 }
 
-/// Every `differs` of the scenarios names a section of docs/decisions.md that exists:
-/// `docs/decisions.md, "<heading>"`.
+/// Every `differs` of the scenarios names a decision record in force:
+/// `docs/decisions/NNNN-short-title.md: why`.
 #[test]
 fn every_difference_names_a_recorded_decision() {
-    let decisions = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/decisions.md"
-    ))
-    .expect("docs/decisions.md");
-    let quoted = Regex::new(r#"docs/decisions\.md, "([^"]+)""#).unwrap();
+    let named = Regex::new(r"^docs/decisions/([0-9a-z-]+)\.md\b").unwrap();
     let scenarios = load("scenarios.json");
     let mut missing = Vec::new();
+    let mut checked = 0;
     for scenario in scenarios["scenarios"].as_array().expect("scenarios") {
         for step in scenario["steps"].as_array().into_iter().flatten() {
             let Some(why) = step["differs"].as_str() else {
                 continue;
             };
-            match quoted.captures(why) {
-                Some(c) if decisions.contains(&format!("## {}", &c[1])) => {}
-                _ => missing.push(format!("{}: {why}", scenario["name"])),
+            checked += 1;
+            let verdict = match named.captures(why) {
+                Some(c) => crate::docs::decision_in_force(&c[1]),
+                None => Err("names no docs/decisions/NNNN-....md record".to_string()),
+            };
+            if let Err(e) = verdict {
+                missing.push(format!("{}: {why}: {e}", scenario["name"]));
             }
         }
     }
+    assert!(checked > 0, "no step of scenarios.json has a `differs`");
     assert!(
         missing.is_empty(),
-        "differs without a decision:\n{}",
+        "differs without a decision in force:\n{}",
         missing.join("\n")
     );
 }

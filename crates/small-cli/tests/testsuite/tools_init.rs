@@ -271,7 +271,7 @@ fn agents_flags_of_init() {
 
 /// `init --force` over a workspace `init` made, AGENTS.md included: the file already holds the
 /// current block, so no agents flag is needed (the reference exits 1 there, after rewriting
-/// `.small/`; docs/decisions.md).
+/// `.small/`; docs/decisions/0144-init-force-over-current-block.md).
 #[test]
 fn init_force_over_its_own_agents_md_needs_no_agents_flag() {
     let d = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! `small validate` against the recorded verdicts of the reference CLI: for every case in
 //! ../shared/conformance/cases, the exit code of `small validate` (fresh copy of the case,
 //! cwd = the copy) must equal the recorded one, except where we deliberately do better
-//! (`DELIBERATE` below; each names its reason, see docs/decisions.md and the conformance
+//! (`DELIBERATE` below; each names its reason, see docs/decisions/ and the conformance
 //! README's list of improvements).
 
 use std::path::{Path, PathBuf};

@@ -144,8 +144,9 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
         json!(ws.metadata.as_ref().and_then(|m| m.kind())),
     );
     let root = |k: ArtifactKind| ws.artifact(k).map(|a| &a.document.root);
-    // The summary sections are always there (docs/decisions.md, "emit: the summary sections
-    // are always present"); a named section adds its full content.
+    // The summary sections are always there
+    // (docs/decisions/0011-emit-summary-sections-always-present.md); a named section adds its
+    // full content.
     out.insert("paths".into(), paths(ws));
     // From the project state the load built (no plan: an empty summary).
     let p = crate::state::status::plan_summary(loaded.state.task_list(), req.tasks);

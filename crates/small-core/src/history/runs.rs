@@ -169,7 +169,8 @@ pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
 /// Fail unless `<root>/.small/` is a directory.
 pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
     let dir = root.join(SMALL_DIR);
-    // A linked `.small/` is refused (docs/decisions.md): snapshots and archives copy only
+    // A linked `.small/` is refused (docs/decisions/0070-hostile-files-links.md): snapshots
+    // and archives copy only
     // what is inside the workspace.
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.file_type().is_symlink() => Err(RunError::usage(format!(

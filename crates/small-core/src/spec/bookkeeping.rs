@@ -5,7 +5,8 @@
 //! (`plan --add`), set back to pending, retitled, given a dependency. Older tools also wrote
 //! canned completion text when the caller gave no evidence. Such entries are history, but they
 //! are not evidence: the strict rule S1, the evidence gate and the handoff's check for
-//! half-done work ignore them (see docs/decisions.md, "Evidence is evidence").
+//! half-done work ignore them (docs/decisions/0069-agent-loop-in-ordinary-use.md, "Evidence
+//! is evidence").
 //!
 //! The progress schema admits no extra keys, so an entry is recognised by the text the tool
 //! writes: the `notes` marker (`small plan --add`, ...) or one of the fixed evidence phrases.

@@ -318,7 +318,8 @@ pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> P
         log: None,
     };
     if std::fs::symlink_metadata(small).is_ok_and(|m| m.file_type().is_symlink()) {
-        // A linked `.small/` is refused (docs/decisions.md): nothing outside is read.
+        // A linked `.small/` is refused (docs/decisions/0070-hostile-files-links.md): nothing
+        // outside is read.
         st.small_dir_exists = false;
         st.problems.push(format!(
             "{} is a symbolic link; small works only on a real .small/ directory",

@@ -4,7 +4,7 @@
 //!
 //! As v1.1.2, an event marked with `command_summary_version` must carry a `command_sha256`
 //! string equal to `source_digest`. Beyond it, an unmarked event that carries a
-//! `command_sha256` is held to the same equality (docs/decisions.md).
+//! `command_sha256` is held to the same equality (docs/decisions/0045-v2-command-digest.md).
 
 use crate::diag::Diagnostic;
 use crate::v2::json::Jv;

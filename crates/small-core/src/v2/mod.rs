@@ -313,7 +313,7 @@ fn conflict_diagnostic(c: &Conflict, state: &State) -> Diagnostic {
 }
 
 /// v1 artifacts left beside 2.0.0 records: two sources of truth. The reference ignores them;
-/// small reports them (docs/decisions.md, "A 2.0.0 tree with v1 artifacts beside it").
+/// small reports them (docs/decisions/0106-v2-tree-with-v1-artifacts.md).
 fn mixed_profile(root: &Path, small_dir: &Path) -> Vec<Diagnostic> {
     let names = ArtifactKind::ALL
         .iter()

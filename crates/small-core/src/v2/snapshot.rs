@@ -17,7 +17,7 @@
 //! keeps the same times. The walk therefore happens before the records are read, and no cache
 //! is written while any entry is younger than [`RACY_MARGIN`] at the start of the walk: such
 //! a tree is read in full again next time. The decision and its costs are in
-//! docs/decisions.md ("What the 2.0.0 state cache may trust").
+//! docs/decisions/0128-v2-state-cache.md.
 //!
 //! The cache file is sealed ([`crate::workspace::cache`]) and keyed by the tool build and the
 //! canonical path of `.small/`: a damaged, foreign or hand-edited file is no cache, and a
@@ -272,8 +272,8 @@ fn walk(
         // A session's event directory is proven by its own stat: any event added, removed,
         // renamed or replaced in it changes the directory's modification and change times,
         // and events are immutable, created exclusively. Stat'ing each of 100 000 event
-        // files costs more than the cache may (docs/decisions.md); an event edited in place
-        // is found by `check` and `--no-cache`, not here.
+        // files costs more than the cache may (docs/decisions/0128-v2-state-cache.md); an
+        // event edited in place is found by `check` and `--no-cache`, not here.
         if m.is_dir() && rel != "events" {
             walk(&dir.join(&name), &path, out, ages, depth + 1)?;
         }

@@ -187,8 +187,9 @@ fn at(base: PathBuf) -> Result<Location, LocateError> {
         base
     };
     let small_dir = root.join(SMALL_DIR);
-    // `symlink_metadata`: a `.small` that is a link is refused (see docs/decisions.md), so
-    // no file small reads or writes can be redirected outside the workspace by it.
+    // `symlink_metadata`: a `.small` that is a link is refused
+    // (docs/decisions/0070-hostile-files-links.md), so no file small reads or writes can be
+    // redirected outside the workspace by it.
     match std::fs::symlink_metadata(&small_dir) {
         Ok(m) if m.file_type().is_symlink() => Err(LocateError::Symlink { root, small_dir }),
         Ok(m) if m.is_dir() => Ok(Location { root, small_dir }),

@@ -8,9 +8,10 @@
 //! plan, progress, handoff, constraints (the required artifacts, then the optional one).
 //! `workspace.small.yml` is not covered: taking a snapshot may change it.
 //!
-//! Verification is stricter than the reference's in one place (docs/decisions.md): a snapshot
-//! that records no digest at all cannot be verified, and that is reported as a failure unless
-//! the caller explicitly accepts unverifiable snapshots.
+//! Verification is stricter than the reference's in one place
+//! (docs/decisions/0098-run-verify-unverifiable-fails.md): a snapshot that records no digest
+//! at all cannot be verified, and that is reported as a failure unless the caller explicitly
+//! accepts unverifiable snapshots.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -31,8 +31,8 @@
 //!
 //! What the cache trusts, a fold trusts: an event the cache vouched for that was edited in
 //! place, or replaced in the same moment as new events were added beside it, is found by
-//! `check` and `--no-cache`, not here (docs/decisions.md, "What the 2.0.0 state cache may
-//! trust").
+//! `check` and `--no-cache`, not here (docs/decisions/0128-v2-state-cache.md and
+//! docs/decisions/0130-v2-cache-folds-foreign-events.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;

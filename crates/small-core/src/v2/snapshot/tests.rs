@@ -129,7 +129,8 @@ fn an_event_replaced_is_seen_and_one_edited_in_place_only_without_the_cache() {
     let text = std::fs::read_to_string(&p)
         .unwrap()
         .replace("First", "Fir5t");
-    // Edited in place: the cache trusts the session's directory (docs/decisions.md).
+    // Edited in place: the cache trusts the session's directory
+    // (docs/decisions/0128-v2-state-cache.md).
     let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
     drop(f);
