@@ -59,13 +59,7 @@ impl Loader<'_> {
     /// Hash a regular file without following a symlink, reading at most `limit` bytes.
     /// `None` (reported) when it cannot be read.
     fn hash_file(&mut self, p: &Path, limit: u64, buf: &mut [u8]) -> Option<Hashed> {
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                .open(p)
-        };
+        let file = crate::workspace::fsio::open_nofollow(p);
         let file = match file {
             Ok(f) => f,
             Err(e) => {

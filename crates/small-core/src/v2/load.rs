@@ -409,13 +409,20 @@ struct EventAt<'p> {
     events_dir: std::sync::Arc<str>,
 }
 
+/// The session directory held open for `openat` of its events (none where there is no
+/// `openat`).
+#[cfg(unix)]
+type HeldDir = rustix::fd::OwnedFd;
+#[cfg(not(unix))]
+type HeldDir = std::convert::Infallible;
+
 /// Reads chunks of event files for [`Loader::load_events`], on one thread: its read buffer
 /// and the session directory it has open are kept from one chunk to the next.
 struct EventReader<'a> {
     root: &'a Path,
     profile: Option<Profile>,
     buf: Vec<u8>,
-    at: Option<(PathBuf, rustix::fd::OwnedFd)>,
+    at: Option<(PathBuf, HeldDir)>,
 }
 
 impl<'a> EventReader<'a> {
@@ -529,17 +536,10 @@ impl Loader<'_> {
     /// bounded read.
     fn read_file(&mut self, p: &Path, buf: &mut Vec<u8>) -> ReadOutcome {
         buf.clear();
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                .open(p)
-        };
-        let file = match file {
+        let file = match crate::workspace::fsio::open_nofollow(p) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ReadOutcome::Absent,
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            Err(e) if crate::workspace::fsio::is_link_refusal(&e) => {
                 self.symlink(p);
                 return ReadOutcome::Refused;
             }
@@ -805,6 +805,7 @@ impl Loader<'_> {
             .append(&mut part.unreadable_events);
     }
 
+    #[cfg(unix)]
     /// [`Self::read_into`] for an event file the listing showed as a regular file, by the
     /// short way: `openat` of its name in its session directory (held open in `at` for the
     /// next event of the same directory; no walk of the whole path per file) and one `read`
@@ -813,7 +814,7 @@ impl Loader<'_> {
     /// reads as empty) — is read again the long way, which reports it exactly as before.
     fn read_event(
         &mut self,
-        at: &mut Option<(PathBuf, rustix::fd::OwnedFd)>,
+        at: &mut Option<(PathBuf, HeldDir)>,
         dir: &Path,
         name: &str,
         p: &Path,
@@ -855,6 +856,19 @@ impl Loader<'_> {
             return self.read_into(p, buf);
         }
         true
+    }
+
+    /// Without `openat`, every event is read the long way.
+    #[cfg(not(unix))]
+    fn read_event(
+        &mut self,
+        _at: &mut Option<(PathBuf, HeldDir)>,
+        _dir: &Path,
+        _name: &str,
+        p: &Path,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        self.read_into(p, buf)
     }
 
     fn note_unreadable(&mut self, path: &Path) {

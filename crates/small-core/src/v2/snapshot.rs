@@ -23,7 +23,6 @@
 //! canonical path of `.small/`: a damaged, foreign or hand-edited file is no cache, and a
 //! cache never changes an answer, only how long it takes. `check` never uses it.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -284,8 +283,7 @@ fn walk(
 /// The entry's stat line: its path and the stat facts the proof compares.
 pub(crate) fn stat_line(path: &str, m: &std::fs::Metadata, ages: &mut Ages) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len() + 80);
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    let (mtime, ctime) = (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()));
+    let (mtime, ctime) = change_times(m);
     if mtime >= ages.horizon || ctime >= ages.horizon {
         ages.racy = true;
     }
@@ -293,12 +291,45 @@ pub(crate) fn stat_line(path: &str, m: &std::fs::Metadata, ages: &mut Ages) -> V
     // Length-prefixed path: no name can run into the numbers.
     out.extend_from_slice(&(path.len() as u64).to_le_bytes());
     out.extend_from_slice(path.as_bytes());
-    for n in [u64::from(m.mode()), m.size(), m.dev(), m.ino(), m.nlink()] {
+    for n in identity(m) {
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&mtime.to_le_bytes());
     out.extend_from_slice(&ctime.to_le_bytes());
     out
+}
+
+/// Modification and status-change times in nanoseconds since the epoch.
+#[cfg(unix)]
+pub(crate) fn change_times(m: &std::fs::Metadata) -> (i128, i128) {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+}
+
+/// Where there is no status-change time, the modification time stands for both: the proof
+/// is weaker there (an edit that restores the time goes unseen), so `check` stays the judge.
+#[cfg(not(unix))]
+pub(crate) fn change_times(m: &std::fs::Metadata) -> (i128, i128) {
+    let t = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    (t, t)
+}
+
+/// Mode, size, device, inode and link count: what tells one file from its replacement.
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> [u64; 5] {
+    use std::os::unix::fs::MetadataExt;
+    [u64::from(m.mode()), m.size(), m.dev(), m.ino(), m.nlink()]
+}
+
+/// Without inode numbers in stable std, the size and read-only bit only.
+#[cfg(not(unix))]
+fn identity(m: &std::fs::Metadata) -> [u64; 5] {
+    [u64::from(m.permissions().readonly()), m.len(), 0, 0, 1]
 }
 
 /// A diagnostic as the cache keeps it (2.0.0 findings carry no span or secret note; a

@@ -123,6 +123,26 @@ fn precheck(_path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Open `path` for reading without following a link in its last component and without
+/// blocking on a FIFO, leaving the error as the system gave it (`ELOOP` for a link on unix;
+/// elsewhere the best-effort check's "is a symbolic link", see [`is_link_refusal`]). For
+/// readers that classify errors and check the file type themselves.
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    precheck(path)?;
+    base_options().read(true).open(path)
+}
+
+/// Whether an error of [`open_nofollow`] means the path is a symbolic link.
+pub fn is_link_refusal(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return true;
+    }
+    e.kind() == ErrorKind::InvalidInput
+        && e.get_ref()
+            .is_some_and(|inner| inner.to_string() == symlink_error().to_string())
+}
+
 /// Open an existing regular file for reading. Never follows a link in the last component,
 /// never blocks, refuses anything but a regular file.
 pub fn open_read(path: &Path) -> io::Result<File> {
@@ -182,6 +202,7 @@ pub fn read_all_bounded(f: File, limit: u64) -> io::Result<Vec<u8>> {
 
 /// Regular files at least this large are read on two threads (the copy from the page cache
 /// and the page faults of the buffer are most of the time a large read takes).
+#[cfg_attr(not(unix), allow(dead_code))]
 const PARALLEL_READ_MIN_BYTES: u64 = 8 << 20;
 
 /// Read the regular file `f` of `size` bytes (`size <= limit`) on two threads, each filling

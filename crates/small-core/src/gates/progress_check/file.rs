@@ -119,9 +119,11 @@ impl<'a> LogSource<'a> {
 
 /// The longest tail (the bytes after the cached part) [`check_file_resumed`] checks; a longer
 /// one is checked by [`check_log`] on the whole log, which moves the cache up to it.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(super) const RESUMED_TAIL_MAX_BYTES: u64 = 256 << 10;
 
 /// The longest head (the lines up to the log's first entry) [`check_file_resumed`] reads.
+#[cfg_attr(not(unix), allow(dead_code))]
 const RESUMED_HEAD_MAX_BYTES: usize = 64 << 10;
 
 /// The log at `path` checked from the cache without reading it whole: the cached part is

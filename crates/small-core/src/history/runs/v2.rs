@@ -550,27 +550,12 @@ fn swap_in(new: &Path, live: &Path, old: &Path) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Swap two paths in one step (`renameat2` with `RENAME_EXCHANGE`, as a system call: musl
+/// has no wrapper for it).
 #[cfg(target_os = "linux")]
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let ca = CString::new(a.as_os_str().as_bytes())?;
-    let cb = CString::new(b.as_os_str().as_bytes())?;
-    // SAFETY: both pointers are NUL-terminated strings that live across the call.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            ca.as_ptr(),
-            libc::AT_FDCWD,
-            cb.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -199,7 +199,6 @@ fn newest_change(
     dirs: &BTreeSet<String>,
     published: &[(String, Vec<u8>)],
 ) -> Option<i128> {
-    use std::os::unix::fs::MetadataExt;
     let mut newest = i128::MIN;
     let paths = dirs
         .iter()
@@ -207,10 +206,8 @@ fn newest_change(
         .chain(published.iter().map(|(p, _)| p.as_str()));
     for rel in paths {
         let m = std::fs::symlink_metadata(small_dir.join(rel)).ok()?;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        newest = newest
-            .max(ns(m.mtime(), m.mtime_nsec()))
-            .max(ns(m.ctime(), m.ctime_nsec()));
+        let (mtime, ctime) = super::change_times(&m);
+        newest = newest.max(mtime).max(ctime);
     }
     Some(newest)
 }
