@@ -25,6 +25,7 @@ mod author_progress;
 mod author_scope;
 mod author_secrets;
 mod author_snapshots;
+mod claims;
 mod cli_conventions;
 mod conformance;
 mod conformance_v11;

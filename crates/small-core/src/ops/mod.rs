@@ -11,6 +11,7 @@
 //! document, and the findings behind it when there are several.
 
 pub mod apply;
+pub mod claims;
 pub mod evidence;
 pub mod handoff;
 pub mod mode;

@@ -45,6 +45,16 @@ pub fn next_actionable<T: QueueTask>(tasks: &[T], limit: usize) -> Vec<&T> {
     out
 }
 
+/// Every task there is to work on, in the order [`preferred`] picks from: those in
+/// progress, then the actionable ones (what `claim --next` offers, one by one).
+pub fn ready<T: QueueTask>(tasks: &[T]) -> Vec<&T> {
+    tasks
+        .iter()
+        .filter(|t| !t.id().is_empty() && t.status() == TaskStatus::InProgress.as_str())
+        .chain(next_actionable(tasks, 0))
+        .collect()
+}
+
 fn first_with_status<'a, T: QueueTask>(tasks: &'a [T], status: &str) -> Option<&'a T> {
     tasks
         .iter()
@@ -102,6 +112,7 @@ mod tests {
         assert_eq!(ids(next_actionable(&tasks, 0)), ["b", "task_e"]);
         assert_eq!(ids(next_actionable(&tasks, 1)), ["b"]);
         assert_eq!(preferred(&tasks).map(|t| t.0), Some("b"));
+        assert_eq!(ids(ready(&tasks)), ["b", "task_e"]);
     }
 
     #[test]
@@ -112,6 +123,7 @@ mod tests {
             t("c", "", "in_progress", &[]),
         ];
         assert_eq!(preferred(&tasks).map(|t| t.0), Some("c"));
+        assert_eq!(ready(&tasks).iter().map(|t| t.0).collect::<Vec<_>>(), ["c"]);
         tasks.pop();
         assert_eq!(preferred(&tasks).map(|t| t.0), Some("a"));
         tasks.remove(0);

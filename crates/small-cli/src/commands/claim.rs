@@ -1,0 +1,102 @@
+//! `small claim`: take the lease on a task (or the next free one) so that no other agent
+//! starts it (docs/agents.md, "Claims: one agent per task").
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use small_core::ops::claims::{self, ClaimOutcome, ClaimRequest, Where};
+use small_core::ops::Workspace;
+
+use crate::error::{from_op, CmdResult};
+use crate::GlobalArgs;
+
+/// Claim a task: a lease held as a git ref (refs/small/claims/<project>/<task>) on the
+/// remote, taken by compare-and-swap, so that two agents never start the same task. Claiming
+/// a task this checkout already holds renews the lease.
+///
+/// The lease ends after --ttl by this machine's clock; other checkouts treat it as held until
+/// that end plus SMALL_CLAIM_SKEW (default 30s), then may take it over. Each git command is
+/// bounded by SMALL_CLAIM_TIMEOUT (default 30s). Nothing is written under .small/.
+///
+/// Exit codes: 0 held; 1 another live holder has it, no ready task is free (--next), or an
+/// unknown task; 2 bad flags, no repository or remote, or the remote cannot be reached.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The task (id or alias)
+    #[arg(
+        value_name = "TASK",
+        required_unless_present = "next",
+        conflicts_with = "next"
+    )]
+    pub task: Option<String>,
+    /// Take the next ready task (status's order) that no live lease holds
+    #[arg(long)]
+    pub next: bool,
+    /// How long the lease lasts (90s, 30m, 1h)
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::units::parse_duration)]
+    pub ttl: Duration,
+    /// Who works here, as others see it [default: SMALL_AGENT, else $USER@host]
+    #[arg(long = "as", value_name = "NAME")]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub place: Place,
+    /// Directory containing .small/ [default: search upward from the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print the lease as JSON (docs/json-output.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--remote NAME` or `--local`, shared by claim, unclaim and claims.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Place {
+    /// The remote that holds the leases [default: origin]
+    #[arg(long, value_name = "NAME", conflicts_with = "local")]
+    pub remote: Option<String>,
+    /// Keep the leases in this repository's refs (shared by its worktrees, not by clones)
+    #[arg(long)]
+    pub local: bool,
+}
+
+impl Place {
+    /// The place the flags name (`None`: the operation's default, origin).
+    pub fn where_(&self) -> Option<Where> {
+        match (&self.remote, self.local) {
+            (_, true) => Some(Where::Local),
+            (Some(r), false) => Some(Where::Remote(r.clone())),
+            (None, false) => None,
+        }
+    }
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let ws = Workspace::find(args.dir.as_deref());
+    let req = ClaimRequest {
+        task: args.task,
+        next: args.next,
+        ttl: args.ttl,
+        label: args.label,
+        holder: None,
+        where_: args.place.where_(),
+    };
+    let out = claims::claim(&ws, &req).map_err(|e| from_op(e, g))?;
+    if args.json {
+        return g.json(&out);
+    }
+    g.info(line(&out));
+    Ok(())
+}
+
+/// `claimed task-3 until 2026-11-29T04:00:00Z (holder alice, generation 1)`.
+pub fn line(out: &ClaimOutcome) -> String {
+    let l = &out.lease;
+    let text = match out.status {
+        "released" => format!("released {} (holder {})", l.task, l.label),
+        status => format!(
+            "{status} {} until {} (holder {}, generation {})",
+            l.task, l.ends, l.label, l.generation
+        ),
+    };
+    crate::render::escape_controls(&text).into_owned()
+}

@@ -1,0 +1,45 @@
+//! `small unclaim`: release a lease this checkout holds, so another agent can take the task.
+
+use std::path::PathBuf;
+
+use small_core::ops::claims::{self, UnclaimRequest};
+use small_core::ops::Workspace;
+
+use crate::commands::claim::{line, Place};
+use crate::error::{from_op, CmdResult};
+use crate::GlobalArgs;
+
+/// Release the lease on a task: delete its claim ref by compare-and-swap on the record this
+/// checkout holds. Only the holder releases a lease; another's ends by itself.
+///
+/// Exit codes: 0 released; 1 the task is not claimed, another checkout holds it, or an
+/// unknown task; 2 bad flags, no repository or remote, or the remote cannot be reached.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The task (id or alias)
+    #[arg(value_name = "TASK")]
+    pub task: String,
+    #[command(flatten)]
+    pub place: Place,
+    /// Directory containing .small/ [default: search upward from the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print the released lease as JSON (docs/json-output.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
+    let ws = Workspace::find(args.dir.as_deref());
+    let req = UnclaimRequest {
+        task: args.task,
+        holder: None,
+        where_: args.place.where_(),
+    };
+    let out = claims::unclaim(&ws, &req).map_err(|e| from_op(e, g))?;
+    if args.json {
+        return g.json(&out);
+    }
+    g.info(line(&out));
+    Ok(())
+}

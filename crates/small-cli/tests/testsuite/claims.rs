@@ -1,0 +1,511 @@
+//! Claims with real git: many clones racing for one task or for the next free one, over a
+//! bare repository on disk and over `git daemon`; expiry and take-over, renewal, release,
+//! worktrees sharing local refs, and a remote that goes away.
+#![cfg(unix)]
+
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_small");
+
+fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(program);
+    c.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("SMALL_AGENT")
+        .env_remove("SMALL_CLAIM_SKEW")
+        .env_remove("SMALL_CLAIM_TIMEOUT")
+        .env_remove("SMALL_LOCK_TIMEOUT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Run `small` in `dir` with `env`; it must exit `code`. Its output.
+fn small_env(dir: &Path, code: i32, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let o = command(dir, BIN, args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
+    o
+}
+
+fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
+    small_env(dir, code, args, &[])
+}
+
+fn json(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let o = small_env(dir, 0, args, env);
+    serde_json::from_slice(&o.stdout).expect("a JSON document")
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = command(dir, "git", args).output().unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A repository whose workspace plans `tasks` tasks (`task-1` …), pushed to the bare
+/// repository `top/remote.git`.
+fn seeded(top: &Path, tasks: usize) -> PathBuf {
+    let seed = top.join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    git(&seed, &["init", "-q", "-b", "main"]);
+    small(
+        &seed,
+        0,
+        &[
+            "init",
+            "--no-agents",
+            "--intent",
+            "Claims",
+            "--task",
+            "Task 1",
+        ],
+    );
+    let titles: Vec<String> = (2..=tasks).map(|i| format!("Task {i}")).collect();
+    let mut args = vec!["plan"];
+    for t in &titles {
+        args.extend(["--add", t.as_str()]);
+    }
+    if tasks > 1 {
+        small(&seed, 0, &args);
+    }
+    git(&seed, &["add", "-A", ".small"]);
+    git(&seed, &["commit", "-q", "-m", "plan"]);
+    let remote = top.join("remote.git");
+    git(
+        top,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            seed.to_str().unwrap(),
+            remote.to_str().unwrap(),
+        ],
+    );
+    remote
+}
+
+/// Clones `name-0` … of `url` under `top`.
+fn clones(top: &Path, url: &str, name: &str, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let dir = top.join(format!("{name}-{i}"));
+            git(top, &["clone", "-q", url, dir.to_str().unwrap()]);
+            dir
+        })
+        .collect()
+}
+
+/// `git daemon` serving `base` (pushes allowed) on a free port, stopped when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path) -> Option<Daemon> {
+        let exec = git(base, &["--exec-path"]);
+        let program = Path::new(exec.trim()).join("git-daemon");
+        if !program.exists() {
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(program)
+            .args([
+                "--export-all",
+                "--enable=receive-pack",
+                &format!("--base-path={}", base.display()),
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                "--reuseaddr",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let d = Daemon { child, port };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let start = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "git daemon did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(d)
+    }
+
+    fn url(&self, repo: &str) -> String {
+        format!("git://127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn daemon_or_skip(base: &Path) -> Option<Daemon> {
+    let d = Daemon::start(base);
+    if d.is_none() {
+        small_testkit::skip("git-daemon", "this git has no git-daemon");
+    }
+    d
+}
+
+/// Start `small args` in each dir at once, then wait for all: the outputs in order.
+fn all_at_once(dirs: &[PathBuf], args: impl Fn(usize) -> Vec<String>) -> Vec<Output> {
+    let children: Vec<Child> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let a = args(i);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            command(d, BIN, &a).spawn().unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+/// 16 clones of `url` claim task-1 at the same instant: exactly one holds it, every other
+/// one is refused with the winner's label, and the remote holds the winner's lease.
+fn one_winner(top: &Path, url: &str, name: &str) {
+    let dirs = clones(top, url, name, 16);
+    let outs = all_at_once(&dirs, |i| {
+        ["claim", "task-1", "--as", &format!("agent-{i}")]
+            .map(String::from)
+            .to_vec()
+    });
+    let winners: Vec<usize> = (0..outs.len())
+        .filter(|&i| outs[i].status.code() == Some(0))
+        .collect();
+    assert_eq!(
+        winners.len(),
+        1,
+        "{:#?}",
+        outs.iter().map(text).collect::<Vec<_>>()
+    );
+    let winner = format!("agent-{}", winners[0]);
+    assert!(
+        text(&outs[winners[0]]).contains("claimed task-1 until "),
+        "{}",
+        text(&outs[winners[0]])
+    );
+    for (i, o) in outs.iter().enumerate().filter(|(i, _)| *i != winners[0]) {
+        assert_eq!(o.status.code(), Some(1), "agent-{i}: {}", text(o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("task-1 is claimed by {winner} (holder ")),
+            "agent-{i}: {err}"
+        );
+    }
+    let list = json(&dirs[3], &["claims", "--json"], &[]);
+    let claims = list["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 1, "{list}");
+    assert_eq!(claims[0]["label"], winner.as_str());
+    assert_eq!(claims[0]["generation"], 1);
+    assert_eq!(claims[0]["live"], true);
+    assert_eq!(claims[0]["ref"], "refs/small/claims/_/task-1");
+}
+
+#[test]
+fn sixteen_clones_race_for_one_task_over_a_bare_path() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 3);
+    one_winner(d.path(), remote.to_str().unwrap(), "path");
+}
+
+#[test]
+fn sixteen_clones_race_for_one_task_over_git_daemon() {
+    let d = tempfile::tempdir().unwrap();
+    seeded(d.path(), 3);
+    let Some(daemon) = daemon_or_skip(d.path()) else {
+        return;
+    };
+    one_winner(d.path(), &daemon.url("remote.git"), "daemon");
+}
+
+#[test]
+fn eight_clones_take_twenty_tasks_each_exactly_once() {
+    let d = tempfile::tempdir().unwrap();
+    seeded(d.path(), 20);
+    let Some(daemon) = daemon_or_skip(d.path()) else {
+        return;
+    };
+    let dirs = clones(d.path(), &daemon.url("remote.git"), "next", 8);
+    let threads: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                let mut taken = Vec::new();
+                loop {
+                    let label = format!("agent-{i}");
+                    let args = ["claim", "--next", "--as", &label, "--json"];
+                    let o = command(&dir, BIN, &args).output().unwrap();
+                    match o.status.code() {
+                        Some(0) => {
+                            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+                            assert_eq!(v["status"], "claimed", "{v}");
+                            assert_eq!(v["label"], label.as_str());
+                            taken.push(v["task"].as_str().unwrap().to_string());
+                        }
+                        Some(1) => {
+                            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+                            assert_eq!(v["errors"][0]["code"], "no-free-task", "{v}");
+                            return taken;
+                        }
+                        _ => panic!("agent-{i}: {}", text(&o)),
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let count = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(count, 20, "a task was claimed twice: {all:?}");
+    let expected: BTreeSet<String> = (1..=20).map(|i| format!("task-{i}")).collect();
+    assert_eq!(all.into_iter().collect::<BTreeSet<_>>(), expected);
+    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    assert_eq!(list["claims"].as_array().unwrap().len(), 20);
+    small(&dirs[5], 1, &["claim", "--next"]);
+}
+
+#[test]
+fn an_ended_lease_is_taken_over_one_generation_later() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "ttl", 2);
+    let no_skew = [("SMALL_CLAIM_SKEW", "0s")];
+    let first = json(
+        &dirs[0],
+        &["claim", "task-1", "--ttl", "1s", "--as", "alice", "--json"],
+        &no_skew,
+    );
+    assert_eq!(first["generation"], 1);
+    assert_eq!(first["ttl_seconds"], 1);
+    // Within the default skew the ended lease still holds.
+    std::thread::sleep(Duration::from_millis(2200));
+    let o = small(&dirs[1], 1, &["claim", "task-1", "--as", "bob"]);
+    assert!(text(&o).contains("claimed by alice"), "{}", text(&o));
+    let taken = json(
+        &dirs[1],
+        &["claim", "task-1", "--as", "bob", "--json"],
+        &no_skew,
+    );
+    assert_eq!(taken["status"], "claimed");
+    assert_eq!(taken["label"], "bob");
+    assert_eq!(taken["generation"], 2);
+    assert_eq!(taken["took_over"]["label"], "alice");
+    assert_ne!(taken["holder"], first["holder"]);
+    // The one it was taken from no longer holds it.
+    let o = small(&dirs[0], 1, &["unclaim", "task-1"]);
+    assert!(text(&o).contains("held by bob"), "{}", text(&o));
+}
+
+#[test]
+fn renewal_by_the_holder_keeps_it_and_moves_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "renew", 1);
+    let first = json(
+        &dirs[0],
+        &["claim", "task-2", "--as", "alice", "--json"],
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let again = json(&dirs[0], &["claim", "task-2", "--json"], &[]);
+    assert_eq!(again["status"], "renewed");
+    assert_eq!(again["holder"], first["holder"]);
+    assert_eq!(again["taken"], first["taken"]);
+    assert_eq!(again["generation"], 2);
+    assert!(
+        again["ends"].as_str().unwrap() > first["ends"].as_str().unwrap(),
+        "{first} {again}"
+    );
+    assert!(again.get("took_over").is_none());
+}
+
+#[test]
+fn only_the_holder_releases_and_then_another_can_claim() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "release", 2);
+    small(&dirs[0], 0, &["claim", "task-3", "--as", "alice"]);
+    let o = small(&dirs[1], 1, &["unclaim", "task-3"]);
+    assert!(text(&o).contains("held by alice"), "{}", text(&o));
+    small(&dirs[1], 1, &["claim", "task-3", "--as", "bob"]);
+    let released = json(&dirs[0], &["unclaim", "task-3", "--json"], &[]);
+    assert_eq!(released["status"], "released");
+    assert_eq!(released["label"], "alice");
+    assert_eq!(released["remote"], "origin");
+    let o = small(&dirs[0], 1, &["unclaim", "task-3"]);
+    assert!(text(&o).contains("task-3 is not claimed"), "{}", text(&o));
+    let bob = json(&dirs[1], &["claim", "task-3", "--as", "bob", "--json"], &[]);
+    assert_eq!(bob["status"], "claimed");
+    assert_eq!(bob["generation"], 1);
+    assert!(git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-3"));
+}
+
+#[test]
+fn worktrees_share_local_leases() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let main = clones(d.path(), remote.to_str().unwrap(), "wt", 1).remove(0);
+    let trees: Vec<PathBuf> = (1..=2)
+        .map(|i| {
+            let dir = d.path().join(format!("tree-{i}"));
+            git(
+                &main,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "-b",
+                    &format!("w{i}"),
+                    dir.to_str().unwrap(),
+                ],
+            );
+            dir
+        })
+        .collect();
+    let outs = all_at_once(&trees, |i| {
+        ["claim", "task-1", "--local", "--as", &format!("tree-{i}")]
+            .map(String::from)
+            .to_vec()
+    });
+    let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    let won = codes.iter().position(|c| *c == Some(0)).expect("one wins");
+    assert_eq!(
+        codes[1 - won],
+        Some(1),
+        "{:?}",
+        outs.iter().map(text).collect::<Vec<_>>()
+    );
+    assert!(
+        text(&outs[1 - won]).contains(&format!("claimed by tree-{won}")),
+        "{}",
+        text(&outs[1 - won])
+    );
+    // One lease in the repository's refs, seen from every worktree; none on the remote.
+    for dir in [&main, &trees[0], &trees[1]] {
+        let list = json(dir, &["claims", "--local", "--json"], &[]);
+        assert_eq!(list["claims"].as_array().unwrap().len(), 1, "{list}");
+        assert_eq!(list["remote"], Value::Null);
+    }
+    assert_eq!(git(&remote, &["for-each-ref", "refs/small"]), "");
+    // Each worktree is its own holder.
+    let holder = |dir: &Path| {
+        let p = git(dir, &["rev-parse", "--git-path", "small/claim-holder"]);
+        std::fs::read_to_string(dir.join(p.trim())).unwrap()
+    };
+    assert_ne!(holder(&trees[0]), holder(&trees[1]));
+    assert!(!trees[0].join(".small/claim-holder").exists());
+}
+
+#[test]
+fn a_remote_that_is_gone_claims_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "gone", 1);
+    let gone = d.path().join("gone.git");
+    git(
+        &dirs[0],
+        &["remote", "set-url", "origin", gone.to_str().unwrap()],
+    );
+    let o = small(&dirs[0], 2, &["claim", "task-1", "--as", "alice"]);
+    assert!(
+        text(&o).contains("cannot reach the remote `origin`"),
+        "{}",
+        text(&o)
+    );
+    small(&dirs[0], 2, &["claim", "--next"]);
+    let list = json(&dirs[0], &["claims", "--local", "--json"], &[]);
+    assert_eq!(list["claims"], serde_json::json!([]));
+    assert_eq!(git(&dirs[0], &["for-each-ref", "refs/small"]), "");
+    // A remote the repository does not have, and no repository at all.
+    small(&dirs[0], 2, &["claim", "task-1", "--remote", "upstream"]);
+    let bare = d.path().join("no-git");
+    std::fs::create_dir(&bare).unwrap();
+    small(&bare, 0, &["init", "--no-agents", "--task", "One"]);
+    let o = small(&bare, 2, &["claim", "task-1"]);
+    assert!(text(&o).contains("not in a git repository"), "{}", text(&o));
+}
+
+#[test]
+fn a_daemon_that_stops_claims_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    seeded(d.path(), 2);
+    let Some(daemon) = daemon_or_skip(d.path()) else {
+        return;
+    };
+    let dirs = clones(d.path(), &daemon.url("remote.git"), "stop", 1);
+    drop(daemon);
+    let o = small_env(
+        &dirs[0],
+        2,
+        &["claim", "task-1", "--json"],
+        &[("SMALL_CLAIM_TIMEOUT", "10s")],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["errors"][0]["code"], "claim-store", "{v}");
+    let list = json(&dirs[0], &["claims", "--local", "--json"], &[]);
+    assert_eq!(list["claims"], serde_json::json!([]));
+}
+
+#[test]
+fn unknown_tasks_and_bad_flags() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 1);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "flags", 1);
+    let o = small(&dirs[0], 1, &["claim", "task-9"]);
+    assert!(text(&o).contains("unknown-task"), "{}", text(&o));
+    small(&dirs[0], 2, &["claim", "task-1", "--ttl", "soon"]);
+    small(
+        &dirs[0],
+        2,
+        &["claim", "task-1", "--local", "--remote", "origin"],
+    );
+    small(&dirs[0], 2, &["claim"]);
+    small(&dirs[0], 2, &["claim", "task-1", "--next"]);
+}
