@@ -14,7 +14,7 @@
 //! that end plus `SMALL_CLAIM_SKEW` (default 30 s), then may take it over by a swap on the
 //! record it read (one generation more). The holder renews by the same swap. The other
 //! front ends and the fencing of writes read [`seen_lease`] and [`holder_id`] and call
-//! [`renew_if_due`] (docs/decisions/0148-claims-are-git-refs.md).
+//! [`renew_if_due`] (docs/decisions/0149-claims-are-git-refs.md).
 
 mod git;
 pub mod record;
