@@ -119,6 +119,33 @@ fn clones(top: &Path, url: &str, name: &str, n: usize) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Fails unless docs/json-output.md's claims section names every top-level key of `doc` (in
+/// a code span or its example).
+fn documented(doc: &Value) {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/json-output.md"
+    ))
+    .unwrap();
+    let start = page.find("## Claims").expect("a claims section");
+    let section = &page[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    // Every word inside a code span or the fenced example.
+    let spans = section.replace("```", "`");
+    let named: BTreeSet<&str> = spans
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(|span| span.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .collect();
+    for key in doc.as_object().unwrap().keys() {
+        assert!(
+            named.contains(key.as_str()),
+            "docs/json-output.md does not name `{key}` in its claims section"
+        );
+    }
+}
+
 /// `git daemon` serving `base` (pushes allowed) on a free port, stopped when dropped.
 struct Daemon {
     child: Child,
@@ -337,6 +364,7 @@ fn an_ended_lease_is_taken_over_one_generation_later() {
     assert_eq!(taken["label"], "bob");
     assert_eq!(taken["generation"], 2);
     assert_eq!(taken["took_over"]["label"], "alice");
+    documented(&taken);
     assert_ne!(taken["holder"], first["holder"]);
     // The one it was taken from no longer holds it.
     let o = small(&dirs[0], 1, &["unclaim", "task-1"]);
@@ -379,11 +407,15 @@ fn only_the_holder_releases_and_then_another_can_claim() {
     assert_eq!(released["status"], "released");
     assert_eq!(released["label"], "alice");
     assert_eq!(released["remote"], "origin");
+    documented(&released);
     let o = small(&dirs[0], 1, &["unclaim", "task-3"]);
     assert!(text(&o).contains("task-3 is not claimed"), "{}", text(&o));
     let bob = json(&dirs[1], &["claim", "task-3", "--as", "bob", "--json"], &[]);
     assert_eq!(bob["status"], "claimed");
     assert_eq!(bob["generation"], 1);
+    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    documented(&list);
+    documented(&list["claims"][0]);
     assert!(git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-3"));
 }
 

@@ -529,3 +529,6 @@ fn host_name() -> String {
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "localhost".into())
 }
+
+#[cfg(all(test, unix))]
+mod tests;
