@@ -3,7 +3,7 @@
 
 mod commands;
 mod error;
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod fuzz;
 mod harness;
 mod output;

@@ -29,7 +29,7 @@
 //! Diagnostics name paths and rules, never the command's bytes.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
