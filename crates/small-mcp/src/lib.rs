@@ -208,6 +208,54 @@ pub struct HandoffRequest {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct ClaimRequest {
+    /// The task (id or alias); leave out with `next`
+    pub task: Option<String>,
+    /// Take the next ready task that no live lease holds
+    #[serde(default)]
+    pub next: bool,
+    /// How long the lease lasts: 90s, 30m, 1h (default 30m)
+    pub ttl: Option<String>,
+    /// Who works here, as others see it (default: SMALL_AGENT, else user@host)
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// The git remote the leases live on (default: origin)
+    pub remote: Option<String>,
+    /// Keep the leases in this repository's own refs (shared by its worktrees only)
+    #[serde(default)]
+    pub local: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct UnclaimRequest {
+    /// The task (id or alias)
+    pub task: String,
+    /// The git remote the leases live on (default: origin)
+    pub remote: Option<String>,
+    /// The leases are in this repository's own refs
+    #[serde(default)]
+    pub local: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct ClaimsRequest {
+    /// The git remote the leases live on (default: origin)
+    pub remote: Option<String>,
+    /// The leases are in this repository's own refs
+    #[serde(default)]
+    pub local: bool,
+}
+
+/// Where a tool's leases live: `local`, else the named remote, else origin.
+fn claims_where(remote: Option<String>, local: bool) -> Option<ops::claims::Where> {
+    if local {
+        Some(ops::claims::Where::Local)
+    } else {
+        remote.map(ops::claims::Where::Remote)
+    }
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct SessionStartRequest {
     /// A label for the session
     pub label: Option<String>,
@@ -325,7 +373,7 @@ impl SmallMcp {
             },
             ..ResumeOptions::default()
         };
-        let r = resume::resume(&loc, &opts);
+        let r = small_core::ops::status::resume(&loc, &opts);
         let (r, markdown) = match req.max_chars {
             Some(max) => resume::fit(r, max, true, &resume::to_markdown),
             None => {
@@ -475,6 +523,59 @@ impl SmallMcp {
         };
         let ws = tri!(self.workspace());
         op_result(ops::handoff::handoff(&ws, &r))
+    }
+
+    #[tool(
+        description = "Take the lease on a task before working on it (or `next`: the next ready task nobody holds), so no other agent, on any machine sharing the git remote, starts it too; renews a lease this checkout holds. Refused, naming the holder, when another agent holds it (same as `small claim --json`)."
+    )]
+    async fn claim(&self, Parameters(req): Parameters<ClaimRequest>) -> ToolResult {
+        let ttl = match req.ttl.as_deref() {
+            None => ops::claims::DEFAULT_TTL,
+            Some(t) => match small_core::authoring::txn::parse_lock_timeout(t) {
+                Some(d) => d,
+                None => {
+                    return Ok(diag(
+                        "usage",
+                        format!("not a duration: {t:?} (e.g. 30m)"),
+                        None,
+                    ))
+                }
+            },
+        };
+        let r = ops::claims::ClaimRequest {
+            task: req.task,
+            next: req.next,
+            ttl,
+            label: req.label,
+            holder: None,
+            where_: claims_where(req.remote, req.local),
+        };
+        let ws = tri!(self.workspace());
+        op_result(ops::claims::claim(&ws, &r))
+    }
+
+    #[tool(
+        description = "Give back the lease this checkout holds on a task (same as `small unclaim --json`). A completed, blocked or cancelled checkpoint gives it back by itself."
+    )]
+    async fn unclaim(&self, Parameters(req): Parameters<UnclaimRequest>) -> ToolResult {
+        let r = ops::claims::UnclaimRequest {
+            task: req.task,
+            holder: None,
+            where_: claims_where(req.remote, req.local),
+        };
+        let ws = tri!(self.workspace());
+        op_result(ops::claims::unclaim(&ws, &r))
+    }
+
+    #[tool(
+        description = "Every lease on this workspace's tasks, live or ended: task, holder, label, host, taken, renewed, ends (same as `small claims --json`)."
+    )]
+    async fn claims(&self, Parameters(req): Parameters<ClaimsRequest>) -> ToolResult {
+        let ws = tri!(self.workspace());
+        op_result(ops::claims::list(
+            &ws,
+            claims_where(req.remote, req.local).as_ref(),
+        ))
     }
 
     #[tool(

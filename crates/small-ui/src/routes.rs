@@ -282,7 +282,7 @@ async fn workspace(State(app): State<Arc<App>>, Path(ws): Path<String>) -> Respo
         let (plan, tl) = {
             let t = w.timeline();
             (
-                view::plan(&st, &t),
+                view::with_claims(view::plan(&st, &t), &w.loc),
                 view::timeline(&t, &Filter::default(), 0),
             )
         };
@@ -385,7 +385,7 @@ async fn fragment(
                     context! { intent => view::intent(&view::state(&w.loc)) },
                 )?,
             "graph" | "board" => {
-                let plan = view::plan(&view::state(&w.loc), &w.timeline());
+                let plan = view::with_claims(view::plan(&view::state(&w.loc), &w.timeline()), &w.loc);
                 app.templates
                     .render(&format!("_{name}.html"), context! { ws => i, plan })?
             }

@@ -355,6 +355,17 @@ pub struct TaskRef {
     pub title: String,
     pub status: StatusView,
     pub exists: bool,
+    /// The live lease another agent (or this checkout) holds on it, as last seen.
+    pub claim: Option<ClaimView>,
+}
+
+/// A live lease on a task: who holds it and how long it has left.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimView {
+    pub label: String,
+    pub ends: String,
+    /// The time left, e.g. `12m`.
+    pub left: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -394,6 +405,7 @@ pub struct GraphNode {
     pub y: u32,
     pub w: u32,
     pub h: u32,
+    pub claim: Option<ClaimView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -409,6 +421,47 @@ pub struct PlanView {
     pub board: Vec<Column>,
     pub graph: Graph,
     pub problem: Option<String>,
+}
+
+/// The plan with the live leases this checkout has seen on its tasks (board and graph).
+pub fn with_claims(mut plan: PlanView, loc: &Location) -> PlanView {
+    let ws = small_core::ops::Workspace::from_small_dir(loc.small_dir.clone());
+    let leases = small_core::ops::claims::seen_all(&ws);
+    if leases.is_empty() {
+        return plan;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut held: HashMap<String, ClaimView> = HashMap::new();
+    for l in leases.iter().filter(|l| l.live) {
+        let ends = small_core::ops::claims::record::parse_time(&l.ends)
+            .map_or(now, |t| t.unix_timestamp());
+        let view = ClaimView {
+            label: mask(&l.label),
+            ends: l.ends.clone(),
+            left: time_left(ends - now),
+        };
+        held.insert(mask(&l.task), view.clone());
+        held.insert(mask(&l.task_id), view);
+    }
+    for t in plan.board.iter_mut().flat_map(|c| c.tasks.iter_mut()) {
+        t.claim = held.get(&t.id).cloned();
+    }
+    for n in &mut plan.graph.nodes {
+        n.claim = held.get(&n.id).cloned();
+    }
+    plan
+}
+
+/// `45s`, `12m`, `1h 5m`; `ending` once the end has passed (the skew margin still holds it).
+fn time_left(secs: i64) -> String {
+    match secs {
+        s if s <= 0 => "ending".into(),
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
 }
 
 const NODE_W: u32 = 210;
@@ -496,12 +549,14 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
             title: mask(&all[i].title),
             status: status_view(&all[i].status),
             exists: true,
+            claim: None,
         },
         None => TaskRef {
             id: mask(id),
             title: String::new(),
             status: status_view("unknown"),
             exists: false,
+            claim: None,
         },
     };
     let mut dependents: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -575,6 +630,7 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
             y,
             w: NODE_W,
             h: NODE_H,
+            claim: None,
         });
     }
     let mut edges = Vec::new();

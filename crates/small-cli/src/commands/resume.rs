@@ -72,12 +72,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         (_, true) => GateMode::Never,
         _ => GateMode::Auto,
     };
-    let r = resume::resume(
+    let r = small_core::ops::status::resume(
         &loc,
         &ResumeOptions {
             recent: args.recent,
             gates,
             cache: !args.no_cache,
+            ..ResumeOptions::default()
         },
     );
     let json = |r: &resume::Resume| serde_json::to_string_pretty(r).unwrap_or_default();

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::gates::status::{Status, KNOWN_STATUSES};
+use small_core::ops::claims::Lease;
 use small_core::ops::status::{StatusReport, StatusRequest};
 use small_core::ops::{self, Workspace};
 
@@ -52,14 +53,35 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         g.json(&st)?;
     } else {
-        match &st {
-            StatusReport::V1(s) => g.info_raw(render(s)),
-            StatusReport::V2(s) => g.info_raw(render_v2(s)),
-        }
+        let mut text = match &st.report {
+            StatusReport::V1(s) => render(s),
+            StatusReport::V2(s) => render_v2(s),
+        };
+        text.push_str(&render_claims(&st.claims));
+        g.info_raw(text);
     }
     crate::error::verdict(small_core::gates::report::Verdict::from_code(
         st.exit_code(),
     ))
+}
+
+/// The leases seen, one line each (nothing when there is none).
+fn render_claims(claims: &[Lease]) -> String {
+    let mut o = String::new();
+    if claims.is_empty() {
+        return o;
+    }
+    o.push_str("\nClaims (as last seen; `small claims` asks the remote):\n");
+    for l in claims {
+        let state = if l.live { "until" } else { "ended" };
+        o.push_str(&format!(
+            "  {}  {}  {state} {}\n",
+            pad(&l.task, 10),
+            l.label,
+            l.ends
+        ));
+    }
+    o
 }
 
 /// The human status report.

@@ -154,6 +154,16 @@ fn every_command_the_harness_block_prints_runs() {
         eprintln!("skipped: git is not installed");
         return;
     }
+    // A remote for the claims the block asks for.
+    let remote = root.join("remote.git");
+    assert_eq!(
+        git(&["init", "-q", "--bare", remote.to_str().unwrap()]).ok(),
+        Some(true)
+    );
+    assert_eq!(
+        git(&["remote", "add", "origin", remote.to_str().unwrap()]).ok(),
+        Some(true)
+    );
     ok(root, &["init", "--intent", "Block commands"]);
     let block = ok(root, &["agents", "print"]);
     std::fs::write(root.join("draft.yml"), "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"Drafted\"\nscope:\n  include: []\n  exclude: []\nsuccess_criteria: []\n").unwrap();
@@ -175,6 +185,7 @@ fn every_command_the_harness_block_prints_runs() {
         "small plan --add",
         "small status",
         "small check --strict",
+        "small claim",
     ];
     for line in &lines {
         let filled = line

@@ -541,3 +541,191 @@ fn unknown_tasks_and_bad_flags() {
     small(&dirs[0], 2, &["claim"]);
     small(&dirs[0], 2, &["claim", "task-1", "--next"]);
 }
+
+#[test]
+fn writes_on_a_task_another_agent_holds_are_fenced() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "fence", 2);
+    let (alice, bob) = (&dirs[0], &dirs[1]);
+    small(alice, 0, &["claim", "task-1", "--as", "alice"]);
+    // Bob's checkout learns of the lease when it reads the claims.
+    small(bob, 0, &["claims"]);
+    let add = [
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "started",
+    ];
+    let o = small(bob, 1, &add);
+    assert!(
+        text(&o).contains("task-1 is claimed by alice"),
+        "{}",
+        text(&o)
+    );
+    let done = [
+        "checkpoint",
+        "--task",
+        "task-1",
+        "--status",
+        "completed",
+        "--evidence",
+        "done",
+    ];
+    let o = small(bob, 1, &done);
+    assert!(text(&o).contains("claimed by alice"), "{}", text(&o));
+    let o = small(bob, 1, &["apply", "--cmd", "true", "--task", "task-1"]);
+    assert!(text(&o).contains("claimed by alice"), "{}", text(&o));
+    let before = std::fs::read_to_string(bob.join(".small/progress.small.yml")).unwrap();
+    assert!(
+        !before.contains("started"),
+        "a refused write wrote: {before}"
+    );
+    // --force goes on, and the entry says what it overrode.
+    let mut forced = add.to_vec();
+    forced.push("--force");
+    small(bob, 0, &forced);
+    let after = std::fs::read_to_string(bob.join(".small/progress.small.yml")).unwrap();
+    assert!(
+        after.contains("claim overridden with --force: task-1 was held by alice"),
+        "{after}"
+    );
+    // status shows the lease; resume's next task skips it and says who has it.
+    let st = json(bob, &["status", "--json"], &[]);
+    assert_eq!(st["claims"][0]["task"], "task-1", "{st}");
+    assert_eq!(st["claims"][0]["label"], "alice");
+    let o = small(bob, 0, &["status"]);
+    assert!(
+        text(&o).contains("task-1      alice  until"),
+        "{}",
+        text(&o)
+    );
+    let r = json(alice, &["resume", "--json", "--no-check"], &[]);
+    assert_eq!(
+        r["next_task"]["id"], "task-1",
+        "the holder's own lease: {r}"
+    );
+    let r = json(bob, &["resume", "--json", "--no-check"], &[]);
+    assert_eq!(r["claimed_by_others"][0]["task"], "task-1", "{r}");
+    assert_eq!(r["claimed_by_others"][0]["label"], "alice");
+    assert_ne!(r["next_task"]["id"], "task-1", "{r}");
+    // The holder's completion releases the lease on the remote.
+    small(alice, 0, &done);
+    assert!(!git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-1"));
+    let list = json(bob, &["claims", "--json"], &[]);
+    assert_eq!(list["claims"].as_array().unwrap().len(), 0, "{list}");
+}
+
+#[test]
+fn a_holder_whose_lease_ended_must_claim_again() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "stale", 2);
+    let no_skew = [("SMALL_CLAIM_SKEW", "0s")];
+    small_env(
+        &dirs[0],
+        0,
+        &["claim", "task-2", "--ttl", "1s", "--as", "alice"],
+        &no_skew,
+    );
+    std::thread::sleep(Duration::from_millis(1300));
+    let add = [
+        "progress",
+        "add",
+        "--task",
+        "task-2",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "late",
+    ];
+    let o = small_env(&dirs[0], 1, &add, &no_skew);
+    assert!(text(&o).contains("claim it again"), "{}", text(&o));
+    // Meanwhile bob takes it; alice's new claim then names him.
+    small_env(&dirs[1], 0, &["claim", "task-2", "--as", "bob"], &no_skew);
+    let o = small_env(&dirs[0], 1, &["claim", "task-2"], &no_skew);
+    assert!(text(&o).contains("claimed by bob"), "{}", text(&o));
+    small_env(&dirs[0], 1, &add, &no_skew);
+}
+
+#[test]
+fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "renewal", 1);
+    let first = json(
+        &dirs[0],
+        &["claim", "task-1", "--ttl", "4s", "--as", "alice", "--json"],
+        &[("SMALL_CLAIM_SKEW", "0s")],
+    );
+    let add = [
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "step",
+    ];
+    // Before half the TTL a write costs no renewal.
+    small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
+    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    assert_eq!(list["claims"][0]["generation"], 1, "{list}");
+    std::thread::sleep(Duration::from_millis(2300));
+    small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
+    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    assert_eq!(list["claims"][0]["generation"], 2, "{list}");
+    assert!(
+        list["claims"][0]["ends"].as_str().unwrap() > first["ends"].as_str().unwrap(),
+        "{list}"
+    );
+}
+
+/// The MCP tools take, list and give back leases as the commands do, and an agent over MCP
+/// is fenced like one in a shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_over_mcp_are_the_commands_documents() {
+    use crate::agents_mcp::{call, connect};
+    let d = tempfile::tempdir().unwrap();
+    let remote = seeded(d.path(), 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "mcp", 2);
+    let c = connect(&dirs[0]).await;
+    let (ok, v) = call(
+        &c,
+        "claim",
+        serde_json::json!({"next": true, "as": "mcp-agent"}),
+    )
+    .await;
+    assert!(ok, "{v}");
+    assert_eq!(v["status"], "claimed");
+    assert_eq!(v["task"], "task-1");
+    assert_eq!(v["label"], "mcp-agent");
+    documented(&v);
+    let (ok, v) = call(&c, "claims", serde_json::json!({})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["claims"][0]["label"], "mcp-agent", "{v}");
+    // Another clone's agent is refused, naming the MCP agent.
+    let o = small(&dirs[1], 1, &["claim", "task-1"]);
+    assert!(text(&o).contains("claimed by mcp-agent"), "{}", text(&o));
+    let c2 = connect(&dirs[1]).await;
+    let (ok, v) = call(
+        &c2,
+        "progress_add",
+        serde_json::json!({"task": "task-1", "status": "in_progress", "evidence": "x"}),
+    )
+    .await;
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "claimed", "{v}");
+    let (ok, v) = call(&c, "unclaim", serde_json::json!({"task": "task-1"})).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["status"], "released");
+    let (ok, v) = call(&c2, "claim", serde_json::json!({"task": "task-1"})).await;
+    assert!(ok, "{v}");
+    c.cancel().await.unwrap();
+    c2.cancel().await.unwrap();
+}

@@ -542,3 +542,58 @@ fn a_taken_over_session_shows_as_superseded() {
         .expect("the first session's row");
     assert!(row.contains("superseded"), "{row}");
 }
+
+#[test]
+fn the_board_and_graph_show_who_holds_a_task_and_for_how_long() {
+    let d = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    small(
+        d.path(),
+        &["init", "--intent", "Claims on the page", "--task", "First"],
+    );
+    small(d.path(), &["plan", "--add", "Second"]);
+    small(
+        d.path(),
+        &[
+            "claim",
+            "task-2",
+            "--local",
+            "--as",
+            "agent-<b>",
+            "--ttl",
+            "2h",
+        ],
+    );
+    let s = UiServer::start(&[], d.path());
+    let page = s.get("/w/0/");
+    assert_eq!(page.status, 200);
+    let board = s.get("/w/0/fragment/board");
+    let left = ["2h 0m left", "1h 59m left"];
+    assert!(
+        left.iter().any(|l| board
+            .body
+            .contains(&format!("held by agent-&lt;b&gt;, {l}"))),
+        "{}",
+        board.body
+    );
+    assert_eq!(board.body.matches("class=\"claim\"").count(), 1);
+    let graph = s.get("/w/0/fragment/graph");
+    assert!(
+        graph.body.contains("held by agent-&lt;b&gt; for "),
+        "{}",
+        graph.body
+    );
+    assert!(
+        page.body.contains("held by agent-&lt;b&gt;"),
+        "{}",
+        page.body
+    );
+}

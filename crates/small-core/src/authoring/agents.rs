@@ -52,6 +52,11 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 ## Working Loop
 
 1. `small status` to see where things stand: the tasks, their titles, the next task.
+   When other agents work in this repository too, claim a task before you start it:
+   `small claim --next` (or `small claim <task-id>`) takes a lease that agents on every
+   clone sharing the git remote see; a task another agent holds is not yours to work on,
+   and the writing commands refuse it. A completed, blocked or cancelled checkpoint gives
+   the lease back.
 2. `small plan --add "<task>"` for new work (repeat `--add` for several);
    `small plan --cancel <task-id>` drops a task, `small plan --title <task-id> "<title>"`
    renames one.

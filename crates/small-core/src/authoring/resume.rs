@@ -50,6 +50,21 @@ pub struct ResumeOptions {
     /// 2.0.0: read the state from the cache in `.small-cache/` when no record changed since
     /// it was written (the same answer; `--no-cache` reads every record).
     pub cache: bool,
+    /// The tasks other live holders have claimed (by id), as the operation layer read them:
+    /// the next task skips them, and the context says who has them (docs/agents.md).
+    pub claimed: Vec<ClaimedView>,
+}
+
+/// A task another agent holds a live lease on.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ClaimedView {
+    /// The task's alias, else its id.
+    pub task: String,
+    pub task_id: String,
+    /// Who holds it (the holder's label).
+    pub label: String,
+    /// When the lease ends (RFC 3339).
+    pub ends: String,
 }
 
 impl Default for ResumeOptions {
@@ -58,6 +73,7 @@ impl Default for ResumeOptions {
             recent: 5,
             gates: GateMode::Auto,
             cache: true,
+            claimed: Vec::new(),
         }
     }
 }
@@ -132,6 +148,9 @@ pub struct Resume {
     /// that resolve it (the real conflict id and frontier).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<ConflictView>,
+    /// Tasks other agents hold (live leases): the next task is none of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claimed_by_others: Vec<ClaimedView>,
     /// Entries or items dropped to fit `--max-chars`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trimmed: Vec<String>,
@@ -207,6 +226,7 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             source: "not checked".into(),
         },
         conflicts: Vec::new(),
+        claimed_by_others: opts.claimed.clone(),
         trimmed: Vec::new(),
         problems: st.problems.clone(),
     };
@@ -244,7 +264,14 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             _ => {}
         }
     }
-    if let Some(t) = st.preferred_task() {
+    let held = |t: &crate::state::Task| opts.claimed.iter().any(|c| c.task_id == t.id);
+    let next = match st.preferred_task() {
+        Some(t) if held(t) => crate::spec::queue::ready(st.task_list())
+            .into_iter()
+            .find(|t| !held(t)),
+        other => other,
+    };
+    if let Some(t) = next {
         r.next_task = Some(NextTask {
             id: t.name().to_string(),
             title: t.title.clone(),
@@ -431,6 +458,17 @@ pub fn to_markdown(r: &Resume) -> String {
         }
         for s in &h.next_steps {
             o.push_str(&format!("- {}\n", one_line(s)));
+        }
+    }
+    if !r.claimed_by_others.is_empty() {
+        o.push_str("\n## Claimed by other agents (skip these)\n");
+        for c in &r.claimed_by_others {
+            o.push_str(&format!(
+                "- {}: {} until {}\n",
+                c.task,
+                one_line(&c.label),
+                c.ends
+            ));
         }
     }
     if let Some(t) = &r.next_task {

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::authoring::apply::{self as v1, ApplyOutcome, RunSpec};
+use crate::ops::claims::fence;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
 
@@ -107,10 +108,24 @@ impl Applied {
 /// before anything runs; the workspace lock is never held while the command runs, so the
 /// command may itself run `small`.
 pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
-    match ws.profile {
+    // A run on a task another live holder has is refused before anything runs.
+    let task = req
+        .run
+        .task
+        .as_deref()
+        .filter(|t| !t.trim().is_empty() && !req.run.dry_run);
+    if let Some(task) = task {
+        fence::before_write(ws, task, false)?;
+    }
+    let out = match ws.profile {
         Profile::V1 => apply_v1(ws, req),
         Profile::V2 => apply_v2(ws, req),
+    }?;
+    // --auto-checkpoint completed or blocked the task: its lease is given back.
+    if let Some(task) = task.filter(|_| req.run.auto_checkpoint) {
+        fence::after_checkpoint(ws, task, "completed");
     }
+    Ok(out)
 }
 
 fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {

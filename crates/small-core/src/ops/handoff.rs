@@ -126,6 +126,10 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
         final_check: req.final_check,
     };
     let out = session::write_handoff_in(&mut txn, &snap, &core)?;
+    // The task the handoff resumes at is not handed off over another live holder's lease.
+    if let Some(task) = out.run.current_task_id.as_deref() {
+        crate::ops::claims::fence::before_write(ws, task, false)?;
+    }
     let report = txn.commit()?;
     Ok(HandedOff::V1(Box::new(V1Handoff {
         profile: crate::spec::consts::PROTOCOL_VERSION,

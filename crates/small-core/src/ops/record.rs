@@ -10,6 +10,7 @@ use crate::authoring::progress::TimestampRule;
 use crate::authoring::record::{self, RecordOutcome};
 use crate::authoring::session::TaskRef;
 use crate::authoring::txn::{CommitReport, Transaction};
+use crate::ops::claims::fence;
 use crate::ops::members_json;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
@@ -109,6 +110,7 @@ pub enum Checkpointed {
 
 /// Append a progress entry.
 pub fn progress_add(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
+    let req = &fenced(ws, req)?;
     match ws.profile {
         Profile::V1 => {
             let (out, report, root) = v1_record(ws, req, "progress add", record::add_progress)?;
@@ -151,6 +153,30 @@ pub fn progress_add(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed>
 
 /// Complete or block a task with evidence.
 pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
+    let req = &fenced(ws, req)?;
+    let out = checkpoint_fenced(ws, req)?;
+    let task = match &out {
+        Checkpointed::V1(c) => c.task_id.as_str(),
+        Checkpointed::V2(t) => t.task_id.as_str(),
+    };
+    fence::after_checkpoint(ws, task, &req.status);
+    Ok(out)
+}
+
+/// The request after the claim check (docs/agents.md, "Claims"): refused on a task another
+/// live holder has; with `force`, what it overrode joins the entry's notes.
+fn fenced(ws: &Workspace, req: &RecordRequest) -> OpResult<RecordRequest> {
+    let mut req = req.clone();
+    if let Some(note) = fence::before_write(ws, &req.task, req.force)? {
+        req.notes = Some(match req.notes.take() {
+            Some(n) if !n.trim().is_empty() => format!("{n}; {note}"),
+            _ => note,
+        });
+    }
+    Ok(req)
+}
+
+fn checkpoint_fenced(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
     match ws.profile {
         Profile::V1 => {
             let (out, report, root) = v1_record(ws, req, "checkpoint", record::checkpoint)?;

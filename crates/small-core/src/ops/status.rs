@@ -50,8 +50,32 @@ impl StatusReport {
     }
 }
 
-/// The status of the workspace.
-pub fn status(ws: &Workspace, req: &StatusRequest) -> StatusReport {
+/// The status and the leases this checkout has seen (docs/json-output.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusOutcome {
+    #[serde(flatten)]
+    pub report: StatusReport,
+    /// Every lease on a task of this workspace that this checkout has seen, without the
+    /// network (docs/agents.md, "Claims"); absent when there is none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::ops::claims::Lease>,
+}
+
+impl StatusOutcome {
+    pub fn exit_code(&self) -> u8 {
+        self.report.exit_code()
+    }
+}
+
+/// The status of the workspace, with the leases seen on its tasks.
+pub fn status(ws: &Workspace, req: &StatusRequest) -> StatusOutcome {
+    StatusOutcome {
+        report: report(ws, req),
+        claims: crate::ops::claims::seen_all(ws),
+    }
+}
+
+fn report(ws: &Workspace, req: &StatusRequest) -> StatusReport {
     match ws.profile {
         Profile::V1 => StatusReport::V1(Box::new(crate::state::status::status(
             &ws.small_dir,
@@ -67,4 +91,18 @@ pub fn status(ws: &Workspace, req: &StatusRequest) -> StatusReport {
             req.cache,
         ))),
     }
+}
+
+/// What an agent resuming work reads (`small resume`, the session hooks, MCP's `resume`):
+/// the next task skips tasks other agents hold live leases on, and the context names them.
+pub fn resume(
+    loc: &crate::workspace::Location,
+    opts: &crate::authoring::resume::ResumeOptions,
+) -> crate::authoring::resume::Resume {
+    let ws = Workspace::from_small_dir(loc.small_dir.clone());
+    let opts = crate::authoring::resume::ResumeOptions {
+        claimed: crate::ops::claims::claimed_by_others(&ws),
+        ..opts.clone()
+    };
+    crate::authoring::resume::resume(loc, &opts)
 }

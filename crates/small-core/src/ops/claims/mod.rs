@@ -16,6 +16,7 @@
 //! front ends and the fencing of writes read [`seen_lease`] and [`holder_id`] and call
 //! [`renew_if_due`] (docs/decisions/0149-claims-are-git-refs.md).
 
+pub mod fence;
 mod git;
 pub mod record;
 mod store;
@@ -43,6 +44,8 @@ pub mod code {
     pub const NOT_CLAIMED: &str = "not-claimed";
     /// `unclaim` of another holder's lease.
     pub const NOT_HOLDER: &str = "not-holder";
+    /// A write by a holder whose own lease has ended (fencing).
+    pub const CLAIM_ENDED: &str = "claim-ended";
     /// The claims cannot be read or written: no repository, no remote, git failed.
     pub const STORE: &str = "claim-store";
 }
@@ -220,6 +223,46 @@ pub fn seen_lease(ws: &Workspace, task: &str) -> Option<Lease> {
             Some(lease(store, &s.record, now, skew))
         })
         .max_by(|a, b| a.renewed.cmp(&b.renewed))
+}
+
+/// Every lease this checkout has seen, without the network (its own refs and each
+/// remote's mirror); empty outside a repository or when there is none.
+pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
+    let (now, skew) = (record::now(), skew());
+    let Ok(stores) = Store::seen(ws) else {
+        return Vec::new();
+    };
+    stores
+        .iter()
+        .flat_map(|store| {
+            store
+                .all()
+                .unwrap_or_default()
+                .iter()
+                .map(|s| lease(store, &s.record, now, skew))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The tasks other holders have live leases on, as this checkout has seen them (for
+/// `resume` and the session hooks: the next task skips them).
+pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::ClaimedView> {
+    let leases = seen_all(ws);
+    if leases.is_empty() {
+        return Vec::new();
+    }
+    let me = holder_id(ws).ok();
+    leases
+        .into_iter()
+        .filter(|l| l.live && me.as_deref() != Some(l.holder.as_str()))
+        .map(|l| crate::authoring::resume::ClaimedView {
+            task: l.task,
+            task_id: l.task_id,
+            label: l.label,
+            ends: l.ends,
+        })
+        .collect()
 }
 
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
