@@ -253,16 +253,13 @@ fn filter_of(q: &HashMap<String, String>) -> Filter {
 /// The 2.0.0 event timeline of workspace `i`, when it is a 2.0.0 workspace.
 fn events_of(app: &App, i: usize, q: &HashMap<String, String>) -> Option<view::EventsView> {
     let loc = &app.workspaces[i].loc;
-    if !view::is_v2(loc) {
-        return None;
-    }
     let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
     let filter = view::EventFilter {
         task: v("task"),
         session: v("session"),
         kind: v("kind"),
     };
-    Some(view::events(loc, &filter, offset_of(q)))
+    view::events(loc, &filter, offset_of(q))
 }
 
 fn offset_of(q: &HashMap<String, String>) -> usize {

@@ -8,7 +8,6 @@
 //! secrets.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 use serde::Serialize;
 
@@ -20,7 +19,7 @@ use small_core::gates::status::StatusOptions;
 use small_core::gates::timeline::{Facets, Filter, Page, Timeline, TimelineEntry};
 use small_core::history::runs::{self, diff::DiffSide};
 use small_core::spec::consts::ArtifactKind;
-use small_core::state::{ProfileName, ProjectState, Task};
+use small_core::state::{ProjectState, Task};
 use small_core::workspace::Location;
 
 /// Entries per timeline page.
@@ -129,10 +128,6 @@ pub fn state(loc: &Location) -> ProjectState {
     )
 }
 
-fn modified(p: &Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
-}
-
 /// The summary of a workspace.
 pub fn summary(
     index: usize,
@@ -146,7 +141,6 @@ pub fn summary(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| loc.root.display().to_string());
-    let v2 = ps.profile == ProfileName::V2;
     let st = small_core::state::status::from_state(
         ps,
         StatusOptions {
@@ -177,25 +171,7 @@ pub fn summary(
         ),
         None => (0, 0, Vec::new()),
     };
-    let mut handoff_stale = None;
-    if ps.handoff.is_some() && !v2 {
-        if let (Some(h), Some(r)) = (&st.handoff_replay_id, &st.replay_id) {
-            if h != r {
-                handoff_stale = Some("the handoff belongs to another run".to_string());
-            }
-        }
-        let small = &loc.small_dir;
-        let handoff_at = modified(&small.join(ArtifactKind::Handoff.file_name()));
-        let progress_at = modified(&small.join(ArtifactKind::Progress.file_name()));
-        if handoff_stale.is_none() {
-            if let (Some(h), Some(p)) = (handoff_at, progress_at) {
-                if p.duration_since(h).is_ok_and(|d| d.as_secs() >= 1) {
-                    handoff_stale =
-                        Some("progress was recorded after this handoff was written".to_string());
-                }
-            }
-        }
-    }
+    let handoff_stale = ps.handoff_staleness(&loc.small_dir);
     let mut problems: Vec<String> = st.problems.iter().map(|p| mask(p)).collect();
     problems.extend(
         ps.record_problems
@@ -260,7 +236,7 @@ pub fn summary(
         index,
         name: mask(&name),
         root: mask(&loc.root.display().to_string()),
-        profile: if v2 { "2.0.0" } else { "1.0.0" },
+        profile: ps.profile.version(),
         intent,
         next_task: st.next_task.map(|s| mask(&s)),
         completed,
@@ -270,11 +246,8 @@ pub fn summary(
             .last_timestamp()
             .or_else(|| st.recent_progress.first().map(|e| e.timestamp.clone()))
             .filter(|s| !s.is_empty()),
-        entries: if v2 {
-            ps.sessions.as_ref().map_or(0, |s| s.events)
-        } else {
-            timeline.len()
-        },
+        // A 2.0.0 workspace's entries are its events; a v1 one's its progress entries.
+        entries: ps.sessions.as_ref().map_or(timeline.len(), |s| s.events),
         handoff_summary,
         handoff_stale,
         verdict: checks.map(|c| c.verdict.clone()),
@@ -1214,11 +1187,6 @@ mod tests {
 // ---------------------------------------------------------------------------------------
 // The event timeline of a 2.0.0 workspace
 
-/// Whether the workspace keeps its state as 2.0.0 events.
-pub fn is_v2(loc: &Location) -> bool {
-    small_core::v2::detect(&loc.small_dir) == small_core::v2::Profile::V2
-}
-
 /// What a 2.0.0 timeline is filtered by.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -1279,8 +1247,8 @@ fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
 
 /// The events of a 2.0.0 workspace, newest first, `PAGE_SIZE` a page from `offset`, filtered
 /// by task (alias or id), session and kind; a command receipt is marked verified or not.
-pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView {
-    let tl = small_core::state::event_timeline(&loc.root, &loc.small_dir);
+pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<EventsView> {
+    let tl = small_core::state::event_timeline(&loc.root, &loc.small_dir)?;
     let total = tl.entries.len();
     let keep = |e: &small_core::state::EventEntry| {
         filter.task.as_deref().is_none_or(|t| e.entry.task_id == t)
@@ -1335,7 +1303,7 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView
             query.push(format!("{k}={}", pct(v)));
         }
     }
-    EventsView {
+    Some(EventsView {
         entries,
         matching: n,
         total,
@@ -1369,5 +1337,5 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> EventsView
         ),
         query: query.join("&"),
         problems: tl.problems,
-    }
+    })
 }
