@@ -405,6 +405,15 @@ impl Claimant {
 
 /// Claim `task`: swap until this claimant holds it, or refuse when another live holder does.
 fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome> {
+    // First on what this checkout last saw: taking a task seen free, or renewing this
+    // holder's own lease, is one round trip. The swap is on the remote's value, so a stale
+    // view only loses it, and the remote is then read as below.
+    let seen = store.current(&task.id)?;
+    if seen.as_ref().is_none_or(|c| c.record.holder == me.holder) {
+        if let Some(out) = try_swap(store, me, task, seen.as_ref())? {
+            return Ok(out);
+        }
+    }
     for _ in 0..ROUNDS {
         store.refresh()?;
         let cur = store.current(&task.id)?;
