@@ -613,6 +613,17 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
     assert_eq!(r["claimed_by_others"][0]["task"], "task-1", "{r}");
     assert_eq!(r["claimed_by_others"][0]["label"], "alice");
     assert_ne!(r["next_task"]["id"], "task-1", "{r}");
+    let next = r["next_task"]["id"].as_str().unwrap();
+    assert_eq!(r["claim_with"], format!("small claim {next}"), "{r}");
+    let o = small(bob, 0, &["resume", "--no-check"]);
+    assert!(
+        text(&o).contains(&format!(
+            "Claim it before you start, so no other agent starts it too: `small claim {next}`"
+        )),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("- task-1: alice until"), "{}", text(&o));
     // The holder's completion releases the lease on the remote.
     small(alice, 0, &done);
     assert!(!git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-1"));

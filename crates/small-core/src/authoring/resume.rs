@@ -53,6 +53,9 @@ pub struct ResumeOptions {
     /// The tasks other live holders have claimed (by id), as the operation layer read them:
     /// the next task skips them, and the context says who has them (docs/agents.md).
     pub claimed: Vec<ClaimedView>,
+    /// The workspace is in a git repository, where agents share claims: the context tells
+    /// an agent to claim its next task before it starts.
+    pub claims_available: bool,
 }
 
 /// A task another agent holds a live lease on.
@@ -74,6 +77,7 @@ impl Default for ResumeOptions {
             gates: GateMode::Auto,
             cache: true,
             claimed: Vec::new(),
+            claims_available: false,
         }
     }
 }
@@ -148,6 +152,10 @@ pub struct Resume {
     /// that resolve it (the real conflict id and frontier).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<ConflictView>,
+    /// The command that claims the next task, where claims can be shared (a git
+    /// repository): run it before starting, so no other agent starts the task too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_with: Option<String>,
     /// Tasks other agents hold (live leases): the next task is none of them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claimed_by_others: Vec<ClaimedView>,
@@ -227,6 +235,7 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
         },
         conflicts: Vec::new(),
         claimed_by_others: opts.claimed.clone(),
+        claim_with: None,
         trimmed: Vec::new(),
         problems: st.problems.clone(),
     };
@@ -271,6 +280,9 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             .find(|t| !held(t)),
         other => other,
     };
+    if let Some(t) = next.filter(|_| opts.claims_available) {
+        r.claim_with = Some(format!("small claim {}", t.name()));
+    }
     if let Some(t) = next {
         r.next_task = Some(NextTask {
             id: t.name().to_string(),
@@ -485,6 +497,11 @@ pub fn to_markdown(r: &Resume) -> String {
                 .map(|d| format!("{} ({})", d.id, d.status))
                 .collect();
             o.push_str(&format!("Depends on: {}\n", deps.join(", ")));
+        }
+        if let Some(c) = &r.claim_with {
+            o.push_str(&format!(
+                "Claim it before you start, so no other agent starts it too: `{c}`\n"
+            ));
         }
         for s in &t.steps {
             o.push_str(&format!("- step: {}\n", one_line(s)));

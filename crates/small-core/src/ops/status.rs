@@ -102,6 +102,7 @@ pub fn resume(
     let ws = Workspace::from_small_dir(loc.small_dir.clone());
     let opts = crate::authoring::resume::ResumeOptions {
         claimed: crate::ops::claims::claimed_by_others(&ws),
+        claims_available: crate::ops::claims::in_repository(&ws),
         ..opts.clone()
     };
     crate::authoring::resume::resume(loc, &opts)

@@ -245,6 +245,11 @@ pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
         .collect()
 }
 
+/// Whether the workspace is in a git repository, where leases can be kept.
+pub fn in_repository(ws: &Workspace) -> bool {
+    Store::seen(ws).is_ok()
+}
+
 /// The tasks other holders have live leases on, as this checkout has seen them (for
 /// `resume` and the session hooks: the next task skips them).
 pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::ClaimedView> {
