@@ -670,7 +670,7 @@ fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
     let dirs = clones(d.path(), remote.to_str().unwrap(), "renewal", 1);
     let first = json(
         &dirs[0],
-        &["claim", "task-1", "--ttl", "4s", "--as", "alice", "--json"],
+        &["claim", "task-1", "--ttl", "10s", "--as", "alice", "--json"],
         &[("SMALL_CLAIM_SKEW", "0s")],
     );
     let add = [
@@ -687,7 +687,8 @@ fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
     small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
     let list = json(&dirs[0], &["claims", "--json"], &[]);
     assert_eq!(list["claims"][0]["generation"], 1, "{list}");
-    std::thread::sleep(Duration::from_millis(2300));
+    // Past half the TTL (5 s; the first write came well before it, even on a loaded machine).
+    std::thread::sleep(Duration::from_millis(5300));
     small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
     let list = json(&dirs[0], &["claims", "--json"], &[]);
     assert_eq!(list["claims"][0]["generation"], 2, "{list}");
