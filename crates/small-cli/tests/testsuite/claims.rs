@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -165,6 +166,8 @@ impl Daemon {
             .unwrap()
             .port();
         let child = Command::new(program)
+            // Its own process group: stopping it stops the connections it serves too.
+            .process_group(0)
             .args([
                 "--export-all",
                 "--enable=receive-pack",
@@ -198,6 +201,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // The daemon and every receive-pack or upload-pack it started, mid-transfer or not.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -740,4 +747,85 @@ async fn claims_over_mcp_are_the_commands_documents() {
     assert!(ok, "{v}");
     c.cancel().await.unwrap();
     c2.cancel().await.unwrap();
+}
+
+/// The remote goes away while eight claims are in flight. Afterwards, every claim reported
+/// held is on the remote with its claimant's holder id, and every lease the remote has
+/// belongs to a checkout that can release it: none is left that nobody holds.
+#[test]
+fn the_remote_going_away_mid_claim_leaves_no_orphan_lease() {
+    let d = tempfile::tempdir().unwrap();
+    let bare = seeded(d.path(), 8);
+    let Some(daemon) = daemon_or_skip(d.path()) else {
+        return;
+    };
+    let dirs = clones(d.path(), &daemon.url("remote.git"), "away", 8);
+    let procs: Vec<Child> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let task = format!("task-{}", i + 1);
+            let label = format!("agent-{i}");
+            command(dir, BIN, &["claim", &task, "--as", &label])
+                .env("SMALL_CLAIM_TIMEOUT", "5s")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Stop the server as soon as the first lease has landed: the others are in flight.
+    let start = Instant::now();
+    while git(&bare, &["for-each-ref", "refs/small/claims"]).is_empty()
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(daemon);
+    let outs: Vec<Output> = procs
+        .into_iter()
+        .map(|p| p.wait_with_output().unwrap())
+        .collect();
+    let held = outs.iter().filter(|o| o.status.success()).count();
+    eprintln!("remote gone mid-claim: {held} of 8 claims held");
+    for (i, (dir, o)) in dirs.iter().zip(&outs).enumerate() {
+        let task = format!("task-{}", i + 1);
+        let holder_file = git(dir, &["rev-parse", "--git-path", "small/claim-holder"]);
+        let holder = std::fs::read_to_string(dir.join(holder_file.trim()))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let refs = git(
+            &bare,
+            &["for-each-ref", "--format=%(objectname) %(refname)"],
+        );
+        let on_remote = refs
+            .lines()
+            .find(|l| l.ends_with(&format!("/{task}")))
+            .map(|l| {
+                let sha = l.split(' ').next().unwrap();
+                let rec: Value =
+                    serde_json::from_str(&git(&bare, &["cat-file", "blob", sha])).unwrap();
+                rec["holder"].as_str().unwrap().to_string()
+            });
+        match o.status.code() {
+            Some(0) => assert_eq!(
+                on_remote.as_deref(),
+                Some(holder.as_str()),
+                "{task} reported held: {}",
+                text(o)
+            ),
+            Some(2) => {
+                if let Some(h) = on_remote {
+                    // The push landed but its answer was lost: the lease is this checkout's,
+                    // and it can give it back.
+                    assert_eq!(h, holder, "{task}");
+                    git(
+                        dir,
+                        &["remote", "set-url", "origin", bare.to_str().unwrap()],
+                    );
+                    small(dir, 0, &["unclaim", &task]);
+                }
+            }
+            other => panic!("{task}: exit {other:?}: {}", text(o)),
+        }
+    }
 }
