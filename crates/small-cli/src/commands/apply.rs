@@ -70,6 +70,10 @@ pub struct Args {
     /// Regenerate the handoff when the command succeeds
     #[arg(long)]
     pub handoff: bool,
+    /// Run even though another agent's live lease (small claim) covers --task; a progress
+    /// entry records the override before the command runs
+    #[arg(long, requires = "task")]
+    pub force: bool,
     /// Directory containing .small/ (default: the current directory)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
@@ -123,6 +127,7 @@ fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'
         },
         session: args.v2.session.clone(),
         watch: Some(terminal),
+        force: args.force,
     })
 }
 

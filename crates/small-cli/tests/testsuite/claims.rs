@@ -601,6 +601,16 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
         after.contains("claim overridden with --force: task-1 was held by alice"),
         "{after}"
     );
+    small(
+        bob,
+        0,
+        &["apply", "--cmd", "true", "--task", "task-1", "--force"],
+    );
+    let after = std::fs::read_to_string(bob.join(".small/progress.small.yml")).unwrap();
+    assert!(
+        after.contains("apply --force: claim overridden with --force: task-1 was held by alice"),
+        "{after}"
+    );
     // status shows the lease; resume's next task skips it and says who has it.
     let st = json(bob, &["status", "--json"], &[]);
     assert_eq!(st["claims"][0]["task"], "task-1", "{st}");

@@ -46,6 +46,9 @@ pub struct ApplyRequest<'a> {
     pub session: Option<String>,
     /// Who watches the run (its output, its steps); nobody when `None`.
     pub watch: Option<&'a dyn Watch>,
+    /// Run even though another agent's live lease covers the task; the override is recorded
+    /// as a progress entry before the command runs.
+    pub force: bool,
 }
 
 /// A 2.0.0 run: the reference's keys (sorted, as its map prints them).
@@ -115,7 +118,9 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         .as_deref()
         .filter(|t| !t.trim().is_empty() && !req.run.dry_run);
     if let Some(task) = task {
-        fence::before_write(ws, task, false)?;
+        if let Some(note) = fence::before_write(ws, task, req.force)? {
+            record_override(ws, req, task, note)?;
+        }
     }
     let out = match ws.profile {
         Profile::V1 => apply_v1(ws, req),
@@ -126,6 +131,20 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         fence::after_checkpoint(ws, task, "completed");
     }
     Ok(out)
+}
+
+/// `--force` over another agent's lease: a progress entry says so before anything runs.
+fn record_override(ws: &Workspace, req: &ApplyRequest, task: &str, note: String) -> OpResult<()> {
+    let entry = crate::ops::record::RecordRequest {
+        task: task.to_string(),
+        status: "in_progress".into(),
+        evidence: vec![("evidence".into(), format!("apply --force: {note}"))],
+        notes: Some(note),
+        session: req.session.clone(),
+        lock_timeout: req.run.lock_timeout,
+        ..Default::default()
+    };
+    crate::ops::record::progress_add_unfenced(ws, &entry).map(|_| ())
 }
 
 fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {

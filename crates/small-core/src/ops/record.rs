@@ -110,7 +110,12 @@ pub enum Checkpointed {
 
 /// Append a progress entry.
 pub fn progress_add(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
-    let req = &fenced(ws, req)?;
+    progress_add_unfenced(ws, &fenced(ws, req)?)
+}
+
+/// [`progress_add`] without the claim check (the caller made it: `apply --force` recording
+/// its override).
+pub(crate) fn progress_add_unfenced(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
     match ws.profile {
         Profile::V1 => {
             let (out, report, root) = v1_record(ws, req, "progress add", record::add_progress)?;
