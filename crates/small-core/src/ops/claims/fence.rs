@@ -84,7 +84,7 @@ fn lease_of(ws: &Workspace, task: &str) -> Option<Lease> {
 /// as it is (it is still this holder's until its end).
 fn own_lease(ws: &Workspace, lease: &Lease, force: bool) -> OpResult<Option<String>> {
     let ends = record::parse_time(&lease.ends).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    if record::now() + skew() >= ends {
+    if record::after(record::now(), skew()) >= ends {
         if force {
             return Ok(Some(format!(
                 "claim overridden with --force: this checkout's lease on {} ended at {}",

@@ -281,7 +281,7 @@ pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option
     }
     let renewed = record::parse_time(&seen.renewed).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let ttl = Duration::from_secs(seen.ttl_seconds);
-    if record::now() < renewed + ttl / 2 {
+    if record::now() < record::after(renewed, ttl / 2) {
         return Ok(None);
     }
     let req = ClaimRequest {
@@ -388,7 +388,7 @@ impl Claimant {
     fn record(&self, task: &Task, cur: Option<&Record>) -> (Record, &'static str) {
         let now = record::now();
         let stamp = record::format_time(now);
-        let ends = record::format_time(now + self.ttl);
+        let ends = record::format_time(record::after(now, self.ttl));
         let mine = cur.filter(|r| r.holder == self.holder);
         let rec = Record {
             version: record::RECORD_VERSION,

@@ -56,7 +56,7 @@ impl Record {
     /// Whether another checkout treats the lease as held at `now`: until its end plus the
     /// allowed clock skew.
     pub fn live_at(&self, now: OffsetDateTime, skew: Duration) -> bool {
-        now < self.ends_at() + skew
+        now < after(self.ends_at(), skew)
     }
 
     /// The record as stored: compact JSON and a newline.
@@ -83,6 +83,15 @@ impl Record {
             generation: 0,
         })
     }
+}
+
+/// `t` plus `d`, held at the last representable time: a record or a flag may name a
+/// duration or an end no clock reaches, and that must not overflow.
+pub fn after(t: OffsetDateTime, d: Duration) -> OffsetDateTime {
+    time::Duration::try_from(d)
+        .ok()
+        .and_then(|d| t.checked_add(d))
+        .unwrap_or_else(|| time::PrimitiveDateTime::MAX.assume_utc())
 }
 
 /// Now, to the second (the records' precision).
@@ -159,5 +168,40 @@ mod tests {
         assert!(r.live_at(t0 + Duration::from_secs(29), skew));
         assert!(!r.live_at(t0 + Duration::from_secs(30), skew));
         assert!(!Record::from_bytes("t", b"not json").live_at(t0, skew));
+    }
+
+    #[test]
+    fn ends_and_durations_no_clock_reaches_do_not_overflow() {
+        let far = Record::from_bytes(
+            "t",
+            br#"{"version":1,"task":"t","alias":"","holder":"h","label":"l","host":"","taken":"","renewed":"9999-12-31T23:59:59Z","ends":"9999-12-31T23:59:59Z","ttl_seconds":18446744073709551615,"generation":1}"#,
+        );
+        assert_eq!(far.holder, "h");
+        assert!(far.live_at(now(), Duration::MAX));
+        assert!(format_time(after(now(), Duration::MAX)).starts_with("9999-12-31"));
+        let renewed = parse_time(&far.renewed).unwrap();
+        assert!(after(renewed, Duration::from_secs(far.ttl_seconds) / 2) >= renewed);
+    }
+
+    proptest::proptest! {
+        /// A stored record is whatever a remote holds: any bytes read as a record (or an
+        /// ended lease of nobody) and answer liveness without a panic.
+        #[test]
+        fn any_stored_bytes_read_as_a_record(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+                                              skew in proptest::num::u64::ANY) {
+            let r = Record::from_bytes("task-1", &bytes);
+            let _ = r.live_at(now(), Duration::from_secs(skew));
+            let _ = after(r.ends_at(), Duration::from_secs(r.ttl_seconds));
+        }
+
+        /// Records in the right shape with any times and numbers.
+        #[test]
+        fn any_times_and_numbers_in_a_record(ends in "[0-9T:Z-]{0,24}", ttl in proptest::num::u64::ANY,
+                                              generation in proptest::num::u64::ANY) {
+            let text = format!(r#"{{"version":1,"task":"t","alias":"","holder":"h","label":"l","host":"","taken":"","renewed":"{ends}","ends":"{ends}","ttl_seconds":{ttl},"generation":{generation}}}"#);
+            let r = Record::from_bytes("t", text.as_bytes());
+            let _ = r.live_at(now(), Duration::from_secs(ttl));
+            let _ = format_time(after(r.ends_at(), Duration::from_secs(ttl)));
+        }
     }
 }
