@@ -246,15 +246,6 @@ pub struct ClaimsRequest {
     pub local: bool,
 }
 
-/// Where a tool's leases live: `local`, else the named remote, else origin.
-fn claims_where(remote: Option<String>, local: bool) -> Option<ops::claims::Where> {
-    if local {
-        Some(ops::claims::Where::Local)
-    } else {
-        remote.map(ops::claims::Where::Remote)
-    }
-}
-
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct SessionStartRequest {
     /// A label for the session
@@ -548,7 +539,7 @@ impl SmallMcp {
             ttl,
             label: req.label,
             holder: None,
-            where_: claims_where(req.remote, req.local),
+            where_: ops::claims::Where::from_flags(req.remote, req.local),
         };
         let ws = tri!(self.workspace());
         op_result(ops::claims::claim(&ws, &r))
@@ -561,7 +552,7 @@ impl SmallMcp {
         let r = ops::claims::UnclaimRequest {
             task: req.task,
             holder: None,
-            where_: claims_where(req.remote, req.local),
+            where_: ops::claims::Where::from_flags(req.remote, req.local),
         };
         let ws = tri!(self.workspace());
         op_result(ops::claims::unclaim(&ws, &r))
@@ -574,7 +565,7 @@ impl SmallMcp {
         let ws = tri!(self.workspace());
         op_result(ops::claims::list(
             &ws,
-            claims_where(req.remote, req.local).as_ref(),
+            ops::claims::Where::from_flags(req.remote, req.local).as_ref(),
         ))
     }
 

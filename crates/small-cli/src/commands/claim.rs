@@ -62,11 +62,7 @@ pub struct Place {
 impl Place {
     /// The place the flags name (`None`: the operation's default, origin).
     pub fn where_(&self) -> Option<Where> {
-        match (&self.remote, self.local) {
-            (_, true) => Some(Where::Local),
-            (Some(r), false) => Some(Where::Remote(r.clone())),
-            (None, false) => None,
-        }
+        Where::from_flags(self.remote.clone(), self.local)
     }
 }
 

@@ -69,6 +69,18 @@ pub enum Where {
     Local,
 }
 
+impl Where {
+    /// The place a front end's `--remote NAME` / `--local` name; `None`: the default
+    /// (the remote `origin`). `local` wins over a remote.
+    pub fn from_flags(remote: Option<String>, local: bool) -> Option<Where> {
+        if local {
+            Some(Where::Local)
+        } else {
+            remote.map(Where::Remote)
+        }
+    }
+}
+
 /// What to claim. `where_: None` is the remote `origin`, when the repository has it.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {
@@ -228,6 +240,9 @@ pub fn seen_lease(ws: &Workspace, task: &str) -> Option<Lease> {
 /// Every lease this checkout has seen, without the network (its own refs and each
 /// remote's mirror); empty outside a repository or when there is none.
 pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
+    if !store::any_seen(ws) {
+        return Vec::new();
+    }
     let (now, skew) = (record::now(), skew());
     let Ok(stores) = Store::seen(ws) else {
         return Vec::new();

@@ -311,6 +311,26 @@ impl Store {
     }
 }
 
+/// Whether the repository holding `ws` has any claim ref or mirror at all: one `git` run,
+/// so that every write and report of a workspace that uses no claims pays only that.
+pub fn any_seen(ws: &Workspace) -> bool {
+    let Ok(root) = ws.v1_root() else {
+        return false;
+    };
+    Git::new(&root)
+        .run(
+            &[
+                "for-each-ref",
+                "--count=1",
+                "--format=%(refname)",
+                CLAIMS_NAMESPACE,
+                SEEN_NAMESPACE,
+            ],
+            None,
+        )
+        .is_ok_and(|out| out.success && !out.stdout.trim().is_empty())
+}
+
 /// The repository holding `ws` and the workspace's project component: its directory
 /// relative to the top level, `_` for the top level itself.
 fn repository(ws: &Workspace) -> OpResult<(Git, String)> {
