@@ -129,11 +129,17 @@ pub(super) fn system(message: impl Into<String>) -> OpError {
     AuthoringError::system(code::STORE, message).into()
 }
 
+/// The most of a git command's output kept: far beyond the leases of any plan, and a bound
+/// on what a hostile remote's huge blob at a claim ref can cost (the rest is drained, so git
+/// never blocks; a cut record reads as unreadable, an ended lease).
+const MAX_OUTPUT_BYTES: u64 = 32 << 20;
+
 fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut buf = Vec::new();
         if let Some(mut r) = r {
-            let _ = r.read_to_end(&mut buf);
+            let _ = r.by_ref().take(MAX_OUTPUT_BYTES).read_to_end(&mut buf);
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
         }
         String::from_utf8_lossy(&buf).into_owned()
     })
