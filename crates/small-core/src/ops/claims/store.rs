@@ -317,6 +317,9 @@ pub fn any_seen(ws: &Workspace) -> bool {
     let Ok(root) = ws.v1_root() else {
         return false;
     };
+    if !may_be_in_repository(&root) {
+        return false;
+    }
     Git::new(&root)
         .run(
             &[
@@ -329,6 +332,19 @@ pub fn any_seen(ws: &Workspace) -> bool {
             None,
         )
         .is_ok_and(|out| out.success && !out.stdout.trim().is_empty())
+}
+
+/// Whether a git repository may hold `dir`: it or a directory above it has a `.git`, or
+/// the environment names the repository. Where none can, there is no lease and no `git`
+/// runs (a process costs more than the rest of a write).
+fn may_be_in_repository(dir: &std::path::Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
+        return true;
+    }
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    real.ancestors()
+        .chain(dir.ancestors())
+        .any(|d| d.join(".git").symlink_metadata().is_ok())
 }
 
 /// The repository holding `ws` and the workspace's project component: its directory
