@@ -491,6 +491,106 @@ fn v2_sigkill_during_writes_leaves_no_torn_record() {
     ws.strict_ok();
 }
 
+/// A writer that starts from the cached state, killed at any instant, leaves the old tree or
+/// the old tree plus complete events; the next command answers as a full read does (the
+/// cache is the old one, or the one for what was written), and goes on from there.
+#[test]
+fn v2_sigkill_of_a_writer_on_the_cached_state() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    // Older than the racy margin, so that the first read leaves a cache writers start from.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let sid = ws.start();
+    ws.ok(&["status", "--json"]);
+    assert!(ws.root.join(".small-cache/v2-state.v1").is_file());
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    eprintln!("crash test seed: {seed}");
+    let mut x = seed | 1;
+    for it in 0..12 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let delay = x % 50;
+        let evidence = format!("cached crash {it}");
+        let args: Vec<&str> = match it % 3 {
+            0 => vec![
+                "checkpoint",
+                "--task",
+                "task-1",
+                "--status",
+                "blocked",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ],
+            1 => vec!["handoff", "--summary", &evidence, "--session", &sid],
+            _ => vec![
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
+                &evidence,
+                "--session",
+                &sid,
+            ],
+        };
+        let before = ws.sequences(&sid).len();
+        let mut child = ws
+            .cmd(&args)
+            .env("SMALL_TEST_SLOW_PUBLISH_MS", "15")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        let seqs = ws.sequences(&sid);
+        assert!(
+            seqs.len() <= before + 1,
+            "iteration {it}: one event at most"
+        );
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as i64).collect::<Vec<_>>(),
+            "iteration {it}"
+        );
+        assert_eq!(
+            ws.json(&["status", "--json"]),
+            ws.json(&["status", "--json", "--no-cache"]),
+            "iteration {it}: the cached answer is the full read's"
+        );
+        ws.strict_ok();
+    }
+    let before = ws.sequences(&sid).len();
+    ws.ok(&[
+        "progress",
+        "add",
+        "--task",
+        "task-1",
+        "--status",
+        "in_progress",
+        "--evidence",
+        "after",
+        "--session",
+        &sid,
+    ]);
+    assert_eq!(ws.sequences(&sid).len(), before + 1);
+    assert_eq!(
+        ws.json(&["status", "--json"]),
+        ws.json(&["status", "--json", "--no-cache"])
+    );
+    ws.strict_ok();
+}
+
 /// Two clones write in their own sessions; git merges the event files without a conflict and
 /// the merged tree passes the strict check (disjoint work) or names the conflict (the same
 /// task completed in one and blocked in the other).

@@ -141,8 +141,9 @@ pub fn verify(ws: &Workspace) -> OpResult<EvidenceReport> {
 /// A finding about evidence, which verify exists to report rather than stop at: about a blob
 /// itself (its bytes do not hash to its name, it is too large, a link or not a regular file),
 /// or about what a receipt says of its blob (`V2-EVIDENCE`: missing, another size, a path
-/// outside the blob store). [`crate::v2::write::verify_evidence`] checks every receipt's blob
-/// again and reports it `unavailable` (missing, as the reference) or `failed`.
+/// outside the blob store). [`crate::v2::write::verify_evidence`] reports each receipt's blob
+/// from what the read found (a blob that hashed to its name is not hashed again), else
+/// `unavailable` (missing, as the reference) or `failed`.
 fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
     const BLOB_CODES: &[&str] = &["V2-BLOB", "V2-SIZE", "V2-NOT-FILE", "V2-SYMLINK"];
     let in_store = d

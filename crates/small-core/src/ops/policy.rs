@@ -57,12 +57,17 @@ pub struct PolicyRevised {
 /// Show the policy in force. Read under the lock, as a writer would see it.
 pub fn show(ws: &Workspace) -> OpResult<PolicyShown> {
     require_v2(ws, "the policy")?;
-    let w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
+    let mut w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
+    let store = w.store()?;
+    let (constraints_digest, intent_digest) = (
+        store.policy_constraints_digest.clone(),
+        store.policy_intent_digest.clone(),
+    );
     Ok(PolicyShown {
         conflicts: w.state.conflicts.iter().map(|c| c.id.clone()).collect(),
-        constraints_digest: w.store.policy_constraints_digest.clone(),
+        constraints_digest,
         frontier: w.state.frontier.clone(),
-        intent_digest: w.store.policy_intent_digest.clone(),
+        intent_digest,
         policy_revision: w.state.policy_revision.clone(),
         profile: crate::v2::PROFILE_VERSION,
     })

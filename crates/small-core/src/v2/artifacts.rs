@@ -173,6 +173,7 @@ impl Loader<'_> {
             self.check_receipt_blob(r, &blobs, small_dir);
         }
         self.store.receipts = receipts;
+        self.store.verified_blobs = blobs;
     }
 
     fn check_receipt_blob(

@@ -290,6 +290,9 @@ pub struct Store {
     /// a reference to one of them is a consequence of that damage, not a second one.
     pub unreadable_events: BTreeSet<String>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The evidence blobs whose bytes hashed to their name when the tree was read, with
+    /// their sizes (so that reporting on them does not hash them again).
+    pub verified_blobs: std::collections::BTreeMap<String, u64>,
     /// The directory of event records the events read share ([`Event::events_dir`]).
     pub(super) events_dir: Option<std::sync::Arc<str>>,
 }
@@ -342,9 +345,9 @@ pub fn load(root: &Path, small_dir: &Path) -> Store {
     l.store
 }
 
-/// Read records a writer has just published (`(path under .small/, bytes)`; sessions and
-/// events only) into `store`, exactly as [`load`] would read them from their files, in the
-/// order [`load`] keeps. `false` when a record is of another kind.
+/// Read records a writer has just published (`(path under .small/, bytes)`; sessions,
+/// events and receipts) into `store`, exactly as [`load`] would read them from their files,
+/// in the order [`load`] keeps. `false` when a record is of another kind.
 pub(super) fn load_published(
     root: &Path,
     small_dir: &Path,
@@ -364,6 +367,8 @@ pub(super) fn load_published(
             l.load_event(&path, bytes);
         } else if rel.starts_with("sessions/") {
             l.load_session(&path, bytes);
+        } else if rel.starts_with("receipts/") {
+            l.load_receipt(&path, bytes);
         } else {
             return false;
         }
@@ -371,6 +376,7 @@ pub(super) fn load_published(
     let fresh = l.store;
     store.events.extend(fresh.events);
     store.sessions.extend(fresh.sessions);
+    store.receipts.extend(fresh.receipts);
     store.diagnostics.extend(fresh.diagnostics);
     store.unreadable_events.extend(fresh.unreadable_events);
     // The loader's order: by directory name, then file name (not the path's bytes).
@@ -380,6 +386,9 @@ pub(super) fn load_published(
     store.events.sort_by(Event::file_order);
     store
         .sessions
+        .sort_by(|a, b| name(&a.file).cmp(name(&b.file)));
+    store
+        .receipts
         .sort_by(|a, b| name(&a.file).cmp(name(&b.file)));
     true
 }

@@ -67,6 +67,10 @@ pub fn frontier_of(events: &[(String, String)]) -> String {
 
 /// A fresh identity: `prefix_` and 32 random hex digits (the reference's form).
 pub fn new_id(prefix: &str) -> String {
+    #[cfg(test)]
+    if let Some(id) = fixed::id(prefix) {
+        return id;
+    }
     let mut buf = [0u8; 16];
     if getrandom::fill(&mut buf).is_err() {
         // No entropy source: fall back on time, process and a counter (still unique here).
@@ -86,7 +90,45 @@ pub fn new_id(prefix: &str) -> String {
 
 /// Now, as Go's `time.RFC3339Nano` prints a UTC time (fraction without trailing zeros).
 pub fn now() -> String {
+    #[cfg(test)]
+    if let Some(t) = fixed::now() {
+        return rfc3339_nano(t);
+    }
     rfc3339_nano(time::OffsetDateTime::now_utc())
+}
+
+/// Identities and times a test fixes for its thread, so that the same operation on two
+/// copies of a tree writes the same bytes.
+#[cfg(test)]
+pub(crate) mod fixed {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The next identity number and the next time (seconds since the epoch).
+        static NEXT: Cell<Option<(u64, i64)>> = const { Cell::new(None) };
+    }
+
+    /// From now on in this thread, identities count from `id` and times from `secs`, one
+    /// second apart; `None` turns it off.
+    pub(crate) fn set(start: Option<(u64, i64)>) {
+        NEXT.with(|n| n.set(start));
+    }
+
+    pub(super) fn id(prefix: &str) -> Option<String> {
+        NEXT.with(|n| {
+            let (id, t) = n.get()?;
+            n.set(Some((id + 1, t)));
+            Some(format!("{prefix}_{id:032x}"))
+        })
+    }
+
+    pub(super) fn now() -> Option<time::OffsetDateTime> {
+        NEXT.with(|n| {
+            let (id, t) = n.get()?;
+            n.set(Some((id, t + 1)));
+            time::OffsetDateTime::from_unix_timestamp(t).ok()
+        })
+    }
 }
 
 /// `t` (in UTC) as Go's `time.RFC3339Nano`.

@@ -165,12 +165,29 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
     snap
 }
 
+/// The cached state a writer starts from, for the tree `proof` proves (taken under the
+/// write lock, not racy): the cache as it is when it proves that tree, or with the events
+/// written since folded in. `None` when there is none, or it has findings, conflicts or
+/// resolutions (then the writer reads every record).
+pub(crate) fn for_write(root: &Path, small_dir: &Path, proof: &Proof) -> Option<Folding> {
+    let key = context_key(small_dir)?;
+    let body = read_body(&root.join(".small-cache"), &key)?;
+    let f = if body.proof == proof.digest {
+        Folding::of_body(root, body)?
+    } else {
+        Folding::forward(root, small_dir, body, proof)?
+    };
+    f.foldable().then_some(f)
+}
+
 /// What a cache is valid for besides the tree: the build, the place, the format.
 pub(crate) fn context_key(small_dir: &Path) -> Option<String> {
     let canonical = std::fs::canonicalize(small_dir).ok()?;
     let mut key = ContextKey::new("v2-state");
     key.put(&canonical.to_string_lossy());
     key.put(&TAIL.to_string());
+    // The session name hashes are sums (fold.rs).
+    key.put("names-sum");
     Some(key.finish())
 }
 
@@ -477,5 +494,6 @@ fn read_body(dir: &Path, key: &str) -> Option<CacheBody> {
 
 pub(crate) mod carry;
 mod fold;
+pub(crate) use fold::Folding;
 #[cfg(test)]
 mod tests;

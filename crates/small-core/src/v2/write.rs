@@ -2,10 +2,14 @@
 //! records (docs/v2.md, "Working in a 2.0.0 workspace").
 //!
 //! Every operation is a [`Writer`]: it takes the workspace's write lock (`.small-cache/lock`,
-//! the one every v1 transaction takes) and waits for it, up to a bound; reads the records
-//! and refuses to write over damaged ones; builds the records from the state it read under
-//! the lock (so concurrent writers queue instead of failing); and publishes each record with
-//! an exclusive create ([`record::publish`]). Records are written in an order that leaves a
+//! the one every v1 transaction takes) and waits for it, up to a bound; starts from the
+//! cached state when the stat proof shows the tree is the cached one (or the cached one plus
+//! events that only extend it), else reads the records and refuses to write over damaged
+//! ones; builds the records from the state it read under the lock (so concurrent writers
+//! queue instead of failing); and publishes each record with an exclusive create
+//! ([`record::publish`]). On the cached state, each append is folded in by the rules a full
+//! read would apply to it ([`crate::v2::snapshot::fold`]); whatever the fold cannot prove
+//! is read in full, as without a cache. Records are written in an order that leaves a
 //! consistent tree after a crash at any instant: a session before its events, receipts
 //! before the event that names them, events in sequence.
 
@@ -17,9 +21,10 @@ use crate::authoring::error::{code as acode, Error, Result};
 use crate::authoring::txn::Transaction;
 use crate::diag::Diagnostic;
 use crate::v2::gojson::GoValue;
-use crate::v2::load::{Event, Store};
+use crate::v2::load::Store;
 use crate::v2::record::{self, EventDraft, Ids, Members, ReceiptDraft, SessionDraft};
 use crate::v2::snapshot::carry::Carry;
+use crate::v2::snapshot::Folding;
 use crate::v2::{self as v2, State, Task};
 
 /// Codes of the 2.0.0 write refusals (docs/rules.md).
@@ -130,8 +135,9 @@ pub struct Writer {
     root: PathBuf,
     small_dir: PathBuf,
     _lock: Transaction,
-    /// The records, as read under the lock (see [`Writer::refresh`]).
-    pub store: Store,
+    /// The records, as read under the lock (see [`Writer::refresh`]); empty while the
+    /// writer works on the cached state ([`Writer::store`] reads them then).
+    store: Store,
     /// Their state, as read under the lock.
     pub state: State,
     /// An event was published since the records were read: read them again before the
@@ -140,6 +146,9 @@ pub struct Writer {
     /// What is needed to write the state cache for the tree this writer leaves
     /// ([`crate::v2::snapshot::carry`]).
     carry: std::sync::Mutex<Option<Carry>>,
+    /// The cached state the writer started from, with its appends folded in (its `state`
+    /// lives in [`Writer::state`]); `None` once the records were read in full.
+    cached: Option<Folding>,
 }
 
 impl Drop for Writer {
@@ -148,15 +157,24 @@ impl Drop for Writer {
         if std::thread::panicking() {
             return;
         }
+        // Appends not yet folded into the cached state are folded first.
+        if self.cached.is_some() && self.dirty && !self.fold_own() {
+            return;
+        }
         let carry = self
             .carry
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(c) = carry {
-            let store = std::mem::take(&mut self.store);
-            c.finish(&self.root, &self.small_dir, store);
-        }
+        let Some(c) = carry else { return };
+        // Whether a cache was left changes no answer, only the next command's cost.
+        let _carried = match self.cached.take() {
+            Some(mut f) => {
+                f.snap.state = std::mem::take(&mut self.state);
+                c.finish_cached(&self.root, &self.small_dir, f)
+            }
+            None => c.finish(&self.root, &self.small_dir, std::mem::take(&mut self.store)),
+        };
     }
 }
 
@@ -174,6 +192,9 @@ impl Writer {
         let lock = Transaction::begin_with_timeout(root, timeout)?;
         // Proven before anything is read (the records read are at least this new).
         let carry = Carry::begin(&small_dir);
+        let cached = carry
+            .as_ref()
+            .and_then(|c| crate::v2::snapshot::for_write(root, &small_dir, c.before()));
         let mut w = Writer {
             root: root.to_path_buf(),
             small_dir,
@@ -182,14 +203,58 @@ impl Writer {
             state: State::default(),
             dirty: false,
             carry: std::sync::Mutex::new(carry),
+            cached: None,
         };
-        w.refresh()?;
+        match cached {
+            Some(mut f) => {
+                w.state = std::mem::take(&mut f.snap.state);
+                w.cached = Some(f);
+            }
+            None => w.read_all()?,
+        }
         Ok(w)
+    }
+
+    /// Whether the writer works on the cached state (no record was read in full).
+    pub fn on_cached_state(&self) -> bool {
+        self.cached.is_some()
+    }
+
+    /// The records, read in full under the lock (once; the writer then goes on from them).
+    pub fn store(&mut self) -> Result<&Store> {
+        if self.cached.is_some() {
+            self.cached = None;
+            self.read_all()?;
+        }
+        self.fresh()?;
+        Ok(&self.store)
+    }
+
+    /// Fold the records published since the state was last brought up to date into the
+    /// cached state; `false` (the state then unusable) when they cannot be folded.
+    fn fold_own(&mut self) -> bool {
+        let pending = self.carry_mut().as_mut().and_then(Carry::take_pending);
+        let (Some(records), Some(f)) = (pending, self.cached.as_mut()) else {
+            return false;
+        };
+        f.snap.state = std::mem::take(&mut self.state);
+        let folded = f.add(&self.root, &self.small_dir, &records).is_some();
+        self.state = std::mem::take(&mut f.snap.state);
+        folded
     }
 
     /// Read the records again. `store` and `state` are as read before the last append until
     /// this runs (another append runs it first by itself).
     pub fn refresh(&mut self) -> Result<()> {
+        if self.cached.is_some() {
+            if self.dirty && self.fold_own() {
+                self.dirty = false;
+                return Ok(());
+            }
+            // Not foldable (or asked to read again): the records are read in full.
+            self.cached = None;
+            return self.read_all();
+        }
         // After its own appends the writer proves the tree is its records plus the ones it
         // published and adds those from the bytes it wrote, instead of reading every record
         // again (v2/snapshot/carry.rs); failing that, it reads them all.
@@ -208,6 +273,11 @@ impl Writer {
                 return Ok(());
             }
         }
+        self.read_all()
+    }
+
+    /// Read and check every record; refuse damaged ones.
+    fn read_all(&mut self) -> Result<()> {
         let (checked, store) = v2::check_store(&self.root, &self.small_dir);
         let damage: Vec<&Diagnostic> = checked
             .diagnostics
@@ -257,7 +327,10 @@ impl Writer {
     }
 
     fn ids(&self) -> Ids {
-        let p = self.store.profile.clone().unwrap_or_default();
+        let p = match &self.cached {
+            Some(f) => f.profile().clone(),
+            None => self.store.profile.clone().unwrap_or_default(),
+        };
         Ids {
             project_id: p.project_id,
             lineage_id: p.lineage_id,
@@ -318,6 +391,9 @@ impl Writer {
 
     /// Events no other event names as previous or parent.
     fn heads(&self) -> Vec<String> {
+        if let Some(f) = &self.cached {
+            return f.heads().to_vec();
+        }
         let mut named: BTreeSet<&str> = BTreeSet::new();
         for e in &self.store.events {
             for p in e.all_parents() {
@@ -336,12 +412,19 @@ impl Writer {
         out
     }
 
-    fn last_of(&self, session: &str) -> Option<&Event> {
+    /// The sequence number and id of `session`'s last event (`(0, "")` for none).
+    fn tip_of(&self, session: &str) -> (i64, String) {
+        if let Some(f) = &self.cached {
+            // A fold keeps each session's sequences contiguous from 1.
+            let (count, last) = f.tip(session);
+            return (count as i64, last.to_string());
+        }
         self.store
             .events
             .iter()
             .filter(|e| e.session_id == session)
             .max_by_key(|e| e.sequence)
+            .map_or((0, String::new()), |e| (e.sequence, e.id.clone()))
     }
 
     /// Find a task by id or alias.
@@ -366,19 +449,10 @@ impl Writer {
                 }
             }
         };
-        // The definition in force: the task_created/task_updated of the highest revision.
-        let def = self
-            .store
-            .events
-            .iter()
-            .filter(|e| {
-                e.task_id == found.id && (e.kind == "task_created" || e.kind == "task_updated")
-            })
-            .max_by(|a, b| a.task_revision.cmp(&b.task_revision).then(a.id.cmp(&b.id)));
         Ok(TaskRef {
-            acceptance: def
-                .map(|e| e.payload.strs_of("acceptance"))
-                .unwrap_or_default(),
+            // The criteria of the definition the state holds in force (the one its revision
+            // and policy revision come from).
+            acceptance: found.acceptance.clone(),
             // The task's source as the state holds it (its definition's, or the selected
             // outcome's candidate), as the reference stamps it on receipts and transitions.
             source_digest: found.source_digest.clone(),
@@ -425,10 +499,8 @@ impl Writer {
         if self.dirty {
             self.refresh()?;
         }
-        let (sequence, previous) = match self.last_of(session) {
-            Some(e) => (e.sequence + 1, e.id.clone()),
-            None => (1, String::new()),
-        };
+        let (last, previous) = self.tip_of(session);
+        let sequence = last + 1;
         let mut parents: Vec<String> = self.heads();
         parents.extend(a.parents.iter().map(|p| p.trim().to_string()));
         parents.retain(|p| !p.is_empty() && *p != previous);
@@ -543,7 +615,7 @@ pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
     let from = trimmed(&req.from_handoff);
     if !from.is_empty()
         && !w
-            .store
+            .store()?
             .events
             .iter()
             .any(|e| e.id == from && e.kind == "handoff_recorded")
@@ -843,13 +915,14 @@ const FAILED_OUTCOMES: [&str; 5] = ["failed", "fail", "failure", "error", "error
 /// checkpoint's own claim), for the task at its current revision and policy revision, with
 /// an outcome that is not a failure. Sorted by digest; empty when the task states no
 /// criteria. None of them: refused, naming the criteria and how to add evidence.
-pub fn acceptance_evidence(w: &Writer, t: &TaskRef) -> Result<Vec<String>> {
+pub fn acceptance_evidence(w: &mut Writer, t: &TaskRef) -> Result<Vec<String>> {
     if t.acceptance.is_empty() {
         return Ok(Vec::new());
     }
     let mut found: Vec<String> = Vec::new();
     let mut stale = 0usize;
-    for r in &w.store.receipts {
+    let root = w.root.clone();
+    for r in &w.store()?.receipts {
         if r.task_id != t.task.id
             || r.availability != "verified"
             || !(r.strength == "cli_captured" || r.strength == "verified_artifact")
@@ -859,7 +932,7 @@ pub fn acceptance_evidence(w: &Writer, t: &TaskRef) -> Result<Vec<String>> {
         }
         // The revisions are read from the record itself (checked when the store was read).
         let bytes = crate::workspace::fsio::read_bounded(
-            &w.root.join(&r.file),
+            &root.join(&r.file),
             crate::v2::load::MAX_RECORD_BYTES,
         )
         .map_err(|e| Error::system(acode::IO, format!("cannot read receipt {}: {e}", r.file)))?;
@@ -1345,8 +1418,9 @@ pub fn revise_policy(
         Some(b) => crate::v2::json::sha256_hex(b),
         None => current.to_string(),
     };
-    let intent = digest_of(&material.intent, &w.store.policy_intent_digest);
-    let constraints = digest_of(&material.constraints, &w.store.policy_constraints_digest);
+    let store = w.store()?;
+    let intent = digest_of(&material.intent, &store.policy_intent_digest);
+    let constraints = digest_of(&material.constraints, &store.policy_constraints_digest);
     let new_revision = policy_revision(&intent, &constraints);
     let prior = w.state.policy_revision.clone();
     let e = w.append(
@@ -1406,7 +1480,7 @@ pub fn save_evidence(
         .with_help("give a regular file (not a symlink), at most 64 MiB")
     })?;
     let digest = crate::v2::json::sha256_hex(&data);
-    let rel = format!("evidence/blobs/sha256/{digest}");
+    let rel = format!("{BLOB_PREFIX}{digest}");
     // A blob is not a JSON record but the same exclusive publish applies.
     w.publish(&rel, &data)?;
     let outcome = if outcome.trim().is_empty() {
@@ -1646,8 +1720,20 @@ pub fn verify_evidence(store: &Store, root: &Path) -> Vec<Verified> {
             };
             if !r.artifact_digest.is_empty() || !r.artifact_path.is_empty() {
                 let size = r.artifact_size.unwrap_or(0);
-                let (status, reason) =
-                    blob_status(&small_dir, &r.artifact_digest, &r.artifact_path, size);
+                let (status, reason) = match store.verified_blobs.get(&r.artifact_digest) {
+                    // Hashed when the tree was read: its bytes are its name.
+                    Some(&n)
+                        if r.artifact_path
+                            == format!(".small/{BLOB_PREFIX}{}", r.artifact_digest) =>
+                    {
+                        if size == 0 || n as i64 == size {
+                            ("verified", "")
+                        } else {
+                            ("failed", "artifact digest or size mismatch")
+                        }
+                    }
+                    _ => blob_status(&small_dir, &r.artifact_digest, &r.artifact_path, size),
+                };
                 fail(&mut v, status, reason);
             }
             v
@@ -1663,6 +1749,9 @@ fn fail(v: &mut Verified, status: &str, reason: &str) {
 }
 
 /// The status of an artifact's blob and, when it is not verified, why.
+/// Where evidence blobs are, under `.small/`.
+const BLOB_PREFIX: &str = "evidence/blobs/sha256/";
+
 fn blob_status(
     small_dir: &Path,
     digest: &str,
@@ -1670,7 +1759,7 @@ fn blob_status(
     size: i64,
 ) -> (&'static str, &'static str) {
     const OUTSIDE: &str = "the artifact is not a regular file in .small/evidence/blobs/sha256/";
-    let rel = format!("evidence/blobs/sha256/{digest}");
+    let rel = format!("{BLOB_PREFIX}{digest}");
     if !is_hex64(digest) || path != format!(".small/{rel}") {
         return ("failed", "unsafe evidence artifact path or digest");
     }
@@ -1704,5 +1793,7 @@ fn blob_status(
     }
 }
 
+#[cfg(test)]
+mod cached_tests;
 #[cfg(test)]
 mod tests;

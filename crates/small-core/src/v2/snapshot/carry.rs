@@ -22,15 +22,17 @@
 //! - the records, with the published ones read from the bytes written by the same loader,
 //!   pass every check and have no conflict.
 //!
-//! Only sessions and events are carried: a writer that publishes a receipt or an evidence
-//! blob leaves the next read to prove the tree as usual. A carry that cannot be proven is
+//! Only sessions, events and receipts are carried: a writer that stores an evidence blob
+//! leaves the next read to prove the tree as usual. A carry that cannot be proven is
 //! simply not written; it never changes an answer.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{context_key, proof, proof_since, stat_line, write_cache, Ages, Proof, Snapshot};
+use super::{
+    context_key, proof, proof_since, stat_line, write_cache, Ages, Folding, Proof, Snapshot,
+};
 use crate::v2::load::{self, Store};
 
 /// How long a writer waits at most for the file system clock to move on.
@@ -73,11 +75,80 @@ impl Carry {
 
     /// `bytes` were published at `rel` (under `.small/`) as a new record.
     pub(crate) fn published(&mut self, rel: &str, bytes: &[u8]) {
-        if rel.starts_with("events/") || rel.starts_with("sessions/") {
+        if ["events/", "sessions/", "receipts/"]
+            .iter()
+            .any(|p| rel.starts_with(p))
+        {
             self.published.push((rel.to_string(), bytes.to_vec()));
         } else {
             self.off = true;
         }
+    }
+
+    /// The proof taken before the records were first read.
+    pub(crate) fn before(&self) -> &Proof {
+        &self.before
+    }
+
+    /// The records published since the records were last read or folded (now counted as
+    /// read); `None` when something was written that is not carried.
+    pub(crate) fn take_pending(&mut self) -> Option<Vec<(String, Vec<u8>)>> {
+        if self.off {
+            return None;
+        }
+        let pending = self.published[self.pending..].to_vec();
+        self.pending = self.published.len();
+        Some(pending)
+    }
+
+    /// Write the cache for the tree as a writer on the cached state leaves it (`f`, with
+    /// every record it published folded in), if that can be proven: as [`Carry::finish`],
+    /// with the changed session directories checked against the names `f` keeps.
+    pub(crate) fn finish_cached(self, root: &Path, small_dir: &Path, f: Folding) -> bool {
+        if self.off || self.published.is_empty() || self.pending != self.published.len() {
+            return false;
+        }
+        let Some(key) = context_key(small_dir) else {
+            return false;
+        };
+        let Some(after) = self.after(small_dir) else {
+            return false;
+        };
+        for dir in self.dirs() {
+            if dir.starts_with("events/") && !f.holds(small_dir, &dir, &after) {
+                return false;
+            }
+        }
+        f.write(&root.join(".small-cache"), &key, &after);
+        true
+    }
+
+    /// The directories the writes changed: each record's parent and theirs, up to
+    /// `.small/` itself ("").
+    fn dirs(&self) -> BTreeSet<String> {
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        for (rel, _) in &self.published {
+            let mut p = rel.as_str();
+            while let Some((parent, _)) = p.rsplit_once('/') {
+                dirs.insert(parent.to_string());
+                p = parent;
+            }
+            dirs.insert(String::new());
+        }
+        dirs
+    }
+
+    /// Once the clock has moved past the writes, the proof of the tree, when it differs from
+    /// the first only by the records published and the directories holding them.
+    fn after(&self, small_dir: &Path) -> Option<Proof> {
+        let dirs = self.dirs();
+        let newest = newest_change(small_dir, &dirs, &self.published)?;
+        if !wait_past(newest) {
+            return None;
+        }
+        let after = proof(small_dir, SystemTime::now())?;
+        self.only_own_changes(small_dir, &after, &dirs)
+            .then_some(after)
     }
 
     /// The records were read again: they include everything published so far.
@@ -126,26 +197,8 @@ impl Carry {
         if checked.diagnostics.iter().any(damage) {
             return None;
         }
-        // The directories the writes changed: each record's parent and theirs, up to
-        // `.small/` itself ("").
-        let mut dirs: BTreeSet<String> = BTreeSet::new();
-        for (rel, _) in &self.published {
-            let mut p = rel.as_str();
-            while let Some((parent, _)) = p.rsplit_once('/') {
-                dirs.insert(parent.to_string());
-                p = parent;
-            }
-            dirs.insert(String::new());
-        }
-        let newest = newest_change(small_dir, &dirs, &self.published)?;
-        if !wait_past(newest) {
-            return None;
-        }
-        let after = proof(small_dir, SystemTime::now())?;
-        if !self.only_own_changes(small_dir, &after, &dirs) {
-            return None;
-        }
-        if !event_dirs_hold_exactly(small_dir, &after, &dirs, store) {
+        let after = self.after(small_dir)?;
+        if !event_dirs_hold_exactly(small_dir, &after, &self.dirs(), store) {
             return None;
         }
         Some((checked, after))

@@ -9,12 +9,13 @@
 //! what it can prove is exactly "the records the cache vouched for, plus these":
 //!
 //! - the tree differs from the cached proof only in session directories under `events/`
-//!   (changed or new), new session records under `sessions/`, and those two directories;
-//!   nothing the cache proved is gone;
+//!   (changed or new), new session records under `sessions/`, new receipts under
+//!   `receipts/sha256/`, and the directories holding them; nothing the cache proved is gone;
 //! - each changed session directory, listed, holds every event it held (their names hash to
 //!   the digest the cache keeps per session) and new `*.json` files; its stat after the
 //!   listing is the one proven;
-//! - the new records pass the loader's record checks (read as [`load::load`] reads them);
+//! - the new records pass the loader's record checks (read as [`load::load`] reads them)
+//!   and the command rule (a recorded command's digest is its event's source digest);
 //! - the new events continue their sessions' sequences and links, name parents that exist,
 //!   and form one chain that descends from every event before them: the first names each of
 //!   the cached heads among its parents, each later one the event before it. Then the
@@ -42,7 +43,7 @@ use sha2::{Digest, Sha256};
 
 use super::{newest, stat_line, Ages, CacheBody, Proof, Snapshot, TAIL};
 use crate::v2::load::{self, Event, Profile, Store, MAX_RECORD_BYTES};
-use crate::v2::reduce::{apply_definition, set_outcome, SessionState, Task};
+use crate::v2::reduce::{apply_definition, set_outcome, ReceiptState, SessionState, Task};
 use crate::workspace::cache::write_sealed;
 
 /// The file under `.small-cache/` with every event's `id:digest` line, sorted.
@@ -69,6 +70,10 @@ pub(crate) struct Base {
     resolutions: usize,
     /// The BLAKE3 hash of the lines file this body goes with.
     lines_seal: String,
+    /// The lines file's stat line (hex), recorded once it was older than the racy margin;
+    /// empty: not yet.
+    #[serde(default)]
+    pub(super) lines_stat: String,
     /// Lines folded since the lines file was written, sorted.
     extra: Vec<String>,
 }
@@ -78,20 +83,36 @@ struct Tip {
     id: String,
     count: usize,
     last: String,
-    /// BLAKE3 over the session's event file names, sorted, joined by newlines.
+    /// The [`names_digest`] of the session's event file names.
     names: String,
 }
 
-/// The hash of a session directory's event file names, `names` sorted.
+/// The hash of a set of event file names: the sum, in four 64-bit lanes, of each name's
+/// BLAKE3 hash. A sum, so that a writer adds the names it publishes to a session's hash
+/// without listing the names it does not know (the names in a directory are distinct).
 fn names_digest<S: AsRef<str>>(names: &[S]) -> String {
-    let mut h = blake3::Hasher::new();
-    for (i, n) in names.iter().enumerate() {
-        if i > 0 {
-            h.update(b"\n");
+    names_add(&hex::encode([0u8; 32]), names)
+}
+
+/// `acc` (a [`names_digest`]) with `names` added.
+fn names_add<S: AsRef<str>>(acc: &str, names: &[S]) -> String {
+    let mut lanes = [0u64; 4];
+    if let Ok(bytes) = hex::decode(acc) {
+        for (lane, chunk) in lanes.iter_mut().zip(bytes.chunks(8)) {
+            *lane = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
         }
-        h.update(n.as_ref().as_bytes());
     }
-    h.finalize().to_hex().to_string()
+    for n in names {
+        let h = blake3::hash(n.as_ref().as_bytes());
+        for (lane, chunk) in lanes.iter_mut().zip(h.as_bytes().chunks(8)) {
+            *lane = lane.wrapping_add(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])));
+        }
+    }
+    let mut out = [0u8; 32];
+    for (chunk, lane) in out.chunks_mut(8).zip(lanes) {
+        chunk.copy_from_slice(&lane.to_le_bytes());
+    }
+    hex::encode(out)
 }
 
 fn hex_entries(proof: &Proof) -> Vec<(String, String)> {
@@ -171,6 +192,7 @@ impl Base {
                 .filter(|e| e.kind == "conflict_resolved")
                 .count(),
             lines_seal,
+            lines_stat: String::new(),
             extra: Vec::new(),
         })
     }
@@ -224,22 +246,54 @@ fn lower_bound(text: &[u8], key: &[u8]) -> usize {
     lo
 }
 
-/// The lines file's text after its seal line, when the seal is `seal` and matches (the
-/// file and the offset of the text in it).
-fn read_lines(dir: &Path, seal: &str) -> Option<(Vec<u8>, usize)> {
-    let bytes =
-        crate::workspace::fsio::read_bounded(&dir.join(LINES_FILE), LINES_MAX_BYTES).ok()?;
+/// The lines file as read: its bytes, where the text starts (after the seal line), and its
+/// stat line when the text was hashed and found sealed and the file is older than the racy
+/// margin (the next cache trusts that stat instead of hashing again).
+struct Lines {
+    bytes: Vec<u8>,
+    at: usize,
+    learned: Option<String>,
+}
+
+/// The lines file, when its seal is `seal` and matches. When the file's stat is `stat` (one
+/// recorded once the file was older than the racy margin) the text is not hashed again: the
+/// cache trusts an unchanged stat, as it does for the records
+/// (docs/decisions/0152-v2-writes-on-the-cached-state.md).
+fn read_lines(dir: &Path, seal: &str, stat: &str) -> Option<Lines> {
+    let f = crate::workspace::fsio::open_read(&dir.join(LINES_FILE)).ok()?;
+    let m = f.metadata().ok()?;
+    let horizon = std::time::SystemTime::now()
+        .checked_sub(super::RACY_MARGIN)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(i128::MAX, |d| d.as_nanos() as i128);
+    let mut ages = Ages::since(horizon);
+    let now_stat = hex::encode(stat_line(LINES_FILE, &m, &mut ages));
+    let unchanged = !stat.is_empty() && now_stat == stat;
+    let bytes = crate::workspace::fsio::read_all_bounded(f, LINES_MAX_BYTES).ok()?;
     let nl = bytes.iter().position(|&b| b == b'\n')?;
-    let ok =
-        &bytes[..nl] == seal.as_bytes() && blake3::hash(&bytes[nl + 1..]).to_hex().as_str() == seal;
-    ok.then_some((bytes, nl + 1))
+    if &bytes[..nl] != seal.as_bytes() {
+        return None;
+    }
+    if unchanged {
+        return Some(Lines {
+            bytes,
+            at: nl + 1,
+            learned: None,
+        });
+    }
+    (blake3::hash(&bytes[nl + 1..]).to_hex().as_str() == seal).then(|| Lines {
+        bytes,
+        at: nl + 1,
+        learned: (!ages.racy).then_some(now_stat),
+    })
 }
 
 /// What changed since the cached proof: session directories (by session id) and new session
 /// records (paths under `.small/`). `None` when anything else changed.
 struct Changes {
     dirs: Vec<String>,
-    sessions: Vec<String>,
+    /// New session and receipt records.
+    records: Vec<String>,
 }
 
 fn changes(base: &Base, proof: &Proof) -> Option<Changes> {
@@ -261,22 +315,29 @@ fn changes(base: &Base, proof: &Proof) -> Option<Changes> {
             }
             None => false,
         };
+        let record = |dir: &str| {
+            path.strip_prefix(dir).is_some_and(|n| {
+                !existed && !n.contains('/') && n.len() > 5 && n.ends_with(".json")
+            })
+        };
         if path == "events" || path == "sessions" {
             if !existed {
                 return None;
             }
+        } else if path == "receipts" || path == "receipts/sha256" {
+            // Changed, or made for the first receipt.
         } else if let Some(sid) = path.strip_prefix("events/").filter(|s| !s.contains('/')) {
             dirs.push(sid.to_string());
-        } else if path
-            .strip_prefix("sessions/")
-            .is_some_and(|n| !existed && !n.contains('/') && n.len() > 5 && n.ends_with(".json"))
-        {
+        } else if record("sessions/") || record("receipts/sha256/") {
             sessions.push(path.clone());
         } else {
             return None;
         }
     }
-    (seen == old.len() && !dirs.is_empty()).then_some(Changes { dirs, sessions })
+    (seen == old.len() && !dirs.is_empty()).then_some(Changes {
+        dirs,
+        records: sessions,
+    })
 }
 
 /// The names of the event files in `small_dir/rel`, sorted: `None` unless every entry is a
@@ -313,84 +374,259 @@ pub(super) fn forward(
     root: &Path,
     small_dir: &Path,
     key: &str,
-    mut body: CacheBody,
+    body: CacheBody,
     proof: &Proof,
 ) -> Option<Snapshot> {
-    let mut base = body.base.take()?;
-    let folded = std::mem::take(&mut base.extra);
-    if !body.diagnostics.is_empty() || !body.state.conflicts.is_empty() || base.resolutions > 0 {
-        return None;
+    let f = Folding::forward(root, small_dir, body, proof)?;
+    if proof.racy {
+        return Some(f.snap);
     }
-    let changed = changes(&base, proof)?;
-    let cache_dir = root.join(".small-cache");
-    let (file, at) = read_lines(&cache_dir, &base.lines_seal)?;
-    let known = Known {
-        text: &file[at..],
-        extra: &folded,
-    };
-    let mut records = Vec::new();
-    let mut listed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for sid in &changed.dirs {
-        let rel = format!("events/{sid}");
-        let names = list_events(small_dir, &rel, proof)?;
-        let (old, new): (Vec<&String>, Vec<&String>) = names
-            .iter()
-            .partition(|n| known.contains(n.strip_suffix(".json").unwrap_or(n)));
-        match base.sessions.iter().find(|t| t.id == *sid) {
-            Some(t) if old.len() != t.count || names_digest(&old) != t.names => return None,
-            None if !old.is_empty() => return None,
-            _ => {}
+    Some(f.write(&root.join(".small-cache"), key, proof))
+}
+
+/// A cached state with what folding more events onto it needs: where `status` starts when
+/// the tree is the cached one plus events, and where a writer starts and goes on after each
+/// of its appends (docs/decisions/0152-v2-writes-on-the-cached-state.md).
+pub(crate) struct Folding {
+    pub(crate) snap: Snapshot,
+    base: Base,
+    /// The lines file as read, and where its text starts (after the seal line).
+    lines: Vec<u8>,
+    at: usize,
+}
+
+impl Folding {
+    /// The state `body` holds, as it is (for the tree its proof proves). `None` when it
+    /// keeps no base or its lines file is not the one it goes with.
+    pub(crate) fn of_body(root: &Path, mut body: CacheBody) -> Option<Folding> {
+        let mut base = body.base.take()?;
+        let read = read_lines(
+            &root.join(".small-cache"),
+            &base.lines_seal,
+            &base.lines_stat,
+        )?;
+        if let Some(stat) = read.learned {
+            base.lines_stat = stat;
         }
-        if new.is_empty() || records.len() + new.len() > MAX_FOLD {
+        let (lines, at) = (read.bytes, read.at);
+        let snap = body.into_snapshot()?;
+        Some(Folding {
+            snap,
+            base,
+            lines,
+            at,
+        })
+    }
+
+    /// Whether events may be folded onto it: no finding, no conflict, no resolution.
+    pub(crate) fn foldable(&self) -> bool {
+        self.snap.diagnostics.is_empty()
+            && self.snap.state.conflicts.is_empty()
+            && self.base.resolutions == 0
+    }
+
+    /// `body`'s state with the records written since it was cached folded in, for the tree
+    /// `proof` proves (see the module documentation). `None`: read the tree in full.
+    pub(super) fn forward(
+        root: &Path,
+        small_dir: &Path,
+        body: CacheBody,
+        proof: &Proof,
+    ) -> Option<Folding> {
+        let mut f = Folding::of_body(root, body)?;
+        if !f.foldable() {
             return None;
         }
-        for n in new {
-            records.push(read_record(small_dir, &format!("{rel}/{n}"))?);
+        let changed = changes(&f.base, proof)?;
+        let mut records = Vec::new();
+        {
+            let known = Known {
+                text: &f.lines[f.at..],
+                extra: &f.base.extra,
+            };
+            for sid in &changed.dirs {
+                let rel = format!("events/{sid}");
+                let names = list_events(small_dir, &rel, proof)?;
+                let (old, new): (Vec<&String>, Vec<&String>) = names
+                    .iter()
+                    .partition(|n| known.contains(n.strip_suffix(".json").unwrap_or(n)));
+                match f.base.sessions.iter().find(|t| t.id == *sid) {
+                    Some(t) if old.len() != t.count || names_digest(&old) != t.names => {
+                        return None
+                    }
+                    None if !old.is_empty() => return None,
+                    _ => {}
+                }
+                if new.is_empty() || records.len() + new.len() > MAX_FOLD {
+                    return None;
+                }
+                for n in new {
+                    records.push(read_record(small_dir, &format!("{rel}/{n}"))?);
+                }
+            }
         }
-        listed.insert(sid.clone(), names);
+        for rel in &changed.records {
+            records.push(read_record(small_dir, rel)?);
+        }
+        f.add(root, small_dir, &records)?;
+        Some(f)
     }
-    for rel in &changed.sessions {
-        records.push(read_record(small_dir, rel)?);
+
+    /// Fold `records` (new sessions and events, as read or as published) into the state.
+    /// `None` when they are not exactly what a fold may take; the state may then be partly
+    /// folded and must be dropped.
+    pub(crate) fn add(
+        &mut self,
+        root: &Path,
+        small_dir: &Path,
+        records: &[(String, Vec<u8>)],
+    ) -> Option<()> {
+        let mut store = Store {
+            profile: Some(self.base.profile.clone()),
+            ..Store::default()
+        };
+        if !load::load_published(root, small_dir, &mut store, records)
+            || !store.diagnostics.is_empty()
+            || !store.unreadable_events.is_empty()
+            || !crate::v2::command::digest_rule(&store).is_empty()
+        {
+            return None;
+        }
+        // New receipts first: the transitions folded next may name them as evidence.
+        let receipts = &mut self.snap.state.receipts;
+        for r in &store.receipts {
+            if receipts.iter().any(|x| x.digest == r.digest) {
+                return None;
+            }
+            receipts.push(ReceiptState {
+                digest: r.digest.clone(),
+                strength: r.strength.clone(),
+                availability: r.availability.clone(),
+            });
+        }
+        receipts.sort_by(|a, b| a.digest.cmp(&b.digest));
+        let base = &mut self.base;
+        let known = Known {
+            text: &self.lines[self.at..],
+            extra: &base.extra,
+        };
+        let chain = chain(base, &self.snap.state.sessions, &store, &known)?;
+        fold(&mut self.snap, &store, &chain)?;
+        let mut extra: Vec<String> = store
+            .events
+            .iter()
+            .map(|e| format!("{}:{}", e.id, e.digest))
+            .chain(base.extra.iter().cloned())
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        self.snap.state.frontier = frontier(&self.lines[self.at..], &extra);
+        base.extra = extra;
+        if let Some(last) = chain.last() {
+            base.heads = vec![last.id.clone()];
+        }
+        base.advance_tips(&store);
+        Some(())
     }
-    let mut store = Store {
-        profile: Some(base.profile.clone()),
-        ..Store::default()
-    };
-    if !load::load_published(root, small_dir, &mut store, &records)
-        || !store.diagnostics.is_empty()
-        || !store.unreadable_events.is_empty()
-    {
-        return None;
+
+    /// The events no event names as a parent or previous event.
+    pub(crate) fn heads(&self) -> &[String] {
+        &self.base.heads
     }
-    drop(records);
-    let chain = chain(&base, &body, &store, &known)?;
-    let mut snap = body.into_snapshot()?;
-    fold(&mut snap, &store, &chain)?;
-    let mut lines: Vec<String> = store
-        .events
-        .iter()
-        .map(|e| format!("{}:{}", e.id, e.digest))
-        .chain(folded.iter().cloned())
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
-    snap.state.frontier = frontier(known.text, &lines);
-    if !proof.racy {
-        let next = next_base(
-            &cache_dir, base, proof, &store, &chain, &listed, &known, lines,
-        );
-        if let Some(body) = CacheBody::of(key, proof, &snap, Some(next)) {
-            body.write(&cache_dir);
+
+    /// How many events `session` has and its last one (`(0, "")` for none).
+    pub(crate) fn tip(&self, session: &str) -> (usize, &str) {
+        self.base
+            .sessions
+            .iter()
+            .find(|t| t.id == session)
+            .map_or((0, ""), |t| (t.count, t.last.as_str()))
+    }
+
+    /// The profile the records were checked against.
+    pub(crate) fn profile(&self) -> &Profile {
+        &self.base.profile
+    }
+
+    /// Whether the session directory `rel` (`events/<id>`) holds exactly the events of the
+    /// state (no other file), with the stat `proof` recorded for it.
+    pub(crate) fn holds(&self, small_dir: &Path, rel: &str, proof: &Proof) -> bool {
+        let Some(session) = rel.strip_prefix("events/") else {
+            return false;
+        };
+        let (count, _) = self.tip(session);
+        let want = self.base.sessions.iter().find(|t| t.id == session);
+        match list_events(small_dir, rel, proof) {
+            Some(names) => {
+                names.len() == count && want.is_some_and(|t| names_digest(&names) == t.names)
+            }
+            None => false,
         }
     }
-    Some(snap)
+
+    /// Write it as the cache for the tree `proof` proves (the folded lines go into the lines
+    /// file once there are many); the snapshot.
+    pub(crate) fn write(mut self, dir: &Path, key: &str, proof: &Proof) -> Snapshot {
+        self.base.entries = hex_entries(proof);
+        let text = std::str::from_utf8(&self.lines[self.at..])
+            .ok()
+            .filter(|_| self.base.extra.len() > MAX_EXTRA);
+        if let Some(text) = text {
+            let mut all: Vec<&str> = text
+                .split('\n')
+                .filter(|l| !l.is_empty())
+                .chain(self.base.extra.iter().map(String::as_str))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            self.base.lines_seal = write_lines(dir, &all);
+            self.base.lines_stat = String::new();
+            self.base.extra = Vec::new();
+        }
+        if let Some(body) = CacheBody::of(key, proof, &self.snap, Some(self.base)) {
+            body.write(dir);
+        }
+        self.snap
+    }
+}
+
+impl Base {
+    /// Each session of `store`'s events (new ones) with those events added to its tip.
+    fn advance_tips(&mut self, store: &Store) {
+        let mut by_session: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+        for e in &store.events {
+            by_session.entry(e.session_id.as_str()).or_default().push(e);
+        }
+        for (sid, evs) in by_session {
+            let names: Vec<String> = evs.iter().map(|e| format!("{}.json", e.id)).collect();
+            let last = evs
+                .iter()
+                .max_by_key(|e| e.sequence)
+                .map(|e| e.id.clone())
+                .unwrap_or_default();
+            match self.sessions.iter_mut().find(|t| t.id == sid) {
+                Some(t) => {
+                    t.count += evs.len();
+                    t.last = last;
+                    t.names = names_add(&t.names, &names);
+                }
+                None => self.sessions.push(Tip {
+                    id: sid.to_string(),
+                    count: evs.len(),
+                    last,
+                    names: names_digest(&names),
+                }),
+            }
+        }
+        self.sessions.sort_by(|a, b| a.id.cmp(&b.id));
+    }
 }
 
 /// The new events in the reducer's order, when they form one chain that descends from
 /// every cached event (see the module documentation) and keep the graph's rules.
 fn chain<'s>(
     base: &Base,
-    body: &CacheBody,
+    cached: &[SessionState],
     store: &'s Store,
     known: &Known,
 ) -> Option<Vec<&'s Event>> {
@@ -398,7 +634,7 @@ fn chain<'s>(
     if new.len() != store.events.len() {
         return None;
     }
-    let mut sessions: HashSet<&str> = body.state.sessions.iter().map(|s| s.id.as_str()).collect();
+    let mut sessions: HashSet<&str> = cached.iter().map(|s| s.id.as_str()).collect();
     for s in &store.sessions {
         if !sessions.insert(s.id.as_str()) {
             return None;
@@ -466,6 +702,9 @@ fn chain<'s>(
     }
     if order.len() != store.events.len() {
         return None;
+    }
+    if order.is_empty() {
+        return Some(order);
     }
     // One chain: the first names every cached head, each later one the event before it.
     let first = order.first()?.all_parents();
@@ -622,62 +861,6 @@ fn frontier(text: &[u8], add: &[String]) -> String {
     }
     emit(&text[at..], &mut h);
     hex::encode(h.finalize())
-}
-
-/// The base for the tree after the fold: its proof, the chain's last event as the one
-/// head, the sessions' new tips, and the folded lines (written into the lines file once
-/// there are many).
-#[allow(clippy::too_many_arguments)]
-fn next_base(
-    dir: &Path,
-    mut base: Base,
-    proof: &Proof,
-    store: &Store,
-    chain: &[&Event],
-    listed: &BTreeMap<String, Vec<String>>,
-    known: &Known,
-    extra: Vec<String>,
-) -> Base {
-    base.entries = hex_entries(proof);
-    base.heads = chain.last().map(|e| vec![e.id.clone()]).unwrap_or_default();
-    for (sid, names) in listed {
-        let evs: Vec<&Event> = store
-            .events
-            .iter()
-            .filter(|e| e.session_id == *sid)
-            .collect();
-        let Some(last) = evs.iter().max_by_key(|e| e.sequence) else {
-            continue;
-        };
-        let tip = Tip {
-            id: sid.clone(),
-            count: names.len(),
-            last: last.id.clone(),
-            names: names_digest(names),
-        };
-        match base.sessions.iter_mut().find(|t| t.id == *sid) {
-            Some(t) => *t = tip,
-            None => base.sessions.push(tip),
-        }
-    }
-    base.sessions.sort_by(|a, b| a.id.cmp(&b.id));
-    let text = std::str::from_utf8(known.text)
-        .ok()
-        .filter(|_| extra.len() > MAX_EXTRA);
-    if let Some(text) = text {
-        let mut all: Vec<&str> = text
-            .split('\n')
-            .filter(|l| !l.is_empty())
-            .chain(extra.iter().map(String::as_str))
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        base.lines_seal = write_lines(dir, &all);
-        base.extra = Vec::new();
-    } else {
-        base.extra = extra;
-    }
-    base
 }
 
 #[cfg(test)]

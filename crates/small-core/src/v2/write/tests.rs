@@ -394,9 +394,10 @@ fn writers_in_threads_queue_on_the_lock_and_lose_nothing() {
     for t in threads {
         t.join().unwrap();
     }
-    let w = open(&root);
+    let mut w = open(&root);
     let mut seqs: Vec<i64> = w
-        .store
+        .store()
+        .unwrap()
         .events
         .iter()
         .filter(|e| e.session_id == sid)
@@ -450,12 +451,14 @@ fn evidence_over_a_record_size_saves_twice_and_verifies() {
     let a = save_evidence(&mut w, &root.join("big.log"), "task-1", "", "").unwrap();
     let b = save_evidence(&mut w, &root.join("big.log"), "task-1", "", "").unwrap();
     assert_eq!(a.blob, b.blob);
-    let all = verify_evidence(&w.store, root);
+    let all = verify_evidence(w.store().unwrap(), root);
     assert!(all.iter().all(|v| v.status == "verified"), "{all:?}");
     // A tampered blob is a mismatch; a symlinked one is refused, never followed.
+    // (Verified as `evidence verify` does: on the tree as read now.)
+    let now = |root: &Path| crate::v2::check_store(root, &root.join(".small")).1;
     let blob = root.join(&a.blob);
     std::fs::write(&blob, b"changed").unwrap();
-    let all = verify_evidence(&w.store, root);
+    let all = verify_evidence(&now(root), root);
     assert!(
         all.iter()
             .any(|v| v.status == "failed" && v.reason.contains("mismatch")),
@@ -463,7 +466,7 @@ fn evidence_over_a_record_size_saves_twice_and_verifies() {
     );
     std::fs::remove_file(&blob).unwrap();
     std::os::unix::fs::symlink(root.join("big.log"), &blob).unwrap();
-    let all = verify_evidence(&w.store, root);
+    let all = verify_evidence(&now(root), root);
     assert!(
         all.iter()
             .any(|v| v.status == "failed" && v.reason.contains("regular")),

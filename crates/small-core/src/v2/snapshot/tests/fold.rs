@@ -205,7 +205,7 @@ fn one_more(root: &Path) {
 #[test]
 fn what_cannot_be_proven_is_read_in_full() {
     type Change = fn(&Path);
-    let cases: [(&str, Change); 9] = [
+    let cases: [(&str, Change); 10] = [
         (
             "a first event that does not descend from the head",
             |root| {
@@ -245,6 +245,13 @@ fn what_cannot_be_proven_is_read_in_full() {
                 &done,
             );
         }),
+        (
+            "a recorded command whose digest is not its source's",
+            |root| {
+                let payload = format!(r#"{{"command_sha256":"{}"}}"#, "2".repeat(64));
+                then(root, S, "e6", 6, "e5", "command_recorded", &[], &payload);
+            },
+        ),
         ("a gap in the session's sequence", |root| {
             then(root, S, "e7", 7, "e5", "command_recorded", &[], "{}");
         }),
@@ -280,4 +287,33 @@ fn what_cannot_be_proven_is_read_in_full() {
         assert!(!s.from_cache, "{what}: from the cache");
         assert_eq!(answer(s), cold(root), "{what}");
     }
+}
+
+/// Once the lines file is older than the racy margin, a fold records its stat and the next
+/// one trusts it instead of hashing the text; a file changed after that is hashed again, and
+/// not trusted.
+#[test]
+fn the_lines_file_is_hashed_again_once_its_stat_changed() {
+    let d = valid();
+    let root = d.path();
+    cached(root);
+    std::thread::sleep(RACY_MARGIN + std::time::Duration::from_millis(50));
+    one_more(root);
+    agrees(root, 1);
+    let body = read_body(
+        &root.join(".small-cache"),
+        &context_key(&root.join(".small")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        !body.base.as_ref().unwrap().lines_stat.is_empty(),
+        "the stat of the settled lines file is recorded"
+    );
+    let lines = root.join(".small-cache/v2-frontier.v1");
+    let text = std::fs::read_to_string(&lines).unwrap();
+    std::fs::write(&lines, text.replace("e1:", "e0:")).unwrap();
+    then(root, S, "e7", 7, "e6", "command_recorded", &[], "{}");
+    let s = cached(root);
+    assert_eq!(s.folded, 0, "a changed lines file is not folded onto");
+    assert_eq!(answer(s), cold(root));
 }
