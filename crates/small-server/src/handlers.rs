@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use small_core::api::manifest::{self, ManifestRequest, RequestError};
 use small_core::api::replay;
 use small_core::spec::consts::ArtifactKind;
-use small_store::replay::ReplayRecord;
+use small_store::replay::{ReplayRecord, ReplayStoreError};
 
 /// Primitive schemas served under `/schemas/small/v1/`.
 const PRIMITIVE_SCHEMAS: [(&str, &str); 5] = [
@@ -162,8 +162,7 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
         .into_response();
     };
     let candidate = record(&replayable, replay::materialise(&replayable.replay_id, m));
-    let store = state.replay.clone();
-    let stored = match tokio::task::spawn_blocking(move || store.get_or_insert(candidate)).await {
+    let stored = match store_replay(&state, candidate).await {
         Ok(Ok((record, _created))) => record,
         Ok(Err(e)) => {
             tracing::error!(target: "small::server", error = %e, "replay store failed");
@@ -192,6 +191,31 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
     out.extend_from_slice(stored.lifecycle_json.as_bytes());
     out.push(b'}');
     json_response(StatusCode::OK, out)
+}
+
+/// Stores a first replay (or reads the stored one). A store that queues writes (PostgreSQL's
+/// group commit) answers through a channel, so the request waits without holding a thread;
+/// the others run on a blocking thread.
+async fn store_replay(
+    state: &AppState,
+    candidate: ReplayRecord,
+) -> Result<Result<(ReplayRecord, bool), ReplayStoreError>, String> {
+    let store = state.replay.clone();
+    if store.queues_writes() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        store.get_or_insert_queued(
+            candidate,
+            Box::new(move |answer| {
+                let _ = tx.send(answer);
+            }),
+        );
+        return rx
+            .await
+            .map_err(|_| "the replay store dropped the request".to_string());
+    }
+    tokio::task::spawn_blocking(move || store.get_or_insert(candidate))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The store's record of a first replay.

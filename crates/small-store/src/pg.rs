@@ -5,17 +5,26 @@
 //! advisory lock for the whole graph before the cycle check (a cycle can join any two
 //! components), so lineage stays acyclic under any interleaving; transient failures
 //! (serialisation, deadlock, unique races) retry the whole transaction.
+//!
+//! Connections come from a bounded pool ([`pool`]) with every statement prepared once per
+//! connection; concurrent writes share one transaction and one commit ([`batch`]).
 
+mod batch;
+mod pool;
 mod replay;
 
+pub use pool::PgOptions;
 pub use replay::PgReplayStore;
+
+use batch::{GroupCommit, Joined};
+use pool::{Connector, Pool};
 
 use crate::error::{Result, StoreError};
 use crate::model::Record;
 use crate::tx::{Backend, Tx, Versioned, Walk};
 use postgres::error::SqlState;
-use postgres::{Client, NoTls, Statement};
-use std::sync::Mutex;
+use postgres::{Client, Statement};
+use std::sync::Arc;
 use std::time::Duration;
 
 const MIGRATIONS: &[&str] = &[r#"
@@ -161,21 +170,15 @@ const SQL: &[&str] = &[
     "SELECT pg_advisory_xact_lock(hashtextextended('small-lineage', 0))",
 ];
 
-struct Conn {
-    client: Client,
-    stmts: Vec<Statement>,
-}
-
-/// The PostgreSQL backend: a pool of connections with prepared statements.
+/// The PostgreSQL backend: a bounded pool of connections with prepared statements, and group
+/// commit of writes (see [`batch`]).
 pub struct PgBackend {
-    url: String,
-    schema: Option<String>,
-    pool: Mutex<Vec<Conn>>,
-    read_only: bool,
+    pool: Arc<Pool>,
+    group: Option<GroupCommit>,
 }
 
 /// Marker in backend error messages for failures worth retrying.
-const RETRYABLE: &str = "(retryable)";
+pub(crate) const RETRYABLE: &str = "(retryable)";
 
 pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
     let transient = matches!(
@@ -183,6 +186,7 @@ pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
         Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE
             || *c == SqlState::T_R_DEADLOCK_DETECTED
             || *c == SqlState::UNIQUE_VIOLATION
+            || *c == SqlState::LOCK_NOT_AVAILABLE
     );
     let detail = match e.as_db_error() {
         Some(db) => db.message().to_string(),
@@ -203,134 +207,101 @@ fn valid_schema_name(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
+/// Refuses a schema name that could not be used bare in SQL.
+pub(crate) fn check_schema_name(schema: Option<&str>) -> Result<()> {
+    match schema {
+        Some(s) if !valid_schema_name(s) => Err(StoreError::Backend(format!(
+            "invalid PostgreSQL schema name `{s}`"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Runs the store migrations on `url` (in `schema` when given), on a helper thread.
+pub(crate) fn migrate_database(url: &str, schema: Option<&str>) -> Result<()> {
+    check_schema_name(schema)?;
+    let connector = Connector {
+        url: url.to_string(),
+        schema: schema.map(str::to_string),
+        read_only: false,
+        sql: &[],
+    };
+    off_runtime(|| {
+        let mut client = connector.client()?;
+        migrate(&mut client)
+    })
+}
+
 impl PgBackend {
     /// Connects to `url` and runs the migrations. With `schema`, every table lives in that
     /// PostgreSQL schema (created when missing), which isolates test runs sharing a database.
+    /// Pool and committers are sized by [`PgOptions::from_env`].
     pub fn connect(url: &str, schema: Option<&str>) -> Result<Self> {
-        if let Some(s) = schema {
-            if !valid_schema_name(s) {
-                return Err(StoreError::Backend(format!(
-                    "invalid PostgreSQL schema name `{s}`"
-                )));
-            }
-        }
-        let backend = PgBackend {
+        Self::connect_with(url, schema, PgOptions::from_env()?)
+    }
+
+    /// As [`PgBackend::connect`], with explicit pool and committer sizes.
+    pub fn connect_with(url: &str, schema: Option<&str>, options: PgOptions) -> Result<Self> {
+        migrate_database(url, schema)?;
+        let connector = Connector {
             url: url.to_string(),
             schema: schema.map(str::to_string),
-            pool: Mutex::new(Vec::new()),
             read_only: false,
+            sql: SQL,
         };
-        // The blocking client runs its own small runtime, which cannot start on a thread that
-        // is driving an async runtime (a server opening its store): connect on a helper thread.
-        let conn = off_runtime(|| {
-            let mut client = backend.raw_client()?;
-            migrate(&mut client)?;
-            backend.prepare(client)
-        })?;
-        backend
-            .pool
-            .lock()
-            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
-            .push(conn);
-        Ok(backend)
+        Self::start(connector, options)
     }
 
     /// Connects to `url` for reading only: no migration runs, no schema is created, and every
     /// transaction of every connection is read-only (`default_transaction_read_only`). A
     /// database without the store's tables is refused.
     pub fn connect_read_only(url: &str) -> Result<Self> {
-        let backend = PgBackend {
+        let connector = Connector {
             url: url.to_string(),
             schema: None,
-            pool: Mutex::new(Vec::new()),
             read_only: true,
+            sql: SQL,
         };
-        let conn = off_runtime(|| {
-            let client = backend.raw_client()?;
-            backend.prepare(client).map_err(|e| {
+        Self::start(connector, PgOptions::from_env()?)
+    }
+
+    /// Opens the first connection (proving the database holds a store) and, unless read-only,
+    /// starts the group committers.
+    fn start(connector: Connector, options: PgOptions) -> Result<Self> {
+        let read_only = connector.read_only;
+        // The blocking client runs its own small runtime, which cannot start on a thread that
+        // is driving an async runtime (a server opening its store): connect on a helper thread.
+        let first = off_runtime(|| connector.conn()).map_err(|e| {
+            if read_only {
                 StoreError::Backend(format!(
                     "{} does not hold a small store ({e})",
-                    redact(&backend.url)
+                    redact(&connector.url)
                 ))
-            })
-        })?;
-        backend
-            .pool
-            .lock()
-            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
-            .push(conn);
-        Ok(backend)
-    }
-
-    pub(crate) fn raw_client(&self) -> Result<Client> {
-        let mut client = Client::connect(&self.url, NoTls).map_err(|e| {
-            StoreError::Backend(format!(
-                "cannot connect to PostgreSQL ({}): {e}",
-                redact(&self.url)
-            ))
-        })?;
-        // Every query of the store touches a few rows through an index (point lookups, short
-        // ranges, lineage walks a few steps at a time). Nested-loop index joins are right for
-        // all of them, also when the planner's statistics are stale after a bulk load, when it
-        // would otherwise pick hash joins that scan whole tables at every recursion step.
-        let mut setup = String::from("SET enable_hashjoin = off; SET enable_mergejoin = off;");
-        if self.read_only {
-            setup.push_str(" SET default_transaction_read_only = on;");
-        }
-        if let Some(s) = &self.schema {
-            setup.push_str(&format!(
-                " CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s};"
-            ));
-        }
-        client.batch_execute(&setup).map_err(pg_error)?;
-        Ok(client)
-    }
-
-    fn prepare(&self, mut client: Client) -> Result<Conn> {
-        let mut stmts = Vec::with_capacity(SQL.len());
-        for sql in SQL {
-            stmts.push(client.prepare(sql).map_err(pg_error)?);
-        }
-        Ok(Conn { client, stmts })
-    }
-
-    fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        let taken = self
-            .pool
-            .lock()
-            .map_err(|_| StoreError::Backend("pool lock poisoned".into()))?
-            .pop();
-        let mut conn = match taken {
-            Some(c) if !c.client.is_closed() => c,
-            _ => {
-                let client = self.raw_client()?;
-                self.prepare(client)?
+            } else {
+                e
             }
+        })?;
+        let pool = Arc::new(Pool::new(connector, options.pool_size));
+        pool.give(first)?;
+        let group = if read_only {
+            None
+        } else {
+            Some(GroupCommit::start(&pool, options.committers)?)
         };
-        let out = f(&mut conn);
-        if !conn.client.is_closed() {
-            if let Ok(mut pool) = self.pool.lock() {
-                if pool.len() < 16 {
-                    pool.push(conn);
-                }
-            }
-        }
-        out
+        Ok(PgBackend { pool, group })
     }
 
+    /// Group commits so far: (batches committed, writes they held).
+    pub fn group_commit_counts(&self) -> (u64, u64) {
+        self.group.as_ref().map_or((0, 0), GroupCommit::counts)
+    }
+
+    /// Runs `f` in a transaction of its own on a pooled connection, retrying transient
+    /// failures up to `retries` times.
     fn run<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>, retries: u32) -> Result<R> {
         let mut attempt = 0;
         loop {
-            let result = self.with_conn(|conn| {
-                let mut tx = conn.client.transaction().map_err(pg_error)?;
-                let out = f(&mut PgTx {
-                    tx: &mut tx,
-                    stmts: &conn.stmts,
-                })?;
-                tx.commit().map_err(pg_error)?;
-                Ok(out)
-            });
-            match result {
+            match self.run_once(f) {
                 Err(StoreError::Backend(m)) if attempt < retries && m.contains(RETRYABLE) => {
                     attempt += 1;
                     std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
@@ -338,6 +309,25 @@ impl PgBackend {
                 other => return other,
             }
         }
+    }
+
+    fn run_once<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        let mut pooled = self.pool.get()?;
+        let conn = pooled.conn()?;
+        conn.client.batch_execute("BEGIN").map_err(pg_error)?;
+        let out = f(&mut PgTx {
+            client: &mut conn.client,
+            stmts: &conn.stmts,
+        });
+        let end = match out {
+            Ok(_) => conn.client.batch_execute("COMMIT"),
+            Err(_) => conn.client.batch_execute("ROLLBACK"),
+        };
+        if let Err(e) = end {
+            pooled.discard();
+            return Err(out.err().unwrap_or_else(|| pg_error(e)));
+        }
+        out
     }
 }
 
@@ -355,17 +345,9 @@ pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Resu
 
 impl Drop for PgBackend {
     fn drop(&mut self) {
-        // Closing a client blocks on its runtime too: close them on a helper thread.
-        let conns = match self.pool.get_mut() {
-            Ok(pool) => std::mem::take(pool),
-            Err(_) => return,
-        };
-        if !conns.is_empty() {
-            let _ = off_runtime(move || {
-                drop(conns);
-                Ok(())
-            });
-        }
+        // Stop the committers first (they commit what is open), then close idle connections.
+        drop(self.group.take());
+        self.pool.close_idle();
     }
 }
 
@@ -426,13 +408,20 @@ impl Backend for PgBackend {
     }
 
     fn write<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        if let Some(group) = &self.group {
+            if let Joined::Done(out) = group.write(f) {
+                return out;
+            }
+        }
         self.run(f, 20)
     }
 }
 
-struct PgTx<'a, 'b> {
-    tx: &'b mut postgres::Transaction<'a>,
-    stmts: &'b [Statement],
+/// The store's operations on a session inside an open transaction (begun and ended by the
+/// caller: alone, or in a group commit's savepoint).
+pub(crate) struct PgTx<'a> {
+    pub client: &'a mut Client,
+    pub stmts: &'a [Statement],
 }
 
 fn kind(t: Versioned) -> &'static str {
@@ -453,20 +442,22 @@ fn rec(row: &postgres::Row) -> Record {
     }
 }
 
-impl PgTx<'_, '_> {
+impl PgTx<'_> {
     fn query(
         &mut self,
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>> {
-        self.tx.query(&self.stmts[q], params).map_err(pg_error)
+        self.client.query(&self.stmts[q], params).map_err(pg_error)
     }
     fn execute(
         &mut self,
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<u64> {
-        self.tx.execute(&self.stmts[q], params).map_err(pg_error)
+        self.client
+            .execute(&self.stmts[q], params)
+            .map_err(pg_error)
     }
     fn records(
         &mut self,
@@ -484,7 +475,7 @@ impl PgTx<'_, '_> {
     }
 }
 
-impl Tx for PgTx<'_, '_> {
+impl Tx for PgTx<'_> {
     fn schema_get(&mut self, id: &str) -> Result<Option<Record>> {
         self.record(SCHEMA_GET, &[&id])
     }

@@ -41,6 +41,9 @@ pub enum ReplayStoreError {
     Other(String),
 }
 
+/// Receives the answer of a queued [`ReplayStore::get_or_insert_queued`].
+pub type Reply = Box<dyn FnOnce(Result<(ReplayRecord, bool), ReplayStoreError>) + Send>;
+
 /// Storage for replay records.
 pub trait ReplayStore: Send + Sync + 'static {
     /// The stored record for `replay_id`, if any.
@@ -52,6 +55,19 @@ pub trait ReplayStore: Send + Sync + 'static {
         &self,
         candidate: ReplayRecord,
     ) -> Result<(ReplayRecord, bool), ReplayStoreError>;
+
+    /// Whether [`ReplayStore::get_or_insert_queued`] returns at once (the store answers later
+    /// from a thread of its own), so async callers need no blocking thread for it.
+    fn queues_writes(&self) -> bool {
+        false
+    }
+
+    /// As [`ReplayStore::get_or_insert`], answering through `reply`. Stores that queue writes
+    /// (group commit) return at once and call `reply` once the record is durable; the others
+    /// call it before returning.
+    fn get_or_insert_queued(&self, candidate: ReplayRecord, reply: Reply) {
+        reply(self.get_or_insert(candidate));
+    }
 
     /// A short description for logs (`sqlite:/path`, `memory`).
     fn describe(&self) -> String;

@@ -256,3 +256,83 @@ fn versions_stay_contiguous_when_two_servers_race() {
         .unwrap();
     assert_eq!(listed.items.len(), 2 * rounds);
 }
+
+fn schema_record(id: &str) -> small_store::Record {
+    let json = format!("{{\"$id\":\"{id}\"}}");
+    small_store::Record {
+        id: id.into(),
+        version: 1,
+        sha256: format!("{:064x}", json.len()),
+        stored_at: "2025-01-15T10:00:00Z".into(),
+        json,
+        resolved: None,
+    }
+}
+
+/// How one concurrent write of the group commit test behaves.
+fn group_write(backend: &PgBackend, i: usize, round: usize) -> Result<bool, StoreError> {
+    use small_store::tx::Backend;
+    let id = format!("schema:g{i}-{round}");
+    match (i, round) {
+        // Refused by the database (text cannot hold NUL): its savepoint rolls back.
+        (5, 2) => backend.write(&mut |tx| tx.schema_insert(&schema_record(&format!("{id}\u{0}")))),
+        // Fails after writing: what it wrote must not be committed with the others.
+        (9, 4) => backend.write(&mut |tx| {
+            tx.schema_insert(&schema_record(&id))?;
+            Err(StoreError::Conflict("refused after writing".into()))
+        }),
+        _ => backend.write(&mut |tx| tx.schema_insert(&schema_record(&id))),
+    }
+}
+
+/// Group commit of primitives writes: concurrent writes share commits, and a write that fails
+/// (in the database, or after writing) rolls back alone while the others of its batch commit.
+#[test]
+fn group_commit_isolates_a_failing_write() {
+    use small_store::tx::Backend;
+    let Some(url) = common::pg_url() else { return };
+    let schema = common::fresh_pg_schema(&url, "group_commit_failing");
+    let backend = Arc::new(PgBackend::connect(&url, Some(&schema)).unwrap());
+    let barrier = Arc::new(Barrier::new(32));
+    let handles: Vec<_> = (0..32)
+        .map(|i| {
+            let backend = backend.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|round| {
+                        barrier.wait();
+                        (round, group_write(&backend, i, round))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        for (round, result) in h.join().unwrap() {
+            let id = format!("schema:g{i}-{round}");
+            let stored = backend.read(&mut |tx| tx.schema_get(&id)).unwrap();
+            match (i, round) {
+                (5, 2) => assert!(matches!(result, Err(StoreError::Backend(_))), "{result:?}"),
+                (9, 4) => {
+                    assert!(matches!(result, Err(StoreError::Conflict(_))), "{result:?}");
+                    assert!(stored.is_none(), "a failed write was committed");
+                }
+                _ => {
+                    assert!(result.unwrap(), "{id} not inserted");
+                    assert_eq!(stored.unwrap().json, schema_record(&id).json);
+                }
+            }
+        }
+    }
+    let (batches, writes) = backend.group_commit_counts();
+    assert_eq!(
+        writes, 318,
+        "every successful write went through a group commit"
+    );
+    assert!(batches < writes, "no commit was shared ({batches} batches)");
+    drop(backend);
+    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+        let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    }
+}

@@ -59,6 +59,7 @@ mod runs_v2_diff;
 mod runs_verify;
 mod store_cli;
 mod store_http;
+mod store_pg_replay;
 mod store_scaleout;
 mod tools_agents;
 mod tools_apply;

@@ -17,9 +17,9 @@ fn pg_url() -> Option<String> {
     small_testkit::postgres_url()
 }
 
-struct Served {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Drop for Served {
@@ -30,7 +30,7 @@ impl Drop for Served {
 }
 
 /// Starts `small serve` on an ephemeral port and waits for its `listening on http://ADDR` line.
-fn serve(store: &str) -> Served {
+pub(crate) fn serve(store: &str) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_small"))
         .args(["serve", "--addr", "127.0.0.1:0", "--store", store])
         .stdout(Stdio::piped())
