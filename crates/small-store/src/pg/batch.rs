@@ -22,8 +22,10 @@ use std::thread::JoinHandle;
 /// PostgreSQL slows every snapshot down once a transaction holds more than 64 of them.
 const MAX_MEMBERS: usize = 48;
 
-/// Committer threads per lane.
-const COMMITTERS_PER_LANE: usize = 2;
+/// Committer threads per lane: one, so a lane's next batch collects writes while the
+/// previous one waits for its flush (a second committer would take it at once, one write
+/// at a time, and batches would not grow).
+const COMMITTERS_PER_LANE: usize = 1;
 
 /// Session settings of a batch: a write waiting this long for a row lock leaves the batch
 /// (and retries alone) instead of holding up every other write of the batch.
@@ -300,8 +302,6 @@ impl GroupCommit {
                 batches: AtomicU64::new(0),
                 writes: AtomicU64::new(0),
             });
-            // Two committers per lane: a batch is taken while the previous one still waits for
-            // its flush, and PostgreSQL flushes concurrent commits together.
             for k in 0..COMMITTERS_PER_LANE {
                 let committer = lane.clone();
                 let handle = std::thread::Builder::new()
@@ -317,16 +317,18 @@ impl GroupCommit {
         Ok(group)
     }
 
-    /// Offers a write to a lane: the first lane (in order) not running a write now, so writes
-    /// pack into few batches and the other lanes take only the overflow; when every lane is
-    /// busy, the next in turn.
+    /// Offers a write to a lane: the first lane not running a write now (starting from the
+    /// next in turn), else the next in turn.
     pub fn write<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Joined<R> {
-        for lane in &self.lanes {
+        let n = self.lanes.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        for k in 0..n {
+            let lane = &self.lanes[(first + k) % n];
             if let Ok(st) = lane.state.try_lock() {
                 return lane.write(st, f);
             }
         }
-        let lane = &self.lanes[self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()];
+        let lane = &self.lanes[first];
         lane.write(lane.lock(), f)
     }
 
