@@ -71,13 +71,16 @@ fn try_replay(addr: SocketAddr, body: &[u8]) -> Option<common::Response> {
     Some(common::parse_response(&buf))
 }
 
-/// Clients send distinct first replays until the server stops answering; each returns the
-/// (title, body) of every replay acknowledged with 200.
+/// The (title, body) of every replay one client saw acknowledged with 200.
+type Acked = Vec<(String, Vec<u8>)>;
+
+/// Clients send distinct first replays until the server stops answering; each returns what
+/// it saw acknowledged.
 fn load(
     addr: SocketAddr,
     clients: usize,
     stop: Arc<AtomicBool>,
-) -> Vec<std::thread::JoinHandle<Vec<(String, Vec<u8>)>>> {
+) -> Vec<std::thread::JoinHandle<Acked>> {
     (0..clients)
         .map(|t| {
             let stop = stop.clone();
