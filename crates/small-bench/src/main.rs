@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 mod ui;
 mod v2;
+mod v2write;
 
 #[derive(Parser)]
 #[command(name = "small-bench")]
@@ -113,6 +114,10 @@ enum Cmd {
     /// session at once (appended, refused, events per second); with --reference, the same
     /// with that binary on its own copy
     V2Append(V2AppendArgs),
+    /// SMALL 2.0.0 writes (`progress add`, `checkpoint`, `handoff`, `session close`) at
+    /// 1 000 / 10 000 / 100 000 events: after small's own write and after another program
+    /// extended the tree, with a chain of appends; `--max-ms` fails the run on a drift
+    V2Write(v2write::Args),
     /// Time the secrets scanner (lint rule INV1) alone on every string of one YAML file
     Secrets {
         file: PathBuf,
@@ -147,6 +152,11 @@ fn main() {
         Cmd::Parse { file } => time_parse(&file),
         Cmd::Ui(args) => ui::run(&args, &generate_fresh),
         Cmd::V2Append(args) => v2_append(&args),
+        Cmd::V2Write(args) => match v2write::run_all(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => Err(e),
+        },
         Cmd::Secrets { file, runs } => time_secrets(&file, runs),
     };
     if let Err(e) = result {

@@ -402,7 +402,7 @@ fn print_row(r: &Row) {
     eprintln!("{line}");
 }
 
-fn count_files(dir: &Path) -> usize {
+pub(crate) fn count_files(dir: &Path) -> usize {
     fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
