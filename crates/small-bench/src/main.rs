@@ -794,7 +794,7 @@ fn v2_session(bin: &Path, dir: &Path) -> Result<String, String> {
         .map(str::to_string)
         .ok_or_else(|| {
             format!(
-                "session start failed: {}",
+                "session start failed: {text}{}",
                 String::from_utf8_lossy(&out.stderr)
             )
         })

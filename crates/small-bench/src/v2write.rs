@@ -145,24 +145,7 @@ fn start(bin: &Path, dir: &Path) -> Result<String, String> {
 }
 
 fn start_once(bin: &Path, dir: &Path) -> Result<String, String> {
-    let out = std::process::Command::new(bin)
-        .args(["session", "start", "--label", "bench", "--json"])
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split("\"session_id\": \"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "session start failed in {}: {}{}",
-                dir.display(),
-                text,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+    super::v2_session(bin, dir).map_err(|e| format!("in {}: {e}", dir.display()))
 }
 
 /// A fresh copy of `from` at `to` (`cp -a`: the trees hold up to 100 000 files).

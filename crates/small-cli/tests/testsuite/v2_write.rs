@@ -81,6 +81,52 @@ impl Ws {
         v["session"]["session_id"].as_str().unwrap().to_string()
     }
 
+    /// Run `args` with a slowed publish and SIGKILL it after `delay_ms`.
+    fn kill_after(&self, args: &[&str], delay_ms: u64) {
+        let mut child = self
+            .cmd(args)
+            .env("SMALL_TEST_SLOW_PUBLISH_MS", "15")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The arguments of write `it` of a crash test: a checkpoint, a handoff (when
+    /// `handoffs`) or a progress entry on task-1 in `sid`.
+    fn crash_write(it: usize, sid: &str, text: &str, handoffs: bool) -> Vec<String> {
+        let args: Vec<&str> = match (it % 3, handoffs) {
+            (0, _) => vec![
+                "checkpoint",
+                "--task",
+                "task-1",
+                "--status",
+                "blocked",
+                "--evidence",
+                text,
+                "--session",
+                sid,
+            ],
+            (1, true) => vec!["handoff", "--summary", text, "--session", sid],
+            _ => vec![
+                "progress",
+                "add",
+                "--task",
+                "task-1",
+                "--status",
+                "in_progress",
+                "--evidence",
+                text,
+                "--session",
+                sid,
+            ],
+        };
+        args.into_iter().map(str::to_string).collect()
+    }
+
     /// Sequences of a session's events, sorted.
     fn sequences(&self, session: &str) -> Vec<i64> {
         let mut out: Vec<i64> = std::fs::read_dir(self.root.join(".small/events").join(session))
@@ -411,60 +457,33 @@ fn v2_eight_writers_append_160_events_none_refused() {
 
 /// SIGKILL at random moments while writing (with the window between staging and publishing
 /// widened): the tree always passes the strict check, no sequence has a gap.
-#[test]
-fn v2_sigkill_during_writes_leaves_no_torn_record() {
-    let Some(ws) = Ws::case("wf-single-session") else {
-        return;
-    };
-    let sid = ws.start();
+/// `n` delays under `max` ms from a seed printed for a rerun (xorshift).
+fn crash_delays(n: usize, max: u64) -> Vec<u64> {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos() as u64;
     eprintln!("crash test seed: {seed}");
     let mut x = seed | 1;
-    for it in 0..12 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let delay = x % 40;
-        let evidence = format!("crash {it}");
-        let args: Vec<&str> = if it % 3 == 0 {
-            vec![
-                "checkpoint",
-                "--task",
-                "task-1",
-                "--status",
-                "blocked",
-                "--evidence",
-                &evidence,
-                "--session",
-                &sid,
-            ]
-        } else {
-            vec![
-                "progress",
-                "add",
-                "--task",
-                "task-1",
-                "--status",
-                "in_progress",
-                "--evidence",
-                &evidence,
-                "--session",
-                &sid,
-            ]
-        };
-        let mut child = ws
-            .cmd(&args)
-            .env("SMALL_TEST_SLOW_PUBLISH_MS", "15")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-        let _ = child.kill();
-        let _ = child.wait();
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % max
+        })
+        .collect()
+}
+
+#[test]
+fn v2_sigkill_during_writes_leaves_no_torn_record() {
+    let Some(ws) = Ws::case("wf-single-session") else {
+        return;
+    };
+    let sid = ws.start();
+    for (it, delay) in crash_delays(12, 40).into_iter().enumerate() {
+        let args = Ws::crash_write(it, &sid, &format!("crash {it}"), false);
+        ws.kill_after(&args.iter().map(String::as_str).collect::<Vec<_>>(), delay);
         let seqs = ws.sequences(&sid);
         assert_eq!(
             seqs,
@@ -504,55 +523,10 @@ fn v2_sigkill_of_a_writer_on_the_cached_state() {
     let sid = ws.start();
     ws.ok(&["status", "--json"]);
     assert!(ws.root.join(".small-cache/v2-state.v1").is_file());
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    eprintln!("crash test seed: {seed}");
-    let mut x = seed | 1;
-    for it in 0..12 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let delay = x % 50;
-        let evidence = format!("cached crash {it}");
-        let args: Vec<&str> = match it % 3 {
-            0 => vec![
-                "checkpoint",
-                "--task",
-                "task-1",
-                "--status",
-                "blocked",
-                "--evidence",
-                &evidence,
-                "--session",
-                &sid,
-            ],
-            1 => vec!["handoff", "--summary", &evidence, "--session", &sid],
-            _ => vec![
-                "progress",
-                "add",
-                "--task",
-                "task-1",
-                "--status",
-                "in_progress",
-                "--evidence",
-                &evidence,
-                "--session",
-                &sid,
-            ],
-        };
+    for (it, delay) in crash_delays(12, 50).into_iter().enumerate() {
+        let args = Ws::crash_write(it, &sid, &format!("cached crash {it}"), true);
         let before = ws.sequences(&sid).len();
-        let mut child = ws
-            .cmd(&args)
-            .env("SMALL_TEST_SLOW_PUBLISH_MS", "15")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-        let _ = child.kill();
-        let _ = child.wait();
+        ws.kill_after(&args.iter().map(String::as_str).collect::<Vec<_>>(), delay);
         let seqs = ws.sequences(&sid);
         assert!(
             seqs.len() <= before + 1,
