@@ -3,7 +3,9 @@
 //! `small-bench gen` writes a valid `.small/` workspace with T plan tasks and P progress
 //! entries, so that speed can be measured on workspaces of any size. `small-bench run` builds
 //! a set of such workspaces and times real `small` invocations on them, reporting the median
-//! wall time and the peak resident memory of each command (from `wait4`'s rusage).
+//! wall time and the peak resident memory of each command (from `wait4`'s rusage); a
+//! command with a budget (`BUDGETS`) over it makes `run` fail, so a slowdown is seen when it
+//! happens.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -56,6 +58,9 @@ struct RunArgs {
     /// Print the table as Markdown
     #[arg(long)]
     markdown: bool,
+    /// Report the budgets (see `BUDGETS`) but do not fail on them
+    #[arg(long)]
+    no_budgets: bool,
 }
 
 #[derive(clap::Args)]
@@ -129,6 +134,9 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
+    // `run` and `compare` exit with 1 when a command is over its budget (2 on errors).
+    let mut within_budgets = true;
+    let mut benchmarks = |args: &RunArgs| run_benchmarks(args).map(|ok| within_budgets = ok);
     let result = match cli.command {
         Cmd::Gen {
             tasks,
@@ -140,12 +148,12 @@ fn main() {
                 dir.join(".small").display()
             )
         }),
-        Cmd::Run(args) => run_benchmarks(&args),
+        Cmd::Run(args) => benchmarks(&args),
         Cmd::Compare(args) => {
             if args.reference.is_none() {
                 Err("compare needs --reference PATH (the binary to compare with)".into())
             } else {
-                run_benchmarks(&args)
+                benchmarks(&args)
             }
         }
         Cmd::V2(args) => v2::run(&args),
@@ -162,6 +170,9 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(2);
+    }
+    if !within_budgets {
+        std::process::exit(1);
     }
 }
 
@@ -450,6 +461,49 @@ const BENCHES: &[Bench] = &[
     },
 ];
 
+/// A command's budget: at `size` progress entries its median wall time must stay under `ms`.
+/// A median over its budget prints a FAIL line and makes `run` and `compare` exit with 1, so
+/// that a slowdown is seen where it happens instead of in a stale table.
+struct Budget {
+    command: &'static str,
+    size: usize,
+    ms: f64,
+}
+
+/// The budgets `run` and `compare` hold our binary to (not the reference).
+const BUDGETS: &[Budget] = &[Budget {
+    // A gate run again after an append: what an agent pays at every step (issue 43).
+    command: "check after progress add",
+    size: 100_000,
+    ms: 30.0,
+}];
+
+/// Print one line per budgeted row measured (`budget ok` or `FAIL`); `true` when none is over.
+fn check_budgets(rows: &[Row]) -> bool {
+    let mut within = true;
+    for b in BUDGETS {
+        for r in rows
+            .iter()
+            .filter(|r| r.command == b.command && r.size == b.size)
+        {
+            let median = ms(&r.ours);
+            if median > b.ms {
+                within = false;
+                println!(
+                    "FAIL {} at P={}: median {median:.1} ms is over its budget of {:.0} ms",
+                    b.command, b.size, b.ms
+                );
+            } else {
+                println!(
+                    "budget ok: {} at P={}: median {median:.1} ms (budget {:.0} ms)",
+                    b.command, b.size, b.ms
+                );
+            }
+        }
+    }
+    within
+}
+
 /// Copy the workspace's `.small/` into `to` (replacing what was there) and flush it.
 fn fresh_copy(from: &Path, to: &Path) -> Result<(), String> {
     if to.exists() {
@@ -510,7 +564,8 @@ struct Row {
     reference: Option<Sample>,
 }
 
-fn run_benchmarks(a: &RunArgs) -> Result<(), String> {
+/// Measure and print; `Ok(false)` when a row is over its budget (and budgets are kept).
+fn run_benchmarks(a: &RunArgs) -> Result<bool, String> {
     let canon = |p: &Path| {
         fs::canonicalize(p).map_err(|e| {
             format!(
@@ -573,7 +628,11 @@ fn run_benchmarks(a: &RunArgs) -> Result<(), String> {
         print_markdown(&rows);
     }
     print_exponents(&rows);
-    Ok(())
+    let within = check_budgets(&rows);
+    if !within && a.no_budgets {
+        eprintln!("small-bench: over budget, not failing (--no-budgets)");
+    }
+    Ok(within || a.no_budgets)
 }
 
 fn load_average() -> String {
