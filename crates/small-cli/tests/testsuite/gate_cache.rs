@@ -178,3 +178,131 @@ fn a_log_checked_from_its_tail_still_shows_snippets_of_old_entries() {
     let full = small(dir, &["check", "--strict", "--no-cache"]);
     assert_eq!(resumed, full);
 }
+
+/// How many stats the carry note's chain holds (0 without a note).
+fn carried(dir: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(dir.join(".small-cache/log-carry.v1")) else {
+        return 0;
+    };
+    let body = text.split_once('\n').map_or("", |(_, b)| b);
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["chain"].as_array().map_or(0, Vec::len)
+}
+
+/// Past the racy margin (200 ms) of everything written so far.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+fn check_strict(dir: &Path) -> (i32, String, String) {
+    small(dir, &["check", "--strict", "--json"])
+}
+
+fn check_strict_full(dir: &Path) -> (i32, String, String) {
+    small(dir, &["check", "--strict", "--json", "--no-cache"])
+}
+
+#[test]
+fn a_check_after_progress_add_trusts_the_carried_stat_and_answers_as_a_full_check() {
+    let ws = workspace(40);
+    let dir = ws.path();
+    settle();
+    let first = check_strict(dir);
+    assert_eq!(first.0, 0, "{first:?}");
+    assert_eq!(carried(dir), 1, "a settled log's stat starts the chain");
+    // An entry with a problem, appended by `progress add`: carried, and still checked.
+    add_completed(dir, "see http://example.com/report");
+    assert_eq!(carried(dir), 2, "the append is carried");
+    let resumed = check_strict(dir);
+    assert_eq!(resumed, check_strict_full(dir));
+    assert_eq!(resumed.0, 1);
+    assert!(resumed.1.contains("LINK"), "{resumed:?}");
+    add_completed(dir, "fine");
+    assert_eq!(carried(dir), 3);
+    assert_eq!(check_strict(dir), check_strict_full(dir));
+    assert_gates_agree(dir);
+}
+
+#[test]
+fn a_young_log_starts_no_chain() {
+    let ws = workspace(20);
+    let dir = ws.path();
+    settle();
+    // Stamped later than the check starts (as a change within the racy margin is): its
+    // stat is not recorded, nothing is carried.
+    let path = dir.join(".small/progress.small.yml");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(later))
+        .unwrap();
+    let first = check_strict(dir);
+    assert_eq!(first.0, 0, "{first:?}");
+    assert_eq!(carried(dir), 0);
+    add_completed(dir, "ok");
+    assert_eq!(carried(dir), 0);
+    assert_eq!(check_strict(dir), check_strict_full(dir));
+}
+
+#[test]
+fn an_edit_after_a_carried_append_is_found_by_the_resumed_check() {
+    for same_length in [true, false] {
+        let ws = workspace(30);
+        let dir = ws.path();
+        settle();
+        assert_eq!(check_strict(dir).0, 0);
+        add_completed(dir, "ok");
+        assert_eq!(carried(dir), 2);
+        // An early entry edited in place: out of order now. Same length (a later time
+        // stamps it) or not.
+        let path = dir.join(".small/progress.small.yml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let changed = if same_length {
+            text.replacen("2026-01-01T10:00:03", "2026-01-01T10:00:09", 1)
+        } else {
+            text.replacen("2026-01-01T10:00:03", "2026-01-01T10:00:09", 1)
+                .replacen("tests pass 3\"", "tests pass 3, longer\"", 1)
+        };
+        assert_ne!(changed, text);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, changed.as_bytes()))
+            .unwrap();
+        let resumed = check_strict(dir);
+        assert_eq!(resumed.0, 1, "{resumed:?}");
+        assert!(resumed.1.contains("\"TS"), "{resumed:?}");
+        assert_eq!(
+            resumed,
+            check_strict_full(dir),
+            "same length: {same_length}"
+        );
+    }
+}
+
+#[test]
+fn an_entry_appended_by_hand_after_a_carried_append_is_checked() {
+    let ws = workspace(30);
+    let dir = ws.path();
+    settle();
+    assert_eq!(check_strict(dir).0, 0);
+    add_completed(dir, "ok");
+    assert_eq!(carried(dir), 2);
+    // A second entry, out of order, that the note does not cover.
+    let path = dir.join(".small/progress.small.yml");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, entry(1, "late").as_bytes()).unwrap();
+    drop(f);
+    let resumed = check_strict(dir);
+    assert_eq!(resumed.0, 1, "{resumed:?}");
+    assert!(resumed.1.contains("\"TS"), "{resumed:?}");
+    assert_eq!(resumed, check_strict_full(dir));
+    // `progress add` after it carries nothing more: the chain does not end at the log.
+    add_completed(dir, "after");
+    assert_eq!(carried(dir), 2);
+    assert_eq!(check_strict(dir), check_strict_full(dir));
+}

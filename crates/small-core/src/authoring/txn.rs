@@ -54,6 +54,7 @@
 //! [`read_lock`]; one that wants an interrupted commit finished first calls [`recover`].
 
 use crate::authoring::error::code;
+use crate::gates::progress_check::carry::AppendCarry;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -491,8 +492,20 @@ impl Transaction {
                 };
                 note.write(&self.root)?;
                 slow_point();
+                // A check's proof of the progress log is carried across the append (see
+                // `gates::progress_check::carry`); any other file is not.
+                let path = self.root.join(rel);
+                let carry = (rel == crate::authoring::progress::progress_rel().as_str())
+                    .then(|| {
+                        let dir = self.root.join(CACHE_DIR);
+                        AppendCarry::begin(&dir, &path, app.pre_len)
+                    })
+                    .flatten();
                 apply_append(&self.root, rel, app)?;
                 AppendNote::mark_done(&self.root);
+                if let Some(carry) = carry {
+                    carry.finish(&path, app.bytes.len() as u64);
+                }
             }
             return Ok(report);
         }

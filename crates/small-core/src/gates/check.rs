@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::diag::{self, Diagnostic, Severity};
 use crate::gates::invariants::{self, Docs, Options, PlanIndex, ProgressLinter};
 use crate::gates::layout;
+use crate::gates::progress_check::carry::{self, LogStat};
 use crate::gates::progress_check::{self, EntryRules, ScanOptions};
 use crate::gates::proofs;
 use crate::gates::schemas::SchemaSet;
@@ -132,8 +133,16 @@ pub fn check_progress(
             return Some((results, method));
         }
     }
+    // A log read as it is on disk records its stat with the cache (see `progress_check::carry`).
+    let on_disk = given.is_none();
+    let path = ws.small_dir.join(ArtifactKind::Progress.file_name());
+    let started = std::time::SystemTime::now();
+    let before = on_disk.then(|| LogStat::at(&path)).flatten();
     let text = ws.read_progress_from(limits, given)?;
-    let checked = progress_check::check_log(&text, limits, rules, scan);
+    let read = on_disk
+        .then(|| carry::settled(before, LogStat::at(&path), started))
+        .flatten();
+    let checked = progress_check::check_log_read(&text, limits, rules, scan, read);
     ws.set_progress(text, checked.root);
     Some((checked.results, checked.method))
 }

@@ -32,6 +32,7 @@ use crate::spec::plan::TaskSet;
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
+pub(crate) mod carry;
 mod file;
 pub use file::{check_file_resumed, check_file_streamed, Appended};
 
@@ -120,13 +121,25 @@ pub struct Checked {
 /// Check every entry of the log `src` (the text of `.small/progress.small.yml`). A YAML
 /// error is reported as the general parser reports it.
 pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOptions) -> Checked {
+    check_log_read(src, limits, rules, opts, None)
+}
+
+/// [`check_log`] of a log read from its file, which had the stat `read` (see
+/// [`carry::settled`]) while it was read: the cache written records it.
+pub(crate) fn check_log_read(
+    src: &str,
+    limits: &Limits,
+    rules: &EntryRules,
+    opts: &ScanOptions,
+    read: Option<carry::LogStat>,
+) -> Checked {
     let key = cache_key(rules, opts);
     let file = cache_file(rules);
     if let (Some(dir), Some(key)) = (&opts.cache_dir, &key) {
         if let Some(c) = resume(dir, &file, key, src, limits, rules) {
             if let Some(snap) = &c.1 {
                 if snap.resume.offset != c.2 && opts.cache_write {
-                    write_cache(dir, &file, key, src, snap);
+                    write_cache(dir, &file, key, src, snap, read);
                 }
             }
             return c.0;
@@ -146,7 +159,7 @@ pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOpti
     if let Some((checked, snap)) = fast {
         if let (Some(dir), Some(key), Some(snap)) = (&opts.cache_dir, &key, &snap) {
             if opts.cache_write {
-                write_cache(dir, &file, key, src, snap);
+                write_cache(dir, &file, key, src, snap, read);
             }
         }
         return checked;
@@ -574,6 +587,9 @@ struct CacheBody {
     count: usize,
     commands: Vec<CachedClaim>,
     prev: Option<(String, usize)>,
+    /// The log's stat when it was read, if it was settled (see [`carry`]).
+    #[serde(default)]
+    stat: Option<carry::LogStat>,
 }
 
 /// A [`CommandClaim`] in the cache.
@@ -754,13 +770,28 @@ fn subtree_cv<I: Input + ?Sized>(
 
 /// The cache file's text: the BLAKE3 hash of the body on the first line, then the body (so a
 /// damaged file is recognised and ignored).
-fn write_cache(dir: &Path, file: &str, key: &str, src: &str, snap: &CacheSnap) {
+fn write_cache(
+    dir: &Path,
+    file: &str,
+    key: &str,
+    src: &str,
+    snap: &CacheSnap,
+    stat: Option<carry::LogStat>,
+) {
     let hash = prefix_hash(&src.as_bytes()[..snap.resume.offset]);
-    write_cache_hashed(dir, file, key, hash, snap);
+    write_cache_hashed(dir, file, key, hash, snap, stat);
 }
 
 /// [`write_cache`], the log's bytes before the snapshot's resume point hashed already.
-fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, snap: &CacheSnap) {
+/// `stat`: the log's settled stat while it was read (then appends are carried from it).
+fn write_cache_hashed(
+    dir: &Path,
+    file: &str,
+    key: &str,
+    prefix_hash: String,
+    snap: &CacheSnap,
+    stat: Option<carry::LogStat>,
+) {
     let r = snap.resume;
     // Destructured so that a new fact cannot be left out of the cache.
     let ProgressFacts {
@@ -796,11 +827,15 @@ fn write_cache_hashed(dir: &Path, file: &str, key: &str, prefix_hash: String, sn
         count: *count,
         commands: commands.iter().map(claim_out).collect(),
         prev: snap.prev.map(|(t, i)| (t.unix_nanos().to_string(), i)),
+        stat,
     };
     let Ok(json) = serde_json::to_string(&body) else {
         return;
     };
     crate::workspace::cache::write_sealed(dir, file, &json);
+    if let Some(stat) = &stat {
+        carry::start(dir, stat);
+    }
 }
 
 /// The largest cache file read (a bigger one is ignored).
@@ -1204,6 +1239,53 @@ mod tests {
         damaged[last] ^= 1;
         std::fs::write(&cached, &damaged).unwrap();
         assert!(check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir)).is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_recorded_stat_spares_the_hash_and_any_other_stat_does_not() {
+        use carry::{AppendCarry, LogStat};
+        let (plan, schemas) = (plan(), SchemaSet::embedded());
+        let rules = rules(&plan, &schemas, true);
+        let (_tmp, dir, path) = log_file();
+        let limits = Limits::default();
+        let src = log(&(0..60u8).collect::<Vec<_>>());
+        std::fs::write(&path, &src).unwrap();
+        // The check records the stat it read the log at (as settled by the gate).
+        let at = LogStat::at(&path);
+        check_log_read(&src, &limits, &rules, &with_cache(&dir), at);
+        // A cache whose hash no longer matches the log: only a trusted stat resumes from it.
+        let file = cache_file(&rules);
+        let json = crate::workspace::cache::read_sealed(&dir, &file, CACHE_MAX_BYTES).unwrap();
+        let mut body: CacheBody = serde_json::from_str(&json).unwrap();
+        assert_eq!(body.stat, at);
+        body.prefix_hash = "0".repeat(64);
+        let json = serde_json::to_string(&body).unwrap();
+        crate::workspace::cache::write_sealed(&dir, &file, &json);
+        let resumed = || check_file_resumed(&path, None, &limits, &rules, &with_cache(&dir));
+        let c = resumed().expect("the same stat: not hashed");
+        assert_eq!(c.method, Method::Resumed(59));
+        assert_same(c, &src, &rules);
+        // An append `progress add` carries: trusted, and every rule runs on the new entries.
+        let carried = AppendCarry::begin(&dir, &path, src.len() as u64).unwrap();
+        let added = format!("{}{}", entry(60, 0), entry(61, 4));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, added.as_bytes()).unwrap();
+        f.sync_data().unwrap();
+        carried.finish(&path, added.len() as u64);
+        let longer = format!("{src}{added}");
+        let c = resumed().expect("a carried append: not hashed");
+        assert_eq!(c.method, Method::Resumed(59));
+        assert_same(c, &longer, &rules);
+        // Bytes the note does not cover: hashed, and the wrong hash is no cache.
+        std::io::Write::write_all(&mut f, entry(62, 5).as_bytes()).unwrap();
+        assert!(resumed().is_none());
+        // A recorded stat the log no longer has (rewritten, same bytes): hashed too.
+        std::fs::write(&path, &longer).unwrap();
+        assert!(resumed().is_none());
     }
 
     #[test]

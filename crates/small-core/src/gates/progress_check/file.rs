@@ -57,13 +57,18 @@ struct LogSource<'a> {
     /// Whether bytes were staged: the log then ends with them, where a file read alone ends
     /// wherever it ends when read (it may grow).
     fixed: bool,
+    /// The file's stat when opened, and when it was opened (see [`carry`]).
+    opened: Option<carry::LogStat>,
+    started: std::time::SystemTime,
 }
 
 #[cfg(unix)]
 impl<'a> LogSource<'a> {
     fn open(path: &Path, appended: Option<Appended<'a>>) -> Option<LogSource<'a>> {
+        let started = std::time::SystemTime::now();
         let file = crate::workspace::fsio::open_read(path).ok()?;
-        let disk = file.metadata().ok()?.len();
+        let meta = file.metadata().ok()?;
+        let disk = meta.len();
         let (staged, fixed) = match appended {
             Some(a) if a.disk_len != disk => return None,
             Some(a) => (a.bytes, true),
@@ -74,7 +79,23 @@ impl<'a> LogSource<'a> {
             disk,
             staged,
             fixed,
+            opened: carry::LogStat::of(&meta),
+            started,
         })
+    }
+
+    /// The file's stat to record for what was read from it: unchanged since it was opened,
+    /// settled then, and with no staged bytes after it.
+    fn settled(&self) -> Option<carry::LogStat> {
+        if self.fixed {
+            return None;
+        }
+        let now = self
+            .file
+            .metadata()
+            .ok()
+            .and_then(|m| carry::LogStat::of(&m));
+        carry::settled(self.opened, now, self.started)
     }
 
     /// The log's length as it stands.
@@ -127,8 +148,9 @@ pub(super) const RESUMED_TAIL_MAX_BYTES: u64 = 256 << 10;
 const RESUMED_HEAD_MAX_BYTES: usize = 64 << 10;
 
 /// The log at `path` checked from the cache without reading it whole: the cached part is
-/// hashed piece by piece straight from the file (every byte of it is still compared, by its
-/// BLAKE3 hash, with what the cache vouches for), and only the lines before the first entry
+/// trusted when the file's stat is one the cache recorded, or one `progress add` carried
+/// from it (see [`carry`]); otherwise it is hashed piece by piece straight from the file
+/// (every byte of it is compared, by its BLAKE3 hash, with what the cache vouches for). Only the lines before the first entry
 /// and the entries after the cached part are kept in memory, joined (see [`yaml::Splice`]);
 /// positions in the results are the file's. The document returned has no entries, as with
 /// [`check_log`].
@@ -147,12 +169,14 @@ pub fn check_file_resumed(
     opts: &ScanOptions,
 ) -> Option<Checked> {
     let key = cache_key(rules, opts)?;
-    let body = read_cache(opts.cache_dir.as_deref()?, &cache_file(rules), &key)?;
-    resumed_from_file(path, appended, limits, rules, body)
+    let dir = opts.cache_dir.as_deref()?;
+    let body = read_cache(dir, &cache_file(rules), &key)?;
+    resumed_from_file(dir, path, appended, limits, rules, body)
 }
 
 #[cfg(not(unix))]
 fn resumed_from_file(
+    _: &Path,
     _: &Path,
     _: Option<Appended>,
     _: &Limits,
@@ -164,6 +188,7 @@ fn resumed_from_file(
 
 #[cfg(unix)]
 fn resumed_from_file(
+    dir: &Path,
     path: &Path,
     appended: Option<Appended>,
     limits: &Limits,
@@ -194,7 +219,11 @@ fn resumed_from_file(
         return None;
     }
     head.truncate(h);
-    if hash_parallel(&FileInput(&log.file), n)?.to_hex().as_str() != body.prefix_hash {
+    let trusted = match (&body.stat, &log.opened) {
+        (Some(recorded), Some(now)) => carry::vouched(dir, recorded, now),
+        _ => false,
+    };
+    if !trusted && hash_parallel(&FileInput(&log.file), n)?.to_hex().as_str() != body.prefix_hash {
         return None;
     }
     // The tail, bounded like the whole file (it may have grown since).
@@ -484,7 +513,7 @@ pub(super) fn streamed(
         let upto = (snap.resume.offset as u64).checked_sub(p.start)? as usize;
         hs.update(last_text.get(p.at..p.at + upto)?);
         let hash = hs.finalize().to_hex().to_string();
-        write_cache_hashed(dir, &cache_file(rules), &key, hash, &snap);
+        write_cache_hashed(dir, &cache_file(rules), &key, hash, &snap, log.settled());
     }
     Some((checked, n))
 }

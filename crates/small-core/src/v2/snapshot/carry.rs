@@ -268,7 +268,7 @@ fn newest_change(
 /// Wait until the clock the kernel stamps changes with reads later than `newest`: from then
 /// on every change gets a later time than any the writer made. `false` when it does not
 /// within [`CLOCK_WAIT`] (a time in the future).
-fn wait_past(newest: i128) -> bool {
+pub(crate) fn wait_past(newest: i128) -> bool {
     let deadline = Instant::now() + CLOCK_WAIT;
     loop {
         match stamp_clock() {
@@ -281,7 +281,7 @@ fn wait_past(newest: i128) -> bool {
 
 /// The kernel's coarse real-time clock, which stamps file changes, in nanoseconds.
 #[cfg(target_os = "linux")]
-fn stamp_clock() -> Option<i128> {
+pub(crate) fn stamp_clock() -> Option<i128> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -293,7 +293,7 @@ fn stamp_clock() -> Option<i128> {
 
 /// Elsewhere the clock that stamps changes is not known: nothing is carried.
 #[cfg(not(target_os = "linux"))]
-fn stamp_clock() -> Option<i128> {
+pub(crate) fn stamp_clock() -> Option<i128> {
     None
 }
 
