@@ -55,6 +55,7 @@
 
 use crate::authoring::error::code;
 use crate::gates::progress_check::carry::AppendCarry;
+use crate::spec::consts::ArtifactKind;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -495,11 +496,9 @@ impl Transaction {
                 // A check's proof of the progress log is carried across the append (see
                 // `gates::progress_check::carry`); any other file is not.
                 let path = self.root.join(rel);
-                let carry = (rel == crate::authoring::progress::progress_rel().as_str())
-                    .then(|| {
-                        let dir = self.root.join(CACHE_DIR);
-                        AppendCarry::begin(&dir, &path, app.pre_len)
-                    })
+                let is_log = *rel == ArtifactKind::Progress.rel_path();
+                let carry = is_log
+                    .then(|| AppendCarry::begin(&self.root.join(CACHE_DIR), &path, app.pre_len))
                     .flatten();
                 apply_append(&self.root, rel, app)?;
                 AppendNote::mark_done(&self.root);
