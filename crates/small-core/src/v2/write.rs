@@ -168,13 +168,15 @@ impl Drop for Writer {
             .take();
         let Some(c) = carry else { return };
         // Whether a cache was left changes no answer, only the next command's cost.
-        let _carried = match self.cached.take() {
+        match self.cached.take() {
             Some(mut f) => {
                 f.snap.state = std::mem::take(&mut self.state);
-                c.finish_cached(&self.root, &self.small_dir, f)
+                c.finish_cached(&self.root, &self.small_dir, f);
             }
-            None => c.finish(&self.root, &self.small_dir, std::mem::take(&mut self.store)),
-        };
+            None => {
+                c.finish(&self.root, &self.small_dir, std::mem::take(&mut self.store));
+            }
+        }
     }
 }
 

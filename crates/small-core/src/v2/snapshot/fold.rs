@@ -554,14 +554,11 @@ impl Folding {
         let Some(session) = rel.strip_prefix("events/") else {
             return false;
         };
-        let (count, _) = self.tip(session);
-        let want = self.base.sessions.iter().find(|t| t.id == session);
-        match list_events(small_dir, rel, proof) {
-            Some(names) => {
-                names.len() == count && want.is_some_and(|t| names_digest(&names) == t.names)
-            }
-            None => false,
-        }
+        let Some(tip) = self.base.sessions.iter().find(|t| t.id == session) else {
+            return false;
+        };
+        list_events(small_dir, rel, proof)
+            .is_some_and(|names| names.len() == tip.count && names_digest(&names) == tip.names)
     }
 
     /// Write it as the cache for the tree `proof` proves (the folded lines go into the lines
