@@ -169,11 +169,11 @@ fn handoff_v2(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     let summary = req.summary.clone().unwrap_or_default();
     let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
     let mut w = ws.writer(req.lock_timeout)?;
-    let input_frontier = w.state.frontier.clone();
+    let input_frontier = w.frontier()?;
     let e = v2w::handoff(&mut w, &session, &summary)?;
     w.fresh()?;
     Ok(HandedOff::V2(Box::new(V2Handoff {
-        frontier: w.state.frontier.clone(),
+        frontier: w.frontier()?,
         handoff_event: e.draft.event_id.clone(),
         profile: crate::v2::PROFILE_VERSION,
         session_id: session,

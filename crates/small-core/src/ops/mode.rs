@@ -49,10 +49,10 @@ pub struct ModeSet {
 /// Show the mode. Read under the lock, as a writer would see it.
 pub fn show(ws: &Workspace) -> OpResult<ModeShown> {
     require_v2(ws, "the mode")?;
-    let w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
+    let mut w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
     Ok(ModeShown {
+        frontier: w.frontier()?,
         active_sessions: w.active_sessions(),
-        frontier: w.state.frontier.clone(),
         mode: w.state.mode.clone(),
     })
 }

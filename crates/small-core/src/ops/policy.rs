@@ -66,7 +66,7 @@ pub fn show(ws: &Workspace) -> OpResult<PolicyShown> {
     Ok(PolicyShown {
         conflicts: w.state.conflicts.iter().map(|c| c.id.clone()).collect(),
         constraints_digest,
-        frontier: w.state.frontier.clone(),
+        frontier: w.frontier()?,
         intent_digest,
         policy_revision: w.state.policy_revision.clone(),
         profile: crate::v2::PROFILE_VERSION,
@@ -90,7 +90,7 @@ pub fn revise(ws: &Workspace, req: &PolicyRequest) -> OpResult<PolicyRevised> {
     )?;
     Ok(PolicyRevised {
         event: members_json(&e.members),
-        frontier: w.state.frontier.clone(),
+        frontier: w.frontier()?,
         policy_revision: w.state.policy_revision.clone(),
         profile: crate::v2::PROFILE_VERSION,
         event_id: e.draft.event_id,

@@ -113,7 +113,7 @@ pub fn resolve(ws: &Workspace, req: &ResolveRequest) -> OpResult<Resolved> {
     let mut w = ws.writer(req.lock_timeout)?;
     let (e, id) = v2w::reconcile(&mut w, &session, &res, expect)?;
     Ok(Resolved {
-        frontier: w.state.frontier.clone(),
+        frontier: w.frontier()?,
         profile: v2::PROFILE_VERSION,
         remaining_conflicts: w.state.conflicts.clone(),
         resolution_event: members_json(&e.members),

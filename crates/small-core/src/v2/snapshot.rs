@@ -145,7 +145,11 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
     if let (Some(key), Some(p)) = (&key, &proof) {
         if let Some(body) = read_body(&cache_dir, key) {
             if body.proof == p.digest {
-                if let Some(s) = body.into_snapshot() {
+                if body.base.as_ref().is_some_and(fold::Base::frontier_stale) {
+                    if let Some(s) = settled(root, key, body, p) {
+                        return s;
+                    }
+                } else if let Some(s) = body.into_snapshot() {
                     return s;
                 }
             } else if let Some(s) = fold::forward(root, small_dir, key, body, p) {
@@ -165,6 +169,17 @@ fn snapshot_at(root: &Path, small_dir: &Path, started: SystemTime) -> Snapshot {
     snap
 }
 
+/// The state `body` holds (for the tree `proof` proves) with the frontier a writer left
+/// uncomputed computed, and cached so when the tree is not racy.
+fn settled(root: &Path, key: &str, body: CacheBody, proof: &Proof) -> Option<Snapshot> {
+    let mut f = Folding::of_body(root, body)?;
+    f.settle()?;
+    if proof.racy {
+        return Some(f.snap);
+    }
+    Some(f.write(&root.join(".small-cache"), key, proof))
+}
+
 /// The cached state a writer starts from, for the tree `proof` proves (taken under the
 /// write lock, not racy): the cache as it is when it proves that tree, or with the events
 /// written since folded in. `None` when there is none, or it has findings, conflicts or
@@ -178,6 +193,15 @@ pub(crate) fn for_write(root: &Path, small_dir: &Path, proof: &Proof) -> Option<
         Folding::forward(root, small_dir, body, proof)?
     };
     f.foldable().then_some(f)
+}
+
+/// Whether the cache of the tree at `root` holds a frontier a writer left uncomputed
+/// (`None`: no cache with a base).
+#[cfg(test)]
+pub(crate) fn frontier_left_stale(root: &Path) -> Option<bool> {
+    let key = context_key(&root.join(crate::spec::consts::SMALL_DIR))?;
+    let body = read_body(&root.join(".small-cache"), &key)?;
+    body.base.as_ref().map(fold::Base::frontier_stale)
 }
 
 /// What a cache is valid for besides the tree: the build, the place, the format.

@@ -339,15 +339,33 @@ impl Writer {
         }
     }
 
+    /// The state's frontier (after every append so far). On the cached state it is computed
+    /// when first asked for after an append: most writes never show it.
+    pub fn frontier(&mut self) -> Result<String> {
+        self.fresh()?;
+        if let Some(f) = self.cached.as_mut() {
+            f.snap.state = std::mem::take(&mut self.state);
+            let settled = f.settle().is_some();
+            self.state = std::mem::take(&mut f.snap.state);
+            if !settled {
+                // The lines file the frontier needs is not the cached one: read in full.
+                self.cached = None;
+                self.read_all()?;
+            }
+        }
+        Ok(self.state.frontier.clone())
+    }
+
     /// Fail unless the frontier is `expected`.
-    pub fn expect_state(&self, expected: &str) -> Result<()> {
-        if expected.trim() != self.state.frontier {
+    pub fn expect_state(&mut self, expected: &str) -> Result<()> {
+        let frontier = self.frontier()?;
+        if expected.trim() != frontier {
             return Err(refused(
                 code::STALE,
                 format!(
                     "stale state frontier: expected {}, actual {}",
                     expected.trim(),
-                    self.state.frontier
+                    frontier
                 ),
             )
             .with_help("read the state again (`small status --json` prints `frontier`), review it, and retry with the current frontier"));
@@ -664,7 +682,7 @@ pub fn start_session(w: &mut Writer, req: &StartRequest) -> Result<Started> {
         model_label: trimmed(&req.model_label),
         parent_session_id: parent,
         from_handoff: from,
-        observed_frontier: w.state.frontier.clone(),
+        observed_frontier: w.frontier()?,
         tool_version: TOOL_VERSION.into(),
         created_at: record::now(),
     };
@@ -764,7 +782,7 @@ pub fn handoff(w: &mut Writer, session: &str, summary: &str) -> Result<Written> 
         )
         .with_help("review them with `small reconcile --preview --json`, settle each with `small reconcile --apply`, then hand off"));
     }
-    let input_frontier = w.state.frontier.clone();
+    let input_frontier = w.frontier()?;
     w.append(
         session,
         Append {

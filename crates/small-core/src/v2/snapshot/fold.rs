@@ -28,7 +28,10 @@
 //! Anything else is a full read, which gives the same answer. The frontier needs every
 //! event's `id:digest` line: the cache keeps them, sorted, in a file of their own
 //! ([`LINES_FILE`]: the frontier's preimage, sealed and bound to the cache by its hash),
-//! and the lines folded since that file was written in the cache itself.
+//! and the lines folded since that file was written in the cache itself. A writer computes
+//! the frontier only when a step asks for it and otherwise leaves it marked uncomputed for
+//! the next reader ([`Folding::settle`]); it reads the lines file only then, or for a parent
+//! the cache does not name itself.
 //!
 //! What the cache trusts, a fold trusts: an event the cache vouched for that was edited in
 //! place, or replaced in the same moment as new events were added beside it, is found by
@@ -36,7 +39,7 @@
 //! docs/decisions/0130-v2-cache-folds-foreign-events.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -76,6 +79,10 @@ pub(crate) struct Base {
     pub(super) lines_stat: String,
     /// Lines folded since the lines file was written, sorted.
     extra: Vec<String>,
+    /// The state's frontier is not computed for the lines folded last: a writer leaves it so
+    /// when no step asked for it, and the next reader computes it ([`Folding::settle`]).
+    #[serde(default)]
+    frontier_stale: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -194,6 +201,7 @@ impl Base {
             lines_seal,
             lines_stat: String::new(),
             extra: Vec::new(),
+            frontier_stale: false,
         })
     }
 }
@@ -377,7 +385,8 @@ pub(super) fn forward(
     body: CacheBody,
     proof: &Proof,
 ) -> Option<Snapshot> {
-    let f = Folding::forward(root, small_dir, body, proof)?;
+    let mut f = Folding::forward(root, small_dir, body, proof)?;
+    f.settle()?;
     if proof.racy {
         return Some(f.snap);
     }
@@ -390,32 +399,68 @@ pub(super) fn forward(
 pub(crate) struct Folding {
     pub(crate) snap: Snapshot,
     base: Base,
-    /// The lines file as read, and where its text starts (after the seal line).
-    lines: Vec<u8>,
-    at: usize,
+    /// `.small-cache/`, where the lines file is.
+    dir: PathBuf,
+    /// The lines file as read (read when first needed: a writer that neither names an
+    /// unknown parent nor needs the frontier never reads it), and where its text starts.
+    lines: Option<(Vec<u8>, usize)>,
+    /// Where the last frontier computed can resume ([`Mark`]), and the least line folded
+    /// since (marks after it are no longer valid).
+    marks: Vec<Mark>,
+    fresh_min: Option<String>,
 }
 
 impl Folding {
     /// The state `body` holds, as it is (for the tree its proof proves). `None` when it
-    /// keeps no base or its lines file is not the one it goes with.
+    /// keeps no base.
     pub(crate) fn of_body(root: &Path, mut body: CacheBody) -> Option<Folding> {
-        let mut base = body.base.take()?;
-        let read = read_lines(
-            &root.join(".small-cache"),
-            &base.lines_seal,
-            &base.lines_stat,
-        )?;
-        if let Some(stat) = read.learned {
-            base.lines_stat = stat;
-        }
-        let (lines, at) = (read.bytes, read.at);
+        let base = body.base.take()?;
         let snap = body.into_snapshot()?;
         Some(Folding {
             snap,
             base,
-            lines,
-            at,
+            dir: root.join(".small-cache"),
+            lines: None,
+            marks: Vec::new(),
+            fresh_min: None,
         })
+    }
+
+    /// The text of the lines file, read (and checked against its seal) when first needed;
+    /// `None` when it is not the one the cache goes with.
+    fn text(&mut self) -> Option<&[u8]> {
+        if self.lines.is_none() {
+            let read = read_lines(&self.dir, &self.base.lines_seal, &self.base.lines_stat)?;
+            if let Some(stat) = read.learned {
+                self.base.lines_stat = stat;
+            }
+            self.lines = Some((read.bytes, read.at));
+        }
+        self.lines.as_ref().map(|(bytes, at)| &bytes[*at..])
+    }
+
+    /// Compute the state's frontier if it is left uncomputed. `None` when the lines file
+    /// cannot be read (the state is then unusable).
+    pub(crate) fn settle(&mut self) -> Option<()> {
+        if !self.base.frontier_stale {
+            return Some(());
+        }
+        self.text()?;
+        let text = self.lines.as_ref().map(|(bytes, at)| &bytes[*at..])?;
+        // The last mark every line folded since the marks were taken is greater than.
+        let valid = match &self.fresh_min {
+            Some(least) => self
+                .marks
+                .partition_point(|m| line_at(text, m.pos) < least.as_bytes()),
+            None => self.marks.len(),
+        };
+        self.marks.truncate(valid);
+        let start = self.marks.last().cloned();
+        self.snap.state.frontier =
+            frontier_from(text, &self.base.extra, start.as_ref(), &mut self.marks);
+        self.fresh_min = None;
+        self.base.frontier_stale = false;
+        Some(())
     }
 
     /// Whether events may be folded onto it: no finding, no conflict, no resolution.
@@ -438,10 +483,11 @@ impl Folding {
             return None;
         }
         let changed = changes(&f.base, proof)?;
+        f.text()?;
         let mut records = Vec::new();
         {
             let known = Known {
-                text: &f.lines[f.at..],
+                text: f.lines.as_ref().map_or(&[][..], |(b, at)| &b[*at..]),
                 extra: &f.base.extra,
             };
             for sid in &changed.dirs {
@@ -505,9 +551,14 @@ impl Folding {
             });
         }
         receipts.sort_by(|a, b| a.digest.cmp(&b.digest));
+        // The lines file is read only when a new event names a parent the base does not
+        // name itself (a writer's own events name the heads and their session's last event).
+        if self.lines.is_none() && !self.base.names_all_parents(&store) {
+            self.text()?;
+        }
         let base = &mut self.base;
         let known = Known {
-            text: &self.lines[self.at..],
+            text: self.lines.as_ref().map_or(&[][..], |(b, at)| &b[*at..]),
             extra: &base.extra,
         };
         let chain = chain(base, &self.snap.state.sessions, &store, &known)?;
@@ -520,8 +571,19 @@ impl Folding {
             .collect();
         extra.sort_unstable();
         extra.dedup();
-        self.snap.state.frontier = frontier(&self.lines[self.at..], &extra);
         base.extra = extra;
+        let least = store
+            .events
+            .iter()
+            .map(|e| format!("{}:{}", e.id, e.digest))
+            .min();
+        self.fresh_min = match (self.fresh_min.take(), least) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // Computed when asked for (`settle`): most writes never show it.
+        base.frontier_stale = true;
+        self.snap.state.frontier = String::new();
         if let Some(last) = chain.last() {
             base.heads = vec![last.id.clone()];
         }
@@ -565,9 +627,15 @@ impl Folding {
     /// file once there are many); the snapshot.
     pub(crate) fn write(mut self, dir: &Path, key: &str, proof: &Proof) -> Snapshot {
         self.base.entries = hex_entries(proof);
-        let text = std::str::from_utf8(&self.lines[self.at..])
-            .ok()
-            .filter(|_| self.base.extra.len() > MAX_EXTRA);
+        let compact = self.base.extra.len() > MAX_EXTRA;
+        if compact {
+            self.text();
+        }
+        let text = self
+            .lines
+            .as_ref()
+            .filter(|_| compact)
+            .and_then(|(b, at)| std::str::from_utf8(&b[*at..]).ok());
         if let Some(text) = text {
             let mut all: Vec<&str> = text
                 .split('\n')
@@ -588,6 +656,34 @@ impl Folding {
 }
 
 impl Base {
+    /// Whether the state's frontier was left uncomputed by the writer that cached it.
+    pub(crate) fn frontier_stale(&self) -> bool {
+        self.frontier_stale
+    }
+
+    /// Whether every parent and previous event the events of `store` name is one of them or
+    /// an event the base names itself ([`Base::names`]).
+    fn names_all_parents(&self, store: &Store) -> bool {
+        let own: HashSet<&str> = store.events.iter().map(|e| e.id.as_str()).collect();
+        store
+            .events
+            .iter()
+            .flat_map(|e| e.all_parents())
+            .all(|p| own.contains(p) || self.names(p))
+    }
+
+    /// Whether `id` is a head, a session's last event or a folded event: one the base knows
+    /// without the lines file.
+    fn names(&self, id: &str) -> bool {
+        self.heads.iter().any(|h| h == id)
+            || self.sessions.iter().any(|t| t.last == id)
+            || Known {
+                text: &[],
+                extra: &self.extra,
+            }
+            .contains(id)
+    }
+
     /// Each session of `store`'s events (new ones) with those events added to its tip.
     fn advance_tips(&mut self, store: &Store) {
         let mut by_session: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
@@ -662,7 +758,7 @@ fn chain<'s>(
     for e in &store.events {
         if e.all_parents()
             .iter()
-            .any(|p| !new.contains_key(p) && !known.contains(p))
+            .any(|p| !new.contains_key(p) && !base.names(p) && !known.contains(p))
         {
             return None;
         }
@@ -825,12 +921,44 @@ fn fold(snap: &mut Snapshot, store: &Store, chain: &[&Event]) -> Option<()> {
     Some(())
 }
 
+/// How far apart (bytes of the lines file's text) [`Mark`]s are taken.
+const MARK_EVERY: usize = if cfg!(test) { 64 } else { 256 << 10 };
+
+/// Where a frontier's hash can resume: the SHA-256 state after every line less than the line
+/// starting at `pos` of the lines file's text (and nothing else) was hashed. It stays valid
+/// while every line folded after it was taken is greater than that line: a handoff hashes
+/// again only from the last mark before its own line, not the whole file.
+#[derive(Clone)]
+struct Mark {
+    pos: usize,
+    hash: Sha256,
+}
+
 /// SHA-256 over the lines of `text` (sorted, joined by newlines) and `add` (sorted, none
 /// of them in `text`) in order, joined by newlines: [`crate::v2::reduce::frontier`] of
 /// their events. The old lines are hashed in the runs between the new ones, not one by one.
+#[cfg(test)]
 fn frontier(text: &[u8], add: &[String]) -> String {
-    let mut h = Sha256::new();
-    let mut first = true;
+    frontier_from(text, add, None, &mut Vec::new())
+}
+
+/// [`frontier`], resuming from `start` (every line of `add` greater than its line is new
+/// since it was taken), with a [`Mark`] pushed onto `marks` about every [`MARK_EVERY`] bytes.
+fn frontier_from(
+    text: &[u8],
+    add: &[String],
+    start: Option<&Mark>,
+    marks: &mut Vec<Mark>,
+) -> String {
+    let (mut h, mut first, mut at, add) = match start {
+        Some(m) => {
+            let key = line_at(text, m.pos);
+            let skip = add.partition_point(|a| a.as_bytes() < key);
+            (m.hash.clone(), false, m.pos, &add[skip..])
+        }
+        None => (Sha256::new(), true, 0, add),
+    };
+    let mut next_mark = at + MARK_EVERY;
     let mut emit = |piece: &[u8], h: &mut Sha256| {
         if piece.is_empty() {
             return;
@@ -841,7 +969,25 @@ fn frontier(text: &[u8], add: &[String]) -> String {
         h.update(piece);
         first = false;
     };
-    let mut at = 0;
+    // The whole lines of `text[from..end]` (no newline at `end`), with the marks in them.
+    let mut run =
+        |mut from: usize, end: usize, h: &mut Sha256, emit: &mut dyn FnMut(&[u8], &mut Sha256)| {
+            while next_mark < end {
+                let probe = next_mark.max(from);
+                let Some(nl) = text[probe..end].iter().position(|&b| b == b'\n') else {
+                    break;
+                };
+                let p = probe + nl + 1;
+                emit(&text[from..p - 1], h);
+                marks.push(Mark {
+                    pos: p,
+                    hash: h.clone(),
+                });
+                from = p;
+                next_mark = p + MARK_EVERY;
+            }
+            emit(&text[from..end], h);
+        };
     for a in add {
         let cut = lower_bound(text, a.as_bytes());
         if line_at(text, cut) == a.as_bytes() {
@@ -851,12 +997,12 @@ fn frontier(text: &[u8], add: &[String]) -> String {
             // The lines from `at` up to `cut`, without the newline between them and `a`
             // (the last line of the text has none).
             let end = if cut < text.len() { cut - 1 } else { cut };
-            emit(&text[at..end], &mut h);
+            run(at, end, &mut h, &mut emit);
             at = cut;
         }
         emit(a.as_bytes(), &mut h);
     }
-    emit(&text[at..], &mut h);
+    run(at, text.len(), &mut h, &mut emit);
     hex::encode(h.finalize())
 }
 
@@ -894,7 +1040,26 @@ mod tests {
             }
             let text = joined(&old);
             let want = hex::encode(Sha256::digest(joined(&lines).as_bytes()));
-            prop_assert_eq!(frontier(text.as_bytes(), &new), want);
+            prop_assert_eq!(frontier(text.as_bytes(), &new), want.clone());
+            // Resumed from the last mark below the least of the lines added later.
+            let later: Vec<String> = new.iter().filter(|l| l.len() % 2 == 0).cloned().collect();
+            let before: Vec<String> = new.iter().filter(|l| l.len() % 2 == 1).cloned().collect();
+            let mut marks = Vec::new();
+            let first = frontier_from(text.as_bytes(), &before, None, &mut marks);
+            let mut so_far: Vec<String> = old.iter().chain(&before).cloned().collect();
+            so_far.sort();
+            prop_assert_eq!(first, hex::encode(Sha256::digest(joined(&so_far).as_bytes())));
+            let least = later.first().map_or(&[][..], |l| l.as_bytes());
+            let valid = if later.is_empty() {
+                marks.len()
+            } else {
+                marks.partition_point(|m| line_at(text.as_bytes(), m.pos) < least)
+            };
+            let start = marks.get(valid.wrapping_sub(1)).cloned();
+            prop_assert_eq!(
+                frontier_from(text.as_bytes(), &new, start.as_ref(), &mut Vec::new()),
+                want
+            );
             let known = Known { text: text.as_bytes(), extra: &new };
             for id in &ids {
                 let (there, longer) = (format!("event_{id}"), format!("event_{id}x"));

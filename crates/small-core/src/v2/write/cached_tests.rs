@@ -66,14 +66,16 @@ fn task_of(w: &Writer, i: usize) -> String {
         .map_or_else(|| "task_none".to_string(), |t| t.id.clone())
 }
 
-/// Run `s` on the workspace at `root`: its verdict (`Ok`, or the refusal's code and
-/// message) and whether the writer started from the cached state.
-fn run(root: &Path, s: &Step) -> (String, bool) {
+/// Run `s` on the workspace at `root`: its verdict (`Ok` and the frontier, or the refusal's
+/// code and message), whether the writer started from the cached state, and whether it was
+/// still on it at the end (its appends folded in).
+fn run(root: &Path, s: &Step) -> (String, bool, bool) {
     let mut w = match Writer::open(root, Duration::from_secs(10)) {
         Ok(w) => w,
         Err(e) => {
             return (
                 format!("open: {} {}", e.diagnostic.code, e.diagnostic.message),
+                false,
                 false,
             )
         }
@@ -136,11 +138,14 @@ fn run(root: &Path, s: &Step) -> (String, bool) {
             set_mode(&mut w, &session, mode, "step", "test", "").map(drop)
         }
     };
-    let verdict = match r {
-        Ok(()) => "ok".to_string(),
+    // The frontier after the step (computed from the marks a handoff left, on the cached
+    // state) is part of the answer.
+    let verdict = match r.and_then(|()| w.frontier()) {
+        Ok(frontier) => format!("ok {frontier}"),
         Err(e) => format!("{} {}", e.diagnostic.code, e.diagnostic.message),
     };
-    (verdict, cached)
+    let stayed = cached && w.on_cached_state();
+    (verdict, cached, stayed)
 }
 
 /// Every file under `dir` (relative path, bytes), sorted.
@@ -201,15 +206,15 @@ fn answer(mut s: crate::v2::snapshot::Snapshot) -> crate::v2::snapshot::Snapshot
 }
 
 /// Write `steps` through both paths (see the module documentation); how many writers
-/// started from the cache.
-fn both_paths(steps: &[Step]) -> Result<usize, TestCaseError> {
+/// started from the cache, and how many of them stayed on it to the end.
+fn both_paths(steps: &[Step]) -> Result<(usize, usize), TestCaseError> {
     let d = valid();
     let root = d.path();
     let small = root.join(".small");
     // The first read leaves the cache writers start from (once the tree is not racy).
     std::thread::sleep(crate::v2::snapshot::RACY_MARGIN + Duration::from_millis(50));
     snapshot(root, &small, true);
-    let mut from_cache = 0usize;
+    let mut from_cache = (0usize, 0usize);
     // Tasks small defines, so that most steps keep the state free of conflicts.
     for k in 0..3u64 {
         fixed::set(Some((100 + 10 * k, 1_790_000_000 + 10 * k as i64)));
@@ -231,9 +236,9 @@ fn both_paths(steps: &[Step]) -> Result<usize, TestCaseError> {
             seen.from_cache && seen.diagnostics.is_empty() && seen.state.conflicts.is_empty();
         let copy = copy_without_cache(root);
         fixed::set(start);
-        let (ours, cached) = run(root, s);
+        let (ours, cached, stayed) = run(root, s);
         fixed::set(start);
-        let (full, on_cache) = run(copy.path(), s);
+        let (full, on_cache, _) = run(copy.path(), s);
         fixed::set(None);
         prop_assert!(!on_cache, "the copy has no cache");
         prop_assert_eq!(&ours, &full, "step {} {:?}: verdicts", k, s);
@@ -250,7 +255,8 @@ fn both_paths(steps: &[Step]) -> Result<usize, TestCaseError> {
             k,
             s
         );
-        from_cache += usize::from(cached);
+        from_cache.0 += usize::from(cached);
+        from_cache.1 += usize::from(stayed);
         // The cache left behind answers as a full read does.
         let through_cache = snapshot(root, &small, true);
         prop_assert_eq!(
@@ -270,17 +276,68 @@ fn a_write_on_the_cached_state_is_the_write_on_every_record() {
         cases: 24,
         ..ProptestConfig::default()
     });
-    let from_cache = std::cell::Cell::new(0usize);
+    let from_cache = std::cell::Cell::new((0usize, 0usize));
     runner
         .run(&proptest::collection::vec(step(), 1..14), |steps| {
-            from_cache.set(from_cache.get() + both_paths(&steps)?);
+            let (started, stayed) = both_paths(&steps)?;
+            let (a, b) = from_cache.get();
+            from_cache.set((a + started, b + stayed));
             Ok(())
         })
         .unwrap();
-    // The cached path was taken (most steps keep the state free of conflicts).
+    // The cached path was taken (most steps keep the state free of conflicts), and nearly
+    // every writer folded its own appends in instead of reading every record again (a step
+    // that raises a conflict is read in full).
+    let (started, stayed) = from_cache.get();
+    assert!(started > 24, "{started} writers started from the cache");
     assert!(
-        from_cache.get() > 24,
-        "{} writers started from the cache",
-        from_cache.get()
+        stayed * 10 >= started * 9,
+        "{stayed} of {started} writers stayed on the cached state"
     );
+}
+
+/// A writer that never needs the frontier leaves it uncomputed in the cache; the next reader
+/// computes it (the full read's) and caches it so; a writer that needs it when the lines file
+/// is gone reads every record and still gets the full read's.
+#[test]
+fn a_frontier_left_uncomputed_is_computed_when_asked_for() {
+    use crate::v2::snapshot::{frontier_left_stale, RACY_MARGIN};
+    let d = valid();
+    let root = d.path();
+    let small = root.join(".small");
+    let settle = || std::thread::sleep(RACY_MARGIN + Duration::from_millis(50));
+    settle();
+    snapshot(root, &small, true);
+    // A task small defines: a transition on it raises no conflict.
+    for step in [Step::Start, Step::PlanAdd] {
+        assert_eq!(run(root, &step).0.split(' ').next(), Some("ok"));
+    }
+    let session = resolve_session(root, None).unwrap();
+    let progress_on_cache = |evidence: &str| {
+        let mut w = Writer::open(root, Duration::from_secs(10)).unwrap();
+        assert!(w.on_cached_state(), "the writer starts from the cache");
+        let t = task_of(&w, 0);
+        progress(&mut w, &session, &t, "in_progress", evidence, "", None).unwrap();
+    };
+    settle();
+    snapshot(root, &small, true);
+    progress_on_cache("first");
+    assert_eq!(frontier_left_stale(root), Some(true), "left uncomputed");
+    let cold = snapshot(root, &small, false);
+    assert!(!cold.state.frontier.is_empty());
+    settle();
+    let read = snapshot(root, &small, true);
+    assert_eq!(answer(read), answer(cold.clone()), "the reader computes it");
+    assert_eq!(frontier_left_stale(root), Some(false), "and caches it so");
+    let again = snapshot(root, &small, true);
+    assert!(again.from_cache);
+    assert_eq!(again.state.frontier, cold.state.frontier);
+    // Left uncomputed again, and the lines file gone: a writer asking reads every record.
+    progress_on_cache("second");
+    std::fs::remove_file(root.join(".small-cache/v2-frontier.v1")).unwrap();
+    let mut w = Writer::open(root, Duration::from_secs(10)).unwrap();
+    let frontier = w.frontier().unwrap();
+    assert!(!w.on_cached_state(), "read in full");
+    drop(w);
+    assert_eq!(frontier, snapshot(root, &small, false).state.frontier);
 }
