@@ -9,7 +9,7 @@
 #
 # Environment: SMALL_BIN (binary; default: builds target/release/small; the stand-alone
 # `cargo build --release -p small-server --example serve` binary works too), DURATION (default 10s),
-# CONNECTIONS (default 64), THREADS (wrk threads, default 2), STORE (default memory: `memory`,
+# CONNECTIONS (default 64), THREADS (wrk threads in all, default 2, split between the servers), STORE (default memory: `memory`,
 # a file path for SQLite, or `postgres` for the database in SMALL_BENCH_POSTGRES_URL, else
 # SMALL_TEST_POSTGRES_URL), SERVERS (default 1; with 2, two servers share the store and the
 # connections are split between them: one wrk per server, and the sum is printed),
@@ -114,6 +114,10 @@ for n in $(seq 1 "$SERVERS"); do
   start_server "$n"
 done
 PER_SERVER=$((CONNECTIONS / SERVERS))
+# The load generator gets the same threads whatever the number of servers (split between
+# them, at least one each): on a small machine its own CPU would otherwise decide the sum.
+THREADS_EACH=$((THREADS / SERVERS))
+[ "$THREADS_EACH" -ge 1 ] || THREADS_EACH=1
 
 # Runs one wrk per server at once; prints each RESULT line, and their sum with several servers.
 measure() {
@@ -121,7 +125,7 @@ measure() {
   rm -f "$WORK"/wrk*
   for base in "${BASES[@]}"; do
     n=$((n + 1))
-    wrk -t"$THREADS" -c"$PER_SERVER" -d"$DURATION" --latency -s "$WORK/$script" "$base$path" -- "s$n" \
+    wrk -t"$THREADS_EACH" -c"$PER_SERVER" -d"$DURATION" --latency -s "$WORK/$script" "$base$path" -- "s$n" \
       >"$WORK/wrk$n" 2>&1 &
     wrks+=("$!")
   done
@@ -141,6 +145,6 @@ for what in $ENDPOINTS; do
   esac
   # Warm up (the first replay materialises the record).
   wrk -t1 -c4 -d1s -s "$WORK/$script" "${BASES[0]}$path" -- warm >/dev/null
-  echo "== $label  (${CONNECTIONS} connections over $SERVERS server(s), ${THREADS} wrk threads each, ${DURATION}, store ${STORE:-memory})"
+  echo "== $label  (${CONNECTIONS} connections over $SERVERS server(s), ${THREADS_EACH} wrk thread(s) each, ${DURATION}, store ${STORE:-memory})"
   measure "$script" "$path"
 done
