@@ -17,7 +17,7 @@ pub use pool::PgOptions;
 pub use replay::PgReplayStore;
 
 use batch::{GroupCommit, Joined};
-use pool::{Connector, Pool};
+use pool::{Conn, Connector, Pool};
 
 use crate::error::{Result, StoreError};
 use crate::model::Record;
@@ -265,13 +265,15 @@ impl PgBackend {
         Self::start(connector, PgOptions::from_env()?)
     }
 
-    /// Opens the first connection (proving the database holds a store) and, unless read-only,
-    /// starts the group committers.
+    /// Opens one connection to prove the database can be used (and, read-only, holds a store),
+    /// then, unless read-only, starts the group committers. The pool opens its connections
+    /// when first needed.
     fn start(connector: Connector, options: PgOptions) -> Result<Self> {
         let read_only = connector.read_only;
-        // The blocking client runs its own small runtime, which cannot start on a thread that
-        // is driving an async runtime (a server opening its store): connect on a helper thread.
-        let first = off_runtime(|| connector.conn()).map_err(|e| {
+        // The blocking client runs its own small runtime, which cannot start (or stop) on a
+        // thread that is driving an async runtime (a server opening its store): connect and
+        // close on a helper thread.
+        off_runtime(|| connector.conn().map(drop)).map_err(|e| {
             if read_only {
                 StoreError::Backend(format!(
                     "{} does not hold a small store ({e})",
@@ -282,7 +284,6 @@ impl PgBackend {
             }
         })?;
         let pool = Arc::new(Pool::new(connector, options.pool_size));
-        pool.give(first)?;
         let group = if read_only {
             None
         } else {
@@ -313,7 +314,7 @@ impl PgBackend {
 
     fn run_once<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
         let mut pooled = self.pool.get()?;
-        let conn = pooled.conn()?;
+        let conn: &mut Conn = &mut pooled;
         conn.client.batch_execute("BEGIN").map_err(pg_error)?;
         let out = f(&mut PgTx {
             client: &mut conn.client,
@@ -324,7 +325,7 @@ impl PgBackend {
             Err(_) => conn.client.batch_execute("ROLLBACK"),
         };
         if let Err(e) = end {
-            pooled.discard();
+            conn.discard();
             return Err(out.err().unwrap_or_else(|| pg_error(e)));
         }
         out
@@ -345,9 +346,9 @@ pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> Result<R> + Send) -> Resu
 
 impl Drop for PgBackend {
     fn drop(&mut self) {
-        // Stop the committers first (they commit what is open), then close idle connections.
+        // Stop the committers first (they commit what is open and release their pool); the
+        // pool then closes its connections off the async runtime when dropped.
         drop(self.group.take());
-        self.pool.close_idle();
     }
 }
 

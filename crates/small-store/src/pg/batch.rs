@@ -10,7 +10,7 @@
 //! unique race, a lock held too long by another batch) leaves the group and runs alone with
 //! retries, so batches never wait on each other for long.
 
-use super::pool::{Pool, Pooled};
+use super::pool::{Conn, Pool, Pooled};
 use super::{PgTx, RETRYABLE};
 use crate::error::{Result, StoreError};
 use crate::tx::Tx;
@@ -103,7 +103,7 @@ enum Ran<R> {
 impl Batch {
     fn begin(pool: &Arc<Pool>) -> Result<Batch> {
         let mut conn = pool.get()?;
-        let started = conn.conn()?.client.batch_execute(BEGIN);
+        let started = conn.client.batch_execute(BEGIN);
         if let Err(e) = started {
             conn.discard();
             return Err(super::pg_error(e));
@@ -124,10 +124,7 @@ impl Batch {
         } else {
             "SAVEPOINT w"
         };
-        let conn = match self.conn.conn() {
-            Ok(c) => c,
-            Err(e) => return Ran::Broken(e),
-        };
+        let conn: &mut Conn = &mut self.conn;
         if let Err(e) = conn.client.batch_execute(mark) {
             return Ran::Broken(super::pg_error(e));
         }
@@ -254,10 +251,11 @@ impl Lane {
     fn commit_loop(&self) {
         while let Some(mut batch) = self.next_batch() {
             let members = batch.members as u64;
-            let committed = match batch.conn.conn() {
-                Ok(c) => c.client.batch_execute("COMMIT").map_err(super::pg_error),
-                Err(e) => Err(e),
-            };
+            let committed = batch
+                .conn
+                .client
+                .batch_execute("COMMIT")
+                .map_err(super::pg_error);
             match committed {
                 Ok(()) => {
                     batch.committed = true;

@@ -1,11 +1,16 @@
-//! PostgreSQL connections for the store: how to open one (session settings, prepared
-//! statements), and a bounded pool of them sized for the machine, so a burst of requests waits
-//! for a free connection instead of opening (and authenticating) a new one per request.
+//! PostgreSQL connections for the store, so a burst of requests waits for a free connection
+//! instead of opening (and authenticating) a new one per request: how to open one (session
+//! settings, prepared statements), and a bounded [`r2d2`] pool of them sized for the machine.
+//!
+//! Connections open lazily (on r2d2's worker threads) and each keeps its prepared statements
+//! for its whole life. A connection left in an unknown transaction state is marked with
+//! [`Conn::discard`] and closed instead of returning to the pool. A blocking client must not
+//! be closed on a thread that drives an async runtime, so the pool is dropped on a helper
+//! thread.
 
-use super::{pg_error, redact};
+use super::{off_runtime, pg_error, redact};
 use crate::error::{Result, StoreError};
 use postgres::{Client, NoTls, Statement};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long a caller waits for a free pooled connection before giving up with an error.
@@ -60,8 +65,8 @@ fn env_count(name: &str, max: usize) -> Result<Option<usize>> {
     }
 }
 
-/// Where and how to open a connection.
-#[derive(Debug, Clone)]
+/// Where and how to open a connection (no `Debug`: the URL may hold a password).
+#[derive(Clone)]
 pub(crate) struct Connector {
     pub url: String,
     pub schema: Option<String>,
@@ -74,6 +79,16 @@ pub(crate) struct Connector {
 pub(crate) struct Conn {
     pub client: Client,
     pub stmts: Vec<Statement>,
+    /// The session is in an unknown state: close it instead of returning it to the pool.
+    broken: bool,
+}
+
+impl Conn {
+    /// Marks the session as being in an unknown state (a transaction that may still be open):
+    /// it is closed when returned instead of going back to the pool.
+    pub fn discard(&mut self) {
+        self.broken = true;
+    }
 }
 
 impl Connector {
@@ -118,169 +133,180 @@ impl Connector {
         for sql in self.sql {
             stmts.push(client.prepare(sql).map_err(pg_error)?);
         }
-        Ok(Conn { client, stmts })
+        Ok(Conn {
+            client,
+            stmts,
+            broken: false,
+        })
     }
 }
 
-struct Slots {
-    idle: Vec<Conn>,
-    /// Connections open, idle or lent.
-    open: usize,
-}
+impl r2d2::ManageConnection for Connector {
+    type Connection = Conn;
+    type Error = StoreError;
 
-/// At most `max` connections, lent one at a time and kept open between uses.
-pub(crate) struct Pool {
-    connector: Connector,
-    max: usize,
-    slots: Mutex<Slots>,
-    freed: Condvar,
-}
+    fn connect(&self) -> Result<Conn> {
+        self.conn()
+    }
 
-/// A connection lent by the pool; returned when dropped (closed ones are let go).
-pub(crate) struct Pooled {
-    pool: Arc<Pool>,
-    conn: Option<Conn>,
-    broken: bool,
-}
-
-impl Pool {
-    pub fn new(connector: Connector, max: usize) -> Self {
-        Pool {
-            connector,
-            max: max.max(1),
-            slots: Mutex::new(Slots {
-                idle: Vec::new(),
-                open: 0,
-            }),
-            freed: Condvar::new(),
+    /// Checked at every checkout, so only what is known without a round trip.
+    fn is_valid(&self, conn: &mut Conn) -> Result<()> {
+        if conn.client.is_closed() {
+            return Err(StoreError::Backend(
+                "postgres: a pooled connection was closed".into(),
+            ));
         }
-    }
-
-    pub fn connector(&self) -> &Connector {
-        &self.connector
-    }
-
-    fn lock(&self) -> Result<MutexGuard<'_, Slots>> {
-        self.slots
-            .lock()
-            .map_err(|_| StoreError::Backend("connection pool lock poisoned".into()))
-    }
-
-    /// Puts an already open connection in the pool (the one a backend opened to migrate).
-    pub fn give(&self, conn: Conn) -> Result<()> {
-        let mut slots = self.lock()?;
-        slots.open += 1;
-        slots.idle.push(conn);
         Ok(())
     }
 
-    /// An idle connection, a new one while fewer than `max` are open, or the first one
-    /// returned (waiting up to 30 s).
-    pub fn get(self: &Arc<Self>) -> Result<Pooled> {
-        let mut slots = self.lock()?;
-        loop {
-            while let Some(conn) = slots.idle.pop() {
-                if !conn.client.is_closed() {
-                    return Ok(self.lend(conn));
-                }
-                slots.open -= 1;
-            }
-            if slots.open < self.max {
-                slots.open += 1;
-                drop(slots);
-                return self.open_new();
-            }
-            let (next, waited) = self
-                .freed
-                .wait_timeout(slots, POOL_WAIT)
-                .map_err(|_| StoreError::Backend("connection pool lock poisoned".into()))?;
-            slots = next;
-            if waited.timed_out() && slots.idle.is_empty() {
-                return Err(StoreError::Backend(format!(
-                    "postgres: all {} pooled connections stayed busy for {} s (SMALL_PG_POOL_SIZE)",
-                    self.max,
-                    POOL_WAIT.as_secs()
-                )));
-            }
+    /// Discarded, closed, or returned by a panicking thread (which may have left a
+    /// transaction open).
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.broken || conn.client.is_closed() || std::thread::panicking()
+    }
+}
+
+/// A connection lent by the pool: returned when dropped, or closed if it was discarded.
+pub(crate) type Pooled = r2d2::PooledConnection<Connector>;
+
+/// At most `size` connections, opened when first needed, lent one at a time and kept open
+/// between uses (r2d2 closes one left idle for ten minutes).
+pub(crate) struct Pool {
+    inner: Option<r2d2::Pool<Connector>>,
+    size: usize,
+    wait: Duration,
+}
+
+impl Pool {
+    pub fn new(connector: Connector, size: usize) -> Self {
+        Self::with_wait(connector, size, POOL_WAIT)
+    }
+
+    fn with_wait(connector: Connector, size: usize, wait: Duration) -> Self {
+        let size = size.clamp(1, u32::MAX as usize);
+        let inner = r2d2::Pool::builder()
+            .max_size(size as u32)
+            .min_idle(Some(0))
+            .connection_timeout(wait)
+            .build_unchecked(connector);
+        Pool {
+            inner: Some(inner),
+            size,
+            wait,
         }
     }
 
-    fn open_new(self: &Arc<Self>) -> Result<Pooled> {
-        match self.connector.conn() {
-            Ok(conn) => Ok(self.lend(conn)),
-            Err(e) => {
-                self.forget_one();
-                Err(e)
+    /// An idle connection, a new one while fewer than `size` are open, or the first one
+    /// returned (waiting up to 30 s, then an error naming `SMALL_PG_POOL_SIZE`).
+    pub fn get(&self) -> Result<Pooled> {
+        let pool = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| StoreError::Backend("postgres: the pool is closed".into()))?;
+        pool.get().map_err(|e| {
+            let (n, wait) = (self.size, self.wait.as_secs_f32());
+            // r2d2 appends the last failed connection attempt, if any, to its own words.
+            match e.to_string().split_once(": ") {
+                Some((_, last)) => StoreError::Backend(format!(
+                    "postgres: no pooled connection within {wait} s (pool of {n}, SMALL_PG_POOL_SIZE); the last attempt failed: {last}"
+                )),
+                None => StoreError::Backend(format!(
+                    "postgres: all {n} pooled connections stayed busy for {wait} s (SMALL_PG_POOL_SIZE)"
+                )),
             }
-        }
+        })
     }
+}
 
-    fn lend(self: &Arc<Self>, conn: Conn) -> Pooled {
-        Pooled {
-            pool: self.clone(),
-            conn: Some(conn),
-            broken: false,
-        }
-    }
-
-    /// One lent connection will not come back.
-    fn forget_one(&self) {
-        if let Ok(mut slots) = self.slots.lock() {
-            slots.open = slots.open.saturating_sub(1);
-        }
-        self.freed.notify_one();
-    }
-
-    fn put_back(&self, conn: Conn) {
-        match self.slots.lock() {
-            Ok(mut slots) => slots.idle.push(conn),
-            Err(_) => return,
-        }
-        self.freed.notify_one();
-    }
-
-    /// Closes every idle connection (on a helper thread: closing a blocking client must not
-    /// run on a thread that drives an async runtime).
-    pub fn close_idle(&self) {
-        let idle = match self.slots.lock() {
-            Ok(mut slots) => {
-                let idle = std::mem::take(&mut slots.idle);
-                slots.open = slots.open.saturating_sub(idle.len());
-                idle
-            }
-            Err(_) => return,
-        };
-        if !idle.is_empty() {
-            let _ = super::off_runtime(move || {
-                drop(idle);
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Dropping the pool closes its idle connections: not on an async runtime's thread.
+        if let Some(inner) = self.inner.take() {
+            let _ = off_runtime(move || {
+                drop(inner);
                 Ok(())
             });
         }
     }
 }
 
-impl Pooled {
-    /// The connection (always present until dropped).
-    pub fn conn(&mut self) -> Result<&mut Conn> {
-        self.conn
-            .as_mut()
-            .ok_or_else(|| StoreError::Backend("pooled connection already returned".into()))
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// The session is in an unknown state: close it instead of returning it.
-    pub fn discard(&mut self) {
-        self.broken = true;
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        let Some(conn) = self.conn.take() else { return };
-        if self.broken || conn.client.is_closed() {
-            self.pool.forget_one();
-            drop(conn);
-        } else {
-            self.pool.put_back(conn);
+    fn connector(url: &str) -> Connector {
+        Connector {
+            url: url.to_string(),
+            schema: None,
+            read_only: false,
+            sql: &["SELECT pg_backend_pid()"],
         }
+    }
+
+    fn backend_pid(pooled: &mut Pooled) -> i32 {
+        let conn: &mut Conn = pooled;
+        conn.client.query_one(&conn.stmts[0], &[]).unwrap().get(0)
+    }
+
+    #[test]
+    fn connections_open_when_needed_and_are_reused() {
+        let Some(url) = small_testkit::postgres_url() else {
+            return;
+        };
+        let pool = Pool::new(connector(&url), 2);
+        let inner = pool.inner.as_ref().unwrap();
+        assert_eq!(inner.state().connections, 0, "nothing opened before use");
+        let first = backend_pid(&mut pool.get().unwrap());
+        let again = backend_pid(&mut pool.get().unwrap());
+        assert_eq!(first, again, "the returned connection was lent again");
+        assert_eq!(inner.state().connections, 1);
+    }
+
+    #[test]
+    fn a_discarded_connection_is_closed_instead_of_returned() {
+        let Some(url) = small_testkit::postgres_url() else {
+            return;
+        };
+        let pool = Pool::new(connector(&url), 1);
+        let mut pooled = pool.get().unwrap();
+        let first = backend_pid(&mut pooled);
+        pooled.client.batch_execute("BEGIN").unwrap();
+        pooled.discard();
+        drop(pooled);
+        let mut next = pool.get().unwrap();
+        assert_ne!(
+            backend_pid(&mut next),
+            first,
+            "a session left in a transaction came back"
+        );
+    }
+
+    #[test]
+    fn a_busy_pool_fails_after_its_wait_naming_the_setting() {
+        let Some(url) = small_testkit::postgres_url() else {
+            return;
+        };
+        let pool = Pool::with_wait(connector(&url), 1, Duration::from_millis(300));
+        let _held = pool.get().unwrap();
+        let e = pool.get().err().unwrap().to_string();
+        assert!(e.contains("all 1 pooled connections stayed busy"), "{e}");
+        assert!(e.contains("SMALL_PG_POOL_SIZE"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_connection_is_reported_without_the_password() {
+        let Some(url) = small_testkit::postgres_url() else {
+            return;
+        };
+        let (Some(s), Some(at)) = (url.find("://"), url.rfind('@')) else {
+            return;
+        };
+        let user = url[s + 3..at].split(':').next().unwrap_or("small");
+        let wrong = format!("{}{user}:not-the-password{}", &url[..s + 3], &url[at..]);
+        let pool = Pool::with_wait(connector(&wrong), 1, Duration::from_millis(1500));
+        let e = pool.get().err().unwrap().to_string();
+        assert!(e.contains("the last attempt failed"), "{e}");
+        assert!(e.contains(":***@"), "{e}");
+        assert!(!e.contains("not-the-password"), "{e}");
     }
 }

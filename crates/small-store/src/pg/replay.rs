@@ -97,7 +97,7 @@ impl Queue {
 /// A [`ReplayStore`] on PostgreSQL, with group commit of first replays.
 pub struct PgReplayStore {
     url: String,
-    pool: Arc<Pool>,
+    pool: Pool,
     queue: Arc<Queue>,
     committers: Vec<JoinHandle<()>>,
 }
@@ -127,18 +127,17 @@ impl PgReplayStore {
             read_only: false,
             sql: SQL,
         };
-        let first = off_runtime(|| connector.conn()).map_err(other)?;
-        let pool = Arc::new(Pool::new(connector, options.pool_size));
-        pool.give(first).map_err(other)?;
+        // Proves the database can be used; connect and close off the async runtime.
+        off_runtime(|| connector.conn().map(drop)).map_err(other)?;
         let mut store = PgReplayStore {
             url: url.to_string(),
-            pool,
+            pool: Pool::new(connector.clone(), options.pool_size),
             queue: Arc::default(),
             committers: Vec::new(),
         };
         for i in 0..options.committers.max(1) {
             let queue = store.queue.clone();
-            let connector = store.pool.connector().clone();
+            let connector = connector.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("small-replay-commit-{i}"))
                 .spawn(move || commit_loop(&queue, &connector))
@@ -163,8 +162,7 @@ impl PgReplayStore {
         candidates: &[ReplayRecord],
     ) -> Result<Vec<Answer>, ReplayStoreError> {
         let mut pooled = self.pool.get().map_err(other)?;
-        let conn = pooled.conn().map_err(other)?;
-        let out = store_batch(conn, candidates).map_err(other)?;
+        let out = store_batch(&mut pooled, candidates).map_err(other)?;
         Ok(out.into_iter().map(|r| r.map_err(other)).collect())
     }
 }
@@ -201,6 +199,7 @@ fn commit_loop(queue: &Queue, connector: &Connector) {
                 }
             }
             Err(e) => {
+                conn = None;
                 for reply in replies {
                     reply(Err(other(format!("the group commit failed: {e}"))));
                 }
@@ -214,8 +213,17 @@ fn commit_loop(queue: &Queue, connector: &Connector) {
 type Answers = Vec<Result<(ReplayRecord, bool), String>>;
 
 /// Stores `candidates` (the first of each replay ID wins; stored records win over all), one
-/// commit for the whole batch. `Err` when nothing can be said for any of them.
+/// commit for the whole batch. `Err` when nothing can be said for any of them; the connection
+/// is then discarded (it may be left inside a transaction).
 fn store_batch(conn: &mut Conn, candidates: &[ReplayRecord]) -> Result<Answers, String> {
+    let answers = try_store_batch(conn, candidates);
+    if answers.is_err() {
+        conn.discard();
+    }
+    answers
+}
+
+fn try_store_batch(conn: &mut Conn, candidates: &[ReplayRecord]) -> Result<Answers, String> {
     let firsts = first_of_each_id(candidates);
     // In replay ID order: two servers inserting overlapping batches wait on each other's rows
     // in the same order, never in a cycle.
@@ -343,20 +351,20 @@ fn read_back(conn: &mut Conn, ids: &[String]) -> Result<HashMap<String, ReplayRe
 
 impl Drop for PgReplayStore {
     fn drop(&mut self) {
-        // Committers answer what is queued, then stop; idle connections close.
+        // Committers answer what is queued, then stop; the pool then closes its connections
+        // off the async runtime when dropped.
         self.queue.lock().closing = true;
         self.queue.ready.notify_all();
         for handle in self.committers.drain(..) {
             let _ = handle.join();
         }
-        self.pool.close_idle();
     }
 }
 
 impl ReplayStore for PgReplayStore {
     fn get(&self, replay_id: &str) -> Result<Option<ReplayRecord>, ReplayStoreError> {
-        let mut pooled = self.pool.get().map_err(other)?;
-        let conn = pooled.conn().map_err(other)?;
+        let pooled = &mut self.pool.get().map_err(other)?;
+        let conn: &mut Conn = pooled;
         let rows = conn
             .client
             .query(&conn.stmts[SELECT_ONE], &[&replay_id])
