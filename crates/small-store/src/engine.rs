@@ -109,14 +109,19 @@ fn put_versioned(
     schema_id: Option<&str>,
     resolved: Option<&str>,
 ) -> Result<Put> {
-    let latest = tx.lock_head(t, id)?;
+    let (latest, latest_rec) = tx.lock_head_latest(t, id)?;
     let what = noun(t);
     let version = match version {
         Some(v) if v <= latest => {
             let mut with_version = body.clone();
             with_version.insert("version".into(), json!(v));
             let rec = make_record(id, v, &Value::Object(with_version));
-            let existing = tx.version_get(t, id, v)?.ok_or_else(|| {
+            let existing = if v == latest {
+                latest_rec
+            } else {
+                tx.version_get(t, id, v)?
+            };
+            let existing = existing.ok_or_else(|| {
                 StoreError::Backend(format!("{what} `{id}` version {v} is missing"))
             })?;
             if existing.json == rec.json {
@@ -139,14 +144,12 @@ fn put_versioned(
         }
         Some(v) => v,
         None => {
-            if latest > 0 {
-                if let Some(existing) = tx.version_get(t, id, latest)? {
-                    if without_version(&existing.json) == Value::Object(body.clone()) {
-                        return Ok(Put {
-                            record: existing,
-                            created: false,
-                        });
-                    }
+            if let Some(existing) = latest_rec {
+                if without_version(&existing.json) == Value::Object(body.clone()) {
+                    return Ok(Put {
+                        record: existing,
+                        created: false,
+                    });
                 }
             }
             latest + 1

@@ -7,7 +7,9 @@
 //! (serialisation, deadlock, unique races) retry the whole transaction.
 //!
 //! Connections come from a bounded pool ([`pool`]) with every statement prepared once per
-//! connection; concurrent writes share one transaction and one commit ([`batch`]).
+//! connection; concurrent writes share one transaction and one commit ([`batch`]). A versioned
+//! write costs two round trips: lock the head and read the latest version in one statement,
+//! then insert the new version.
 
 mod batch;
 mod pool;
@@ -107,6 +109,7 @@ const LIFECYCLE_LOCK: usize = 16;
 const LIFECYCLE_EVENTS: usize = 17;
 const LIFECYCLE_INSERT: usize = 18;
 const LINEAGE_LOCK: usize = 19;
+const HEAD_LATEST: usize = 20;
 
 const SQL: &[&str] = &[
     "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id = $1",
@@ -168,6 +171,17 @@ const SQL: &[&str] = &[
     "INSERT INTO small_lifecycle (artifact_id, seq, type, body, sha256, stored_at) VALUES ($1, $2, $3, $4, $5, $6)",
     // One lock for every lineage append (see `Tx::lineage_lock`).
     "SELECT pg_advisory_xact_lock(hashtextextended('small-lineage', 0))",
+    // HEAD_CREATE and the latest version's record in one round trip. The join reads with the
+    // statement's snapshot: a version committed by a writer this statement waited for is not
+    // in it (its record is then read on its own).
+    "WITH head AS (
+        INSERT INTO small_heads (kind, id, latest) VALUES ($1, $2, 0)
+        ON CONFLICT (kind, id) DO UPDATE SET latest = small_heads.latest
+        RETURNING kind, id, latest
+     )
+     SELECT h.latest, v.id, v.version, v.body, v.sha256, v.stored_at, v.resolved
+     FROM head h LEFT JOIN small_versions v
+       ON v.kind = h.kind AND v.id = h.id AND v.version = h.latest",
 ];
 
 /// The PostgreSQL backend: a bounded pool of connections with prepared statements, and group
@@ -297,6 +311,12 @@ impl PgBackend {
         self.group.as_ref().map_or((0, 0), GroupCommit::counts)
     }
 
+    /// Group commit batches rolled back so far because a write failed after writing (their
+    /// writes ran again alone).
+    pub fn group_commit_rollbacks(&self) -> u64 {
+        self.group.as_ref().map_or(0, GroupCommit::rollbacks)
+    }
+
     /// Runs `f` in a transaction of its own on a pooled connection, retrying transient
     /// failures up to `retries` times.
     fn run<R>(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>, retries: u32) -> Result<R> {
@@ -316,10 +336,7 @@ impl PgBackend {
         let mut pooled = self.pool.get()?;
         let conn: &mut Conn = &mut pooled;
         conn.client.batch_execute("BEGIN").map_err(pg_error)?;
-        let out = f(&mut PgTx {
-            client: &mut conn.client,
-            stmts: &conn.stmts,
-        });
+        let out = f(&mut PgTx::new(&mut conn.client, &conn.stmts));
         let end = match out {
             Ok(_) => conn.client.batch_execute("COMMIT"),
             Err(_) => conn.client.batch_execute("ROLLBACK"),
@@ -419,10 +436,36 @@ impl Backend for PgBackend {
 }
 
 /// The store's operations on a session inside an open transaction (begun and ended by the
-/// caller: alone, or in a group commit's savepoint).
+/// caller: alone, or in a group commit's batch), noting what they did to it.
 pub(crate) struct PgTx<'a> {
-    pub client: &'a mut Client,
-    pub stmts: &'a [Statement],
+    client: &'a mut Client,
+    stmts: &'a [Statement],
+    /// A statement that may write ran (see [`may_write`]).
+    pub wrote: bool,
+    /// A statement failed: the transaction is aborted.
+    pub failed: bool,
+}
+
+/// Whether a prepared statement may change the database. Only statements known to read (or to
+/// take a lock and read) are listed, so a new statement counts as a write until listed here.
+fn may_write(q: usize) -> bool {
+    !matches!(
+        q,
+        SCHEMA_GET
+            | SCHEMA_LIST
+            | HEAD_GET
+            | VERSION_GET
+            | HEADS_LIST
+            | VERSIONS_LIST
+            | LINEAGE_FIND
+            | LINEAGE_FOR
+            | WALK_UP
+            | WALK_DOWN
+            | REACHES_DOWN
+            | LIFECYCLE_LOCK
+            | LIFECYCLE_EVENTS
+            | LINEAGE_LOCK
+    )
 }
 
 fn kind(t: Versioned) -> &'static str {
@@ -443,22 +486,35 @@ fn rec(row: &postgres::Row) -> Record {
     }
 }
 
-impl PgTx<'_> {
+impl<'a> PgTx<'a> {
+    pub fn new(client: &'a mut Client, stmts: &'a [Statement]) -> Self {
+        PgTx {
+            client,
+            stmts,
+            wrote: false,
+            failed: false,
+        }
+    }
+
     fn query(
         &mut self,
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>> {
-        self.client.query(&self.stmts[q], params).map_err(pg_error)
+        self.wrote |= may_write(q);
+        let rows = self.client.query(&self.stmts[q], params);
+        self.failed |= rows.is_err();
+        rows.map_err(pg_error)
     }
     fn execute(
         &mut self,
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<u64> {
-        self.client
-            .execute(&self.stmts[q], params)
-            .map_err(pg_error)
+        self.wrote |= may_write(q);
+        let n = self.client.execute(&self.stmts[q], params);
+        self.failed |= n.is_err();
+        n.map_err(pg_error)
     }
     fn records(
         &mut self,
@@ -492,6 +548,30 @@ impl Tx for PgTx<'_> {
     fn lock_head(&mut self, t: Versioned, id: &str) -> Result<u64> {
         let rows = self.query(HEAD_CREATE, &[&kind(t), &id])?;
         Ok(rows.first().map(|r| r.get::<_, i64>(0)).unwrap_or(0) as u64)
+    }
+
+    fn lock_head_latest(&mut self, t: Versioned, id: &str) -> Result<(u64, Option<Record>)> {
+        let rows = self.query(HEAD_LATEST, &[&kind(t), &id])?;
+        let Some(row) = rows.first() else {
+            return Ok((0, None));
+        };
+        let latest = row.get::<_, i64>(0) as u64;
+        if latest == 0 {
+            return Ok((0, None));
+        }
+        let rec = match row.get::<_, Option<String>>(1) {
+            Some(id) => Some(Record {
+                id,
+                version: row.get::<_, i64>(2) as u64,
+                json: row.get(3),
+                sha256: row.get(4),
+                stored_at: row.get(5),
+                resolved: row.get(6),
+            }),
+            // Committed after this statement's snapshot was taken (see HEAD_LATEST).
+            None => self.version_get(t, id, latest)?,
+        };
+        Ok((latest, rec))
     }
 
     fn latest_version(&mut self, t: Versioned, id: &str) -> Result<u64> {

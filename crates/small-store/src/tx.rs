@@ -26,6 +26,15 @@ pub trait Tx {
     /// Locks the head row of an artifact or manifest until the transaction ends (creating it
     /// when absent) and returns the latest version stored (0 when none).
     fn lock_head(&mut self, t: Versioned, id: &str) -> Result<u64>;
+    /// [`Tx::lock_head`], and the record of the latest version (`None` when there is none).
+    /// A backend may do both in one round trip.
+    fn lock_head_latest(&mut self, t: Versioned, id: &str) -> Result<(u64, Option<Record>)> {
+        let latest = self.lock_head(t, id)?;
+        if latest == 0 {
+            return Ok((0, None));
+        }
+        Ok((latest, self.version_get(t, id, latest)?))
+    }
     fn latest_version(&mut self, t: Versioned, id: &str) -> Result<u64>;
     fn version_get(&mut self, t: Versioned, id: &str, version: u64) -> Result<Option<Record>>;
     /// Inserts a version and moves the head to it. `schema_id` is recorded for artifacts.

@@ -257,6 +257,39 @@ fn versions_stay_contiguous_when_two_servers_race() {
     assert_eq!(listed.items.len(), 2 * rounds);
 }
 
+#[test]
+fn identical_puts_store_one_version_when_two_servers_race() {
+    let Some(p) = pair("identical_race") else {
+        return;
+    };
+    p.a.register_schema(&schema()).unwrap();
+    let rounds = 60;
+    // Version 1 exists; both sides put the same version 2 without naming it. The one that
+    // waits for the other's head lock must find version 2 stored (committed after its
+    // statement began) and answer it, not store a copy as version 3.
+    for i in 0..rounds {
+        p.a.put_artifact(&note(&format!("same{i}"))).unwrap();
+    }
+    let put = |s: &dyn PrimitiveStore, i: usize| {
+        let mut n = note(&format!("same{i}"));
+        n["data"] = json!({"second": true});
+        let put = s.put_artifact(&n).unwrap();
+        (put.record.version, put.created)
+    };
+    let results = race(&p, rounds, put, put);
+    for (i, (a, b)) in results.iter().enumerate() {
+        assert_eq!((a.0, b.0), (2, 2), "same{i}: {a:?} {b:?}");
+        assert!(
+            a.1 != b.1,
+            "same{i}: exactly one put stores version 2 ({a:?} {b:?})"
+        );
+        let versions =
+            p.b.list_artifact_versions(&format!("same{i}"), &Page::default())
+                .unwrap();
+        assert_eq!(versions.items.len(), 2, "same{i}");
+    }
+}
+
 fn schema_record(id: &str) -> small_store::Record {
     let json = format!("{{\"$id\":\"{id}\"}}");
     small_store::Record {
@@ -286,7 +319,8 @@ fn group_write(backend: &PgBackend, i: usize, round: usize) -> Result<bool, Stor
 }
 
 /// Group commit of primitives writes: concurrent writes share commits, and a write that fails
-/// (in the database, or after writing) rolls back alone while the others of its batch commit.
+/// (in the database, or after writing) is not committed while the others of its batch are,
+/// once each (with its batch, or alone after the batch rolled back).
 #[test]
 fn group_commit_isolates_a_failing_write() {
     use small_store::tx::Backend;
@@ -326,9 +360,16 @@ fn group_commit_isolates_a_failing_write() {
         }
     }
     let (batches, writes) = backend.group_commit_counts();
-    assert_eq!(
-        writes, 318,
-        "every successful write went through a group commit"
+    // A batch rolled back by one of the two failing writes held at most 47 others, which
+    // then ran alone.
+    let rollbacks = backend.group_commit_rollbacks();
+    assert!(
+        (1..=2).contains(&rollbacks),
+        "{rollbacks} batches rolled back"
+    );
+    assert!(
+        writes <= 318 && writes + 47 * rollbacks >= 318,
+        "{writes} writes group-committed, {rollbacks} batches rolled back"
     );
     assert!(batches < writes, "no commit was shared ({batches} batches)");
     drop(backend);

@@ -1,14 +1,32 @@
 //! Group commit of primitives writes on PostgreSQL. Each write waits for its commit to reach
 //! disk; done one transaction per write, the disk flush (milliseconds) bounds the write rate.
-//! Here concurrent writes join one open transaction, each inside its own savepoint, and a
-//! committer thread commits that transaction once for all of them: one flush acknowledges many
-//! writes, and a write that fails rolls back to its savepoint without touching the others.
+//! Here concurrent writes join one open transaction (a batch), and a committer thread commits
+//! it once for all of them: one flush acknowledges many writes. No write is answered before
+//! the COMMIT holding it succeeded.
 //!
 //! A write runs its closure on the caller's thread (the closures borrow the caller's data), on
 //! the connection of a "lane"; several lanes run writes side by side, each with one open batch
-//! while its previous batch commits. A write whose closure meets a transient conflict (deadlock,
-//! unique race, a lock held too long by another batch) leaves the group and runs alone with
-//! retries, so batches never wait on each other for long.
+//! while its previous batch commits.
+//!
+//! Batches are optimistic: a write joins the transaction directly, and costs only its own
+//! statements' round trips. [`PgTx`] notes whether the closure ran a statement that may write
+//! and whether a statement failed. A closure that fails before either happened leaves the
+//! batch as it was: it is answered with its error and the batch goes on. One that fails after
+//! writing, or on any SQL error, taints the batch (its writes cannot be undone alone, and a
+//! failed statement aborts the transaction): the batch rolls back whole, and every write in
+//! it, this one included, leaves the group and runs alone with retries. Writes that already
+//! joined are waiting for the batch's outcome; they are told to run alone, not failed, and run
+//! their closure again in a transaction of their own.
+//!
+//! So that a stream of failing writes does not turn every batch into re-runs, a lane that
+//! rolled a batch back is careful for a while: its next [`CAREFUL_BATCHES`] batches, and any
+//! opened within [`CAREFUL_FOR`] of the last write that failed after writing, give each write a
+//! savepoint of its own (one more round trip per write). A write that fails there rolls back
+//! to its savepoint without touching the others. Then the lane tries optimistic batches again.
+//!
+//! A write whose closure meets a transient conflict (deadlock, unique race, a lock held too
+//! long by another batch) leaves the group and runs alone with retries, so batches never wait
+//! on each other for long.
 
 use super::pool::{Conn, Pool, Pooled};
 use super::{PgTx, RETRYABLE};
@@ -17,9 +35,11 @@ use crate::tx::Tx;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// Writes in one batch at most: each savepoint that writes takes a subtransaction ID, and
-/// PostgreSQL slows every snapshot down once a transaction holds more than 64 of them.
+/// Writes in one batch at most: in a careful batch each savepoint that writes takes a
+/// subtransaction ID, and PostgreSQL slows every snapshot down once a transaction holds more
+/// than 64 of them; in an optimistic batch, a rollback re-runs at most this many writes.
 const MAX_MEMBERS: usize = 48;
 
 /// Committer threads per lane: one, so a lane's next batch collects writes while the
@@ -31,37 +51,49 @@ const COMMITTERS_PER_LANE: usize = 1;
 /// (and retries alone) instead of holding up every other write of the batch.
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '100ms'";
 
+/// Careful batches (a savepoint per write) a lane opens after rolling a batch back.
+const CAREFUL_BATCHES: u32 = 8;
+
+/// A lane also stays careful this long after a write failed after writing.
+const CAREFUL_FOR: Duration = Duration::from_millis(100);
+
 /// What became of a write offered to the group.
 pub(crate) enum Joined<R> {
     /// Committed with its batch, or refused (nothing of it stored).
     Done(Result<R>),
-    /// A transient conflict: run it alone, with retries.
+    /// Not committed: run it alone, with retries.
     Leave,
 }
 
-/// The commit result of one batch, awaited by each of its writers.
+/// How a batch ended, for each of its writers.
+#[derive(Clone)]
+enum End {
+    Committed,
+    /// Rolled back (or lost) before its COMMIT was sent: nothing of it is stored.
+    RunAlone,
+    /// The COMMIT failed, or the store closed: the writers get this error.
+    Failed(String),
+}
+
+/// The end of one batch, awaited by each of its writers.
 #[derive(Default)]
 struct Outcome {
-    result: Mutex<Option<std::result::Result<(), String>>>,
+    end: Mutex<Option<End>>,
     done: Condvar,
 }
 
 impl Outcome {
-    fn set(&self, r: std::result::Result<(), String>) {
-        let mut slot = self.result.lock().unwrap_or_else(|p| p.into_inner());
-        *slot = Some(r);
+    fn set(&self, end: End) {
+        let mut slot = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some(end);
         self.done.notify_all();
     }
 
-    fn wait(&self) -> Result<()> {
-        let mut slot = self.result.lock().unwrap_or_else(|p| p.into_inner());
+    fn wait(&self) -> End {
+        let mut slot = self.end.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if let Some(r) = slot.as_ref() {
-                return r.clone().map_err(|e| {
-                    StoreError::Backend(format!(
-                        "postgres: the group commit of this write failed: {e}"
-                    ))
-                });
+            if let Some(end) = slot.as_ref() {
+                return end.clone();
             }
             slot = self.done.wait(slot).unwrap_or_else(|p| p.into_inner());
         }
@@ -73,19 +105,21 @@ struct Batch {
     conn: Pooled,
     /// Writes that succeeded in it.
     members: usize,
+    /// Careful: each write runs in a savepoint `w` of its own.
+    savepoints: bool,
     /// A savepoint `w` of the last successful write is still open.
     savepoint: bool,
     /// A closure is running (still true afterwards only if it panicked: the batch is tainted).
     running: bool,
-    /// Committed: the connection goes back to the pool instead of being closed.
-    committed: bool,
+    /// Committed or rolled back: the connection goes back to the pool instead of being closed.
+    ended: bool,
     outcome: Arc<Outcome>,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        // An uncommitted transaction must not reach the pool: closing the session rolls it back.
-        if !self.committed {
+        // An open transaction must not reach the pool: closing the session rolls it back.
+        if !self.ended {
             self.conn.discard();
         }
     }
@@ -94,14 +128,18 @@ impl Drop for Batch {
 /// How one closure went inside a batch.
 enum Ran<R> {
     Ok(R),
-    /// The closure failed; the batch is intact.
-    Failed(StoreError),
+    /// The closure failed; the batch is as before it. `true`: it failed after writing (or on
+    /// an SQL error), and its savepoint undid that.
+    Failed(StoreError, bool),
+    /// The closure failed after writing, or a statement failed, in an optimistic batch: the
+    /// batch must roll back whole.
+    Tainted,
     /// The connection failed; the batch is lost.
     Broken(StoreError),
 }
 
 impl Batch {
-    fn begin(pool: &Arc<Pool>) -> Result<Batch> {
+    fn begin(pool: &Pool, savepoints: bool) -> Result<Batch> {
         let mut conn = pool.get()?;
         let started = conn.client.batch_execute(BEGIN);
         if let Err(e) = started {
@@ -111,55 +149,113 @@ impl Batch {
         Ok(Batch {
             conn,
             members: 0,
+            savepoints,
             savepoint: false,
             running: false,
-            committed: false,
+            ended: false,
             outcome: Arc::default(),
         })
     }
 
     fn run<R>(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Ran<R> {
-        let mark = if self.savepoint {
-            "RELEASE SAVEPOINT w; SAVEPOINT w"
-        } else {
-            "SAVEPOINT w"
-        };
         let conn: &mut Conn = &mut self.conn;
-        if let Err(e) = conn.client.batch_execute(mark) {
-            return Ran::Broken(super::pg_error(e));
-        }
-        self.savepoint = true;
-        self.running = true;
-        let out = f(&mut PgTx {
-            client: &mut conn.client,
-            stmts: &conn.stmts,
-        });
-        self.running = false;
-        match out {
-            Ok(v) => Ran::Ok(v),
-            Err(e) => {
-                self.savepoint = false;
-                match conn
-                    .client
-                    .batch_execute("ROLLBACK TO SAVEPOINT w; RELEASE SAVEPOINT w")
-                {
-                    Ok(()) => Ran::Failed(e),
-                    Err(_) => Ran::Broken(e),
-                }
+        if self.savepoints {
+            let mark = if self.savepoint {
+                "RELEASE SAVEPOINT w; SAVEPOINT w"
+            } else {
+                "SAVEPOINT w"
+            };
+            if let Err(e) = conn.client.batch_execute(mark) {
+                return Ran::Broken(super::pg_error(e));
             }
+            self.savepoint = true;
+        }
+        self.running = true;
+        let mut tx = PgTx::new(&mut conn.client, &conn.stmts);
+        let out = f(&mut tx);
+        // Spoiled: the closure may have changed the transaction (a statement that may write
+        // ran), or a statement failed and aborted it.
+        let spoiled = tx.wrote || tx.failed;
+        let failed = tx.failed;
+        self.running = false;
+        if conn.client.is_closed() {
+            return Ran::Broken(out.err().unwrap_or_else(|| {
+                StoreError::Backend("postgres: the connection closed during a write".into())
+            }));
+        }
+        match out {
+            // A closure that returned despite a failed statement: the transaction is aborted.
+            Ok(_) if failed => self.undo(
+                StoreError::Backend(format!(
+                    "postgres {RETRYABLE}: a statement of this write failed"
+                )),
+                true,
+            ),
+            Ok(v) => Ran::Ok(v),
+            Err(e) if !spoiled && !self.savepoints => Ran::Failed(e, false),
+            Err(e) => self.undo(e, spoiled),
         }
     }
 
-    /// Fails every writer of a batch that will not commit (its transaction rolls back when its
-    /// connection closes).
-    fn abandon(self, why: &str) {
-        self.outcome.set(Err(why.to_string()));
+    /// Takes back what the closure that just ran did: to its savepoint, or (when `spoiled`
+    /// and without savepoints) the whole batch.
+    fn undo<R>(&mut self, e: StoreError, spoiled: bool) -> Ran<R> {
+        if !self.savepoints {
+            return Ran::Tainted;
+        }
+        self.savepoint = false;
+        match self
+            .conn
+            .client
+            .batch_execute("ROLLBACK TO SAVEPOINT w; RELEASE SAVEPOINT w")
+        {
+            Ok(()) => Ran::Failed(e, spoiled),
+            Err(_) => Ran::Broken(e),
+        }
+    }
+
+    /// Rolls the batch back (closing the session if that fails) and tells its writers to run
+    /// alone: nothing of theirs is stored.
+    fn roll_back(mut self) {
+        self.ended = self.conn.client.batch_execute("ROLLBACK").is_ok();
+        self.outcome.set(End::RunAlone);
+    }
+
+    /// Closes the connection of a batch that will not commit (which rolls its transaction
+    /// back), then answers its writers.
+    fn abandon(self, end: End) {
+        let outcome = self.outcome.clone();
+        drop(self);
+        outcome.set(end);
     }
 }
 
 struct LaneState {
     open: Option<Batch>,
     closing: bool,
+    /// Careful batches still to open.
+    careful_batches: u32,
+    /// Batches opened before this instant are careful.
+    careful_until: Option<Instant>,
+}
+
+impl LaneState {
+    /// After a write failed having written: careful batches for a while.
+    fn be_careful(&mut self) {
+        self.careful_batches = CAREFUL_BATCHES;
+        self.careful_until = Some(Instant::now() + CAREFUL_FOR);
+    }
+
+    /// Whether the next batch gives each write a savepoint (counting it as one of the careful
+    /// batches).
+    fn next_is_careful(&mut self) -> bool {
+        let recent = self.careful_until.is_some_and(|t| Instant::now() < t);
+        if self.careful_batches > 0 {
+            self.careful_batches -= 1;
+            return true;
+        }
+        recent
+    }
 }
 
 /// One connection's worth of group commit: an open batch, and a committer thread.
@@ -172,6 +268,7 @@ struct Lane {
     taken: Condvar,
     batches: AtomicU64,
     writes: AtomicU64,
+    rollbacks: AtomicU64,
 }
 
 impl Lane {
@@ -190,11 +287,13 @@ impl Lane {
         }
         if st.open.as_ref().is_some_and(|b| b.running) {
             if let Some(b) = st.open.take() {
-                b.abandon("a write of the same batch panicked");
+                // A write of the batch panicked; its transaction closes with the connection.
+                b.abandon(End::RunAlone);
             }
         }
         if st.open.is_none() {
-            match Batch::begin(&self.pool) {
+            let careful = st.next_is_careful();
+            match Batch::begin(&self.pool, careful) {
                 Ok(b) => st.open = Some(b),
                 Err(e) => return Joined::Done(Err(e)),
             }
@@ -208,13 +307,49 @@ impl Lane {
                 let outcome = batch.outcome.clone();
                 drop(st);
                 self.joined.notify_one();
-                Joined::Done(outcome.wait().map(|()| out))
+                match outcome.wait() {
+                    End::Committed => Joined::Done(Ok(out)),
+                    End::RunAlone => Joined::Leave,
+                    End::Failed(e) => Joined::Done(Err(StoreError::Backend(format!(
+                        "postgres: the group commit of this write failed: {e}"
+                    )))),
+                }
             }
-            Ran::Failed(e) if is_transient(&e) => Joined::Leave,
-            Ran::Failed(e) => Joined::Done(Err(e)),
+            Ran::Failed(e, spoiled) => {
+                if spoiled {
+                    st.be_careful();
+                }
+                // Without a savepoint, what the closure locked (an advisory lock before a
+                // refusal) stays locked until the batch ends: end one that no write joined,
+                // which the committer would not take.
+                if st
+                    .open
+                    .as_ref()
+                    .is_some_and(|b| !b.savepoints && b.members == 0)
+                {
+                    if let Some(b) = st.open.take() {
+                        b.roll_back();
+                    }
+                }
+                if is_transient(&e) {
+                    Joined::Leave
+                } else {
+                    Joined::Done(Err(e))
+                }
+            }
+            Ran::Tainted => {
+                st.be_careful();
+                let batch = st.open.take();
+                drop(st);
+                if let Some(b) = batch {
+                    b.roll_back();
+                    self.rollbacks.fetch_add(1, Ordering::Relaxed);
+                }
+                Joined::Leave
+            }
             Ran::Broken(e) => {
                 if let Some(b) = st.open.take() {
-                    b.abandon(&format!("the connection failed during another write ({e})"));
+                    b.abandon(End::RunAlone);
                 }
                 Joined::Done(Err(e))
             }
@@ -228,7 +363,7 @@ impl Lane {
             // Holding the lock, a closure still marked running has panicked.
             if st.open.as_ref().is_some_and(|b| b.running) {
                 if let Some(b) = st.open.take() {
-                    b.abandon("a write of the same batch panicked");
+                    b.abandon(End::RunAlone);
                 }
             }
             if st.open.as_ref().is_some_and(|b| b.members > 0) {
@@ -239,7 +374,7 @@ impl Lane {
             }
             if st.closing {
                 if let Some(b) = st.open.take() {
-                    b.abandon("the store is closing");
+                    b.abandon(End::Failed("the store is closing".into()));
                 }
                 return None;
             }
@@ -258,12 +393,14 @@ impl Lane {
                 .map_err(super::pg_error);
             match committed {
                 Ok(()) => {
-                    batch.committed = true;
+                    batch.ended = true;
                     self.batches.fetch_add(1, Ordering::Relaxed);
                     self.writes.fetch_add(members, Ordering::Relaxed);
-                    batch.outcome.set(Ok(()));
+                    batch.outcome.set(End::Committed);
                 }
-                Err(e) => batch.abandon(&e.to_string()),
+                // Whether it committed is unknown: running the writes again could store them
+                // twice.
+                Err(e) => batch.abandon(End::Failed(e.to_string())),
             }
         }
     }
@@ -294,11 +431,14 @@ impl GroupCommit {
                 state: Mutex::new(LaneState {
                     open: None,
                     closing: false,
+                    careful_batches: 0,
+                    careful_until: None,
                 }),
                 joined: Condvar::new(),
                 taken: Condvar::new(),
                 batches: AtomicU64::new(0),
                 writes: AtomicU64::new(0),
+                rollbacks: AtomicU64::new(0),
             });
             for k in 0..COMMITTERS_PER_LANE {
                 let committer = lane.clone();
@@ -338,6 +478,14 @@ impl GroupCommit {
                 w + l.writes.load(Ordering::Relaxed),
             )
         })
+    }
+
+    /// Optimistic batches rolled back (their writes re-run alone), since the start.
+    pub fn rollbacks(&self) -> u64 {
+        self.lanes
+            .iter()
+            .map(|l| l.rollbacks.load(Ordering::Relaxed))
+            .sum()
     }
 }
 
