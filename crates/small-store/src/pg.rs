@@ -12,6 +12,7 @@
 //! then insert the new version.
 
 mod batch;
+mod deferred;
 mod pool;
 mod replay;
 
@@ -19,6 +20,7 @@ pub use pool::PgOptions;
 pub use replay::PgReplayStore;
 
 use batch::{GroupCommit, Joined};
+use deferred::Pending;
 use pool::{Conn, Connector, Pool};
 
 use crate::error::{Result, StoreError};
@@ -110,6 +112,8 @@ const LIFECYCLE_EVENTS: usize = 17;
 const LIFECYCLE_INSERT: usize = 18;
 const LINEAGE_LOCK: usize = 19;
 const HEAD_LATEST: usize = 20;
+const HEAD_LOCK_LATEST: usize = 21;
+const VERSIONS_FLUSH: usize = 22;
 
 const SQL: &[&str] = &[
     "SELECT id, 1::BIGINT, body, sha256, stored_at, NULL::TEXT FROM small_schemas WHERE id = $1",
@@ -182,6 +186,15 @@ const SQL: &[&str] = &[
      SELECT h.latest, v.id, v.version, v.body, v.sha256, v.stored_at, v.resolved
      FROM head h LEFT JOIN small_versions v
        ON v.kind = h.kind AND v.id = h.id AND v.version = h.latest",
+    // HEAD_LATEST for a head that exists: a row lock instead of a new row version (no dead
+    // tuple, less WAL). No row: the head is missing, and HEAD_LATEST creates it.
+    "WITH head AS (
+        SELECT kind, id, latest FROM small_heads WHERE kind = $1 AND id = $2 FOR UPDATE
+     )
+     SELECT h.latest, v.id, v.version, v.body, v.sha256, v.stored_at, v.resolved
+     FROM head h LEFT JOIN small_versions v
+       ON v.kind = h.kind AND v.id = h.id AND v.version = h.latest",
+    deferred::FLUSH_SQL,
 ];
 
 /// The PostgreSQL backend: a bounded pool of connections with prepared statements, and group
@@ -444,6 +457,8 @@ pub(crate) struct PgTx<'a> {
     pub wrote: bool,
     /// A statement failed: the transaction is aborted.
     pub failed: bool,
+    /// Where versions are held back in an optimistic batch (see [`deferred`]).
+    pending: Option<&'a mut Pending>,
 }
 
 /// Whether a prepared statement may change the database. Only statements known to read (or to
@@ -465,6 +480,7 @@ fn may_write(q: usize) -> bool {
             | LIFECYCLE_LOCK
             | LIFECYCLE_EVENTS
             | LINEAGE_LOCK
+            | HEAD_LOCK_LATEST
     )
 }
 
@@ -493,7 +509,38 @@ impl<'a> PgTx<'a> {
             stmts,
             wrote: false,
             failed: false,
+            pending: None,
         }
+    }
+
+    /// A transaction of a batch that holds versions back in `pending` (flushed before any
+    /// statement that could read them; the caller flushes before COMMIT).
+    pub fn deferring(
+        client: &'a mut Client,
+        stmts: &'a [Statement],
+        pending: &'a mut Pending,
+    ) -> Self {
+        PgTx {
+            pending: Some(pending),
+            ..PgTx::new(client, stmts)
+        }
+    }
+
+    /// Inserts the held-back versions before statement `q` runs, unless `q` only locks a head
+    /// that holds none (the caller checked).
+    fn flush_before(&mut self, q: usize) -> Result<()> {
+        if matches!(q, HEAD_LOCK_LATEST | HEAD_LATEST) {
+            return Ok(());
+        }
+        let Some(pending) = self.pending.as_deref_mut() else {
+            return Ok(());
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let flushed = pending.flush(self.client, &self.stmts[VERSIONS_FLUSH]);
+        self.failed |= flushed.is_err();
+        flushed.map_err(pg_error)
     }
 
     fn query(
@@ -501,6 +548,7 @@ impl<'a> PgTx<'a> {
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>> {
+        self.flush_before(q)?;
         self.wrote |= may_write(q);
         let rows = self.client.query(&self.stmts[q], params);
         self.failed |= rows.is_err();
@@ -511,6 +559,7 @@ impl<'a> PgTx<'a> {
         q: usize,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<u64> {
+        self.flush_before(q)?;
         self.wrote |= may_write(q);
         let n = self.client.execute(&self.stmts[q], params);
         self.failed |= n.is_err();
@@ -551,7 +600,14 @@ impl Tx for PgTx<'_> {
     }
 
     fn lock_head_latest(&mut self, t: Versioned, id: &str) -> Result<(u64, Option<Record>)> {
-        let rows = self.query(HEAD_LATEST, &[&kind(t), &id])?;
+        // A version held back here: this transaction locked the head when it wrote it.
+        if let Some(held) = self.pending.as_deref().and_then(|p| p.latest(kind(t), id)) {
+            return Ok((held.version, Some(held.clone())));
+        }
+        let mut rows = self.query(HEAD_LOCK_LATEST, &[&kind(t), &id])?;
+        if rows.is_empty() {
+            rows = self.query(HEAD_LATEST, &[&kind(t), &id])?;
+        }
         let Some(row) = rows.first() else {
             return Ok((0, None));
         };
@@ -584,6 +640,11 @@ impl Tx for PgTx<'_> {
     }
 
     fn version_insert(&mut self, t: Versioned, r: &Record, schema_id: Option<&str>) -> Result<()> {
+        if let Some(pending) = self.pending.as_deref_mut() {
+            pending.hold(kind(t), r, schema_id);
+            self.wrote = true;
+            return Ok(());
+        }
         let v = r.version as i64;
         self.execute(
             VERSION_INSERT,

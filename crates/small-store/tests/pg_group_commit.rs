@@ -9,7 +9,7 @@
 mod common;
 
 use serde_json::{json, Value};
-use small_store::pg::PgBackend;
+use small_store::pg::{PgBackend, PgOptions};
 use small_store::{Page, PrimitiveStore, Put, Store, StoreError};
 use std::sync::{Arc, Barrier};
 
@@ -29,9 +29,14 @@ impl Drop for Db {
 }
 
 fn db(test: &str) -> Option<Db> {
+    db_with(test, PgOptions::default())
+}
+
+fn db_with(test: &str, options: PgOptions) -> Option<Db> {
     let url = common::pg_url()?;
     let schema = common::fresh_pg_schema(&url, test);
-    let store = Arc::new(Store::new(PgBackend::connect(&url, Some(&schema)).unwrap()));
+    let backend = PgBackend::connect_with(&url, Some(&schema), options).unwrap();
+    let store = Arc::new(Store::new(backend));
     store
         .register_schema(&json!({"$id": "schema:note:v1", "type": "object"}))
         .unwrap();
@@ -118,7 +123,7 @@ fn a_write_failing_after_writing_rolls_its_batch_back_and_the_others_commit_once
         if conflict_round(i, round) && i % 8 == 4 {
             stray_write(s, &id, round)
         } else if conflict_round(i, round) {
-            // Refused after the head row was locked (a write).
+            // Refused after locking the head row (not a write: its batch goes on).
             let mut n = note(&id, json!({"other": round}));
             n["version"] = json!(1);
             s.put_artifact(&n)
@@ -270,4 +275,201 @@ fn a_write_refused_before_writing_leaves_its_batch_committing() {
         "every stored write was group-committed once"
     );
     assert!(batches < writes, "no commit was shared ({batches} batches)");
+}
+
+#[test]
+fn a_version_the_database_refuses_at_the_batch_end_fails_only_its_own_write() {
+    let Some(db) = db("batch_flush_refused") else {
+        return;
+    };
+    // Versions of a batch are inserted together before its COMMIT; this trigger makes that
+    // insert fail for some of them, as a constraint of the database could.
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!(
+        "CREATE FUNCTION {s}.refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF NEW.body LIKE '%poison%' THEN RAISE EXCEPTION 'poisoned version'; END IF;
+           RETURN NEW;
+         END $$;
+         CREATE TRIGGER refuse_poison BEFORE INSERT ON {s}.small_versions
+           FOR EACH ROW EXECUTE FUNCTION {s}.refuse_poison();",
+        s = db.schema
+    ))
+    .unwrap();
+    let (threads, rounds) = (24, 8);
+    let poisoned = |i: usize, round: usize| i.is_multiple_of(6) && round % 2 == 1;
+    let results = together(&db.store, threads, rounds, move |s, i, round| {
+        let data = if poisoned(i, round) {
+            json!({"poison": round})
+        } else {
+            json!({"round": round})
+        };
+        s.put_artifact(&note(&format!("a{i}"), data))
+    });
+    for (i, puts) in results.iter().enumerate() {
+        let mut expected = Vec::new();
+        for (round, put) in puts.iter().enumerate() {
+            if poisoned(i, round) {
+                let err = put.as_ref().expect_err("a poisoned version was stored");
+                assert!(err.to_string().contains("poisoned version"), "a{i}: {err}");
+                continue;
+            }
+            let Put { record, created } = put.as_ref().unwrap();
+            expected.push((expected.len() as u64 + 1, json!({"round": round})));
+            assert!(created, "a{i} round {round}: stored before its answer");
+            assert_eq!(record.version, expected.len() as u64, "a{i} round {round}");
+        }
+        assert_eq!(all_versions(&db.store, &format!("a{i}")), expected, "a{i}");
+    }
+    assert!(
+        db.store.backend().group_commit_rollbacks() > 0,
+        "no batch failed at its end"
+    );
+}
+
+#[test]
+fn writers_of_the_same_content_at_once_store_it_once() {
+    // One lane: every write joins the one open batch, and batches never wait on each other's
+    // row locks (a lock timeout would roll a batch back too).
+    let one_lane = PgOptions {
+        committers: 1,
+        ..PgOptions::default()
+    };
+    let Some(db) = db_with("batch_same_content", one_lane) else {
+        return;
+    };
+    // Four writers per artifact put the same new content each round: one stores it, the
+    // others (in its batch, where it is not yet in the database, or after it) get that
+    // version back.
+    let (threads, rounds, per_id) = (24, 10, 4);
+    let results = together(&db.store, threads, rounds, move |s, i, round| {
+        let id = format!("s{}", i / per_id);
+        (
+            id.clone(),
+            round,
+            s.put_artifact(&note(&id, json!({"round": round}))).unwrap(),
+        )
+    });
+    let mut by_id_round = std::collections::BTreeMap::<(String, usize), Vec<Put>>::new();
+    for (id, round, put) in results.into_iter().flatten() {
+        by_id_round.entry((id, round)).or_default().push(put);
+    }
+    let mut shared = 0;
+    for ((id, round), puts) in &by_id_round {
+        assert_eq!(puts.len(), per_id);
+        assert_eq!(
+            puts.iter().filter(|p| p.created).count(),
+            1,
+            "{id} round {round}: {puts:?}"
+        );
+        let first = &puts[0].record;
+        assert_eq!(first.version, *round as u64 + 1, "{id} round {round}");
+        for p in puts {
+            assert_eq!(
+                (p.record.version, &p.record.sha256),
+                (first.version, &first.sha256)
+            );
+        }
+        shared += 1;
+    }
+    assert_eq!(shared, rounds * threads / per_id);
+    // A writer that missed a version held back in its batch would insert the same version
+    // again, failing the batch at its end.
+    assert_eq!(db.store.backend().group_commit_rollbacks(), 0);
+    for k in 0..threads / per_id {
+        let expected: Vec<(u64, Value)> = (0..rounds)
+            .map(|r| (r as u64 + 1, json!({"round": r})))
+            .collect();
+        assert_eq!(all_versions(&db.store, &format!("s{k}")), expected, "s{k}");
+    }
+}
+
+#[test]
+fn a_write_reads_the_versions_its_batch_holds_back() {
+    use small_store::tx::{Backend, Versioned};
+    let Some(db) = db("batch_reads_held") else {
+        return;
+    };
+    let record = |version: u64| {
+        let json = json!({"data": {"n": version}, "id": "x", "kind": "note",
+            "schemaId": "schema:note:v1", "version": version})
+        .to_string();
+        small_store::Record {
+            id: "x".into(),
+            version,
+            sha256: format!("{:064x}", version),
+            stored_at: "2025-01-15T10:00:00Z".into(),
+            json,
+            resolved: None,
+        }
+    };
+    // What the write saw, checked after it ended (a panic inside it would leave its batch's
+    // transaction open, holding locks the schema's cleanup waits for).
+    let (_, writes_before) = db.store.backend().group_commit_counts();
+    let seen = db
+        .store
+        .backend()
+        .write(&mut |tx| {
+            let a = Versioned::Artifact;
+            let empty = tx.lock_head_latest(a, "x")?;
+            tx.version_insert(a, &record(1), Some("schema:note:v1"))?;
+            // Held back: its head is locked here, and the batch answers from what it holds.
+            let (latest, held) = tx.lock_head_latest(a, "x")?;
+            // A statement that reads versions sees it in the database.
+            let got = tx.version_get(a, "x", 1)?.map(|r| r.json);
+            tx.version_insert(a, &record(2), Some("schema:note:v1"))?;
+            let now = tx.latest_version(a, "x")?;
+            let listed: Vec<u64> = tx
+                .versions_list(a, "x", 0, 10)?
+                .iter()
+                .map(|r| r.version)
+                .collect();
+            Ok((empty, latest, held.map(|r| r.json), got, now, listed))
+        })
+        .unwrap();
+    let one = Some(record(1).json);
+    assert_eq!(seen, ((0, None), 1, one.clone(), one, 2, vec![1, 2]));
+    let (_, writes_after) = db.store.backend().group_commit_counts();
+    assert_eq!(
+        writes_after,
+        writes_before + 1,
+        "the write was not group-committed"
+    );
+    let stored: Vec<u64> = all_versions(&db.store, "x")
+        .iter()
+        .map(|(v, _)| *v)
+        .collect();
+    assert_eq!(stored, vec![1, 2]);
+}
+
+#[test]
+fn a_write_after_the_server_ended_an_idle_transaction_is_stored() {
+    let Some(url) = common::pg_url() else {
+        return;
+    };
+    // A committer opens the lane's next transaction with each COMMIT. A server that ends
+    // transactions left idle must not fail the write that comes after a quiet spell.
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}options=-c%20idle_in_transaction_session_timeout%3D150");
+    let schema = common::fresh_pg_schema(&url, "batch_idle_spare");
+    let one_lane = PgOptions {
+        committers: 1,
+        ..PgOptions::default()
+    };
+    let backend = PgBackend::connect_with(&url, Some(&schema), one_lane).unwrap();
+    let db = Db {
+        store: Arc::new(Store::new(backend)),
+        url,
+        schema,
+    };
+    db.store
+        .register_schema(&json!({"$id": "schema:note:v1", "type": "object"}))
+        .unwrap();
+    for round in 0..3 {
+        let put = db.store.put_artifact(&note("a", json!({"round": round})));
+        assert_eq!(put.unwrap().record.version, round + 1);
+        std::thread::sleep(std::time::Duration::from_millis(400));
+    }
+    let (_, writes) = db.store.backend().group_commit_counts();
+    assert_eq!(writes, 4, "the writes were not group-committed");
 }

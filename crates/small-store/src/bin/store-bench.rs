@@ -222,7 +222,14 @@ fn main() {
                 let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
                 c.batch_execute("DROP SCHEMA IF EXISTS small_bench CASCADE").expect("drop bench schema");
                 let backend = PgBackend::connect(url, Some("small_bench")).expect("open postgres");
-                run("postgres", Arc::new(Store::new(backend)), &o);
+                let store = Arc::new(Store::new(backend));
+                run("postgres", store.clone(), &o);
+                let (batches, writes) = store.backend().group_commit_counts();
+                println!(
+                    "group commit: {writes} writes in {batches} batches ({:.1} per batch), {} rolled back",
+                    writes as f64 / batches.max(1) as f64,
+                    store.backend().group_commit_rollbacks()
+                );
             }
         }
     }

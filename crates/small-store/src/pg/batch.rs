@@ -28,8 +28,9 @@
 //! long by another batch) leaves the group and runs alone with retries, so batches never wait
 //! on each other for long.
 
+use super::deferred::Pending;
 use super::pool::{Conn, Pool, Pooled};
-use super::{PgTx, RETRYABLE};
+use super::{PgTx, RETRYABLE, VERSIONS_FLUSH};
 use crate::error::{Result, StoreError};
 use crate::tx::Tx;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -50,6 +51,14 @@ const COMMITTERS_PER_LANE: usize = 1;
 /// Session settings of a batch: a write waiting this long for a row lock leaves the batch
 /// (and retries alone) instead of holding up every other write of the batch.
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '100ms'";
+
+/// A committer commits a batch and opens the lane's next transaction in one round trip, off
+/// the writers' path (see [`LaneState::spare`]).
+const COMMIT_BEGIN: &str = "COMMIT; BEGIN; SET LOCAL lock_timeout = '100ms'";
+
+/// A spare transaction idle longer than this is rolled back rather than used: a server's
+/// `idle_in_transaction_session_timeout` may have ended it.
+const SPARE_FOR: Duration = Duration::from_millis(100);
 
 /// Careful batches (a savepoint per write) a lane opens after rolling a batch back.
 const CAREFUL_BATCHES: u32 = 8;
@@ -113,7 +122,11 @@ struct Batch {
     running: bool,
     /// Committed or rolled back: the connection goes back to the pool instead of being closed.
     ended: bool,
+    /// Versions held back (optimistic batches only), inserted before COMMIT.
+    pending: Pending,
     outcome: Arc<Outcome>,
+    /// When its transaction began.
+    begun: Instant,
 }
 
 impl Drop for Batch {
@@ -153,8 +166,34 @@ impl Batch {
             savepoint: false,
             running: false,
             ended: false,
+            pending: Pending::default(),
             outcome: Arc::default(),
+            begun: Instant::now(),
         })
+    }
+
+    /// The lane's spare transaction as its next batch, or a new one when there is no spare
+    /// or it idled too long.
+    fn next(pool: &Pool, spare: Option<Batch>, savepoints: bool) -> Result<Batch> {
+        if let Some(mut b) = spare {
+            if b.begun.elapsed() < SPARE_FOR {
+                b.savepoints = savepoints;
+                return Ok(b);
+            }
+            b.ended = b.conn.client.batch_execute("ROLLBACK").is_ok();
+        }
+        Batch::begin(pool, savepoints)
+    }
+
+    /// After `COMMIT_BEGIN` succeeded: the same connection, in its new transaction, as an
+    /// empty batch.
+    fn reopened(&mut self) {
+        self.members = 0;
+        self.savepoints = false;
+        self.savepoint = false;
+        self.ended = false;
+        self.outcome = Arc::default();
+        self.begun = Instant::now();
     }
 
     fn run<R>(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>) -> Ran<R> {
@@ -171,7 +210,13 @@ impl Batch {
             self.savepoint = true;
         }
         self.running = true;
-        let mut tx = PgTx::new(&mut conn.client, &conn.stmts);
+        // A careful batch undoes a failed write to its savepoint, which held-back versions
+        // would outlive: it inserts each at once.
+        let mut tx = if self.savepoints {
+            PgTx::new(&mut conn.client, &conn.stmts)
+        } else {
+            PgTx::deferring(&mut conn.client, &conn.stmts, &mut self.pending)
+        };
         let out = f(&mut tx);
         // Spoiled: the closure may have changed the transaction (a statement that may write
         // ran), or a statement failed and aborted it.
@@ -262,10 +307,18 @@ impl LaneState {
 struct Lane {
     pool: Arc<Pool>,
     state: Mutex<LaneState>,
+    /// A transaction the committer opened with its last COMMIT, for the next batch: a batch
+    /// then starts without a round trip of its own. A lock of its own: the committer must
+    /// never wait for `state`, which a writer holds while it waits for a row lock that the
+    /// batch being committed holds.
+    spare: Mutex<Option<Batch>>,
     /// A write joined the open batch (or the lane is closing).
     joined: Condvar,
     /// The committer took the open batch.
     taken: Condvar,
+    /// Writers waiting to run a write on the lane: the committer lets them join the open
+    /// batch before it commits it, so one flush answers all of them.
+    queued: AtomicUsize,
     batches: AtomicU64,
     writes: AtomicU64,
     rollbacks: AtomicU64,
@@ -276,12 +329,23 @@ impl Lane {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn spare_slot(&self) -> MutexGuard<'_, Option<Batch>> {
+        self.spare.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take_spare(&self) -> Option<Batch> {
+        self.spare_slot().take()
+    }
+
     /// Runs `f` in this lane's open batch (opening one when needed) and waits for its commit.
     fn write<R>(
         &self,
         mut st: MutexGuard<'_, LaneState>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>,
     ) -> Joined<R> {
+        // However this write leaves the lane, the committer looks again: it may be waiting
+        // for this writer to join.
+        let _wake = WakeOnDrop(&self.joined);
         while st.open.as_ref().is_some_and(|b| b.members >= MAX_MEMBERS) {
             st = self.taken.wait(st).unwrap_or_else(|p| p.into_inner());
         }
@@ -293,7 +357,8 @@ impl Lane {
         }
         if st.open.is_none() {
             let careful = st.next_is_careful();
-            match Batch::begin(&self.pool, careful) {
+            let spare = self.take_spare();
+            match Batch::next(&self.pool, spare, careful) {
                 Ok(b) => st.open = Some(b),
                 Err(e) => return Joined::Done(Err(e)),
             }
@@ -366,7 +431,9 @@ impl Lane {
                     b.abandon(End::RunAlone);
                 }
             }
-            if st.open.as_ref().is_some_and(|b| b.members > 0) {
+            let members = st.open.as_ref().map_or(0, |b| b.members);
+            let queued = self.queued.load(Ordering::Acquire);
+            if members > 0 && (queued == 0 || members >= MAX_MEMBERS || st.closing) {
                 let batch = st.open.take();
                 drop(st);
                 self.taken.notify_all();
@@ -386,10 +453,26 @@ impl Lane {
     fn commit_loop(&self) {
         while let Some(mut batch) = self.next_batch() {
             let members = batch.members as u64;
+            let conn: &mut Conn = &mut batch.conn;
+            let flushed = batch
+                .pending
+                .flush(&mut conn.client, &conn.stmts[VERSIONS_FLUSH]);
+            if flushed.is_err() {
+                // Nothing of the batch is stored: its writes run again alone, where a refusal
+                // reaches its own writer, and the next batches insert each version at once.
+                // Rolled back first: a writer may hold the lane while it waits for a row lock
+                // of this batch.
+                batch.roll_back();
+                self.lock().be_careful();
+                self.rollbacks.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            // Only this thread fills the spare slot.
+            let reopen = self.spare_slot().is_none();
             let committed = batch
                 .conn
                 .client
-                .batch_execute("COMMIT")
+                .batch_execute(if reopen { COMMIT_BEGIN } else { "COMMIT" })
                 .map_err(super::pg_error);
             match committed {
                 Ok(()) => {
@@ -397,12 +480,25 @@ impl Lane {
                     self.batches.fetch_add(1, Ordering::Relaxed);
                     self.writes.fetch_add(members, Ordering::Relaxed);
                     batch.outcome.set(End::Committed);
+                    if reopen {
+                        batch.reopened();
+                        *self.spare_slot() = Some(batch);
+                    }
                 }
                 // Whether it committed is unknown: running the writes again could store them
                 // twice.
                 Err(e) => batch.abandon(End::Failed(e.to_string())),
             }
         }
+    }
+}
+
+/// Wakes the committer of a lane when dropped.
+struct WakeOnDrop<'a>(&'a Condvar);
+
+impl Drop for WakeOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.notify_one();
     }
 }
 
@@ -428,6 +524,7 @@ impl GroupCommit {
         for i in 0..lanes.max(1) {
             let lane = Arc::new(Lane {
                 pool: pool.clone(),
+                spare: Mutex::new(None),
                 state: Mutex::new(LaneState {
                     open: None,
                     closing: false,
@@ -436,6 +533,7 @@ impl GroupCommit {
                 }),
                 joined: Condvar::new(),
                 taken: Condvar::new(),
+                queued: AtomicUsize::new(0),
                 batches: AtomicU64::new(0),
                 writes: AtomicU64::new(0),
                 rollbacks: AtomicU64::new(0),
@@ -467,7 +565,10 @@ impl GroupCommit {
             }
         }
         let lane = &self.lanes[first];
-        lane.write(lane.lock(), f)
+        lane.queued.fetch_add(1, Ordering::AcqRel);
+        let st = lane.lock();
+        lane.queued.fetch_sub(1, Ordering::AcqRel);
+        lane.write(st, f)
     }
 
     /// Batches committed and writes they held, since the start.
@@ -498,5 +599,16 @@ impl Drop for GroupCommit {
         for handle in self.committers.drain(..) {
             let _ = handle.join();
         }
+        // The spare transactions end on a helper thread: this one may drive an async runtime,
+        // where a blocking client must not close.
+        let lanes = &self.lanes;
+        let _ = super::off_runtime(|| {
+            for lane in lanes {
+                if let Some(mut spare) = lane.take_spare() {
+                    spare.ended = spare.conn.client.batch_execute("ROLLBACK").is_ok();
+                }
+            }
+            Ok(())
+        });
     }
 }
