@@ -8,8 +8,9 @@
 //!
 //! Connections come from a bounded pool ([`pool`]) with every statement prepared once per
 //! connection; concurrent writes share one transaction and one commit ([`batch`]). A versioned
-//! write costs two round trips: lock the head and read the latest version in one statement,
-//! then insert the new version.
+//! write costs one round trip in a batch: lock the head and read the latest version in one
+//! statement; the batch inserts its new versions together ([`deferred`]). Alone, the insert
+//! is a second round trip.
 
 mod batch;
 mod deferred;
