@@ -536,9 +536,6 @@ impl<'a> PgTx<'a> {
         let Some(pending) = self.pending.as_deref_mut() else {
             return Ok(());
         };
-        if pending.is_empty() {
-            return Ok(());
-        }
         let flushed = pending.flush(self.client, &self.stmts[VERSIONS_FLUSH]);
         self.failed |= flushed.is_err();
         flushed.map_err(pg_error)

@@ -87,6 +87,38 @@ fn all_versions(store: &Store<PgBackend>, id: &str) -> Vec<(u64, Value)> {
         .collect()
 }
 
+/// Thread `i` put `{"round": round}` to `a{i}` each round, except where `refused(i, round)`
+/// (checked by `check_refusal`): every other put was stored, answered as created, as the
+/// next version of `a{i}`, and `a{i}` holds exactly those versions.
+fn assert_each_stored_once(
+    store: &Store<PgBackend>,
+    results: &[Vec<Result<Put, StoreError>>],
+    refused: impl Fn(usize, usize) -> bool,
+    check_refusal: impl Fn(&Result<Put, StoreError>, usize, usize),
+) {
+    for (i, puts) in results.iter().enumerate() {
+        let mut expected = Vec::new();
+        for (round, put) in puts.iter().enumerate() {
+            if refused(i, round) {
+                check_refusal(put, i, round);
+                continue;
+            }
+            let Put { record, created } = put.as_ref().unwrap();
+            expected.push((expected.len() as u64 + 1, json!({"round": round})));
+            assert!(created, "a{i} round {round}: stored before its answer");
+            assert_eq!(record.version, expected.len() as u64, "a{i} round {round}");
+        }
+        assert_eq!(all_versions(store, &format!("a{i}")), expected, "a{i}");
+    }
+}
+
+fn assert_conflict(put: &Result<Put, StoreError>, i: usize, round: usize) {
+    assert!(
+        matches!(put, Err(StoreError::Conflict(_))),
+        "thread {i} round {round}: {put:?}"
+    );
+}
+
 /// Threads 0, 4, 8, … fail after writing on rounds 1, 4 and 7, so their batch rolls back;
 /// every other put of their batches runs again alone and is stored once, as the next version.
 fn conflict_round(i: usize, round: usize) -> bool {
@@ -131,23 +163,7 @@ fn a_write_failing_after_writing_rolls_its_batch_back_and_the_others_commit_once
             s.put_artifact(&note(&id, json!({"round": round})))
         }
     });
-    for (i, puts) in results.iter().enumerate() {
-        let mut expected = Vec::new();
-        for (round, put) in puts.iter().enumerate() {
-            if conflict_round(i, round) {
-                assert!(
-                    matches!(put, Err(StoreError::Conflict(_))),
-                    "a{i} round {round}: {put:?}"
-                );
-                continue;
-            }
-            let Put { record, created } = put.as_ref().unwrap();
-            expected.push((expected.len() as u64 + 1, json!({"round": round})));
-            assert!(created, "a{i} round {round}: stored before its answer");
-            assert_eq!(record.version, expected.len() as u64, "a{i} round {round}");
-        }
-        assert_eq!(all_versions(&db.store, &format!("a{i}")), expected, "a{i}");
-    }
+    assert_each_stored_once(&db.store, &results, conflict_round, assert_conflict);
     let rollbacks = db.store.backend().group_commit_rollbacks();
     assert!(rollbacks > 0, "no batch was rolled back");
     let (batches, writes) = db.store.backend().group_commit_counts();
@@ -237,21 +253,8 @@ fn a_write_refused_before_writing_leaves_its_batch_committing() {
             )
         }
     });
-    for (i, puts) in results.iter().enumerate() {
-        let mut expected = Vec::new();
-        for (round, put) in puts.iter().enumerate() {
-            if refused(i, round) {
-                assert!(
-                    matches!(put, Err(StoreError::Conflict(_))),
-                    "thread {i} round {round}: {put:?}"
-                );
-                continue;
-            }
-            let put = put.as_ref().unwrap();
-            expected.push((expected.len() as u64 + 1, json!({"round": round})));
-            assert!(put.created && put.record.version == expected.len() as u64);
-        }
-        assert_eq!(all_versions(&db.store, &format!("a{i}")), expected, "a{i}");
+    assert_each_stored_once(&db.store, &results, refused, assert_conflict);
+    for i in 0..threads {
         assert_eq!(
             db.store.get_lifecycle(&format!("l{i}")).unwrap().len(),
             1,
@@ -306,21 +309,10 @@ fn a_version_the_database_refuses_at_the_batch_end_fails_only_its_own_write() {
         };
         s.put_artifact(&note(&format!("a{i}"), data))
     });
-    for (i, puts) in results.iter().enumerate() {
-        let mut expected = Vec::new();
-        for (round, put) in puts.iter().enumerate() {
-            if poisoned(i, round) {
-                let err = put.as_ref().expect_err("a poisoned version was stored");
-                assert!(err.to_string().contains("poisoned version"), "a{i}: {err}");
-                continue;
-            }
-            let Put { record, created } = put.as_ref().unwrap();
-            expected.push((expected.len() as u64 + 1, json!({"round": round})));
-            assert!(created, "a{i} round {round}: stored before its answer");
-            assert_eq!(record.version, expected.len() as u64, "a{i} round {round}");
-        }
-        assert_eq!(all_versions(&db.store, &format!("a{i}")), expected, "a{i}");
-    }
+    assert_each_stored_once(&db.store, &results, poisoned, |put, i, _| {
+        let err = put.as_ref().expect_err("a poisoned version was stored");
+        assert!(err.to_string().contains("poisoned version"), "a{i}: {err}");
+    });
     assert!(
         db.store.backend().group_commit_rollbacks() > 0,
         "no batch failed at its end"

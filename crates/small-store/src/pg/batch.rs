@@ -53,7 +53,7 @@ const COMMITTERS_PER_LANE: usize = 1;
 const BEGIN: &str = "BEGIN; SET LOCAL lock_timeout = '100ms'";
 
 /// A committer commits a batch and opens the lane's next transaction in one round trip, off
-/// the writers' path (see [`LaneState::spare`]).
+/// the writers' path (see [`Lane::spare`]).
 const COMMIT_BEGIN: &str = "COMMIT; BEGIN; SET LOCAL lock_timeout = '100ms'";
 
 /// A spare transaction idle longer than this is rolled back rather than used: a server's

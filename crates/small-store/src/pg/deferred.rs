@@ -37,10 +37,6 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub fn is_empty(&self) -> bool {
-        self.held.is_empty()
-    }
-
     /// The latest held-back version of `kind`/`id`, if any.
     pub fn latest(&self, kind: &str, id: &str) -> Option<&Record> {
         self.held
