@@ -563,20 +563,19 @@ impl Folding {
         };
         let chain = chain(base, &self.snap.state.sessions, &store, &known)?;
         fold(&mut self.snap, &store, &chain)?;
-        let mut extra: Vec<String> = store
+        let added: Vec<String> = store
             .events
             .iter()
             .map(|e| format!("{}:{}", e.id, e.digest))
+            .collect();
+        let least = added.iter().min().cloned();
+        let mut extra: Vec<String> = added
+            .into_iter()
             .chain(base.extra.iter().cloned())
             .collect();
         extra.sort_unstable();
         extra.dedup();
         base.extra = extra;
-        let least = store
-            .events
-            .iter()
-            .map(|e| format!("{}:{}", e.id, e.digest))
-            .min();
         self.fresh_min = match (self.fresh_min.take(), least) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
