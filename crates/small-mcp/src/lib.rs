@@ -175,8 +175,8 @@ pub struct ProgressAddRequest {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct CheckpointRequest {
-    /// The task to close
-    pub task: String,
+    /// The task to close (default: the task this checkout holds a lease on)
+    pub task: Option<String>,
     /// completed or blocked
     pub status: String,
     /// What proves it (or why it is blocked)
@@ -211,9 +211,13 @@ pub struct HandoffRequest {
 pub struct ClaimRequest {
     /// The task (id or alias); leave out with `next`
     pub task: Option<String>,
-    /// Take the next ready task that no live lease holds
+    /// Take the next ready task that no live lease or done record holds
     #[serde(default)]
     pub next: bool,
+    /// Take a task whose done record is older than its TTL while the remote's default
+    /// branch still shows it open (a completion that was lost)
+    #[serde(default)]
+    pub reopen: bool,
     /// How long the lease lasts: 90s, 30m, 1h (default 30m)
     pub ttl: Option<String>,
     /// Who works here, as others see it (default: SMALL_AGENT, else user@host)
@@ -239,11 +243,25 @@ pub struct UnclaimRequest {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct ClaimsRequest {
+    /// Remove the done records whose tasks the remote's default branch shows finished
+    #[serde(default)]
+    pub prune: bool,
     /// The git remote the leases live on (default: origin)
     pub remote: Option<String>,
     /// The leases are in this repository's own refs
     #[serde(default)]
     pub local: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
+pub struct SyncRequest {
+    /// Commit the pending changes under .small/ (only those) first
+    #[serde(default)]
+    pub commit: bool,
+    /// That commit's message
+    pub message: Option<String>,
+    /// The remote (default: the branch's upstream remote, else origin)
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
@@ -477,7 +495,7 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`)."
+        description = "Close a task: set its status (completed or blocked) in the plan and append the matching progress entry with the caller's evidence, in one write (same as `small checkpoint`). Without `task`, the task this checkout holds a lease on. A completed checkpoint turns the lease into a done record that keeps other agents off the task until `sync` has published it."
     )]
     async fn checkpoint(&self, Parameters(req): Parameters<CheckpointRequest>) -> ToolResult {
         let evidence = [
@@ -490,7 +508,7 @@ impl SmallMcp {
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
         .collect();
         let r = RecordOp {
-            task: req.task,
+            task: req.task.unwrap_or_default(),
             status: req.status,
             evidence,
             notes: req.notes,
@@ -517,7 +535,7 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Take the lease on a task before working on it (or `next`: the next ready task nobody holds), so no other agent, on any machine sharing the git remote, starts it too; renews a lease this checkout holds. Refused, naming the holder, when another agent holds it (same as `small claim --json`)."
+        description = "Take the lease on a task before working on it (or `next`: the next ready task nobody holds), so no other agent, on any machine sharing the git remote, starts it too; renews a lease this checkout holds. Refused, naming the holder, when another agent holds it, and with code `done` when it was finished (same as `small claim --json`). The loop: claim (next), work, checkpoint (status completed), sync."
     )]
     async fn claim(&self, Parameters(req): Parameters<ClaimRequest>) -> ToolResult {
         let ttl = match req.ttl.as_deref() {
@@ -536,6 +554,7 @@ impl SmallMcp {
         let r = ops::claims::ClaimRequest {
             task: req.task,
             next: req.next,
+            reopen: req.reopen,
             ttl,
             label: req.label,
             holder: None,
@@ -546,7 +565,7 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Give back the lease this checkout holds on a task (same as `small unclaim --json`). A completed, blocked or cancelled checkpoint gives it back by itself."
+        description = "Give back the lease this checkout holds on a task (same as `small unclaim --json`). A blocked checkpoint gives it back by itself; a completed one turns it into a done record."
     )]
     async fn unclaim(&self, Parameters(req): Parameters<UnclaimRequest>) -> ToolResult {
         let r = ops::claims::UnclaimRequest {
@@ -559,14 +578,31 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Every lease on this workspace's tasks, live or ended: task, holder, label, host, taken, renewed, ends (same as `small claims --json`)."
+        description = "Every lease on this workspace's tasks with its state (held, expired, done, damaged): task, holder, label, host, taken, renewed, ends; `prune` removes done records the default branch shows (same as `small claims --json`)."
     )]
     async fn claims(&self, Parameters(req): Parameters<ClaimsRequest>) -> ToolResult {
         let ws = tri!(self.workspace());
         op_result(ops::claims::list(
             &ws,
             ops::claims::Where::from_flags(req.remote, req.local).as_ref(),
+            req.prune,
         ))
+    }
+
+    #[tool(
+        description = "Publish the work: fetch, rebase onto the remote branch through the SMALL merge driver, push, retrying when others pushed first; `commit` first commits the pending .small/ changes. Refuses, with the rebase aborted and the work kept, on a conflict it cannot resolve (same as `small sync --json`). Run it after every completed checkpoint."
+    )]
+    async fn sync(&self, Parameters(req): Parameters<SyncRequest>) -> ToolResult {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "small".into());
+        let r = ops::sync::SyncRequest {
+            commit: req.commit,
+            message: req.message,
+            remote: req.remote,
+            attempts: None,
+            driver_command: Some(ops::sync::driver_command_for(&exe)),
+        };
+        let ws = tri!(self.workspace());
+        op_result(ops::sync::sync(&ws, &r))
     }
 
     #[tool(
@@ -831,7 +867,7 @@ impl ServerHandler for SmallMcp {
                 .build(),
         )
         .with_instructions(
-            "SMALL keeps durable project state in .small/. Start with the resume tool (or read small://workspace/handoff.small.yml), record work with progress_add or checkpoint, and hand off with handoff before you stop. In a SMALL 2.0.0 workspace (.small/profile.json), start with session_start and end with session_close; the writing tools record events in the active session.",
+            "SMALL keeps durable project state in .small/. Start with the resume tool (or read small://workspace/handoff.small.yml), record work with progress_add or checkpoint, and hand off with handoff before you stop. When several agents share the git remote, work in the loop claim (next: true), work, checkpoint (status completed), sync. In a SMALL 2.0.0 workspace (.small/profile.json), start with session_start and end with session_close; the writing tools record events in the active session.",
         )
     }
 

@@ -16,13 +16,17 @@ use crate::GlobalArgs;
 /// A task whose dependencies are not completed is completed only with --force, which the
 /// entry records.
 ///
+/// Without --task, the task is the one this checkout holds a live lease on (`small claim`).
+/// A completed checkpoint turns that lease into a done record, which keeps every other agent
+/// off the task until the remote's default branch shows the completion (`small sync`).
+///
 /// In a SMALL 2.0.0 workspace the checkpoint is a narrative evidence receipt and a
 /// task_transitioned event naming it, in the session (--session, or the active one).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The plan task to checkpoint
+    /// The plan task to checkpoint [default: the task this checkout holds a lease on]
     #[arg(long = "task", value_name = "ID")]
-    pub task: String,
+    pub task: Option<String>,
     /// completed or blocked
     #[arg(long, value_name = "STATUS")]
     pub status: String,
@@ -33,7 +37,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let req = args.record.request(&args.task, &args.status, &args.v2)?;
+    let task = args.task.as_deref().unwrap_or("");
+    let req = args.record.request(task, &args.status, &args.v2)?;
     let ws = Workspace::find(args.record.dir.as_deref());
     let out = ops::record::checkpoint(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.record.json {

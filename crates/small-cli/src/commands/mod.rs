@@ -37,6 +37,7 @@ pub mod session;
 pub mod start;
 pub mod status;
 pub mod store;
+pub mod sync;
 pub mod ui;
 pub mod unclaim;
 pub mod validate;

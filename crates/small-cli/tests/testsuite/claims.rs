@@ -641,11 +641,15 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
         text(&o)
     );
     assert!(text(&o).contains("- task-1: alice until"), "{}", text(&o));
-    // The holder's completion releases the lease on the remote.
+    // The holder's completion turns the lease on the remote into a done record, which
+    // keeps bob (who has not pulled) off the task.
     small(alice, 0, &done);
-    assert!(!git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-1"));
+    assert!(git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-1"));
     let list = json(bob, &["claims", "--json"], &[]);
-    assert_eq!(list["claims"].as_array().unwrap().len(), 0, "{list}");
+    assert_eq!(list["claims"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["claims"][0]["state"], "done", "{list}");
+    assert_eq!(list["claims"][0]["live"], false, "{list}");
+    assert_eq!(list["claims"][0]["done"]["outcome"], "completed", "{list}");
 }
 
 #[test]

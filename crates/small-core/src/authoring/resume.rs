@@ -68,6 +68,8 @@ pub struct ClaimedView {
     pub label: String,
     /// When the lease ends (RFC 3339).
     pub ends: String,
+    /// `held` (a live lease), or `done` (finished, not yet on the default branch).
+    pub state: String,
 }
 
 impl Default for ResumeOptions {
@@ -475,12 +477,20 @@ pub fn to_markdown(r: &Resume) -> String {
     if !r.claimed_by_others.is_empty() {
         o.push_str("\n## Claimed by other agents (skip these)\n");
         for c in &r.claimed_by_others {
-            o.push_str(&format!(
-                "- {}: {} until {}\n",
-                c.task,
-                one_line(&c.label),
-                c.ends
-            ));
+            if c.state == "done" {
+                o.push_str(&format!(
+                    "- {}: done by {} (not on the default branch yet: `small sync` brings it)\n",
+                    c.task,
+                    one_line(&c.label)
+                ));
+            } else {
+                o.push_str(&format!(
+                    "- {}: {} until {}\n",
+                    c.task,
+                    one_line(&c.label),
+                    c.ends
+                ));
+            }
         }
     }
     if let Some(t) = &r.next_task {

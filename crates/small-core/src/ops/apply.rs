@@ -126,9 +126,11 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         Profile::V1 => apply_v1(ws, req),
         Profile::V2 => apply_v2(ws, req),
     }?;
-    // --auto-checkpoint completed or blocked the task: its lease is given back.
+    // --auto-checkpoint completed the task (its lease becomes a done record) or blocked it
+    // (its lease is given back).
     if let Some(task) = task.filter(|_| req.run.auto_checkpoint) {
-        fence::after_checkpoint(ws, task, "completed");
+        let status = if out.exit_code() == 0 { "completed" } else { "blocked" };
+        fence::after_checkpoint(ws, task, status, &Default::default());
     }
     Ok(out)
 }

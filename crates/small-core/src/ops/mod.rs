@@ -22,6 +22,7 @@ pub mod reconstruct;
 pub mod record;
 pub mod session;
 pub mod status;
+pub mod sync;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -158,14 +158,38 @@ pub(crate) fn progress_add_unfenced(ws: &Workspace, req: &RecordRequest) -> OpRe
 
 /// Complete or block a task with evidence.
 pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
-    let req = &fenced(ws, req)?;
+    let req = &fenced(ws, &with_task(ws, req)?)?;
     let out = checkpoint_fenced(ws, req)?;
-    let task = match &out {
-        Checkpointed::V1(c) => c.task_id.as_str(),
-        Checkpointed::V2(t) => t.task_id.as_str(),
+    let (task, how) = match &out {
+        Checkpointed::V1(c) => (
+            c.task_id.as_str(),
+            fence::Finish {
+                entry: c.checkpoint_at.clone(),
+                ..Default::default()
+            },
+        ),
+        Checkpointed::V2(t) => (
+            t.task_id.as_str(),
+            fence::Finish {
+                event: t.event_id.clone(),
+                ..Default::default()
+            },
+        ),
     };
-    fence::after_checkpoint(ws, task, &req.status);
+    fence::after_checkpoint(ws, task, &req.status, &how);
     Ok(out)
+}
+
+/// The request with its task: the one named, else the one this checkout holds a live
+/// lease on (the agent loop's `checkpoint --status completed`).
+fn with_task(ws: &Workspace, req: &RecordRequest) -> OpResult<RecordRequest> {
+    if !req.task.trim().is_empty() {
+        return Ok(req.clone());
+    }
+    Ok(RecordRequest {
+        task: fence::held_task(ws)?,
+        ..req.clone()
+    })
 }
 
 /// The request after the claim check (docs/agents.md, "Claims"): refused on a task another

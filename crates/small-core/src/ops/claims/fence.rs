@@ -7,7 +7,8 @@
 //! renewal of a lease past half its TTL. A workspace whose repository has no lease at all
 //! pays one `git for-each-ref` per store.
 
-use super::{code, holder_id, record, renew_if_due, seen_all, skew, unclaim, Lease};
+use super::{code, done, holder_id, record, renew_if_due, seen_all, skew, unclaim, Lease};
+pub use super::Finish;
 use super::{UnclaimRequest, Where};
 use crate::ops::{OpError, OpResult, Workspace};
 
@@ -18,7 +19,11 @@ pub fn before_write(ws: &Workspace, task: &str, force: bool) -> OpResult<Option<
         return Ok(None);
     };
     let me = holder_id(ws).ok();
-    if me.as_deref() == Some(lease.holder.as_str()) {
+    let own = me.as_deref() == Some(lease.holder.as_str());
+    if lease.state == "done" {
+        return done_elsewhere(&lease, own, force);
+    }
+    if own {
         return own_lease(ws, &lease, force);
     }
     if !lease.live {
@@ -43,19 +48,52 @@ pub fn before_write(ws: &Workspace, task: &str, force: bool) -> OpResult<Option<
     ))
 }
 
-/// After a checkpoint: a completed, blocked or cancelled task's lease held by this checkout
-/// is given back (best effort: a lease left behind ends with its TTL). The released lease.
-pub fn after_checkpoint(ws: &Workspace, task: &str, status: &str) -> Option<Lease> {
-    let finished = matches!(
-        status.trim().to_ascii_lowercase().as_str(),
-        "completed" | "blocked" | "cancelled"
-    );
-    if !finished {
-        return None;
+/// A write on a task a done record holds: this checkout's own goes on; another's is
+/// refused without `force` (the task was finished elsewhere and not pulled yet).
+fn done_elsewhere(lease: &Lease, own: bool, force: bool) -> OpResult<Option<String>> {
+    if own {
+        return Ok(None);
     }
+    let outcome = lease.done.as_ref().map_or("completed", |d| d.outcome.as_str());
+    let at = lease.done.as_ref().map_or("", |d| d.at.as_str());
+    if force {
+        return Ok(Some(format!(
+            "done record overridden with --force: {} was {outcome} by {} (holder {}) at {at}",
+            lease.task, lease.label, lease.holder
+        )));
+    }
+    Err(OpError::invalid(
+        code::DONE,
+        format!(
+            "{} was {outcome} by {} (holder {}) at {at}",
+            lease.task, lease.label, lease.holder
+        ),
+    )
+    .with_help("pull (`small sync`) to see it, and work on another task (`small claim --next`)"))
+}
+
+/// After a checkpoint: a completed or cancelled task's lease held by this checkout becomes
+/// a done record that holds the task until the remote's default branch shows it; a blocked
+/// one is given back (best effort: a lease left behind ends with its TTL, and `small sync`
+/// finishes what is left). The lease as it now is.
+pub fn after_checkpoint(ws: &Workspace, task: &str, status: &str, how: &Finish) -> Option<Lease> {
+    match status.trim().to_ascii_lowercase().as_str() {
+        outcome @ ("completed" | "cancelled") => {
+            let how = Finish {
+                outcome: outcome.to_string(),
+                ..how.clone()
+            };
+            done::finish(ws, task, &how)
+        }
+        "blocked" => release(ws, task),
+        _ => None,
+    }
+}
+
+fn release(ws: &Workspace, task: &str) -> Option<Lease> {
     let lease = lease_of(ws, task)?;
     let me = holder_id(ws).ok()?;
-    if lease.holder != me {
+    if lease.holder != me || lease.state == "done" {
         return None;
     }
     let req = UnclaimRequest {
@@ -66,8 +104,35 @@ pub fn after_checkpoint(ws: &Workspace, task: &str, status: &str) -> Option<Leas
     unclaim(ws, &req).ok().map(|out| out.lease)
 }
 
+/// The task this checkout holds a live lease on, for a write that names none (`checkpoint
+/// --status completed` in the agent loop): exactly one, else a usage error that says which.
+pub fn held_task(ws: &Workspace) -> OpResult<String> {
+    let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
+    let me = holder_id(ws).map_err(|_| {
+        usage("name the task with --task (no git repository holds a lease for this checkout)".into())
+    })?;
+    let mut mine: Vec<Lease> = seen_all(ws)
+        .into_iter()
+        .filter(|l| l.holder == me && l.live)
+        .collect();
+    mine.dedup_by(|a, b| a.task_id == b.task_id);
+    match mine.len() {
+        1 => Ok(mine.remove(0).task_id),
+        0 => Err(usage(
+            "name the task with --task: this checkout holds no live lease".into(),
+        )),
+        _ => Err(usage(format!(
+            "name the task with --task: this checkout holds leases on {}",
+            mine.iter()
+                .map(|l| l.task.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// The lease seen on `task` (its id or alias), the most recently renewed of the stores.
-fn lease_of(ws: &Workspace, task: &str) -> Option<Lease> {
+pub(crate) fn lease_of(ws: &Workspace, task: &str) -> Option<Lease> {
     let task = task.trim();
     if task.is_empty() {
         return None;
@@ -84,7 +149,7 @@ fn lease_of(ws: &Workspace, task: &str) -> Option<Lease> {
 /// as it is (it is still this holder's until its end).
 fn own_lease(ws: &Workspace, lease: &Lease, force: bool) -> OpResult<Option<String>> {
     let ends = record::parse_time(&lease.ends).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    if record::after(record::now(), skew()) >= ends {
+    if record::after(record::now(), skew()?) >= ends {
         if force {
             return Ok(Some(format!(
                 "claim overridden with --force: this checkout's lease on {} ended at {}",

@@ -12,12 +12,18 @@
 //!
 //! A lease ends at its holder's clock plus its TTL; another checkout treats it as held until
 //! that end plus `SMALL_CLAIM_SKEW` (default 30 s), then may take it over by a swap on the
-//! record it read (one generation more). The holder renews by the same swap. The other
-//! front ends and the fencing of writes read [`seen_lease`] and [`holder_id`] and call
-//! [`renew_if_due`] (docs/decisions/0149-claims-are-git-refs.md).
+//! record it read (one generation more). The holder renews by the same swap. When the
+//! holder completes or cancels the task, the lease becomes a *done* record that holds the
+//! task until the remote's default branch shows the completion ([`done`]); the branch is
+//! fetched with the leases, so a checkout that has not pulled still sees the task as done.
+//! The other front ends and the fencing of writes read [`seen_lease`] and [`holder_id`] and
+//! call [`renew_if_due`] (docs/decisions/0149-claims-are-git-refs.md,
+//! docs/decisions/0153-a-lease-carries-the-task-to-its-end.md).
 
+mod branch;
+pub(crate) mod done;
 pub mod fence;
-mod git;
+pub(crate) mod git;
 pub mod record;
 mod store;
 
@@ -30,6 +36,7 @@ use crate::authoring::Error as AuthoringError;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::state::Task;
 
+pub use done::Finish;
 pub use git::TIMEOUT_ENV;
 pub use record::Record;
 use store::{Store, Stored, Swap};
@@ -38,6 +45,8 @@ use store::{Store, Stored, Swap};
 pub mod code {
     /// Another holder's lease is live.
     pub const CLAIMED: &str = "claimed";
+    /// The task is done: a done record holds it, or the default branch shows it finished.
+    pub const DONE: &str = "done";
     /// `claim --next`: every ready task is held (or none is ready).
     pub const NO_FREE_TASK: &str = "no-free-task";
     /// `unclaim` of a task nobody holds.
@@ -56,6 +65,9 @@ pub const SKEW_ENV: &str = "SMALL_CLAIM_SKEW";
 pub const AGENT_ENV: &str = "SMALL_AGENT";
 /// A lease's default length.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
+/// The longest lease (a longer `--ttl` is refused): a lease left behind by a crashed agent
+/// must end within a working week.
+pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 const DEFAULT_SKEW: Duration = Duration::from_secs(30);
 /// How many lost swaps a claim of one task re-reads after before it gives up.
 const ROUNDS: usize = 8;
@@ -88,6 +100,9 @@ pub struct ClaimRequest {
     pub task: Option<String>,
     /// Take the next ready task that no live lease holds.
     pub next: bool,
+    /// Take a task whose done record is older than its TTL while the default branch still
+    /// shows it open (its completion never reached the remote).
+    pub reopen: bool,
     pub ttl: Duration,
     /// Who works here (default `$SMALL_AGENT`, else `$USER@host`).
     pub label: Option<String>,
@@ -107,7 +122,7 @@ pub struct UnclaimRequest {
 /// A lease taken, renewed or released (docs/json-output.md, "Claims").
 #[derive(Debug, Clone, Serialize)]
 pub struct ClaimOutcome {
-    /// `claimed`, `renewed` or `released`.
+    /// `claimed`, `renewed`, `reopened`, `released` or `done`.
     pub status: &'static str,
     #[serde(flatten)]
     pub lease: Lease,
@@ -134,10 +149,28 @@ pub struct Lease {
     pub generation: u64,
     /// Whether another checkout would treat it as held now (its end plus the skew is ahead).
     pub live: bool,
+    /// `held`, `expired`, `done` or `damaged`.
+    pub state: &'static str,
+    /// A done record: how and when the task was finished, and by what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub done: Option<record::Done>,
+    /// A lease taken with `--reopen`: the completion it set aside.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reopened: Option<record::Reopened>,
+    /// A damaged record: why it cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
     /// The remote it lives on (`null`: this repository's refs).
     pub remote: Option<String>,
     #[serde(rename = "ref")]
     pub ref_name: String,
+}
+
+impl Lease {
+    /// Whether it keeps other checkouts off the task now: a live lease or a done record.
+    pub fn holds(&self) -> bool {
+        self.live || self.state == "done"
+    }
 }
 
 /// Every lease of the workspace.
@@ -147,6 +180,19 @@ pub struct ClaimsOutcome {
     /// The workspace's component in the ref names.
     pub project: String,
     pub claims: Vec<Lease>,
+    /// `--prune`: the done records removed, their tasks finished on the default branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<Vec<Lease>>,
+    /// Refs under the project's namespace that name no task (not written by small).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stray_refs: Vec<String>,
+    /// Refs past the most one read considers, not read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unread_refs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Take the lease on a task (`req.next`: on the next free ready task), or renew the one
@@ -160,10 +206,14 @@ pub fn claim(ws: &Workspace, req: &ClaimRequest) -> OpResult<ClaimOutcome> {
     }
     let name = req.task.as_deref().unwrap_or("");
     let task = resolve(&tasks, name)?;
+    if req.reopen {
+        return done::reopen(&store, &me, task);
+    }
     claim_one(&store, &me, task)
 }
 
-/// Release the lease this holder has on a task.
+/// Release the lease this holder has on a task (its done record too: the holder's word
+/// that the completion will not reach the remote).
 pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
     let tasks = load_tasks(ws)?;
     let task = resolve(&tasks, &req.task)?;
@@ -172,7 +222,7 @@ pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
         Some(h) => h.clone(),
         None => holder_id(ws)?,
     };
-    let (now, skew) = (record::now(), skew());
+    let (now, skew) = (record::now(), skew()?);
     for _ in 0..ROUNDS {
         store.refresh()?;
         let Some(cur) = store.current(&task.id)? else {
@@ -181,20 +231,21 @@ pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
                 format!("{} is not claimed", task.name()),
             ));
         };
-        if cur.record.holder != holder {
+        let mine = cur.ok().filter(|r| r.holder == holder);
+        let Some(rec) = mine else {
             return Err(OpError::invalid(
                 code::NOT_HOLDER,
                 format!(
                     "{} is held by {}, not by this checkout; only the holder releases it",
                     task.name(),
-                    describe(&cur.record)
+                    describe_stored(&cur)
                 ),
             ));
-        }
+        };
         if store.swap(&task.id, Some(&cur.sha), None)? == Swap::Done {
             return Ok(ClaimOutcome {
                 status: "released",
-                lease: lease(&store, &cur.record, now, skew),
+                lease: lease(&store, &task.id, rec, now, skew),
                 took_over: None,
             });
         }
@@ -202,19 +253,31 @@ pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
     Err(lost_races(task))
 }
 
-/// Every lease of the workspace, live or ended (read from the remote, or the local refs).
-pub fn list(ws: &Workspace, where_: Option<&Where>) -> OpResult<ClaimsOutcome> {
+/// Every lease of the workspace, live, ended or done (read from the remote, or the local
+/// refs); with `prune`, done records whose tasks the default branch shows finished are
+/// removed first.
+pub fn list(ws: &Workspace, where_: Option<&Where>, prune: bool) -> OpResult<ClaimsOutcome> {
+    let skew = skew()?;
     let store = Store::open(ws, where_)?;
     store.refresh()?;
-    let (now, skew) = (record::now(), skew());
+    let mut listing = store.all()?;
+    let pruned = if prune {
+        let finished = branch::finished(&store)?;
+        let gone = done::prune(&store, &listing.leases, &finished, skew)?;
+        listing.leases.retain(|s| !gone.iter().any(|g| g.task == s.task));
+        Some(gone)
+    } else {
+        None
+    };
+    let now = record::now();
+    let view = |s: &Stored| view(&store, s, now, skew);
     Ok(ClaimsOutcome {
         remote: store.remote.clone(),
         project: store.project.clone(),
-        claims: store
-            .all()?
-            .iter()
-            .map(|s| lease(&store, &s.record, now, skew))
-            .collect(),
+        claims: listing.leases.iter().map(view).collect(),
+        pruned: pruned.map(|p| p.iter().map(view).collect()),
+        stray_refs: listing.stray,
+        unread_refs: listing.unread,
     })
 }
 
@@ -226,13 +289,13 @@ pub fn seen_lease(ws: &Workspace, task: &str) -> Option<Lease> {
         .ok()
         .and_then(|tasks| resolve(&tasks, task).ok().map(|t| t.id.clone()))
         .unwrap_or_else(|| task.to_string());
-    let (now, skew) = (record::now(), skew());
+    let (now, skew) = (record::now(), skew_or_default());
     Store::seen(ws)
         .ok()?
         .iter()
         .filter_map(|store| {
             let s = store.current(&id).ok()??;
-            Some(lease(store, &s.record, now, skew))
+            Some(view(store, &s, now, skew))
         })
         .max_by(|a, b| a.renewed.cmp(&b.renewed))
 }
@@ -243,7 +306,7 @@ pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
     if !store::any_seen(ws) {
         return Vec::new();
     }
-    let (now, skew) = (record::now(), skew());
+    let (now, skew) = (record::now(), skew_or_default());
     let Ok(stores) = Store::seen(ws) else {
         return Vec::new();
     };
@@ -252,9 +315,10 @@ pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
         .flat_map(|store| {
             store
                 .all()
+                .map(|l| l.leases)
                 .unwrap_or_default()
                 .iter()
-                .map(|s| lease(store, &s.record, now, skew))
+                .map(|s| view(store, s, now, skew))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -265,8 +329,8 @@ pub fn in_repository(ws: &Workspace) -> bool {
     Store::seen(ws).is_ok()
 }
 
-/// The tasks other holders have live leases on, as this checkout has seen them (for
-/// `resume` and the session hooks: the next task skips them).
+/// The tasks other holders have live leases on, and the tasks done records hold, as this
+/// checkout has seen them (for `resume` and the session hooks: the next task skips them).
 pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::ClaimedView> {
     let leases = seen_all(ws);
     if leases.is_empty() {
@@ -275,8 +339,9 @@ pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::Claime
     let me = holder_id(ws).ok();
     leases
         .into_iter()
-        .filter(|l| l.live && me.as_deref() != Some(l.holder.as_str()))
+        .filter(|l| l.state == "done" || (l.live && me.as_deref() != Some(l.holder.as_str())))
         .map(|l| crate::authoring::resume::ClaimedView {
+            state: l.state.to_string(),
             task: l.task,
             task_id: l.task_id,
             label: l.label,
@@ -286,24 +351,25 @@ pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::Claime
 }
 
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
-/// it was last renewed. `None`: not due, or not this holder's.
+/// it was last renewed. `None`: not due, or not this holder's live lease.
 pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option<ClaimOutcome>> {
     let Some(seen) = seen_lease(ws, task) else {
         return Ok(None);
     };
-    if seen.holder != holder {
+    if seen.holder != holder || seen.state == "done" {
         return Ok(None);
     }
     let renewed = record::parse_time(&seen.renewed).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let ttl = Duration::from_secs(seen.ttl_seconds);
+    let ttl = Duration::from_secs(seen.ttl_seconds).min(MAX_TTL);
     if record::now() < record::after(renewed, ttl / 2) {
         return Ok(None);
     }
     let req = ClaimRequest {
         task: Some(seen.task_id.clone()),
         next: false,
+        reopen: false,
         ttl,
-        label: Some(seen.label.clone()),
+        label: Some(seen.label.clone()).filter(|l| record::check_text("label", l).is_ok()),
         holder: Some(holder.to_string()),
         where_: Some(seen.remote.clone().map_or(Where::Local, Where::Remote)),
     };
@@ -314,7 +380,7 @@ pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option
 /// repository's per-worktree directory (`git rev-parse --git-path small/claim-holder`),
 /// never under `.small/`.
 pub fn holder_id(ws: &Workspace) -> OpResult<String> {
-    let git = git::Git::new(&ws.v1_root()?);
+    let git = git::Git::new(&ws.v1_root()?)?;
     let rel = git.ok(&["rev-parse", "--git-path", "small/claim-holder"], None)?;
     let path = git.dir.join(rel.trim_end_matches(['\n', '\r']));
     read_or_make_holder(&path).map_err(|e| {
@@ -363,25 +429,33 @@ struct Claimant {
 
 impl Claimant {
     fn new(ws: &Workspace, req: &ClaimRequest) -> OpResult<Claimant> {
-        let host = host_name();
+        let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
+        let host = record::one_line(&host_name(), record::MAX_TEXT_CHARS);
         let label = req
             .label
             .clone()
             .or_else(|| std::env::var(AGENT_ENV).ok())
             .map(|l| l.trim().to_string())
-            .filter(|l| !l.is_empty())
-            .unwrap_or_else(|| {
-                let user = std::env::var("USER")
-                    .or_else(|_| std::env::var("USERNAME"))
-                    .unwrap_or_else(|_| "someone".into());
-                format!("{user}@{host}")
-            });
-        if req.ttl.is_zero() {
-            return Err(OpError::usage(
-                crate::authoring::error::code::USAGE,
-                "a lease needs a positive TTL",
-            ));
+            .filter(|l| !l.is_empty());
+        if let Some(l) = &label {
+            record::check_text("label", l).map_err(usage)?;
         }
+        let label = label.unwrap_or_else(|| {
+            let user = std::env::var("USER")
+                .or_else(|_| std::env::var("USERNAME"))
+                .unwrap_or_else(|_| "someone".into());
+            record::one_line(&format!("{user}@{host}"), record::MAX_TEXT_CHARS)
+        });
+        if req.ttl.is_zero() {
+            return Err(usage("a lease needs a positive TTL".into()));
+        }
+        if req.ttl > MAX_TTL {
+            return Err(usage(format!(
+                "a lease lasts at most {} days; renew it (claim again) to keep it longer",
+                MAX_TTL.as_secs() / 86_400
+            )));
+        }
+        let skew = skew()?;
         let session = (ws.profile == Profile::V2)
             .then(|| crate::v2::write::resolve_session(&ws.root, None).ok())
             .flatten();
@@ -394,17 +468,18 @@ impl Claimant {
             host,
             session,
             ttl: req.ttl,
-            skew: skew(),
+            skew,
         })
     }
 
     /// The record this claimant writes over `cur` (none: a fresh lease): a renewal of its
     /// own, else a new lease one generation past the ended one.
-    fn record(&self, task: &Task, cur: Option<&Record>) -> (Record, &'static str) {
+    fn record(&self, task: &Task, cur: Option<&Stored>) -> (Record, &'static str) {
         let now = record::now();
         let stamp = record::format_time(now);
         let ends = record::format_time(record::after(now, self.ttl));
-        let mine = cur.filter(|r| r.holder == self.holder);
+        let prev = cur.and_then(Stored::ok);
+        let mine = prev.filter(|r| r.holder == self.holder && r.done.is_none());
         let rec = Record {
             version: record::RECORD_VERSION,
             task: task.id.clone(),
@@ -417,30 +492,33 @@ impl Claimant {
             renewed: stamp,
             ends,
             ttl_seconds: self.ttl.as_secs().max(1),
-            generation: cur.map_or(1, |r| r.generation + 1),
+            generation: prev.map_or(1, |r| r.generation.saturating_add(1)),
+            done: None,
+            reopened: mine.and_then(|r| r.reopened.clone()),
         };
         (rec, if mine.is_some() { "renewed" } else { "claimed" })
     }
 }
 
-/// Claim `task`: swap until this claimant holds it, or refuse when another live holder does.
+/// Claim `task`: swap until this claimant holds it, or refuse when another live holder or
+/// a done record has it, or the default branch shows it finished.
 fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome> {
-    // First on what this checkout last saw: taking a task seen free, or renewing this
-    // holder's own lease, is one round trip. The swap is on the remote's value, so a stale
-    // view only loses it, and the remote is then read as below.
-    let seen = store.current(&task.id)?;
-    if seen.as_ref().is_none_or(|c| c.record.holder == me.holder) {
-        if let Some(out) = try_swap(store, me, task, seen.as_ref())? {
-            return Ok(out);
-        }
-    }
     for _ in 0..ROUNDS {
         store.refresh()?;
         let cur = store.current(&task.id)?;
-        if let Some(c) = cur.as_ref().filter(|c| c.record.holder != me.holder) {
-            if c.record.live_at(record::now(), me.skew) {
-                return Err(held(task, &c.record));
+        let finished = branch::finished(store)?;
+        if let Some(rec) = cur.as_ref().and_then(Stored::ok) {
+            if rec.done.is_some() {
+                let cur = cur.as_ref().map(std::slice::from_ref).unwrap_or_default();
+                done::prune(store, cur, &finished, me.skew)?;
+                return Err(done::refusal(task, rec, &finished));
             }
+            if rec.holder != me.holder && rec.live_at(record::now(), me.skew) {
+                return Err(held(task, rec));
+            }
+        }
+        if let Some(outcome) = done::finished_elsewhere(store, &finished, task)? {
+            return Err(done::finished_refusal(task, outcome, &finished));
         }
         if let Some(out) = try_swap(store, me, task, cur.as_ref())? {
             return Ok(out);
@@ -450,24 +528,30 @@ fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome
 }
 
 /// `claim --next`: the ready tasks in the queue's order, each free one tried by a swap
-/// until one is ours.
+/// until one is ours. Tasks that done records hold, or that the default branch shows
+/// finished, count as finished: they are skipped, and complete the dependencies of others.
 fn claim_next(store: &Store, me: &Claimant, tasks: &[Task]) -> OpResult<ClaimOutcome> {
-    let ready = crate::spec::queue::ready(tasks);
-    if ready.is_empty() {
-        return Err(OpError::invalid(code::NO_FREE_TASK, "no task is ready"));
-    }
     store.refresh()?;
-    let mut leases: BTreeMap<String, Stored> = store
-        .all()?
+    let listing = store.all()?;
+    let finished = branch::finished(store)?;
+    done::prune(store, &listing.leases, &finished, me.skew)?;
+    let mut leases: BTreeMap<String, Stored> = listing
+        .leases
         .into_iter()
-        .map(|s| (s.record.task.clone(), s))
+        .map(|s| (s.task.clone(), s))
         .collect();
+    let view = done::with_finished(store, tasks, &leases, &finished)?;
+    let ready = crate::spec::queue::ready(&view);
+    if ready.is_empty() {
+        return Err(OpError::invalid(code::NO_FREE_TASK, "no task is ready")
+            .with_help(no_task_help(&view)));
+    }
     for task in &ready {
         let cur = leases.remove(&task.id);
-        if cur
-            .as_ref()
-            .is_some_and(|c| c.record.live_at(record::now(), me.skew))
-        {
+        let taken = cur.as_ref().and_then(Stored::ok).is_some_and(|r| {
+            r.done.is_some() || r.live_at(record::now(), me.skew)
+        });
+        if taken {
             continue;
         }
         if let Some(out) = try_swap(store, me, task, cur.as_ref())? {
@@ -481,7 +565,23 @@ fn claim_next(store: &Store, me: &Claimant, tasks: &[Task]) -> OpResult<ClaimOut
             ready.len()
         ),
     )
-    .with_help("`small claims` lists the leases"))
+    .with_help("`small claims` lists the leases; try again when one ends or is done"))
+}
+
+/// Why nothing is ready: everything finished, or what the open tasks wait for.
+fn no_task_help(tasks: &[Task]) -> String {
+    let open = tasks
+        .iter()
+        .filter(|t| !matches!(t.status.trim(), "completed" | "cancelled"))
+        .count();
+    if open == 0 {
+        "every task is completed or cancelled".into()
+    } else {
+        format!(
+            "{open} task(s) are open but wait on dependencies or are blocked; `small sync` \
+             brings the others' completions"
+        )
+    }
 }
 
 /// Write this claimant's record over `cur` and swap it in; `None` when someone else
@@ -492,7 +592,7 @@ fn try_swap(
     task: &Task,
     cur: Option<&Stored>,
 ) -> OpResult<Option<ClaimOutcome>> {
-    let (rec, status) = me.record(task, cur.map(|c| &c.record));
+    let (rec, status) = me.record(task, cur);
     let sha = store.write(&rec)?;
     if store.swap(&task.id, cur.map(|c| c.sha.as_str()), Some(&sha))? == Swap::Lost {
         return Ok(None);
@@ -500,17 +600,45 @@ fn try_swap(
     let now = record::now();
     Ok(Some(ClaimOutcome {
         status,
-        lease: lease(store, &rec, now, me.skew),
+        lease: lease(store, &task.id, &rec, now, me.skew),
         took_over: cur
-            .filter(|c| c.record.holder != me.holder)
-            .map(|c| lease(store, &c.record, now, me.skew)),
+            .filter(|c| c.ok().is_none_or(|r| r.holder != me.holder))
+            .map(|c| view(store, c, now, me.skew)),
     }))
 }
 
-fn lease(store: &Store, r: &Record, now: time::OffsetDateTime, skew: Duration) -> Lease {
+/// A stored lease as front ends see it (a damaged one with its problem).
+fn view(store: &Store, s: &Stored, now: time::OffsetDateTime, skew: Duration) -> Lease {
+    match &s.record {
+        Ok(r) => lease(store, &s.task, r, now, skew),
+        Err(problem) => Lease {
+            task: s.task.clone(),
+            task_id: s.task.clone(),
+            holder: String::new(),
+            label: "(damaged record)".into(),
+            host: String::new(),
+            session: None,
+            taken: String::new(),
+            renewed: String::new(),
+            ends: String::new(),
+            ttl_seconds: 0,
+            generation: 0,
+            live: false,
+            state: "damaged",
+            done: None,
+            reopened: None,
+            problem: Some(format!("{}: {problem}", store.claim_ref(&s.task))),
+            remote: store.remote.clone(),
+            ref_name: store.claim_ref(&s.task),
+        },
+    }
+}
+
+fn lease(store: &Store, task: &str, r: &Record, now: time::OffsetDateTime, skew: Duration) -> Lease {
+    let live = r.live_at(now, skew);
     Lease {
         task: r.name().to_string(),
-        task_id: r.task.clone(),
+        task_id: task.to_string(),
         holder: r.holder.clone(),
         label: r.label.clone(),
         host: r.host.clone(),
@@ -520,9 +648,17 @@ fn lease(store: &Store, r: &Record, now: time::OffsetDateTime, skew: Duration) -
         ends: r.ends.clone(),
         ttl_seconds: r.ttl_seconds,
         generation: r.generation,
-        live: r.live_at(now, skew),
+        live,
+        state: match (&r.done, live) {
+            (Some(_), _) => "done",
+            (None, true) => "held",
+            (None, false) => "expired",
+        },
+        done: r.done.clone(),
+        reopened: r.reopened.clone(),
+        problem: None,
         remote: store.remote.clone(),
-        ref_name: store.claim_ref(&r.task),
+        ref_name: store.claim_ref(task),
     }
 }
 
@@ -538,6 +674,13 @@ fn held(task: &Task, r: &Record) -> OpError {
 /// `alice (holder 3f2a…, until 2026-11-29T04:00:00Z)`.
 fn describe(r: &Record) -> String {
     format!("{} (holder {}, until {})", r.label, r.holder, r.ends)
+}
+
+fn describe_stored(s: &Stored) -> String {
+    match &s.record {
+        Ok(r) => describe(r),
+        Err(problem) => format!("a damaged record ({problem})"),
+    }
 }
 
 fn lost_races(task: &Task) -> OpError {
@@ -574,12 +717,38 @@ fn resolve<'a>(tasks: &'a [Task], name: &str) -> OpResult<&'a Task> {
         })
 }
 
-/// `SMALL_CLAIM_SKEW` (seconds, or `30s`, `2m`), else 30 s.
-fn skew() -> Duration {
-    std::env::var(SKEW_ENV)
-        .ok()
-        .and_then(|s| crate::authoring::txn::parse_lock_timeout(&s))
-        .unwrap_or(DEFAULT_SKEW)
+/// A duration from the variable `name` (seconds, or `30s`, `2m`): `None` when it is unset
+/// or empty; anything but a duration (positive, unless `zero` is allowed) is a usage error
+/// that names it.
+pub(crate) fn env_duration(name: &str, zero: bool) -> OpResult<Option<Duration>> {
+    let Ok(value) = std::env::var(name) else {
+        return Ok(None);
+    };
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    match crate::authoring::txn::parse_lock_timeout(&value) {
+        Some(d) if zero || !d.is_zero() => Ok(Some(d)),
+        _ => Err(OpError::usage(
+            crate::authoring::error::code::USAGE,
+            format!(
+                "{name}={:?} is not a {}duration (write 30, 30s or 2m)",
+                if zero { "" } else { "positive " },
+                record::one_line(&value, 40),
+            ),
+        )),
+    }
+}
+
+/// `SMALL_CLAIM_SKEW` (seconds, or `30s`, `2m`), else 30 s; a bad value is a usage error.
+fn skew() -> OpResult<Duration> {
+    Ok(env_duration(SKEW_ENV, true)?.unwrap_or(DEFAULT_SKEW))
+}
+
+/// The skew for reports that never fail on it (status, resume, the page): a bad value is
+/// reported by the claim commands and the writes.
+fn skew_or_default() -> Duration {
+    skew().unwrap_or(DEFAULT_SKEW)
 }
 
 /// This machine's name.

@@ -37,6 +37,7 @@ fn request(ttl: Duration, holder: &str, where_: Where) -> ClaimRequest {
     ClaimRequest {
         task: Some("task-1".into()),
         next: false,
+        reopen: false,
         ttl,
         label: Some(format!("agent {holder}")),
         holder: Some(holder.into()),

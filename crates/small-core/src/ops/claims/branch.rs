@@ -1,0 +1,259 @@
+//! What the default branch shows finished: the tasks completed or cancelled in the
+//! workspace as committed there. A done record may go once this shows its task, and
+//! `claim` treats such a task as done even in a checkout that has not pulled it.
+//!
+//! The workspace's `.small/` tree at the branch is read with git (no checkout, no work
+//! tree change), written to a temporary directory and loaded as any workspace; the answer
+//! is kept per tree id in the repository's git directory, so it is worked out once for
+//! each state of the branch.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Component, Path};
+
+use crate::ops::OpResult;
+
+use super::git::{read_line, Git};
+use super::store::Store;
+
+/// The most bytes of one file, and of all files, read from a branch's tree.
+const MAX_FILE_BYTES: u64 = 64 << 20;
+const MAX_TOTAL_BYTES: u64 = 512 << 20;
+/// Where the answer for the last tree read is kept (`git rev-parse --git-path`).
+const CACHE: &str = "small/branch-tasks";
+
+/// The statuses the branch shows, by task id and by alias: `completed` or `cancelled`
+/// (other statuses are left out).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// The branch as people name it (`origin/main`), empty when there is none.
+    pub branch: String,
+    pub tasks: BTreeMap<String, String>,
+    /// This checkout's `HEAD` already contains the branch: its own plan is the newer word.
+    pub contained: bool,
+}
+
+impl Finished {
+    /// How the branch shows `task` (its id or alias), when finished.
+    pub fn outcome(&self, task: &str) -> Option<&str> {
+        self.tasks.get(task).map(String::as_str)
+    }
+}
+
+/// What `store`'s branch (as last fetched) shows finished.
+pub(crate) fn finished(store: &Store) -> OpResult<Finished> {
+    let Some(branch) = &store.branch else {
+        return Ok(Finished::default());
+    };
+    let label = match &store.remote {
+        Some(r) => format!("{r}/{}", branch.name),
+        None => branch.name.clone(),
+    };
+    let dir = if store.path.is_empty() {
+        ".small".to_string()
+    } else {
+        format!("{}/.small", store.path)
+    };
+    let out = store.git.run(
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{}:{dir}", branch.local_ref),
+        ],
+        None,
+    )?;
+    let tree = out.stdout.trim().to_string();
+    if !out.success || tree.is_empty() {
+        return Ok(Finished {
+            branch: label,
+            ..Finished::default()
+        });
+    }
+    let cache = cache_path(&store.git)?;
+    let tasks = match cache.as_deref().and_then(|p| cached(p, &tree)) {
+        Some(tasks) => tasks,
+        None => {
+            let tasks = load_tree(&store.git, &tree)?;
+            if let Some(p) = &cache {
+                keep(p, &tree, &tasks);
+            }
+            tasks
+        }
+    };
+    let contained = !tasks.is_empty()
+        && store
+            .git
+            .run(
+                &["merge-base", "--is-ancestor", &branch.local_ref, "HEAD"],
+                None,
+            )?
+            .success;
+    Ok(Finished {
+        branch: label,
+        tasks,
+        contained,
+    })
+}
+
+fn cache_path(git: &Git) -> OpResult<Option<std::path::PathBuf>> {
+    let out = git.run(&["rev-parse", "--git-path", CACHE], None)?;
+    Ok(out
+        .success
+        .then(|| git.dir.join(out.stdout.trim_end_matches(['\n', '\r']))))
+}
+
+/// The answer kept for `tree`, when the cache holds it.
+fn cached(path: &Path, tree: &str) -> Option<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != tree {
+        return None;
+    }
+    Some(
+        lines
+            .filter_map(|l| l.split_once(' '))
+            .map(|(status, task)| (task.to_string(), status.to_string()))
+            .collect(),
+    )
+}
+
+/// Keep the answer for `tree` (best effort, published by a rename).
+fn keep(path: &Path, tree: &str, tasks: &BTreeMap<String, String>) {
+    let mut text = format!("{tree}\n");
+    for (task, status) in tasks {
+        if !task.contains('\n') {
+            text.push_str(&format!("{status} {task}\n"));
+        }
+    }
+    let Some(dir) = path.parent() else { return };
+    let _ = std::fs::create_dir_all(dir);
+    if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
+        use std::io::Write;
+        if tmp.write_all(text.as_bytes()).is_ok() {
+            let _ = tmp.persist(path);
+        }
+    }
+}
+
+/// Load the `.small/` tree `tree` as a workspace: its finished tasks.
+fn load_tree(git: &Git, tree: &str) -> OpResult<BTreeMap<String, String>> {
+    let tmp = tempfile::tempdir().map_err(|e| {
+        super::git::system(format!("cannot make a temporary directory: {e}"))
+    })?;
+    let small = tmp.path().join(crate::spec::consts::SMALL_DIR);
+    std::fs::create_dir_all(&small)
+        .map_err(|e| super::git::system(format!("cannot write {}: {e}", small.display())))?;
+    let files = list_tree(git, tree)?;
+    write_blobs(git, &small, &files)?;
+    let loc = crate::workspace::Location {
+        small_dir: small.clone(),
+        root: tmp.path().to_path_buf(),
+    };
+    let opts = crate::state::LoadOptions {
+        recent: 0,
+        audit: false,
+    };
+    let st = crate::state::load_with_cache(&loc, &opts, false);
+    let mut tasks = BTreeMap::new();
+    for t in st.tasks.unwrap_or_default() {
+        let status = t.status.trim();
+        if status == "completed" || status == "cancelled" {
+            if !t.alias.is_empty() {
+                tasks.insert(t.alias.clone(), status.to_string());
+            }
+            tasks.insert(t.id.clone(), status.to_string());
+        }
+    }
+    Ok(tasks)
+}
+
+/// The regular files of `tree` (path, blob id, size), without the v1 progress log (a
+/// load that needs no entries does not read it) and within the bounds.
+fn list_tree(git: &Git, tree: &str) -> OpResult<Vec<(String, String)>> {
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    let ((), _, _) = git.stream(&["ls-tree", "-r", "-l", "--", tree], None, |r| {
+        while let Some(line) = read_line(r, 8192) {
+            let line = String::from_utf8_lossy(&line).into_owned();
+            let Some((meta, path)) = line.split_once('\t') else {
+                continue;
+            };
+            let fields: Vec<&str> = meta.split_whitespace().collect();
+            let [mode, "blob", sha, size] = fields.as_slice() else {
+                continue;
+            };
+            let size = size.parse::<u64>().unwrap_or(u64::MAX);
+            let plain = matches!(*mode, "100644" | "100755");
+            if !plain || size > MAX_FILE_BYTES || path == "progress.small.yml" || !safe(path) {
+                continue;
+            }
+            total = total.saturating_add(size);
+            if total > MAX_TOTAL_BYTES {
+                break;
+            }
+            files.push((path.to_string(), sha.to_string()));
+        }
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// A tree path that stays inside the directory it is written to.
+fn safe(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('"')
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Write each file's blob under `dir`, through one `git cat-file --batch`.
+fn write_blobs(git: &Git, dir: &Path, files: &[(String, String)]) -> OpResult<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let input: String = files.iter().map(|(_, sha)| format!("{sha}\n")).collect();
+    let ((), _, _) = git.stream(&["cat-file", "--batch"], Some(input.as_bytes()), |r| {
+        for (path, _) in files {
+            let Some(header) = read_line(r, 512) else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&header).into_owned();
+            let Some(size) = header
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .filter(|_| header.split(' ').count() == 3)
+            else {
+                continue;
+            };
+            let target = dir.join(path);
+            let mut content = Vec::new();
+            let _ = r.by_ref().take(size).read_to_end(&mut content);
+            let mut lf = [0u8; 1];
+            let _ = r.read(&mut lf);
+            if let Some(parent) = target.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            let _ = std::fs::write(&target, &content);
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_paths_stay_inside() {
+        assert!(safe("plan.small.yml"));
+        assert!(safe("sessions/s1/events/e.json"));
+        assert!(!safe("../x"));
+        assert!(!safe("/etc/passwd"));
+        assert!(!safe("a/../../x"));
+        assert!(!safe("\"quoted\\npath\""));
+    }
+}
