@@ -6,10 +6,12 @@
 //! These merges work on the protocol's own units instead:
 //!
 //! - **progress** (append-only): both sides must keep every base entry, unchanged and in
-//!   order; rewriting or deleting one is a conflict that names the entry. The result is the
-//!   base entries, then every new entry of both sides ordered by timestamp (ties broken by the
-//!   entry's canonical text, so the result does not depend on which side is "ours"); an entry
-//!   both sides added identically is kept once.
+//!   order; rewriting or deleting one is a conflict that names the entry. A side's new
+//!   entries may sit between base entries (an earlier entry that a rebase put before a later
+//!   one pushed first). The result is the base entries in their order, with every new entry
+//!   of both sides placed before the first base entry with a later timestamp, new entries
+//!   ordered by timestamp (ties broken by the entry's canonical text, so the result does not
+//!   depend on which side is "ours"); an entry both sides added identically is kept once.
 //! - **plan**: a task-level three-way merge keyed by task id. Tasks added on either side are
 //!   kept, fields changed on one side are taken, the same field changed differently on both
 //!   sides is a conflict naming the task and the field, and two different tasks added under
@@ -315,6 +317,23 @@ fn entry_label(n: &Node) -> String {
     format!("{} at {}", get("task_id"), get("timestamp"))
 }
 
+fn push_new(
+    items: &mut Vec<(String, usize)>,
+    want: &mut Vec<String>,
+    text: &str,
+    col: usize,
+    node: &Node,
+    key: &str,
+) {
+    if text.is_empty() {
+        // Flow-style side: render the entry.
+        items.push((render_item(&node.to_json()), 0));
+    } else {
+        items.push((text.to_string(), col));
+    }
+    want.push(key.to_string());
+}
+
 fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeConflict> {
     let (bd, od, td) = (
         parse("base", base)?,
@@ -338,27 +357,29 @@ fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeC
         );
     }
     let base_keys: Vec<String> = bs.items.iter().map(|i| canon_node(i.node)).collect();
-    for (name, s) in [("ours", &os), ("theirs", &ts)] {
-        for (k, b) in base_keys.iter().enumerate() {
-            match s.items.get(k) {
-                None => {
-                    conflicts.push(format!(
-                        "{name} deleted progress entry #{} ({}): the log is append-only",
-                        k + 1,
-                        entry_label(bs.items[k].node)
-                    ));
-                    break;
-                }
-                Some(it) if canon_node(it.node) != *b => {
-                    conflicts.push(format!(
-                        "{name} rewrote progress entry #{} ({}): the log is append-only",
-                        k + 1,
-                        entry_label(bs.items[k].node)
-                    ));
-                    break;
-                }
-                Some(_) => {}
+    // Each side keeps every base entry, unchanged and in order; entries it added may sit
+    // between them (a rebase puts an earlier entry before a later one pushed first).
+    let mut added: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    for (w, (name, s)) in [("ours", &os), ("theirs", &ts)].into_iter().enumerate() {
+        let mut k = 0;
+        for (i, it) in s.items.iter().enumerate() {
+            if k < base_keys.len() && canon_node(it.node) == base_keys[k] {
+                k += 1;
+            } else {
+                added[w].push(i);
             }
+        }
+        if k < base_keys.len() {
+            let what = if s.items.len() < base_keys.len() {
+                "deleted"
+            } else {
+                "rewrote"
+            };
+            conflicts.push(format!(
+                "{name} {what} progress entry #{} ({}): the log is append-only",
+                k + 1,
+                entry_label(bs.items[k].node)
+            ));
         }
     }
     if !conflicts.is_empty() {
@@ -376,16 +397,16 @@ fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeC
     }
     let mut merged: Vec<New> = Vec::new();
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
-    for it in &os.items[nb..] {
-        counts.entry(canon_node(it.node)).or_default().0 += 1;
+    for &i in &added[0] {
+        counts.entry(canon_node(os.items[i].node)).or_default().0 += 1;
     }
-    for it in &ts.items[nb..] {
-        counts.entry(canon_node(it.node)).or_default().1 += 1;
+    for &i in &added[1] {
+        counts.entry(canon_node(ts.items[i].node)).or_default().1 += 1;
     }
     let mut taken: HashMap<String, usize> = HashMap::new();
     let (mut from_ours, mut from_theirs, mut dups) = (0usize, 0usize, 0usize);
     for (which, s) in [(0, &os), (1, &ts)] {
-        for it in &s.items[nb..] {
+        for it in added[which].iter().map(|&i| &s.items[i]) {
             let key = canon_node(it.node);
             let (co, ct) = counts[&key];
             let want = co.max(ct);
@@ -427,17 +448,43 @@ fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeC
             "progress.small.yml: the entries list is not a block list on either side; merge it by hand",
         ));
     };
-    let mut items: Vec<(String, usize)> = host.items[..nb]
+    // The base entries in their order, each new entry before the first base entry with a
+    // later timestamp: sorted when the base is, whichever side is ours.
+    let base_ts: Vec<Option<Instant>> = bs
+        .items
         .iter()
-        .map(|i| (i.text.clone(), i.col))
+        .map(|i| {
+            i.node
+                .get("timestamp")
+                .and_then(Node::as_str)
+                .and_then(crate::authoring::progress::parse_lenient)
+        })
         .collect();
-    for n in &merged {
-        if n.text.is_empty() {
-            // Flow-style side: render the entry.
-            items.push((render_item(&n.node.to_json()), 0));
-        } else {
-            items.push((n.text.to_string(), n.col));
+    let host_base: Vec<&Item> = {
+        let mut k = 0;
+        host.items
+            .iter()
+            .filter(|it| {
+                let hit = k < nb && canon_node(it.node) == base_keys[k];
+                k += usize::from(hit);
+                hit
+            })
+            .collect()
+    };
+    let mut items: Vec<(String, usize)> = Vec::with_capacity(nb + merged.len());
+    let mut want: Vec<String> = Vec::with_capacity(nb + merged.len());
+    let mut next = merged.iter().peekable();
+    for (k, b) in host_base.iter().enumerate() {
+        while let Some(n) =
+            next.next_if(|n| matches!((n.ts, base_ts[k]), (Some(x), Some(y)) if x < y))
+        {
+            push_new(&mut items, &mut want, n.text, n.col, n.node, &n.key);
         }
+        items.push((b.text.clone(), b.col));
+        want.push(base_keys[k].clone());
+    }
+    for n in next {
+        push_new(&mut items, &mut want, n.text, n.col, n.node, &n.key);
     }
     let text = splice(host, &items);
     // Check: the result parses to exactly the entries intended.
@@ -449,11 +496,6 @@ fn merge_progress(base: &str, ours: &str, theirs: &str) -> Result<Merged, MergeC
         .unwrap_or(&[])
         .iter()
         .map(canon_node)
-        .collect();
-    let want: Vec<String> = base_keys
-        .iter()
-        .cloned()
-        .chain(merged.iter().map(|n| n.key.clone()))
         .collect();
     if got != want {
         return Err(MergeConflict::one(
@@ -1083,6 +1125,28 @@ mod tests {
         // theirs re-indented the base entries: that is a rewrite? No: same values.
         let m = merge(MergeKind::Progress, &b, &o, &t).unwrap();
         assert_eq!(ids(&m.text), ["base", "o1", "t1"]);
+    }
+
+    #[test]
+    fn progress_takes_an_entry_a_rebase_put_before_the_last_base_entry() {
+        // A rebase published o1 (earlier) before b2 (pushed first): the base entries are
+        // still all there, in order, and the result stays in timestamp order.
+        let b = format!(
+            "{HEAD}{}{}",
+            entry("t", "2026-01-01T00:00:00Z", "b0"),
+            entry("t", "2026-01-01T00:00:02Z", "b2")
+        );
+        let o = format!(
+            "{HEAD}{}{}{}",
+            entry("t", "2026-01-01T00:00:00Z", "b0"),
+            entry("t", "2026-01-01T00:00:01Z", "o1"),
+            entry("t", "2026-01-01T00:00:02Z", "b2")
+        );
+        let t = format!("{b}{}", entry("t", "2026-01-01T00:00:03Z", "t3"));
+        let m = merge(MergeKind::Progress, &b, &o, &t).unwrap();
+        assert_eq!(ids(&m.text), ["b0", "o1", "b2", "t3"]);
+        let m2 = merge(MergeKind::Progress, &b, &t, &o).unwrap();
+        assert_eq!(ids(&m2.text), ids(&m.text));
     }
 
     #[test]
