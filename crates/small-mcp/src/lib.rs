@@ -136,6 +136,24 @@ pub struct CheckRequest {
 /// an answer an agent can read whole even when a log of 100 000 entries fails every one.
 const CHECK_LIMIT: usize = 100;
 
+/// One string, or a list of them.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The strings, in order.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema, Default)]
 pub struct PlanRequest {
     /// Add a task with this title
@@ -148,8 +166,9 @@ pub struct PlanRequest {
     pub pending: Option<String>,
     /// Mark this task blocked
     pub blocked: Option<String>,
-    /// Add a dependency, `TASK:DEP` (TASK depends on DEP)
-    pub depends: Option<String>,
+    /// Add a dependency, `TASK:DEP` (TASK depends on DEP), or several as a list (applied in
+    /// order, in the same write)
+    pub depends: Option<OneOrMany>,
     /// Tasks to cancel (kept in the plan with status `cancelled`)
     #[serde(default)]
     pub cancel: Vec<String>,
@@ -455,7 +474,7 @@ impl SmallMcp {
     }
 
     #[tool(
-        description = "Change the plan: add a task (optionally with its id), mark one done (it needs a completed progress entry with evidence: use checkpoint), pending or blocked, cancel tasks, or add a dependency TASK:DEP. Each change is recorded in the progress log, in one write under the workspace lock (same as `small plan`)."
+        description = "Change the plan: add a task (optionally with its id), mark one done (it needs a completed progress entry with evidence: use checkpoint), pending or blocked, cancel tasks, or add dependencies TASK:DEP (one or a list). Each change is recorded in the progress log, in one write under the workspace lock (same as `small plan`)."
     )]
     async fn plan(&self, Parameters(req): Parameters<PlanRequest>) -> ToolResult {
         let r = PlanOp {
@@ -465,7 +484,7 @@ impl SmallMcp {
             pending: req.pending,
             blocked: req.blocked,
             cancel: req.cancel,
-            depends: req.depends,
+            depends: req.depends.map(OneOrMany::into_vec).unwrap_or_default(),
             force: req.force,
             session: req.session,
             ..PlanOp::default()

@@ -21,7 +21,7 @@ fn depends(root: &Path, task: &str, dep: &str) -> Result<(), String> {
         edit_plan(
             t,
             &PlanRequest {
-                depends: Some((task.into(), dep.into())),
+                depends: vec![(task.into(), dep.into())],
                 ..PlanRequest::default()
             },
         )

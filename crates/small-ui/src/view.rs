@@ -337,8 +337,10 @@ pub struct TaskRef {
 pub struct ClaimView {
     pub label: String,
     pub ends: String,
-    /// The time left, e.g. `12m`.
+    /// The time left, e.g. `12m` (a done record: its outcome).
     pub left: String,
+    /// A done record: finished, not yet on the default branch.
+    pub done: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -407,13 +409,18 @@ pub fn with_claims(mut plan: PlanView, loc: &Location) -> PlanView {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let mut held: HashMap<String, ClaimView> = HashMap::new();
-    for l in leases.iter().filter(|l| l.live) {
+    for l in leases.iter().filter(|l| l.holds()) {
         let ends = small_core::ops::claims::record::parse_time(&l.ends)
             .map_or(now, |t| t.unix_timestamp());
+        let left = match &l.done {
+            Some(d) => d.outcome.clone(),
+            None => time_left(ends - now),
+        };
         let view = ClaimView {
             label: mask(&l.label),
             ends: l.ends.clone(),
-            left: time_left(ends - now),
+            left,
+            done: l.done.is_some(),
         };
         held.insert(mask(&l.task), view.clone());
         held.insert(mask(&l.task_id), view);

@@ -93,6 +93,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return g.json(&out);
     }
     g.info(line(&out));
+    if !out.pull_first.is_empty() {
+        g.info(crate::render::escape_controls(&format!(
+            "{} depends on {}, finished on the remote but not here: run `small sync` before you start",
+            out.lease.task,
+            out.pull_first.join(", ")
+        )));
+    }
     Ok(())
 }
 

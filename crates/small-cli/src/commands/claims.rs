@@ -36,8 +36,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = Workspace::find(args.dir.as_deref());
-    let out = claims::list(&ws, args.place.where_().as_ref(), args.prune)
-        .map_err(|e| from_op(e, g))?;
+    let out =
+        claims::list(&ws, args.place.where_().as_ref(), args.prune).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);
     }
@@ -48,7 +48,11 @@ fn render(out: &ClaimsOutcome) -> String {
     let mut o = String::new();
     let place = out.remote.as_deref().unwrap_or("local refs");
     if let Some(pruned) = &out.pruned {
-        outln!(o, "Pruned: {} done record(s) the default branch shows", pruned.len());
+        outln!(
+            o,
+            "Pruned: {} done record(s) the default branch shows",
+            pruned.len()
+        );
         for c in pruned {
             outln!(o, "  {}  {}", c.task, c.label);
         }

@@ -19,7 +19,9 @@ use crate::GlobalArgs;
 /// written with --summary is kept by later handoffs while the state is unchanged. The
 /// replayId is the run's (`run.replay_id` in workspace.small.yml), else the hash of intent,
 /// plan and constraints; --replay-id sets a manual one. An existing handoff is edited in
-/// place: comments and links stay.
+/// place: comments and links stay. Where agents share claims (`small claims`), the task to
+/// resume is not one another agent holds (a live lease or a done record) while another task
+/// is ready; another agent's lease never refuses a handoff.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Summary to write (default: keep one written with --summary while the state is unchanged, else computed)

@@ -16,14 +16,16 @@ use crate::GlobalArgs;
 ///
 /// Edits are made in place: comments, key order and quoting in the plan stay as written.
 /// Each change is recorded in progress.small.yml, and all of it is written in one step.
-/// Several flags may be combined, and --add and --cancel may be repeated; they apply in the
-/// order --add, --title, --done, --pending, --blocked, --cancel, --depends. With no flag, a
-/// missing plan is created from the template. --done needs a completed entry with evidence
-/// (`small checkpoint` writes one) and completed dependencies (or --force).
+/// Several flags may be combined, and --add, --cancel and --depends may be repeated; they
+/// apply in the order --add, --title, --done, --pending, --blocked, --cancel, --depends (each
+/// repeated flag in the order given). With no flag, a missing plan is created from the
+/// template. --done needs a completed entry with evidence (`small checkpoint` writes one) and
+/// completed dependencies (or --force).
 ///
 /// In a SMALL 2.0.0 workspace each call makes one change, an event of the session
 /// (--session, or the active one): --add (task_created, alias task-N), --done, --pending,
-/// --blocked (task_transitioned), --depends (task_updated). With no flag it lists the tasks.
+/// --blocked (task_transitioned), --depends (task_updated; repeated, one event each, all
+/// checked before the first is written). With no flag it lists the tasks.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Add a task with this title (its id is the next free task-N); may be repeated
@@ -48,9 +50,9 @@ pub struct Args {
     /// Cancel a task (status cancelled; it stays in the plan and the history); may be repeated
     #[arg(long, value_name = "ID")]
     pub cancel: Vec<String>,
-    /// Add a dependency: <task-id>:<dep-id> (task-id depends on dep-id)
-    #[arg(long, value_name = "TASK:DEP")]
-    pub depends: Option<String>,
+    /// Add a dependency: <task-id>:<dep-id> (task-id depends on dep-id); may be repeated
+    #[arg(long, value_name = "TASK:DEP", action = clap::ArgAction::Append)]
+    pub depends: Vec<String>,
     /// With --done: complete the task although its dependencies are not completed
     #[arg(long)]
     pub force: bool,
@@ -121,15 +123,23 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
         Planned::V2(p) => {
             let ev = &p.event_id;
-            let line = match p.kind {
-                "added" => format!(
-                    "Added task {} ({}): {} [{ev}]",
-                    p.alias, p.task_id, p.detail
+            match p.kind {
+                "added" => shared::say(
+                    g,
+                    format!(
+                        "Added task {} ({}): {} [{ev}]",
+                        p.alias, p.task_id, p.detail
+                    ),
                 ),
-                "status" => format!("Marked task {} as {} [{ev}]", p.alias, p.detail),
-                _ => format!("Updated {} dependencies [{ev}]", p.alias),
-            };
-            shared::say(g, line);
+                "status" => {
+                    shared::say(g, format!("Marked task {} as {} [{ev}]", p.alias, p.detail))
+                }
+                _ => {
+                    for (alias, ev) in &p.changes {
+                        shared::say(g, format!("Updated {alias} dependencies [{ev}]"));
+                    }
+                }
+            }
             Ok(())
         }
         Planned::V2Tasks { .. } => Ok(()),

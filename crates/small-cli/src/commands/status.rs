@@ -73,13 +73,14 @@ fn render_claims(claims: &[Lease]) -> String {
     }
     o.push_str("\nClaims (as last seen; `small claims` asks the remote):\n");
     for l in claims {
-        let state = if l.live { "until" } else { "ended" };
-        o.push_str(&format!(
-            "  {}  {}  {state} {}\n",
-            pad(&l.task, 10),
-            l.label,
-            l.ends
-        ));
+        let when = match (l.state, &l.done) {
+            ("done", Some(d)) if d.commit.is_empty() => format!("{} (not pushed yet)", d.outcome),
+            ("done", Some(d)) => format!("{} (on {})", d.outcome, d.branch),
+            ("damaged", _) => "damaged record".to_string(),
+            ("held", _) => format!("held until {}", l.ends),
+            _ => format!("ended {}", l.ends),
+        };
+        o.push_str(&format!("  {}  {}  {when}\n", pad(&l.task, 10), l.label));
     }
     o
 }

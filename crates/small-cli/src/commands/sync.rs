@@ -67,7 +67,12 @@ fn summary(out: &SyncOutcome) -> String {
     let short = |s: &str| s[..s.len().min(12)].to_string();
     let mut s = match out.status {
         "up-to-date" => format!("{}/{} is up to date", out.remote, out.branch),
-        _ => format!("pushed {} to {}/{}", short(&out.head), out.remote, out.branch),
+        _ => format!(
+            "pushed {} to {}/{}",
+            short(&out.head),
+            out.remote,
+            out.branch
+        ),
     };
     let mut notes = Vec::new();
     if let Some(c) = &out.committed {

@@ -137,16 +137,25 @@ fn unreadable_settings_are_never_overwritten() {
 }
 
 /// Every `small …` command line the AGENTS.md block prints runs, with its placeholders filled,
-/// in a git repository with a workspace: none is refused as a usage error (exit 2), and the
-/// ones for sessions, hosts and branches succeed.
+/// in a git repository with a workspace and a remote: none is refused as a usage error (exit
+/// 2), and the ones for sessions, hosts, branches and claims, and `small sync --commit`,
+/// succeed.
 #[test]
 fn every_command_the_harness_block_prints_runs() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
+    // Who commits, for the repository's first commit and `small sync --commit`.
+    let identity = [
+        ("GIT_AUTHOR_NAME", "agent"),
+        ("GIT_AUTHOR_EMAIL", "agent@example.invalid"),
+        ("GIT_COMMITTER_NAME", "agent"),
+        ("GIT_COMMITTER_EMAIL", "agent@example.invalid"),
+    ];
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
             .current_dir(root)
+            .envs(identity)
             .output()
             .map(|o| o.status.success())
     };
@@ -165,6 +174,9 @@ fn every_command_the_harness_block_prints_runs() {
         Some(true)
     );
     ok(root, &["init", "--intent", "Block commands"]);
+    // A first commit, which `small sync` publishes on.
+    assert_eq!(git(&["add", "-A"]).ok(), Some(true));
+    assert_eq!(git(&["commit", "-q", "-m", "init"]).ok(), Some(true));
     let block = ok(root, &["agents", "print"]);
     std::fs::write(root.join("draft.yml"), "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"Drafted\"\nscope:\n  include: []\n  exclude: []\nsuccess_criteria: []\n").unwrap();
     let mut lines = Vec::new();
@@ -186,6 +198,7 @@ fn every_command_the_harness_block_prints_runs() {
         "small status",
         "small check --strict",
         "small claim",
+        "small sync --commit",
     ];
     for line in &lines {
         let filled = line
@@ -224,6 +237,7 @@ fn every_command_the_harness_block_prints_runs() {
         let mut child = Command::new(bin())
             .args(&args[1..])
             .current_dir(root)
+            .envs(identity)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

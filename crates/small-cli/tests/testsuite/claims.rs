@@ -148,7 +148,7 @@ fn documented(doc: &Value) {
 }
 
 /// `git daemon` serving `base` (pushes allowed) on a free port, stopped when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     port: u16,
 }
@@ -194,7 +194,7 @@ impl Daemon {
         Some(d)
     }
 
-    fn url(&self, repo: &str) -> String {
+    pub(crate) fn url(&self, repo: &str) -> String {
         format!("git://127.0.0.1:{}/{repo}", self.port)
     }
 }
@@ -210,7 +210,7 @@ impl Drop for Daemon {
     }
 }
 
-fn daemon_or_skip(base: &Path) -> Option<Daemon> {
+pub(crate) fn daemon_or_skip(base: &Path) -> Option<Daemon> {
     let d = Daemon::start(base);
     if d.is_none() {
         small_testkit::skip("git-daemon", "this git has no git-daemon");
@@ -617,7 +617,7 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
     assert_eq!(st["claims"][0]["label"], "alice");
     let o = small(bob, 0, &["status"]);
     assert!(
-        text(&o).contains("task-1      alice  until"),
+        text(&o).contains("task-1      alice  held until"),
         "{}",
         text(&o)
     );
@@ -630,13 +630,14 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
     assert_eq!(r["claimed_by_others"][0]["task"], "task-1", "{r}");
     assert_eq!(r["claimed_by_others"][0]["label"], "alice");
     assert_ne!(r["next_task"]["id"], "task-1", "{r}");
-    let next = r["next_task"]["id"].as_str().unwrap();
-    assert_eq!(r["claim_with"], format!("small claim {next}"), "{r}");
+    assert_eq!(r["claim_with"], "small claim --next", "{r}");
     let o = small(bob, 0, &["resume", "--no-check"]);
     assert!(
-        text(&o).contains(&format!(
-            "Claim it before you start, so no other agent starts it too: `small claim {next}`"
-        )),
+        text(&o).contains(
+            "Claim it before you start, so no other agent starts it too: `small claim --next`; \
+             after the work, `small checkpoint --status completed --evidence \"…\"` and \
+             `small sync`"
+        ),
         "{}",
         text(&o)
     );

@@ -52,11 +52,15 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 ## Working Loop
 
 1. `small status` to see where things stand: the tasks, their titles, the next task.
-   When other agents work in this repository too, claim a task before you start it:
-   `small claim --next` (or `small claim <task-id>`) takes a lease that agents on every
-   clone sharing the git remote see; a task another agent holds is not yours to work on,
-   and the writing commands refuse it. A completed, blocked or cancelled checkpoint gives
-   the lease back.
+   When other agents work in this repository too, work in this loop: `small claim --next`
+   takes the next ready task nobody holds (`small claim <task-id>` a given one), a lease
+   every clone sharing the git remote sees; do the work; then
+   `small checkpoint --status completed --evidence "<what proves it>"` completes the task
+   you hold, and `small sync` publishes it (`small sync --commit` commits the `.small/`
+   changes first when you have not). Until the completion is on the remote's default
+   branch, no other agent takes the task. A task another agent holds or finished is not
+   yours to work on: claiming it and the writing commands refuse it. A blocked checkpoint
+   gives the lease back.
 2. `small plan --add "<task>"` for new work (repeat `--add` for several);
    `small plan --cancel <task-id>` drops a task, `small plan --title <task-id> "<title>"`
    renames one.
@@ -79,6 +83,10 @@ The files in `.small/` are the source of truth; where this text and `.small/` di
 - `small mcp` serves the same operations over MCP (stdio) for hosts without a shell.
 - On parallel branches, name new tasks: `small plan --add "<task>" --id <name>`; run
   `small merge-driver --install` once per clone so `.small/` files merge entry by entry.
+- Agents on clones of one git remote each run the loop of step 1: `small claim --next`,
+  the work, `small checkpoint --status completed --evidence "<what proves it>"`,
+  `small sync` (it fetches, rebases through the merge driver and pushes, retrying when
+  another agent pushed first). `small claims` lists who holds what.
 
 ## SMALL 2.0.0 Workspaces
 
@@ -87,8 +95,9 @@ A workspace with `.small/profile.json` records work as immutable events of a ses
    over with `--takeover <session-id> --reason "<why>"`). The writing commands use it until
    it is closed; `--session <id>` names another.
 2. `plan --add`, `progress add`, `apply` and `checkpoint` work as above (one change per
-   `plan` call); `small evidence save --task <task-id> --file <file>` stores proof. A task
-   with acceptance criteria completes only once such proof (or a passing
+   `plan` call; repeated `--depends` count as one);
+   `small evidence save --task <task-id> --file <file>` stores proof. A task with
+   acceptance criteria completes only once such proof (or a passing
    `small apply --task <task-id> --cmd "<command>"`) is recorded for it.
    Writers wait for each other, so parallel calls are safe.
 3. `small session show` lists what the session did (events, tasks, receipts); then

@@ -507,10 +507,41 @@ pub fn next_runnable(tasks: &[Task]) -> Option<String> {
         .or_else(|| actionable(tasks, 1).into_iter().next())
 }
 
+/// Every task there is to work on, in the order [`next_runnable`] picks from: those in
+/// progress, then the actionable ones, in plan order.
+pub fn runnable(tasks: &[Task]) -> Vec<String> {
+    tasks
+        .iter()
+        .filter(|t| !t.id.is_empty() && t.effective_status() == TaskStatus::InProgress.as_str())
+        .map(|t| t.id.clone())
+        .chain(actionable(tasks, 0))
+        .collect()
+}
+
+/// The task to resume at when the tasks in `skip` (ids) are held elsewhere: the next
+/// runnable one, unless it is held; then the first runnable task not held, else it anyway.
+pub fn next_runnable_skipping(tasks: &[Task], skip: &[String]) -> Option<String> {
+    let next = next_runnable(tasks)?;
+    if !skip.contains(&next) {
+        return Some(next);
+    }
+    runnable(tasks)
+        .into_iter()
+        .find(|id| !skip.contains(id))
+        .or(Some(next))
+}
+
 /// Compute the resume state from the plan's tasks and the strict check.
 pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
+    compute_state_skipping(tasks, strict, &[])
+}
+
+/// [`compute_state`] for a checkout that must not resume at the tasks in `skip` (ids: the
+/// tasks other agents hold, `small claims`): a run in progress resumes at the first
+/// runnable task nobody else holds, or at the held one when every runnable task is held.
+pub fn compute_state_skipping(tasks: &[Task], strict: &Strict, skip: &[String]) -> State {
     let blocked = first_with_status(tasks, TaskStatus::Blocked.as_str());
-    let runnable = next_runnable(tasks);
+    let runnable = next_runnable_skipping(tasks, skip);
     if !strict.ok || (blocked.is_some() && runnable.is_none()) {
         let mut current = blocked.clone();
         if current.is_none() && !strict.ok {
@@ -797,6 +828,34 @@ mod tests {
             drop(txn);
             assert_eq!(std::fs::read_to_string(dir.path().join(&rel)).unwrap(), log);
         }
+    }
+
+    #[test]
+    fn a_held_task_is_skipped_for_the_next_free_one() {
+        let tasks = [
+            t("task-1", "completed", &[]),
+            t("task-2", "in_progress", &[]),
+            t("task-3", "pending", &["task-1"]),
+            t("task-4", "pending", &["task-2"]),
+            t("task-5", "", &[]),
+        ];
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(runnable(&tasks), ids(&["task-2", "task-3", "task-5"]));
+        let current = |skip: &[&str]| compute_state_skipping(&tasks, &OK, &ids(skip));
+        assert_eq!(current(&[]).current_task_id.as_deref(), Some("task-2"));
+        let s = current(&["task-2"]);
+        assert_eq!(s.current_task_id.as_deref(), Some("task-3"));
+        assert_eq!(s.next_steps, ["Continue with task-3"]);
+        assert_eq!(s.summary, "Run in progress. Next task: task-3.");
+        let s = current(&["task-2", "task-3"]);
+        assert_eq!(s.current_task_id.as_deref(), Some("task-5"));
+        // A held task that is not the next one changes nothing.
+        let s = current(&["task-5"]);
+        assert_eq!(s.current_task_id.as_deref(), Some("task-2"));
+        // Every runnable task held: the handoff keeps the one it would resume at.
+        let s = current(&["task-2", "task-3", "task-5"]);
+        assert_eq!(s.current_task_id.as_deref(), Some("task-2"));
+        assert_eq!(s.status, RunStatus::InProgress);
     }
 
     #[test]

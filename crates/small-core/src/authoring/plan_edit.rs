@@ -1,7 +1,8 @@
 //! `small plan` as one operation: add tasks, retitle, cancel, change status, add dependencies,
 //! or reset the plan; every change is recorded in the progress log, all in one transaction.
 //!
-//! Changes apply in a fixed order: add, title, done, pending, blocked, cancel, depends.
+//! Changes apply in a fixed order: add, title, done, pending, blocked, cancel, depends (each
+//! dependency in the order given).
 //! `done` follows the evidence rule of [`crate::authoring::record`]: the task needs a completed
 //! entry of its own with evidence (written by `small checkpoint`), and completed dependencies
 //! unless forced.
@@ -36,8 +37,8 @@ pub struct PlanRequest {
     pub blocked: Option<String>,
     /// Tasks to cancel (status `cancelled`; they stay in the plan and the history).
     pub cancel: Vec<String>,
-    /// (task, dependency): task depends on dependency.
-    pub depends: Option<(String, String)>,
+    /// (task, dependency) pairs, applied in order: task depends on dependency.
+    pub depends: Vec<(String, String)>,
     /// Complete `done` even though its dependencies are not completed.
     pub force: bool,
     /// Replace the plan with the template.
@@ -305,7 +306,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
             notes: "small plan --cancel".into(),
         });
     }
-    if let Some((task, dep)) = &req.depends {
+    for (task, dep) in &req.depends {
         let (task, dep) = (task.trim(), dep.trim());
         text = plan::add_dependency(&text, task, dep)?;
         let status = plan::parse(&text)

@@ -32,6 +32,10 @@ pub struct RecordRequest {
     pub timestamp: TimestampRule,
     /// Complete even though dependencies are not completed (recorded in the entry's notes).
     pub force: bool,
+    /// Tasks (id, who) finished in another checkout whose completion is not merged here
+    /// yet (their done records): they count as completed dependencies, and the entry's
+    /// notes say so.
+    pub completed_elsewhere: Vec<(String, String)>,
 }
 
 /// What was recorded.
@@ -155,15 +159,31 @@ fn build_entry(req: &RecordRequest, status: &str, default_evidence: Option<&str>
     e
 }
 
-fn note_forced(e: &mut NewEntry, req: &RecordRequest, open: &[TaskRef]) {
-    let list: Vec<String> = open
-        .iter()
-        .map(|t| format!("{} ({})", t.id, t.status))
-        .collect();
-    let mark = format!(
-        "completed with --force; dependencies not completed: {}",
-        list.join(", ")
-    );
+/// The entry's notes with what the completion went past: dependencies forced, and those
+/// completed in another checkout and not merged here yet.
+fn note_dependencies(e: &mut NewEntry, req: &RecordRequest, deps: &Dependencies) {
+    let mut marks = Vec::new();
+    if !deps.forced.is_empty() {
+        let list: Vec<String> = deps
+            .forced
+            .iter()
+            .map(|t| format!("{} ({})", t.id, t.status))
+            .collect();
+        marks.push(format!(
+            "completed with --force; dependencies not completed: {}",
+            list.join(", ")
+        ));
+    }
+    if !deps.elsewhere.is_empty() {
+        marks.push(format!(
+            "dependencies completed in another checkout, not merged here yet: {}",
+            deps.elsewhere.join(", ")
+        ));
+    }
+    if marks.is_empty() {
+        return;
+    }
+    let mark = marks.join("; ");
     let notes = match req.notes.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(n) => format!("{n} [{mark}]"),
         None => mark,
@@ -171,21 +191,36 @@ fn note_forced(e: &mut NewEntry, req: &RecordRequest, open: &[TaskRef]) {
     e.set("notes", notes);
 }
 
+/// The dependencies a completion went past.
+#[derive(Debug, Default)]
+struct Dependencies {
+    /// Not completed, passed with `force`.
+    forced: Vec<TaskRef>,
+    /// Completed in another checkout (`id by who`).
+    elsewhere: Vec<String>,
+}
+
 /// The completion rules shared by checkpoint and progress add.
 fn check_completion(
     tasks: &[Task],
     req: &RecordRequest,
     what: &str,
-) -> Result<Vec<TaskRef>, Error> {
+) -> Result<Dependencies, Error> {
     let task = req.task.trim();
     if !has_caller_evidence(req) {
         return Err(no_evidence(task, what));
     }
-    let open = open_dependencies(tasks, task);
-    if !open.is_empty() && !req.force {
-        return Err(open_dependencies_error(task, &open));
+    let mut deps = Dependencies::default();
+    for d in open_dependencies(tasks, task) {
+        match req.completed_elsewhere.iter().find(|(id, _)| *id == d.id) {
+            Some((id, who)) => deps.elsewhere.push(format!("{id} by {who}")),
+            None => deps.forced.push(d),
+        }
     }
-    Ok(open)
+    if !deps.forced.is_empty() && !req.force {
+        return Err(open_dependencies_error(task, &deps.forced));
+    }
+    Ok(deps)
 }
 
 fn outcome(
@@ -225,13 +260,13 @@ pub fn checkpoint(txn: &mut Transaction, req: &RecordRequest) -> Result<RecordOu
     if !tasks.iter().any(|t| t.id == task) {
         return Err(unknown_task(&tasks, &task));
     }
-    let forced_past = if status == "completed" {
+    let deps = if status == "completed" {
         check_completion(&tasks, req, "a completion")?
     } else {
         if !has_caller_evidence(req) {
             return Err(no_evidence(&task, "blocking"));
         }
-        Vec::new()
+        Dependencies::default()
     };
     let text = txn.read_string(&rel)?;
     // The replay id is computed (if the workspace has none yet) from the plan before the change.
@@ -242,9 +277,7 @@ pub fn checkpoint(txn: &mut Transaction, req: &RecordRequest) -> Result<RecordOu
     let new_text =
         plan::set_status(&text, &task, task_status).map_err(|e| TxnError::Invalid(e.diagnostic))?;
     let mut entry = build_entry(req, &status, None);
-    if !forced_past.is_empty() {
-        note_forced(&mut entry, req, &forced_past);
-    }
+    note_dependencies(&mut entry, req, &deps);
     handoff::attach_replay_id(txn, &mut entry)?;
     let appended = txn.append_progress(&entry, &req.timestamp)?;
     txn.write(rel, new_text.into_bytes());
@@ -254,7 +287,7 @@ pub fn checkpoint(txn: &mut Transaction, req: &RecordRequest) -> Result<RecordOu
         &status,
         appended,
         Some(status.clone()),
-        forced_past,
+        deps.forced,
         true,
     ))
 }
@@ -274,19 +307,17 @@ pub fn add_progress(txn: &mut Transaction, req: &RecordRequest) -> Result<Record
     let task = req.task.trim().to_string();
     let tasks = plan_tasks(txn)?.unwrap_or_default();
     require_task(&tasks, &task)?;
-    let forced_past = if status == "completed" && !bookkeeping::is_meta(&task) {
+    let deps = if status == "completed" && !bookkeeping::is_meta(&task) {
         check_completion(&tasks, req, "a completion")?
     } else {
-        Vec::new()
+        Dependencies::default()
     };
     let mut entry = build_entry(req, &status, Some(PROGRESS_DEFAULT_EVIDENCE));
-    if !forced_past.is_empty() {
-        note_forced(&mut entry, req, &forced_past);
-    }
+    note_dependencies(&mut entry, req, &deps);
     handoff::attach_replay_id(txn, &mut entry)?;
     let appended = txn.append_progress(&entry, &req.timestamp)?;
     let in_plan = tasks.iter().any(|t| t.id == task);
-    Ok(outcome(req, &status, appended, None, forced_past, in_plan))
+    Ok(outcome(req, &status, appended, None, deps.forced, in_plan))
 }
 
 /// What [`migrate_progress`] did.
@@ -389,10 +420,20 @@ mod tests {
             e.message()
         );
         assert!(e.diagnostic.help.as_deref().unwrap().contains("--force"));
+        let elsewhere = RecordRequest {
+            completed_elsewhere: vec![("a".into(), "alice".into())],
+            ..req.clone()
+        };
+        let deps = check_completion(&tasks, &elsewhere, "a completion").unwrap();
+        assert_eq!(
+            (deps.forced.len(), deps.elsewhere),
+            (0, vec!["a by alice".into()])
+        );
         let forced = RecordRequest { force: true, ..req };
         assert_eq!(
             check_completion(&tasks, &forced, "a completion")
                 .unwrap()
+                .forced
                 .len(),
             1
         );

@@ -30,6 +30,10 @@ pub const CHECK_INLINE_BYTES: u64 = 1024 * 1024;
 /// Where the last verdict is kept, relative to the workspace root.
 pub const VERDICT_FILE: &str = ".small-cache/resume-check.json";
 
+/// What the context tells an agent to run before it starts, where claims can be shared: the
+/// first step of the loop (docs/agents.md, "The loop").
+const CLAIM_NEXT: &str = "small claim --next";
+
 /// When to run the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GateMode {
@@ -56,6 +60,8 @@ pub struct ResumeOptions {
     /// The workspace is in a git repository, where agents share claims: the context tells
     /// an agent to claim its next task before it starts.
     pub claims_available: bool,
+    /// The tasks (ids) this checkout holds live leases on: its next task needs no claim.
+    pub held_here: Vec<String>,
 }
 
 /// A task another agent holds a live lease on.
@@ -80,6 +86,7 @@ impl Default for ResumeOptions {
             cache: true,
             claimed: Vec::new(),
             claims_available: false,
+            held_here: Vec::new(),
         }
     }
 }
@@ -154,8 +161,9 @@ pub struct Resume {
     /// that resolve it (the real conflict id and frontier).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<ConflictView>,
-    /// The command that claims the next task, where claims can be shared (a git
-    /// repository): run it before starting, so no other agent starts the task too.
+    /// The command that claims the next task (`small claim --next`), where claims can be
+    /// shared (a git repository): the first step of the loop (claim, work, `small checkpoint
+    /// --status completed`, `small sync`), so no other agent starts the task too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claim_with: Option<String>,
     /// Tasks other agents hold (live leases): the next task is none of them.
@@ -282,8 +290,9 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             .find(|t| !held(t)),
         other => other,
     };
-    if let Some(t) = next.filter(|_| opts.claims_available) {
-        r.claim_with = Some(format!("small claim {}", t.name()));
+    let mine = next.is_some_and(|t| opts.held_here.contains(&t.id));
+    if next.is_some() && opts.claims_available && !mine {
+        r.claim_with = Some(CLAIM_NEXT.to_string());
     }
     if let Some(t) = next {
         r.next_task = Some(NextTask {
@@ -510,7 +519,8 @@ pub fn to_markdown(r: &Resume) -> String {
         }
         if let Some(c) = &r.claim_with {
             o.push_str(&format!(
-                "Claim it before you start, so no other agent starts it too: `{c}`\n"
+                "Claim it before you start, so no other agent starts it too: `{c}`; after the \
+                 work, `small checkpoint --status completed --evidence \"…\"` and `small sync`\n"
             ));
         }
         for s in &t.steps {

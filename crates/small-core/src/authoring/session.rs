@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::authoring::activity;
 use crate::authoring::error::{code, Error};
 use crate::authoring::handoff::{
-    self, compute_state, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
+    self, compute_state_skipping, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
 };
 use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{self, NewEntry, TimestampRule};
@@ -107,6 +107,10 @@ pub struct HandoffRequest {
     pub replay_id: Option<ReplayId>,
     /// The end-of-run check: refuse while a task of this run is left open.
     pub final_check: bool,
+    /// Tasks (ids) not to resume at: those other agents hold (their live leases and done
+    /// records, `small claims`). The handoff resumes at the next runnable task not among
+    /// them, or at the one it would resume at when every runnable task is.
+    pub skip: Vec<String>,
 }
 
 /// What [`write_handoff`] staged.
@@ -297,13 +301,15 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 /// The run's state: strict check of the workspace with a provisional handoff carrying
-/// `replay_id`, the plan and the current run's activity. Stages nothing that stays.
+/// `replay_id`, the plan and the current run's activity. Stages nothing that stays. The
+/// task to resume at is none of `skip` while another is runnable.
 fn assess(
     txn: &mut Transaction,
     snap: &Artifacts,
     replay_id: &ReplayId,
     run: Option<&RunMeta>,
     fresh: bool,
+    skip: &[String],
 ) -> Result<(Vec<Task>, Strict, RunReport, Vec<TaskRef>), TxnError> {
     let tasks = load_tasks_in(txn, snap)?;
     let provisional = Handoff {
@@ -351,7 +357,7 @@ fn assess(
         activity_for(txn, snap, &open, strict.log_tasks.as_ref())?
     };
     let open = open_tasks(&tasks, &activity);
-    let state = compute_state(&tasks, &strict);
+    let state = compute_state_skipping(&tasks, &strict, skip);
     let mut in_progress: Vec<TaskRef> = tasks
         .iter()
         .filter(|t| t.effective_status() == "in_progress")
@@ -487,19 +493,36 @@ fn choose_summary(
     }
 }
 
-/// Build the handoff for the current state (nothing of it staged yet). `fresh`: a new run
-/// whose `meta/reset` entry is staged as the log's last entry (the old handoff is not kept and
-/// the run has no activity yet).
+/// What [`build`] is asked for besides the replayId and the run block.
+#[derive(Debug, Clone, Copy, Default)]
+struct BuildOptions<'a> {
+    /// The summary to write (none: keep a caller's while the state is unchanged, else
+    /// compute one).
+    summary: Option<&'a str>,
+    /// Refuse while a task of this run is left open.
+    final_check: bool,
+    /// A new run whose `meta/reset` entry is staged as the log's last entry (the old
+    /// handoff is not kept and the run has no activity yet).
+    fresh: bool,
+    /// Tasks (ids) not to resume at ([`HandoffRequest::skip`]).
+    skip: &'a [String],
+}
+
+/// Build the handoff for the current state (nothing of it staged yet).
 fn build(
     txn: &mut Transaction,
     snap: &Artifacts,
-    summary: Option<&str>,
     replay_id: ReplayId,
     run: Option<RunMeta>,
-    final_check: bool,
-    fresh: bool,
+    opts: BuildOptions<'_>,
 ) -> Result<HandoffOutcome, Error> {
-    let (_tasks, _strict, report, open) = assess(txn, snap, &replay_id, run.as_ref(), fresh)?;
+    let BuildOptions {
+        summary,
+        final_check,
+        fresh,
+        skip,
+    } = opts;
+    let (_tasks, _strict, report, open) = assess(txn, snap, &replay_id, run.as_ref(), fresh, skip)?;
     if final_check && !open.is_empty() {
         return Err(unfinished(&open));
     }
@@ -589,11 +612,14 @@ pub fn write_handoff_in(
     let out = build(
         txn,
         snap,
-        req.summary.as_deref(),
         replay_id,
         None,
-        req.final_check,
-        false,
+        BuildOptions {
+            summary: req.summary.as_deref(),
+            final_check: req.final_check,
+            fresh: false,
+            skip: &req.skip,
+        },
     )?;
     stage_in(txn, snap, &out.handoff)?;
     Ok(out)
@@ -719,11 +745,12 @@ pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, 
     let out = build(
         txn,
         &snap,
-        req.summary.as_deref(),
         replay_id,
         Some(run),
-        false,
-        false,
+        BuildOptions {
+            summary: req.summary.as_deref(),
+            ..BuildOptions::default()
+        },
     )?;
     stage_in(txn, &snap, &out.handoff)?;
     if self_heal {
@@ -854,14 +881,15 @@ pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, 
     let out = build(
         txn,
         &Artifacts::new(),
-        None,
         ReplayId {
             value: new_id.clone(),
             source: "auto".into(),
         },
         Some(run),
-        false,
-        true,
+        BuildOptions {
+            fresh: true,
+            ..BuildOptions::default()
+        },
     )?;
     txn.write(
         handoff::handoff_rel(),

@@ -129,7 +129,11 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
     // --auto-checkpoint completed the task (its lease becomes a done record) or blocked it
     // (its lease is given back).
     if let Some(task) = task.filter(|_| req.run.auto_checkpoint) {
-        let status = if out.exit_code() == 0 { "completed" } else { "blocked" };
+        let status = if out.exit_code() == 0 {
+            "completed"
+        } else {
+            "blocked"
+        };
         fence::after_checkpoint(ws, task, status, &Default::default());
     }
     Ok(out)

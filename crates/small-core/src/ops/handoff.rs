@@ -1,6 +1,7 @@
 //! `handoff`: the resume point for the next session, for either profile. v1 writes
-//! `handoff.small.yml` from the plan and the progress log; 2.0.0 records an authoritative
-//! `handoff_recorded` event in the session, refused while a semantic conflict is unresolved.
+//! `handoff.small.yml` from the plan and the progress log, resuming at a task no other agent
+//! holds when one is ready; 2.0.0 records an authoritative `handoff_recorded` event in the
+//! session (it names no task), refused while a semantic conflict is unresolved.
 
 use std::time::Duration;
 
@@ -116,6 +117,11 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
         ),
         _ => None,
     };
+    // A handoff sums up the run; it writes on no task, so no lease fences it. It does not
+    // resume at a task another agent holds (a live lease or a done record this checkout
+    // has seen, as `small resume` skips them) while another task is ready.
+    let (others, _) = crate::ops::claims::seen_by_holder(ws);
+    let skip = others.into_iter().map(|c| c.task_id).collect();
     let (_, mut txn) = ws.transaction(req.lock_timeout)?;
     // One snapshot for the scope check and the handoff: each file is read once.
     let snap = Artifacts::new();
@@ -124,12 +130,9 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
         summary: req.summary.clone(),
         replay_id,
         final_check: req.final_check,
+        skip,
     };
     let out = session::write_handoff_in(&mut txn, &snap, &core)?;
-    // The task the handoff resumes at is not handed off over another live holder's lease.
-    if let Some(task) = out.run.current_task_id.as_deref() {
-        crate::ops::claims::fence::before_write(ws, task, false)?;
-    }
     let report = txn.commit()?;
     Ok(HandedOff::V1(Box::new(V1Handoff {
         profile: crate::spec::consts::PROTOCOL_VERSION,

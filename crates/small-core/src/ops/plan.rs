@@ -1,5 +1,6 @@
 //! `plan`: change the plan, for either profile. v1 edits `plan.small.yml` in place and records
-//! each change in the progress log; 2.0.0 records one task event per call in the session.
+//! each change in the progress log; 2.0.0 records one task event per call in the session (one
+//! per dependency when the call adds several).
 
 use std::time::Duration;
 
@@ -25,8 +26,8 @@ pub struct PlanRequest {
     pub blocked: Option<String>,
     /// v1: tasks to cancel.
     pub cancel: Vec<String>,
-    /// `TASK:DEP`: TASK depends on DEP.
-    pub depends: Option<String>,
+    /// `TASK:DEP` each, applied in order: TASK depends on DEP.
+    pub depends: Vec<String>,
     /// v1: complete `done` although its dependencies are not completed.
     pub force: bool,
     /// v1: replace the plan with the template (2.0.0: refused, history is not reset).
@@ -52,6 +53,10 @@ pub struct V1Plan {
 pub struct V2Plan {
     pub alias: String,
     pub event: serde_json::Value,
+    /// Several `--depends`: every event written, in order (`alias`, `event` and `task_id`
+    /// are the last one's). Absent for one change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<serde_json::Value>,
     pub profile: &'static str,
     pub task_id: String,
     /// What changed: `added`, `status` or `dependency`, with the title or the status.
@@ -61,6 +66,9 @@ pub struct V2Plan {
     pub detail: String,
     #[serde(skip)]
     pub event_id: String,
+    /// Each change's (alias, event id), in order, for the text output.
+    #[serde(skip)]
+    pub changes: Vec<(String, String)>,
 }
 
 /// A 2.0.0 task as the plan lists it.
@@ -86,31 +94,28 @@ pub enum Planned {
 
 /// Change the plan.
 pub fn plan(ws: &Workspace, req: &PlanRequest) -> OpResult<Planned> {
-    let depends = parse_depends(req.depends.as_deref())?;
+    let depends = parse_depends(&req.depends)?;
     match ws.profile {
         Profile::V1 => plan_v1(ws, req, depends),
         Profile::V2 => plan_v2(ws, req, depends),
     }
 }
 
-fn parse_depends(spec: Option<&str>) -> OpResult<Option<(String, String)>> {
-    match spec {
-        None => Ok(None),
-        Some(spec) => match spec.split_once(':') {
-            Some((t, d)) => Ok(Some((t.trim().to_string(), d.trim().to_string()))),
+/// Each `TASK:DEP`, in order; a malformed one refuses them all (a usage error).
+fn parse_depends(specs: &[String]) -> OpResult<Vec<(String, String)>> {
+    specs
+        .iter()
+        .map(|spec| match spec.split_once(':') {
+            Some((t, d)) => Ok((t.trim().to_string(), d.trim().to_string())),
             None => Err(OpError::usage(
                 "usage",
                 format!("--depends {spec:?}: write it as <task-id>:<dep-id>, e.g. task-3:task-2"),
             )),
-        },
-    }
+        })
+        .collect()
 }
 
-fn plan_v1(
-    ws: &Workspace,
-    req: &PlanRequest,
-    depends: Option<(String, String)>,
-) -> OpResult<Planned> {
+fn plan_v1(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) -> OpResult<Planned> {
     if req.session.is_some() {
         return Err(OpError::usage(
             "usage",
@@ -151,11 +156,7 @@ fn plan_v1(
     })))
 }
 
-fn plan_v2(
-    ws: &Workspace,
-    req: &PlanRequest,
-    depends: Option<(String, String)>,
-) -> OpResult<Planned> {
+fn plan_v2(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) -> OpResult<Planned> {
     if req.reset {
         return Err(OpError::invalid(
             crate::authoring::error::code::REFUSED,
@@ -187,14 +188,17 @@ fn plan_v2(
             });
         }
     }
-    if let Some((task, on)) = depends {
-        changes.push(PlanChange::Depends { task, on });
-    }
-    if changes.len() > 1 {
+    if changes.len() + usize::from(!depends.is_empty()) > 1 {
         return Err(OpError::invalid(
             crate::authoring::error::code::REFUSED,
-            "a 2.0.0 plan takes one change per call",
+            "a 2.0.0 plan takes one change per call (several --depends count as one)",
         ));
+    }
+    if depends.len() > 1 {
+        return plan_v2_dependencies(ws, req, &depends);
+    }
+    if let Some((task, on)) = depends.into_iter().next() {
+        changes.push(PlanChange::Depends { task, on });
     }
     let Some(change) = changes.pop() else {
         return Ok(list_v2(ws));
@@ -208,13 +212,53 @@ fn plan_v2(
         PlanChange::Depends { on, .. } => ("dependency", on.clone()),
     };
     Ok(Planned::V2(Box::new(V2Plan {
+        changes: vec![(alias.clone(), e.draft.event_id.clone())],
         alias,
         event: members_json(&e.members),
+        events: Vec::new(),
         profile: crate::v2::PROFILE_VERSION,
         task_id: id,
         kind,
         detail,
         event_id: e.draft.event_id,
+    })))
+}
+
+/// Several `--depends` on 2.0.0: one `task_updated` event each, in order, all checked
+/// before the first is written.
+fn plan_v2_dependencies(
+    ws: &Workspace,
+    req: &PlanRequest,
+    depends: &[(String, String)],
+) -> OpResult<Planned> {
+    let session = v2w::resolve_session(&ws.root, req.session.as_deref())?;
+    let mut w = ws.writer(req.lock_timeout)?;
+    let mut written = v2w::plan_dependencies(&mut w, &session, depends)?;
+    let changes = written
+        .iter()
+        .map(|(alias, _, e)| (alias.clone(), e.draft.event_id.clone()))
+        .collect();
+    let events = written
+        .iter()
+        .map(|(_, _, e)| members_json(&e.members))
+        .collect();
+    let Some((alias, id, e)) = written.pop() else {
+        return Err(OpError::usage(
+            "usage",
+            "--depends needs <task-id>:<dep-id>",
+        ));
+    };
+    let on = depends.last().map(|(_, on)| on.clone()).unwrap_or_default();
+    Ok(Planned::V2(Box::new(V2Plan {
+        alias,
+        event: members_json(&e.members),
+        events,
+        profile: crate::v2::PROFILE_VERSION,
+        task_id: id,
+        kind: "dependency",
+        detail: on,
+        event_id: e.draft.event_id,
+        changes,
     })))
 }
 

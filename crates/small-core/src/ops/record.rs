@@ -275,7 +275,10 @@ fn v1_record(
             "--session applies to SMALL 2.0.0 workspaces; this one is v1",
         ));
     }
-    let core = v1_request(req)?;
+    let mut core = v1_request(req)?;
+    if core.status.trim().eq_ignore_ascii_case("completed") {
+        core.completed_elsewhere = crate::ops::claims::completed_elsewhere(ws);
+    }
     let (root, mut txn) = ws.transaction(req.lock_timeout)?;
     crate::authoring::handoff::check_command_scope(&txn, req.scope, command, true)?;
     let out = step(&mut txn, &core)?;
@@ -303,6 +306,7 @@ fn v1_request(req: &RecordRequest) -> OpResult<record::RecordRequest> {
         notes: req.notes.clone(),
         timestamp,
         force: req.force,
+        completed_elsewhere: Vec::new(),
     })
 }
 

@@ -100,8 +100,10 @@ pub fn resume(
     opts: &crate::authoring::resume::ResumeOptions,
 ) -> crate::authoring::resume::Resume {
     let ws = Workspace::from_small_dir(loc.small_dir.clone());
+    let (claimed, held_here) = crate::ops::claims::seen_by_holder(&ws);
     let opts = crate::authoring::resume::ResumeOptions {
-        claimed: crate::ops::claims::claimed_by_others(&ws),
+        claimed,
+        held_here,
         claims_available: crate::ops::claims::in_repository(&ws),
         ..opts.clone()
     };

@@ -97,12 +97,35 @@ pub fn sync(ws: &Workspace, req: &SyncRequest) -> OpResult<SyncOutcome> {
             rebased |= rebase(&git, up)?;
         }
         let head = git.ok(&["rev-parse", "HEAD"], None)?.trim().to_string();
-        if upstream.as_deref().is_some_and(|up| sha_of(&git, up) == head) {
-            return Ok(outcome("up-to-date", &repo, head, committed, rebased, attempt, installed_merge_driver, finished, Vec::new()));
+        if upstream
+            .as_deref()
+            .is_some_and(|up| sha_of(&git, up) == head)
+        {
+            return Ok(outcome(
+                "up-to-date",
+                &repo,
+                head,
+                committed,
+                rebased,
+                attempt,
+                installed_merge_driver,
+                finished,
+                Vec::new(),
+            ));
         }
         if repo.push(&git)? {
             let stamped = claims::done::stamp_mine(ws, &head, &repo.label());
-            return Ok(outcome("pushed", &repo, head, committed, rebased, attempt, installed_merge_driver, finished, stamped));
+            return Ok(outcome(
+                "pushed",
+                &repo,
+                head,
+                committed,
+                rebased,
+                attempt,
+                installed_merge_driver,
+                finished,
+                stamped,
+            ));
         }
         if attempt < attempts {
             std::thread::sleep(backoff(attempt));
@@ -149,14 +172,13 @@ fn outcome(
 fn backoff(attempt: u32) -> Duration {
     let base = 50u64.saturating_mul(1 << attempt.min(6)).min(2000);
     let mut b = [0u8; 2];
-    let jitter = getrandom::fill(&mut b).map_or(0, |()| u64::from(u16::from_le_bytes(b)) % (base / 2 + 1));
+    let jitter =
+        getrandom::fill(&mut b).map_or(0, |()| u64::from(u16::from_le_bytes(b)) % (base / 2 + 1));
     Duration::from_millis(base / 2 + jitter)
 }
 
 /// The branch being published and where it goes.
 struct Repo {
-    /// The local branch (`refs/heads/…` without the prefix).
-    local: String,
     remote: String,
     /// The branch on the remote.
     branch: String,
@@ -166,8 +188,10 @@ impl Repo {
     fn open(git: &Git, remote: Option<&str>) -> OpResult<Repo> {
         let top = git.run(&["rev-parse", "--show-toplevel"], None)?;
         if !top.success {
-            return Err(system("this workspace is not in a git repository: nothing to sync")
-                .with_help("run `git init` and add a remote"));
+            return Err(
+                system("this workspace is not in a git repository: nothing to sync")
+                    .with_help("run `git init` and add a remote"),
+            );
         }
         if in_progress(git)? {
             return Err(OpError::invalid(
@@ -199,7 +223,9 @@ impl Repo {
         if remote.starts_with('-') {
             return Err(OpError::usage(
                 crate::authoring::error::code::USAGE,
-                format!("the remote name {remote:?} starts with `-`, which git would read as an option"),
+                format!(
+                    "the remote name {remote:?} starts with `-`, which git would read as an option"
+                ),
             ));
         }
         let remotes = git.ok(&["remote"], None)?;
@@ -211,11 +237,7 @@ impl Repo {
             (Some(r), Some(b)) if *r == remote => b,
             _ => local.clone(),
         };
-        Ok(Repo {
-            local,
-            remote,
-            branch,
-        })
+        Ok(Repo { remote, branch })
     }
 
     /// `origin/main`.
@@ -233,8 +255,6 @@ impl Repo {
         let spec = format!("+refs/heads/{}:{}", self.branch, self.tracking());
         let out = git.run(
             &[
-                "-c",
-                "gc.auto=0",
                 "fetch",
                 "--quiet",
                 "--no-tags",
@@ -263,10 +283,7 @@ impl Repo {
     /// moved on first (fetch, rebase and try again).
     fn push(&self, git: &Git) -> OpResult<bool> {
         let spec = format!("HEAD:refs/heads/{}", self.branch);
-        let out = git.run(
-            &["push", "--porcelain", "--", &self.remote, &spec],
-            None,
-        )?;
+        let out = git.run(&["push", "--porcelain", "--", &self.remote, &spec], None)?;
         let target = format!(":refs/heads/{}", self.branch);
         let line = out
             .stdout
@@ -276,14 +293,25 @@ impl Repo {
         if out.success && matches!(flag, "*" | " " | "+" | "=") {
             return Ok(true);
         }
+        // Another push got there first (or holds the server's ref lock for a moment):
+        // fetch, rebase and try again. Anything else (a hook that declined, no permission)
+        // is reported as git says it.
         let rejected = flag == "!"
             && line.is_some_and(|l| {
-                l.contains("non-fast-forward") || l.contains("fetch first") || l.contains("stale")
+                [
+                    "non-fast-forward",
+                    "fetch first",
+                    "stale info",
+                    "cannot lock ref",
+                    "failed to update ref",
+                    "incorrect old value",
+                ]
+                .iter()
+                .any(|why| l.contains(why))
             });
         if rejected {
             return Ok(false);
         }
-        let _ = &self.local;
         Err(system(format!(
             "`git push` to `{}` failed: {}",
             self.remote,
@@ -294,7 +322,12 @@ impl Repo {
 
 /// Whether git is in the middle of a rebase, merge or cherry-pick.
 fn in_progress(git: &Git) -> OpResult<bool> {
-    for name in ["rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD"] {
+    for name in [
+        "rebase-merge",
+        "rebase-apply",
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+    ] {
         let out = git.run(&["rev-parse", "--git-path", name], None)?;
         if out.success && git.dir.join(out.stdout.trim()).exists() {
             return Ok(true);
@@ -318,8 +351,14 @@ fn ensure_merge_driver(git: &Git, root: &std::path::Path, req: &SyncRequest) -> 
     if !have.success || have.stdout.trim().is_empty() {
         let command = req.driver_command.clone().unwrap_or_else(|| "small".into());
         for (key, value) in [
-            ("merge.small.name", "SMALL artifacts (small merge-driver)".to_string()),
-            ("merge.small.driver", format!("{command} merge-driver %O %A %B %P")),
+            (
+                "merge.small.name",
+                "SMALL artifacts (small merge-driver)".to_string(),
+            ),
+            (
+                "merge.small.driver",
+                format!("{command} merge-driver %O %A %B %P"),
+            ),
         ] {
             git.ok(&["config", "--local", key, &value], None)?;
         }
@@ -375,13 +414,21 @@ fn commit_small(git: &Git, _repo: &Repo, req: &SyncRequest) -> OpResult<Option<S
     if !out.success {
         return Err(system(format!("`git commit` failed: {}", out.reason())));
     }
-    Ok(Some(git.ok(&["rev-parse", "HEAD"], None)?.trim().to_string()))
+    Ok(Some(
+        git.ok(&["rev-parse", "HEAD"], None)?.trim().to_string(),
+    ))
 }
 
 /// Refuse when tracked files have changes a rebase would trip on, naming them.
 fn refuse_uncommitted(git: &Git, committed: bool) -> OpResult<()> {
     let out = git.ok(
-        &["status", "--porcelain=v1", "--untracked-files=no", "--", ":/"],
+        &[
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=no",
+            "--",
+            ":/",
+        ],
         None,
     )?;
     let files: Vec<&str> = out.lines().filter_map(|l| l.get(3..)).collect();
@@ -396,10 +443,7 @@ fn refuse_uncommitted(git: &Git, committed: bool) -> OpResult<()> {
     };
     Err(OpError::invalid(
         code::UNCOMMITTED,
-        format!(
-            "uncommitted changes would be in the way: {}",
-            shown(&files)
-        ),
+        format!("uncommitted changes would be in the way: {}", shown(&files)),
     )
     .with_help(help))
 }
@@ -448,14 +492,12 @@ fn rebase(git: &Git, upstream: &str) -> OpResult<bool> {
     } else {
         "others changed the same lines of"
     };
-    Err(OpError::invalid(
-        code::CONFLICT,
-        format!("{what} {}", shown(&files)),
-    )
-    .with_help(
-        "the rebase was aborted and your commits are kept: `git pull --rebase`, resolve the \
+    Err(
+        OpError::invalid(code::CONFLICT, format!("{what} {}", shown(&files))).with_help(
+            "the rebase was aborted and your commits are kept: `git pull --rebase`, resolve the \
          files, `git rebase --continue`, then `small sync`",
-    ))
+        ),
+    )
 }
 
 /// At most ten names, then how many more.

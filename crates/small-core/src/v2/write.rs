@@ -1000,7 +1000,8 @@ pub fn acceptance_evidence(w: &mut Writer, t: &TaskRef) -> Result<Vec<String>> {
     )))
 }
 
-/// What `plan` changes on a 2.0.0 workspace (one change per call).
+/// What `plan` changes on a 2.0.0 workspace (one change per call, or several dependencies:
+/// [`plan_dependencies`]).
 #[derive(Debug, Clone)]
 pub enum PlanChange {
     Add { title: String },
@@ -1065,11 +1066,7 @@ pub fn plan(
             Ok((t.task.alias.clone(), t.task.id.clone(), e))
         }
         PlanChange::Depends { task, on } => {
-            let t = w.task(task)?;
-            let d = w.task(on)?;
-            if t.task.id == d.task.id {
-                return Err(refused(acode::REFUSED, "a task cannot depend on itself"));
-            }
+            let (t, d) = dependency(w, task, on)?;
             let mut deps = t.task.dependencies.clone();
             if !deps.contains(&d.task.id) {
                 deps.push(d.task.id.clone());
@@ -1102,6 +1099,40 @@ pub fn plan(
             Ok((t.task.alias.clone(), t.task.id.clone(), e))
         }
     }
+}
+
+/// The tasks of a dependency `task` on `on`, refused when either is unknown or they are the
+/// same task.
+fn dependency(w: &Writer, task: &str, on: &str) -> Result<(TaskRef, TaskRef)> {
+    let t = w.task(task)?;
+    let d = w.task(on)?;
+    if t.task.id == d.task.id {
+        return Err(refused(acode::REFUSED, "a task cannot depend on itself"));
+    }
+    Ok((t, d))
+}
+
+/// Several dependencies in one `plan` call, `(task, on)` each: one `task_updated` event
+/// each, in order. Every one is checked before the first is written, so a refused one
+/// writes nothing.
+pub fn plan_dependencies(
+    w: &mut Writer,
+    session: &str,
+    deps: &[(String, String)],
+) -> Result<Vec<(String, String, Written)>> {
+    w.fresh()?;
+    for (task, on) in deps {
+        dependency(w, task, on)?;
+    }
+    deps.iter()
+        .map(|(task, on)| {
+            let change = PlanChange::Depends {
+                task: task.clone(),
+                on: on.clone(),
+            };
+            plan(w, session, &change)
+        })
+        .collect()
 }
 
 /// The outcome of a command `apply` ran, to record.

@@ -19,18 +19,17 @@ use super::store::Store;
 /// The most bytes of one file, and of all files, read from a branch's tree.
 const MAX_FILE_BYTES: u64 = 64 << 20;
 const MAX_TOTAL_BYTES: u64 = 512 << 20;
-/// Where the answer for the last tree read is kept (`git rev-parse --git-path`).
-const CACHE: &str = "small/branch-tasks";
 
 /// The statuses the branch shows, by task id and by alias: `completed` or `cancelled`
 /// (other statuses are left out).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Finished {
     /// The branch as people name it (`origin/main`), empty when there is none.
     pub branch: String,
     pub tasks: BTreeMap<String, String>,
-    /// This checkout's `HEAD` already contains the branch: its own plan is the newer word.
-    pub contained: bool,
+    /// Asks whether `HEAD` contains the branch, once, when it matters.
+    contained: std::cell::OnceCell<bool>,
+    probe: Option<(Git, String)>,
 }
 
 impl Finished {
@@ -38,10 +37,22 @@ impl Finished {
     pub fn outcome(&self, task: &str) -> Option<&str> {
         self.tasks.get(task).map(String::as_str)
     }
+
+    /// Whether this checkout's `HEAD` already contains the branch: then its own plan is
+    /// the newer word on every task (one `git merge-base`, asked once).
+    pub fn contained(&self) -> bool {
+        *self.contained.get_or_init(|| {
+            self.probe.as_ref().is_some_and(|(git, local_ref)| {
+                git.run(&["merge-base", "--is-ancestor", local_ref, "HEAD"], None)
+                    .is_ok_and(|o| o.success)
+            })
+        })
+    }
 }
 
-/// What `store`'s branch (as last fetched) shows finished.
-pub(crate) fn finished(store: &Store) -> OpResult<Finished> {
+/// What `store`'s branch (as last fetched) shows finished, given the id of its `.small/`
+/// tree there (read with the leases; `None`: the branch has no workspace).
+pub(crate) fn finished(store: &Store, tree: Option<String>) -> OpResult<Finished> {
     let Some(branch) = &store.branch else {
         return Ok(Finished::default());
     };
@@ -49,58 +60,27 @@ pub(crate) fn finished(store: &Store) -> OpResult<Finished> {
         Some(r) => format!("{r}/{}", branch.name),
         None => branch.name.clone(),
     };
-    let dir = if store.path.is_empty() {
-        ".small".to_string()
-    } else {
-        format!("{}/.small", store.path)
-    };
-    let out = store.git.run(
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{}:{dir}", branch.local_ref),
-        ],
-        None,
-    )?;
-    let tree = out.stdout.trim().to_string();
-    if !out.success || tree.is_empty() {
+    let Some(tree) = tree else {
         return Ok(Finished {
             branch: label,
             ..Finished::default()
         });
-    }
-    let cache = cache_path(&store.git)?;
-    let tasks = match cache.as_deref().and_then(|p| cached(p, &tree)) {
+    };
+    let cache = &store.repo.branch_cache;
+    let tasks = match cached(cache, &tree) {
         Some(tasks) => tasks,
         None => {
             let tasks = load_tree(&store.git, &tree)?;
-            if let Some(p) = &cache {
-                keep(p, &tree, &tasks);
-            }
+            keep(cache, &tree, &tasks);
             tasks
         }
     };
-    let contained = !tasks.is_empty()
-        && store
-            .git
-            .run(
-                &["merge-base", "--is-ancestor", &branch.local_ref, "HEAD"],
-                None,
-            )?
-            .success;
     Ok(Finished {
         branch: label,
         tasks,
-        contained,
+        contained: std::cell::OnceCell::new(),
+        probe: Some((store.git.clone(), branch.local_ref.clone())),
     })
-}
-
-fn cache_path(git: &Git) -> OpResult<Option<std::path::PathBuf>> {
-    let out = git.run(&["rev-parse", "--git-path", CACHE], None)?;
-    Ok(out
-        .success
-        .then(|| git.dir.join(out.stdout.trim_end_matches(['\n', '\r']))))
 }
 
 /// The answer kept for `tree`, when the cache holds it.
@@ -138,9 +118,8 @@ fn keep(path: &Path, tree: &str, tasks: &BTreeMap<String, String>) {
 
 /// Load the `.small/` tree `tree` as a workspace: its finished tasks.
 fn load_tree(git: &Git, tree: &str) -> OpResult<BTreeMap<String, String>> {
-    let tmp = tempfile::tempdir().map_err(|e| {
-        super::git::system(format!("cannot make a temporary directory: {e}"))
-    })?;
+    let tmp = tempfile::tempdir()
+        .map_err(|e| super::git::system(format!("cannot make a temporary directory: {e}")))?;
     let small = tmp.path().join(crate::spec::consts::SMALL_DIR);
     std::fs::create_dir_all(&small)
         .map_err(|e| super::git::system(format!("cannot write {}: {e}", small.display())))?;

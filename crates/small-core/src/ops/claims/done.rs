@@ -5,10 +5,11 @@
 //! event; `small sync` adds the commit that carries it once pushed. Until the remote's
 //! default branch shows the task finished, the record holds the task against every claim,
 //! in every checkout, pulled or not. Then it is pruned (by `claims --prune`, or by any
-//! claim that finds it), once [`GRACE`] has passed since it was pushed, so that a reader
-//! whose fetch began before the push still found the record. A completion that never
-//! reaches the remote is reopened explicitly (`claim --reopen`), once the record is older
-//! than its TTL.
+//! claim that finds it) once a grace has passed since the record's last write (its
+//! completion, or the stamp `small sync` adds after the push): `SMALL_CLAIM_TIMEOUT`, the
+//! longest a fetch may take, plus the skew, so that a reader whose fetch began before the
+//! push found the record or the completion. A completion that never reaches the remote is
+//! reopened explicitly (`claim --reopen`), once the record is older than its TTL.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,12 +20,7 @@ use crate::state::Task;
 use super::branch::Finished;
 use super::record::{self, Done, Record, Reopened};
 use super::store::{Store, Stored, Swap};
-use super::{code, holder_id, Claimant, ClaimOutcome, Lease, Where, ROUNDS};
-
-/// How long a done record stays after its last write (its completion, or the stamp `small
-/// sync` adds after the push) once the branch shows it: longer than any fetch that could
-/// have read the branch before the push and the refs after the prune.
-const GRACE: Duration = Duration::from_secs(120);
+use super::{code, holder_id, ClaimOutcome, Claimant, Lease, Where, ROUNDS};
 
 /// How a task was finished, for its done record.
 #[derive(Debug, Clone, Default)]
@@ -68,8 +64,17 @@ pub(crate) fn finish(ws: &Workspace, task: &str, how: &Finish) -> Option<Lease> 
         ..rec
     };
     let sha = store.write(&done).ok()?;
-    match store.swap(&lease.task_id, Some(&cur.sha), Some(&sha)).ok()? {
-        Swap::Done => Some(super::lease(&store, &lease.task_id, &done, now, Duration::ZERO)),
+    match store
+        .swap(&lease.task_id, Some(&cur.sha), Some(&sha))
+        .ok()?
+    {
+        Swap::Done => Some(super::lease(
+            &store,
+            &lease.task_id,
+            &done,
+            now,
+            Duration::ZERO,
+        )),
         Swap::Lost => None,
     }
 }
@@ -159,8 +164,8 @@ pub(crate) fn finish_open(ws: &Workspace) -> Vec<Lease> {
         .collect()
 }
 
-/// Remove the done records among `leases` whose tasks `finished` shows finished, once
-/// [`GRACE`] has passed. All in one push for a remote (each ref on its own lease, so a
+/// Remove the done records among `leases` whose tasks `finished` shows finished, once the
+/// grace (the git bound plus `skew`) has passed since their last write. All in one push for a remote (each ref on its own lease, so a
 /// record changed meanwhile stays). The records removed.
 pub(crate) fn prune(
     store: &Store,
@@ -169,6 +174,7 @@ pub(crate) fn prune(
     skew: Duration,
 ) -> OpResult<Vec<Stored>> {
     let now = record::now();
+    let grace = store.git.timeout().saturating_add(skew);
     let due: Vec<&Stored> = leases
         .iter()
         .filter(|s| {
@@ -181,7 +187,7 @@ pub(crate) fn prune(
                 .filter_map(|t| record::parse_time(t))
                 .max()
                 .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-            shown && now >= record::after(since, GRACE + skew)
+            shown && now >= record::after(since, grace)
         })
         .collect();
     if due.is_empty() {
@@ -209,7 +215,11 @@ pub(crate) fn refusal(task: &Task, r: &Record, finished: &Finished) -> OpError {
         Some(d) if !d.commit.is_empty() => format!(
             "in commit {} on {}",
             &d.commit[..d.commit.len().min(12)],
-            if d.branch.is_empty() { "the remote" } else { &d.branch }
+            if d.branch.is_empty() {
+                "the remote"
+            } else {
+                &d.branch
+            }
         ),
         _ => "not pushed yet".to_string(),
     };
@@ -238,7 +248,7 @@ pub(crate) fn refusal(task: &Task, r: &Record, finished: &Finished) -> OpError {
 /// The refusal of a claim on a task that is finished without a record: in this checkout's
 /// plan, or on the default branch.
 pub(crate) fn finished_refusal(task: &Task, outcome: &str, finished: &Finished) -> OpError {
-    let place = if finished.outcome(&task.id).is_some() && !finished.contained {
+    let place = if finished.outcome(&task.id).is_some() && !finished.contained() {
         format!("on {}", finished.branch)
     } else {
         "in this checkout".to_string()
@@ -248,11 +258,7 @@ pub(crate) fn finished_refusal(task: &Task, outcome: &str, finished: &Finished) 
     } else {
         "claim another task (`small claim --next`)"
     };
-    OpError::invalid(
-        code::DONE,
-        format!("{} is {outcome} {place}", task.name()),
-    )
-    .with_help(help)
+    OpError::invalid(code::DONE, format!("{} is {outcome} {place}", task.name())).with_help(help)
 }
 
 /// How `task` is finished outside any record: its status in this checkout's plan, else on
@@ -266,16 +272,21 @@ pub(crate) fn finished_elsewhere<'a>(
     if local == "completed" || local == "cancelled" {
         return Ok(Some(local));
     }
-    if finished.contained {
-        return Ok(None);
-    }
-    Ok(finished
-        .outcome(&task.id)
-        .or_else(|| (!task.alias.is_empty()).then(|| finished.outcome(&task.alias)).flatten()))
+    let shown = finished.outcome(&task.id).or_else(|| {
+        (!task.alias.is_empty())
+            .then(|| finished.outcome(&task.alias))
+            .flatten()
+    });
+    Ok(shown.filter(|_| !finished.contained()))
 }
 
-/// The tasks with the statuses the swarm knows: a done record's outcome, or the default
-/// branch's where this checkout has not caught up with it.
+/// The status of a task finished in a checkout that has not pushed it yet: not offered,
+/// and not a completed dependency (its work is not on the remote for a dependent to pull).
+pub(crate) const UNPUBLISHED: &str = "finished, not pushed";
+
+/// The tasks with the statuses the swarm knows: a pushed done record's outcome, or the
+/// default branch's where this checkout has not caught up with it; a done record not
+/// pushed yet makes its task [`UNPUBLISHED`] (unless this checkout has that completion).
 pub(crate) fn with_finished(
     store: &Store,
     tasks: &[Task],
@@ -284,13 +295,15 @@ pub(crate) fn with_finished(
 ) -> OpResult<Vec<Task>> {
     let mut out = tasks.to_vec();
     for t in &mut out {
+        let local = matches!(t.status.trim(), "completed" | "cancelled");
         let recorded = leases
             .get(&t.id)
             .and_then(Stored::ok)
-            .and_then(|r| r.done.as_ref())
-            .map(|d| d.outcome.clone());
+            .and_then(|r| r.done.as_ref());
         let outcome = match recorded {
-            Some(o) => Some(o),
+            Some(d) if !d.commit.is_empty() => Some(d.outcome.clone()),
+            Some(_) if local => None,
+            Some(_) => Some(UNPUBLISHED.to_string()),
             None => finished_elsewhere(store, finished, t)?.map(str::to_string),
         };
         if let Some(o) = outcome {
@@ -300,19 +313,38 @@ pub(crate) fn with_finished(
     Ok(out)
 }
 
+/// The dependencies of `task` finished on the remote (`swarm`) that this checkout's plan
+/// (`local`) does not show finished yet: pull them before starting the task.
+pub(crate) fn to_pull(task: &Task, local: &[Task], swarm: &[Task]) -> Vec<String> {
+    let finished = |ts: &[Task], d: &str| {
+        ts.iter()
+            .find(|t| t.id == d || (!t.alias.is_empty() && t.alias == d))
+            .is_some_and(|t| matches!(t.status.trim(), "completed" | "cancelled"))
+    };
+    task.dependencies
+        .iter()
+        .filter(|d| finished(swarm, d) && !finished(local, d))
+        .cloned()
+        .collect()
+}
+
 /// `claim TASK --reopen`: take a task whose done record is older than its TTL while the
 /// default branch (fetched just now) still shows it open. The new lease names the
 /// completion it set aside. Without a done record, an ordinary claim.
 pub(super) fn reopen(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome> {
     for _ in 0..ROUNDS {
         store.refresh()?;
-        let cur = store.current(&task.id)?;
-        let Some(rec) = cur.as_ref().and_then(Stored::ok).filter(|r| r.done.is_some()) else {
+        let (cur, tip) = store.current_and_tree(&task.id, true)?;
+        let Some(rec) = cur
+            .as_ref()
+            .and_then(Stored::ok)
+            .filter(|r| r.done.is_some())
+        else {
             return super::claim_one(store, me, task);
         };
         let d = rec.done.as_ref().map(|d| (d.outcome.clone(), d.at.clone()));
         let (outcome, done_at) = d.unwrap_or_default();
-        let finished = super::branch::finished(store)?;
+        let finished = super::branch::finished(store, tip.tree)?;
         if finished.outcome(&task.id).is_some() {
             return Err(OpError::invalid(
                 code::DONE,
@@ -357,6 +389,7 @@ pub(super) fn reopen(store: &Store, me: &Claimant, task: &Task) -> OpResult<Clai
                 status: "reopened",
                 lease: super::lease(store, &task.id, &new, now, me.skew),
                 took_over: cur.as_ref().map(|c| super::view(store, c, now, me.skew)),
+                pull_first: Vec::new(),
             });
         }
     }

@@ -1,20 +1,26 @@
-//! Fencing: the writes on a task (`progress add`, `checkpoint`, `apply`, `handoff`) ask the
-//! lease this checkout has seen before they write, so a checkout never works on a task that
-//! another live holder has, and a holder whose lease ended claims again before it goes on.
+//! Fencing: the writes on a task (`progress add`, `checkpoint`, `apply`) ask the lease this
+//! checkout has seen before they write, so a checkout never works on a task that another
+//! live holder has or another checkout finished, and a holder whose lease ended claims
+//! again before it goes on.
 //!
 //! Only what this checkout has seen counts (its own refs and its mirrors of the remotes, as
 //! [`super::seen_lease`] reads them): no write waits on the network, except the holder's
 //! renewal of a lease past half its TTL. A workspace whose repository has no lease at all
 //! pays one `git for-each-ref` per store.
 
-use super::{code, done, holder_id, record, renew_if_due, seen_all, skew, unclaim, Lease};
 pub use super::Finish;
+use super::{code, done, holder_id, record, renew_if_due, seen_all, skew, unclaim, Lease};
 use super::{UnclaimRequest, Where};
 use crate::ops::{OpError, OpResult, Workspace};
 
 /// A write's check against the task's lease. `Ok(Some(note))`: refused without `force`, so
 /// the write goes on and records `note` (what it overrode).
 pub fn before_write(ws: &Workspace, task: &str, force: bool) -> OpResult<Option<String>> {
+    // A skew or git timeout that is not a duration is a usage error here, not a default:
+    // with a bad timeout no git runs, no lease would be seen and the write would go on
+    // over another's live lease.
+    skew()?;
+    super::env_duration(super::TIMEOUT_ENV, false)?;
     let Some(lease) = lease_of(ws, task) else {
         return Ok(None);
     };
@@ -54,7 +60,10 @@ fn done_elsewhere(lease: &Lease, own: bool, force: bool) -> OpResult<Option<Stri
     if own {
         return Ok(None);
     }
-    let outcome = lease.done.as_ref().map_or("completed", |d| d.outcome.as_str());
+    let outcome = lease
+        .done
+        .as_ref()
+        .map_or("completed", |d| d.outcome.as_str());
     let at = lease.done.as_ref().map_or("", |d| d.at.as_str());
     if force {
         return Ok(Some(format!(
@@ -109,7 +118,9 @@ fn release(ws: &Workspace, task: &str) -> Option<Lease> {
 pub fn held_task(ws: &Workspace) -> OpResult<String> {
     let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
     let me = holder_id(ws).map_err(|_| {
-        usage("name the task with --task (no git repository holds a lease for this checkout)".into())
+        usage(
+            "name the task with --task (no git repository holds a lease for this checkout)".into(),
+        )
     })?;
     let mut mine: Vec<Lease> = seen_all(ws)
         .into_iter()

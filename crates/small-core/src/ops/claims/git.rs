@@ -62,6 +62,11 @@ impl Git {
         })
     }
 
+    /// The bound on each command.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Run `git args` (with `input` on its stdin); a git that cannot start or runs past the
     /// bound is a system error, any exit status is returned.
     pub fn run(&self, args: &[&str], input: Option<&[u8]>) -> OpResult<Output> {
@@ -111,7 +116,12 @@ impl Git {
         });
         let err = drain_to_string(child.stderr.take());
         let watchdog = Watchdog::start(&child, self.timeout);
-        let mut out = BufReader::new(child.stdout.take().ok_or_else(|| system("git: no stdout"))?);
+        let mut out = BufReader::new(
+            child
+                .stdout
+                .take()
+                .ok_or_else(|| system("git: no stdout"))?,
+        );
         let value = read(&mut out);
         let _ = std::io::copy(&mut out, &mut std::io::sink());
         let status = child.wait().map_err(|e| system(format!("git: {e}")));
@@ -191,10 +201,16 @@ impl Watchdog {
         let pid = child.id();
         let (d, f) = (Arc::clone(&done), Arc::clone(&fired));
         let thread = std::thread::spawn(move || {
-            let deadline = Instant::now() + timeout;
+            // A bound past what the clock can count (`SMALL_CLAIM_TIMEOUT` in the
+            // quintillions of seconds) is no bound.
+            let deadline = Instant::now().checked_add(timeout);
             let (lock, cvar) = &*d;
             let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
             while !*stopped {
+                let Some(deadline) = deadline else {
+                    stopped = cvar.wait(stopped).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                };
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     f.store(true, Ordering::SeqCst);
@@ -302,13 +318,17 @@ mod tests {
         // are far more than a pipe holds in either direction.
         let input: String = (0..200_000).map(|_| "HEAD\n").collect();
         let (n, _, _) = git
-            .stream(&["cat-file", "--batch-check"], Some(input.as_bytes()), |r| {
-                let mut n = 0;
-                while read_line(r, 100).is_some() {
-                    n += 1;
-                }
-                Ok(n)
-            })
+            .stream(
+                &["cat-file", "--batch-check"],
+                Some(input.as_bytes()),
+                |r| {
+                    let mut n = 0;
+                    while read_line(r, 100).is_some() {
+                        n += 1;
+                    }
+                    Ok(n)
+                },
+            )
             .unwrap();
         assert_eq!(n, 200_000);
     }

@@ -129,12 +129,17 @@ pub struct ClaimOutcome {
     /// The ended lease this claim took over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub took_over: Option<Lease>,
+    /// Dependencies of the task finished on the remote that this checkout has not pulled:
+    /// run `small sync` before starting it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pull_first: Vec<String>,
 }
 
 /// One lease as read (docs/json-output.md, "Claims").
 #[derive(Debug, Clone, Serialize)]
 pub struct Lease {
-    /// The task's name (its alias, else its id).
+    /// The task's name (its alias, else its id), as one line of at most
+    /// [`record::MAX_TEXT_CHARS`] characters; `task_id` is the id itself.
     pub task: String,
     pub task_id: String,
     pub holder: String,
@@ -200,7 +205,7 @@ fn is_zero(n: &usize) -> bool {
 pub fn claim(ws: &Workspace, req: &ClaimRequest) -> OpResult<ClaimOutcome> {
     let tasks = load_tasks(ws)?;
     let store = Store::open(ws, req.where_.as_ref())?;
-    let me = Claimant::new(ws, req)?;
+    let me = Claimant::new(ws, &store, req)?;
     if req.next {
         return claim_next(&store, &me, &tasks);
     }
@@ -220,9 +225,26 @@ pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
     let store = Store::open(ws, req.where_.as_ref())?;
     let holder = match &req.holder {
         Some(h) => h.clone(),
-        None => holder_id(ws)?,
+        None => holder_in(&store.repo)?,
     };
     let (now, skew) = (record::now(), skew()?);
+    // First on what this checkout last saw: releasing its own lease as it saw it is one
+    // push; a lease changed meanwhile fails the swap, and the remote is read.
+    if let Some(cur) = store.current(&task.id)? {
+        if cur.ok().is_some_and(|r| r.holder == holder)
+            && store.swap(&task.id, Some(&cur.sha), None)? == Swap::Done
+        {
+            let rec = cur.ok().cloned();
+            if let Some(rec) = rec {
+                return Ok(ClaimOutcome {
+                    status: "released",
+                    lease: lease(&store, &task.id, &rec, now, skew),
+                    took_over: None,
+                    pull_first: Vec::new(),
+                });
+            }
+        }
+    }
     for _ in 0..ROUNDS {
         store.refresh()?;
         let Some(cur) = store.current(&task.id)? else {
@@ -247,6 +269,7 @@ pub fn unclaim(ws: &Workspace, req: &UnclaimRequest) -> OpResult<ClaimOutcome> {
                 status: "released",
                 lease: lease(&store, &task.id, rec, now, skew),
                 took_over: None,
+                pull_first: Vec::new(),
             });
         }
     }
@@ -260,11 +283,13 @@ pub fn list(ws: &Workspace, where_: Option<&Where>, prune: bool) -> OpResult<Cla
     let skew = skew()?;
     let store = Store::open(ws, where_)?;
     store.refresh()?;
-    let mut listing = store.all()?;
+    let (mut listing, tip) = store.all_and_tree(prune)?;
     let pruned = if prune {
-        let finished = branch::finished(&store)?;
+        let finished = branch::finished(&store, tip.tree)?;
         let gone = done::prune(&store, &listing.leases, &finished, skew)?;
-        listing.leases.retain(|s| !gone.iter().any(|g| g.task == s.task));
+        listing
+            .leases
+            .retain(|s| !gone.iter().any(|g| g.task == s.task));
         Some(gone)
     } else {
         None
@@ -324,22 +349,40 @@ pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
         .collect()
 }
 
+/// The tasks done records this checkout has seen show completed, with who completed them
+/// (without the network): a completion that may not be merged here yet, which counts as a
+/// completed dependency.
+pub fn completed_elsewhere(ws: &Workspace) -> Vec<(String, String)> {
+    seen_all(ws)
+        .into_iter()
+        .filter(|l| l.done.as_ref().is_some_and(|d| d.outcome == "completed"))
+        .map(|l| (l.task_id, l.label))
+        .collect()
+}
+
 /// Whether the workspace is in a git repository, where leases can be kept.
 pub fn in_repository(ws: &Workspace) -> bool {
     Store::seen(ws).is_ok()
 }
 
 /// The tasks other holders have live leases on, and the tasks done records hold, as this
-/// checkout has seen them (for `resume` and the session hooks: the next task skips them).
-pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::ClaimedView> {
+/// checkout has seen them (for `resume` and the session hooks: the next task skips them),
+/// and the tasks (ids) this checkout holds live leases on.
+pub fn seen_by_holder(ws: &Workspace) -> (Vec<crate::authoring::resume::ClaimedView>, Vec<String>) {
     let leases = seen_all(ws);
     if leases.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let me = holder_id(ws).ok();
-    leases
+    let mine = |l: &Lease| me.as_deref() == Some(l.holder.as_str());
+    let held_here = leases
+        .iter()
+        .filter(|l| l.live && mine(l))
+        .map(|l| l.task_id.clone())
+        .collect();
+    let others = leases
         .into_iter()
-        .filter(|l| l.state == "done" || (l.live && me.as_deref() != Some(l.holder.as_str())))
+        .filter(|l| l.state == "done" || (l.live && !mine(l)))
         .map(|l| crate::authoring::resume::ClaimedView {
             state: l.state.to_string(),
             task: l.task,
@@ -347,7 +390,8 @@ pub fn claimed_by_others(ws: &Workspace) -> Vec<crate::authoring::resume::Claime
             label: l.label,
             ends: l.ends,
         })
-        .collect()
+        .collect();
+    (others, held_here)
 }
 
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
@@ -380,10 +424,12 @@ pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option
 /// repository's per-worktree directory (`git rev-parse --git-path small/claim-holder`),
 /// never under `.small/`.
 pub fn holder_id(ws: &Workspace) -> OpResult<String> {
-    let git = git::Git::new(&ws.v1_root()?)?;
-    let rel = git.ok(&["rev-parse", "--git-path", "small/claim-holder"], None)?;
-    let path = git.dir.join(rel.trim_end_matches(['\n', '\r']));
-    read_or_make_holder(&path).map_err(|e| {
+    holder_in(&store::repository(ws)?)
+}
+
+fn holder_in(repo: &store::Repository) -> OpResult<String> {
+    let path = &repo.holder_file;
+    read_or_make_holder(path).map_err(|e| {
         git::system(format!(
             "cannot keep the holder id in {}: {e}",
             path.display()
@@ -428,7 +474,7 @@ struct Claimant {
 }
 
 impl Claimant {
-    fn new(ws: &Workspace, req: &ClaimRequest) -> OpResult<Claimant> {
+    fn new(ws: &Workspace, store: &Store, req: &ClaimRequest) -> OpResult<Claimant> {
         let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
         let host = record::one_line(&host_name(), record::MAX_TEXT_CHARS);
         let label = req
@@ -462,7 +508,7 @@ impl Claimant {
         Ok(Claimant {
             holder: match &req.holder {
                 Some(h) => h.clone(),
-                None => holder_id(ws)?,
+                None => holder_in(&store.repo)?,
             },
             label,
             host,
@@ -503,13 +549,16 @@ impl Claimant {
 /// Claim `task`: swap until this claimant holds it, or refuse when another live holder or
 /// a done record has it, or the default branch shows it finished.
 fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome> {
+    if let Some(out) = claim_seen(store, me, task)? {
+        return Ok(out);
+    }
     for _ in 0..ROUNDS {
         store.refresh()?;
-        let cur = store.current(&task.id)?;
-        let finished = branch::finished(store)?;
+        let (cur, tip) = store.current_and_tree(&task.id, true)?;
+        let finished = branch::finished(store, tip.tree)?;
         if let Some(rec) = cur.as_ref().and_then(Stored::ok) {
             if rec.done.is_some() {
-                let cur = cur.as_ref().map(std::slice::from_ref).unwrap_or_default();
+                let cur = cur.as_slice();
                 done::prune(store, cur, &finished, me.skew)?;
                 return Err(done::refusal(task, rec, &finished));
             }
@@ -520,21 +569,76 @@ fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome
         if let Some(outcome) = done::finished_elsewhere(store, &finished, task)? {
             return Err(done::finished_refusal(task, outcome, &finished));
         }
-        if let Some(out) = try_swap(store, me, task, cur.as_ref())? {
+        if let Some(out) = try_swap(store, me, task, cur.as_ref(), None)? {
             return Ok(out);
         }
     }
     Err(lost_races(task))
 }
 
+/// A claim on what this checkout last saw of a remote, without reading it first: taken
+/// when the task looks free (or is this holder's), by one push that also requires the
+/// default branch to be where it was last fetched, so that a completion this checkout has
+/// not seen cannot slip past. `None`: not free as seen, or the remote moved on (then it is
+/// read, and the claim decided on what it holds).
+fn claim_seen(store: &Store, me: &Claimant, task: &Task) -> OpResult<Option<ClaimOutcome>> {
+    if store.remote.is_none() {
+        return Ok(None);
+    }
+    let (cur, tip) = store.current_and_tree(&task.id, true)?;
+    if !free_as_seen(me, cur.as_ref()) {
+        return Ok(None);
+    }
+    let finished = branch::finished(store, tip.tree.clone())?;
+    if done::finished_elsewhere(store, &finished, task)?.is_some() {
+        return Ok(None);
+    }
+    try_swap(store, me, task, cur.as_ref(), Some(&tip))
+}
+
+/// Whether `cur` leaves the task to this claimant: no lease, an ended one, or its own live
+/// one (a damaged or done record is read again from the remote first).
+fn free_as_seen(me: &Claimant, cur: Option<&Stored>) -> bool {
+    match cur {
+        None => true,
+        Some(s) => s.ok().is_some_and(|r| {
+            r.done.is_none() && (r.holder == me.holder || !r.live_at(record::now(), me.skew))
+        }),
+    }
+}
+
 /// `claim --next`: the ready tasks in the queue's order, each free one tried by a swap
 /// until one is ours. Tasks that done records hold, or that the default branch shows
 /// finished, count as finished: they are skipped, and complete the dependencies of others.
+/// First on what this checkout last saw (pinned to the default branch, as [`claim_seen`]),
+/// then on what the remote holds.
 fn claim_next(store: &Store, me: &Claimant, tasks: &[Task]) -> OpResult<ClaimOutcome> {
-    store.refresh()?;
-    let listing = store.all()?;
-    let finished = branch::finished(store)?;
-    done::prune(store, &listing.leases, &finished, me.skew)?;
+    if store.remote.is_some() {
+        if let Ok(Some(out)) = next_on(store, me, tasks, false) {
+            return Ok(out);
+        }
+        store.refresh()?;
+    }
+    next_on(store, me, tasks, true)?.ok_or_else(|| {
+        OpError::invalid(code::NO_FREE_TASK, "no ready task is free")
+            .with_help("`small claims` lists the leases")
+    })
+}
+
+/// One pass of `claim --next` over the leases as last read. `fresh`: they were just read
+/// from the remote, and finding nothing free is the answer; otherwise (the mirror, pinned
+/// to the branch) `None` sends the caller to the remote.
+fn next_on(
+    store: &Store,
+    me: &Claimant,
+    tasks: &[Task],
+    fresh: bool,
+) -> OpResult<Option<ClaimOutcome>> {
+    let (listing, tip) = store.all_and_tree(true)?;
+    let finished = branch::finished(store, tip.tree.clone())?;
+    if fresh {
+        done::prune(store, &listing.leases, &finished, me.skew)?;
+    }
     let mut leases: BTreeMap<String, Stored> = listing
         .leases
         .into_iter()
@@ -543,20 +647,34 @@ fn claim_next(store: &Store, me: &Claimant, tasks: &[Task]) -> OpResult<ClaimOut
     let view = done::with_finished(store, tasks, &leases, &finished)?;
     let ready = crate::spec::queue::ready(&view);
     if ready.is_empty() {
-        return Err(OpError::invalid(code::NO_FREE_TASK, "no task is ready")
-            .with_help(no_task_help(&view)));
+        if !fresh {
+            return Ok(None);
+        }
+        return Err(
+            OpError::invalid(code::NO_FREE_TASK, "no task is ready").with_help(no_task_help(&view))
+        );
     }
+    let pin = (!fresh).then_some(&tip);
     for task in &ready {
         let cur = leases.remove(&task.id);
-        let taken = cur.as_ref().and_then(Stored::ok).is_some_and(|r| {
-            r.done.is_some() || r.live_at(record::now(), me.skew)
-        });
+        let taken = cur
+            .as_ref()
+            .and_then(Stored::ok)
+            .is_some_and(|r| r.done.is_some() || r.live_at(record::now(), me.skew));
         if taken {
             continue;
         }
-        if let Some(out) = try_swap(store, me, task, cur.as_ref())? {
-            return Ok(out);
+        if let Some(mut out) = try_swap(store, me, task, cur.as_ref(), pin)? {
+            out.pull_first = done::to_pull(task, tasks, &view);
+            return Ok(Some(out));
         }
+        if !fresh {
+            // The mirror was behind the remote: read it.
+            return Ok(None);
+        }
+    }
+    if !fresh {
+        return Ok(None);
     }
     Err(OpError::invalid(
         code::NO_FREE_TASK,
@@ -585,16 +703,22 @@ fn no_task_help(tasks: &[Task]) -> String {
 }
 
 /// Write this claimant's record over `cur` and swap it in; `None` when someone else
-/// changed the ref first.
+/// changed the ref first (or, with `pin`, the default branch moved since it was fetched).
 fn try_swap(
     store: &Store,
     me: &Claimant,
     task: &Task,
     cur: Option<&Stored>,
+    pin: Option<&store::Tip>,
 ) -> OpResult<Option<ClaimOutcome>> {
     let (rec, status) = me.record(task, cur);
     let sha = store.write(&rec)?;
-    if store.swap(&task.id, cur.map(|c| c.sha.as_str()), Some(&sha))? == Swap::Lost {
+    let expected = cur.map(|c| c.sha.as_str());
+    let swap = match pin {
+        Some(tip) => store.swap_pinned(&task.id, expected, &sha, tip.commit.as_deref())?,
+        None => store.swap(&task.id, expected, Some(&sha))?,
+    };
+    if swap == Swap::Lost {
         return Ok(None);
     }
     let now = record::now();
@@ -604,6 +728,7 @@ fn try_swap(
         took_over: cur
             .filter(|c| c.ok().is_none_or(|r| r.holder != me.holder))
             .map(|c| view(store, c, now, me.skew)),
+        pull_first: Vec::new(),
     }))
 }
 
@@ -612,7 +737,7 @@ fn view(store: &Store, s: &Stored, now: time::OffsetDateTime, skew: Duration) ->
     match &s.record {
         Ok(r) => lease(store, &s.task, r, now, skew),
         Err(problem) => Lease {
-            task: s.task.clone(),
+            task: record::one_line(&s.task, record::MAX_TEXT_CHARS),
             task_id: s.task.clone(),
             holder: String::new(),
             label: "(damaged record)".into(),
@@ -634,10 +759,17 @@ fn view(store: &Store, s: &Stored, now: time::OffsetDateTime, skew: Duration) ->
     }
 }
 
-fn lease(store: &Store, task: &str, r: &Record, now: time::OffsetDateTime, skew: Duration) -> Lease {
+fn lease(
+    store: &Store,
+    task: &str,
+    r: &Record,
+    now: time::OffsetDateTime,
+    skew: Duration,
+) -> Lease {
     let live = r.live_at(now, skew);
     Lease {
-        task: r.name().to_string(),
+        // The id comes from the ref's name, which any peer writes: shown as one line.
+        task: record::one_line(r.name(), record::MAX_TEXT_CHARS),
         task_id: task.to_string(),
         holder: r.holder.clone(),
         label: r.label.clone(),
@@ -733,8 +865,8 @@ pub(crate) fn env_duration(name: &str, zero: bool) -> OpResult<Option<Duration>>
             crate::authoring::error::code::USAGE,
             format!(
                 "{name}={:?} is not a {}duration (write 30, 30s or 2m)",
-                if zero { "" } else { "positive " },
                 record::one_line(&value, 40),
+                if zero { "" } else { "positive " },
             ),
         )),
     }

@@ -152,6 +152,10 @@ impl Record {
             if !OUTCOMES.contains(&d.outcome.as_str()) {
                 return Err(format!("an unknown outcome {:?}", one_line(&d.outcome, 20)));
             }
+            // A commit id, which readers shorten by bytes.
+            if d.commit.len() > 64 || !d.commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err("its commit is not a commit id".into());
+            }
         }
         r.clean();
         Ok(r)
@@ -170,7 +174,13 @@ impl Record {
             short(t, 40);
         }
         if let Some(d) = &mut self.done {
-            for t in [&mut d.at, &mut d.entry, &mut d.event, &mut d.commit, &mut d.branch] {
+            for t in [
+                &mut d.at,
+                &mut d.entry,
+                &mut d.event,
+                &mut d.commit,
+                &mut d.branch,
+            ] {
                 short(t, MAX_TEXT_CHARS);
             }
         }
@@ -359,6 +369,8 @@ mod tests {
         assert!(why("t", bad_holder.as_bytes()).contains("holder"));
         let bad = record(r#","done":{"outcome":"exploded","at":""}"#);
         assert!(why("t", bad.as_bytes()).contains("outcome"));
+        let bad = record(r#","done":{"outcome":"completed","at":"","commit":"aéééééé"}"#);
+        assert!(why("t", bad.as_bytes()).contains("commit"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::Path;
 use crate::ops::{OpError, OpResult, Workspace};
 
 use super::git::{read_line, system, Git};
-use super::record::{decode_component, ref_component, Record, MAX_RECORD_BYTES};
+use super::record::{self, decode_component, ref_component, Record, MAX_RECORD_BYTES};
 use super::Where;
 
 /// The claim refs of all projects.
@@ -22,7 +22,9 @@ pub const CLAIMS_NAMESPACE: &str = "refs/small/claims";
 pub const SEEN_NAMESPACE: &str = "refs/small/seen";
 const ZERO: &str = "0000000000000000000000000000000000000000";
 /// The most claim refs one read considers; a remote with more is reported, not read whole.
-pub const MAX_REFS: usize = 100_000;
+pub const MAX_REFS: usize = 20_000;
+/// The most refs that name no task listed by name (the rest are counted as unread).
+const MAX_STRAY: usize = 100;
 
 /// One lease as stored: the ref, the blob it points to, and the record in it or why it
 /// cannot be read.
@@ -64,6 +66,8 @@ pub(crate) struct Listing {
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     pub git: Git,
+    /// The repository as [`repository`] read it.
+    pub repo: Repository,
     /// The remote's name; `None` for the repository's own refs.
     pub remote: Option<String>,
     /// The workspace, as a ref component (see [`project_component`]).
@@ -90,21 +94,35 @@ impl Store {
     /// it). No repository or no such remote is a system error.
     pub fn open(ws: &Workspace, where_: Option<&Where>) -> OpResult<Store> {
         let repo = repository(ws)?;
-        let remotes = remote_names(&repo.git)?;
-        let remote = match where_ {
+        let tracking = Tracking::read(&repo.git)?;
+        let wanted = match where_ {
             Some(Where::Local) => None,
-            Some(Where::Remote(name)) => Some(require_remote(&remotes, name)?),
-            None => Some(require_remote(&remotes, "origin").map_err(|e| {
-                e.with_help("pass --remote NAME, or --local for leases shared only by the worktrees of this repository")
-            })?),
+            Some(Where::Remote(name)) => Some(name.as_str()),
+            None => Some("origin"),
         };
-        let branch = default_branch(&repo.git, remote.as_deref(), &remotes)?;
+        let remote = match wanted {
+            None => None,
+            // A remote with tracking refs exists; one without is looked up.
+            Some(name) if !name.starts_with('-') && tracking.has_remote(name) => {
+                Some(name.to_string())
+            }
+            Some(name) => Some(
+                require_remote(&remote_names(&repo.git)?, name).map_err(|e| match where_ {
+                    None => e.with_help(
+                        "pass --remote NAME, or --local for leases shared only by the worktrees of this repository",
+                    ),
+                    _ => e,
+                })?,
+            ),
+        };
+        let branch = tracking.default_branch(remote.as_deref());
         Ok(Store {
-            git: repo.git,
+            git: repo.git.clone(),
             remote,
-            project: repo.project,
-            path: repo.path,
+            project: repo.project.clone(),
+            path: repo.path.clone(),
             branch,
+            repo,
         })
     }
 
@@ -119,6 +137,7 @@ impl Store {
             project: repo.project.clone(),
             path: repo.path.clone(),
             branch: None,
+            repo: repo.clone(),
         };
         let mut out = vec![store(None)];
         out.extend(remotes.into_iter().map(Some).map(store));
@@ -181,10 +200,6 @@ impl Store {
         branch: Option<&str>,
     ) -> OpResult<super::git::Output> {
         let mut args = vec![
-            "-c",
-            "gc.auto=0",
-            "-c",
-            "maintenance.auto=false",
             "fetch",
             "--quiet",
             "--no-tags",
@@ -211,6 +226,12 @@ impl Store {
 
     /// Every lease as last read (after [`Store::refresh`] for a remote), by ref name.
     pub fn all(&self) -> OpResult<Listing> {
+        Ok(self.all_and_tree(false)?.0)
+    }
+
+    /// Every lease as last read, and (with `tip`) the default branch as last fetched, read
+    /// by the same `git cat-file --batch`.
+    pub fn all_and_tree(&self, tip: bool) -> OpResult<(Listing, Tip)> {
         let prefix = self.read_prefix();
         let mut listing = Listing::default();
         let mut refs: Vec<(String, String)> = Vec::new();
@@ -234,7 +255,10 @@ impl Store {
                             refs.push((task, String::from_utf8_lossy(sha).into_owned()));
                         }
                         Some(_) => listing.unread += 1,
-                        None => listing.stray.push(String::from_utf8_lossy(name).into_owned()),
+                        None if listing.stray.len() < MAX_STRAY => listing
+                            .stray
+                            .push(record::one_line(&String::from_utf8_lossy(name), 200)),
+                        None => listing.unread += 1,
                     }
                 }
                 Ok(())
@@ -243,59 +267,109 @@ impl Store {
         if !ok {
             return Err(system(format!("`git for-each-ref` failed: {stderr}")));
         }
-        let shas: Vec<&str> = refs.iter().map(|(_, sha)| sha.as_str()).collect();
-        let blobs = self.read_blobs(&shas)?;
+        let mut names: Vec<String> = refs.iter().map(|(_, sha)| sha.clone()).collect();
+        names.extend(self.tip_names(tip));
+        // Each record is parsed as it is read: what stays is the records, not their bytes.
+        let n = refs.len();
+        let mut read = self.batch_map(&names, |i, obj| match refs.get(i) {
+            Some((task, _)) => {
+                Batched::Record(Box::new(obj.1.and_then(|b| Record::parse(task, &b))))
+            }
+            None => Batched::Object(obj),
+        })?;
+        let tip = read
+            .split_off(n)
+            .into_iter()
+            .filter_map(|r| match r {
+                Batched::Object(o) => Some(o),
+                Batched::Record(_) => None,
+            })
+            .collect::<Vec<_>>();
         listing.leases = refs
             .into_iter()
-            .zip(blobs)
-            .map(|((task, sha), blob)| Stored {
-                record: blob.and_then(|b| Record::parse(&task, &b)),
+            .zip(read)
+            .map(|((task, sha), r)| Stored {
+                record: match r {
+                    Batched::Record(rec) => *rec,
+                    Batched::Object(_) => Err("not read".into()),
+                },
                 task,
                 sha,
             })
             .collect();
-        Ok(listing)
+        let tip = Tip::from(tip);
+        Ok((listing, tip))
     }
 
     /// The lease of `task` as last read.
     pub fn current(&self, task: &str) -> OpResult<Option<Stored>> {
-        let name = self.read_ref(task);
-        let mut found = None;
-        let ((), _, _) = self
-            .git
-            .stream(&["cat-file", "--batch"], Some(format!("{name}\n").as_bytes()), |r| {
-                found = read_one(r);
-                Ok(())
-            })?;
-        Ok(found.and_then(|(sha, blob)| {
-            let sha = sha?;
-            Some(Stored {
-                record: blob.and_then(|b| Record::parse(task, &b)),
-                task: task.to_string(),
-                sha,
-            })
-        }))
+        Ok(self.current_and_tree(task, false)?.0)
     }
 
-    /// The contents of the blobs `shas`, in order, through one `git cat-file --batch`.
-    fn read_blobs(&self, shas: &[&str]) -> OpResult<Vec<Result<Vec<u8>, String>>> {
-        if shas.is_empty() {
+    /// The lease of `task` as last read, and (with `tip`) the default branch as last
+    /// fetched, through one `git cat-file --batch`.
+    pub fn current_and_tree(&self, task: &str, tip: bool) -> OpResult<(Option<Stored>, Tip)> {
+        let mut names = vec![self.read_ref(task)];
+        names.extend(self.tip_names(tip));
+        let mut objects = self.batch(&names)?;
+        let tip = Tip::from(objects.split_off(1));
+        let lease = objects.pop().and_then(|(sha, blob)| {
+            Some(Stored {
+                sha: sha?,
+                record: blob.and_then(|b| Record::parse(task, &b)),
+                task: task.to_string(),
+            })
+        });
+        Ok((lease, tip))
+    }
+
+    /// The default branch's commit and its copy of the workspace's `.small/`, as revisions
+    /// for `cat-file` (none without a branch, or when not asked).
+    fn tip_names(&self, asked: bool) -> Vec<String> {
+        let Some(b) = self.branch.as_ref().filter(|_| asked) else {
+            return Vec::new();
+        };
+        let dir = if self.path.is_empty() {
+            ".small".to_string()
+        } else {
+            format!("{}/.small", self.path)
+        };
+        vec![b.local_ref.clone(), format!("{}:{dir}", b.local_ref)]
+    }
+
+    /// The objects `names` (ids or revisions), in order, through one `git cat-file
+    /// --batch`: each one's id when git found it, and its contents when it is a blob that
+    /// fits a record (anything else is drained unread).
+    fn batch(&self, names: &[String]) -> OpResult<Vec<Object>> {
+        self.batch_map(names, |_, obj| obj)
+    }
+
+    /// [`Store::batch`], each object handed to `map` (with its index) as it is read, so
+    /// that only what `map` keeps stays in memory.
+    fn batch_map<T>(
+        &self,
+        names: &[String],
+        mut map: impl FnMut(usize, Object) -> T,
+    ) -> OpResult<Vec<T>> {
+        if names.is_empty() {
             return Ok(Vec::new());
         }
-        let input: String = shas.iter().map(|sha| format!("{sha}\n")).collect();
-        let (mut out, _, _) = self
-            .git
-            .stream(&["cat-file", "--batch"], Some(input.as_bytes()), |r| {
-                let mut out = Vec::with_capacity(shas.len());
-                while out.len() < shas.len() {
-                    match read_one(r) {
-                        Some((_, blob)) => out.push(blob),
-                        None => break,
+        let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+        let (mut out, _, _) =
+            self.git
+                .stream(&["cat-file", "--batch"], Some(input.as_bytes()), |r| {
+                    let mut out = Vec::with_capacity(names.len());
+                    while out.len() < names.len() {
+                        match read_one(r) {
+                            Some(obj) => out.push(map(out.len(), obj)),
+                            None => break,
+                        }
                     }
-                }
-                Ok(out)
-            })?;
-        out.resize_with(shas.len(), || Err("git did not print it".into()));
+                    Ok(out)
+                })?;
+        while out.len() < names.len() {
+            out.push(map(out.len(), (None, Err("git did not print it".into()))));
+        }
         Ok(out)
     }
 
@@ -311,14 +385,49 @@ impl Store {
     /// Set the claim ref of `task` to `new` (`None`: delete it) if it still holds
     /// `expected` (`None`: it must not exist).
     pub fn swap(&self, task: &str, expected: Option<&str>, new: Option<&str>) -> OpResult<Swap> {
-        let swap = match &self.remote {
-            Some(remote) => self.push(remote, task, expected, new)?,
-            None => self.update_local(task, expected, new)?,
-        };
-        if swap == Swap::Done && self.remote.is_some() {
-            self.mirror(task, new);
+        match &self.remote {
+            Some(remote) => self.push(remote, task, expected, new),
+            None => self.update_local(task, expected, new),
         }
-        Ok(swap)
+    }
+
+    /// [`Store::swap`] of `task` to `new` on a remote, in one atomic push that also requires
+    /// the default branch to hold `commit` still (what this checkout last fetched; `None`:
+    /// the remote had no such branch). `Lost` when either changed: nothing was written.
+    pub fn swap_pinned(
+        &self,
+        task: &str,
+        expected: Option<&str>,
+        new: &str,
+        commit: Option<&str>,
+    ) -> OpResult<Swap> {
+        let (Some(remote), Some(branch), Some(commit)) =
+            (&self.remote, self.branch.as_ref(), commit)
+        else {
+            return self.swap(task, expected, Some(new));
+        };
+        let name = self.claim_ref(task);
+        let head = format!("refs/heads/{}", branch.name);
+        let args = [
+            "-c".to_string(),
+            self.mirror_config(remote),
+            "push".into(),
+            "--porcelain".into(),
+            "--no-verify".into(),
+            "--atomic".into(),
+            format!("--force-with-lease={name}:{}", expected.unwrap_or("")),
+            format!("--force-with-lease={head}:{commit}"),
+            "--".into(),
+            remote.clone(),
+            format!("{new}:{name}"),
+            format!("{commit}:{head}"),
+        ];
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.git.run(&argv, None)?;
+        if out.success && pushed(&out.stdout, &name) {
+            return Ok(Swap::Done);
+        }
+        Ok(Swap::Lost)
     }
 
     /// Delete the claim refs of `items` (task, the value each must still hold), each on its
@@ -343,7 +452,13 @@ impl Store {
 
     fn delete_remote(&self, remote: &str, items: &[(&str, &str)]) -> OpResult<Vec<String>> {
         let names: Vec<String> = items.iter().map(|(t, _)| self.claim_ref(t)).collect();
-        let mut args: Vec<String> = vec!["push".into(), "--porcelain".into(), "--no-verify".into()];
+        let mut args: Vec<String> = vec![
+            "-c".into(),
+            self.mirror_config(remote),
+            "push".into(),
+            "--porcelain".into(),
+            "--no-verify".into(),
+        ];
         args.extend(
             items
                 .iter()
@@ -360,9 +475,6 @@ impl Store {
             .filter(|(_, name)| pushed(&out.stdout, name))
             .map(|((task, _), _)| task.to_string())
             .collect();
-        for task in &gone {
-            self.mirror(task, None);
-        }
         Ok(gone)
     }
 
@@ -383,8 +495,11 @@ impl Store {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(20 * attempt));
             }
+            let mirror = self.mirror_config(remote);
             let out = self.git.run(
                 &[
+                    "-c",
+                    &mirror,
                     "push",
                     "--porcelain",
                     "--no-verify",
@@ -403,6 +518,7 @@ impl Store {
             // remote holds now says which.
             let now = self.remote_value(remote, &name)?;
             if now.as_deref() == new {
+                self.mirror(task, new);
                 return Ok(Swap::Done);
             }
             if now.as_deref() != expected {
@@ -465,6 +581,17 @@ impl Store {
         Ok((out.success && !sha.is_empty()).then(|| sha.to_string()))
     }
 
+    /// The fetch refspec that maps the project's claim refs on `remote` to the mirror, as
+    /// `git -c` gives it to a push: git then records in the mirror what the push changed,
+    /// as it updates remote-tracking branches, without a command of its own.
+    fn mirror_config(&self, remote: &str) -> String {
+        format!(
+            "remote.{remote}.fetch=+{CLAIMS_NAMESPACE}/{}/*:{}*",
+            self.project,
+            self.read_prefix()
+        )
+    }
+
     /// Record in the mirror what the remote now holds for `task`, after our own swap.
     /// The mirror only records what was seen: if it cannot be written now, the next read
     /// of the remote brings it up to date, and the swap still stands.
@@ -477,10 +604,47 @@ impl Store {
     }
 }
 
-/// One object of `git cat-file --batch` output: its id (when git named one) and its
-/// contents, or why they are not a record's. Contents past the bound are drained unread.
-/// `None` at the end of the output.
-fn read_one(r: &mut impl BufRead) -> Option<(Option<String>, Result<Vec<u8>, String>)> {
+/// One object of `git cat-file --batch` output: its id (when git found it) and its
+/// contents, or why they are not a record's.
+type Object = (Option<String>, Result<Vec<u8>, String>);
+
+/// What one line of a batch became: a lease's record, or an object kept as read.
+enum Batched {
+    Record(Box<Result<Record, String>>),
+    Object(Object),
+}
+
+/// The default branch as this checkout last fetched it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tip {
+    /// Its commit.
+    pub commit: Option<String>,
+    /// Its copy of the workspace's `.small/` (a tree).
+    pub tree: Option<String>,
+}
+
+impl From<Vec<Object>> for Tip {
+    /// From the objects [`Store::tip_names`] names, in that order.
+    fn from(objects: Vec<Object>) -> Tip {
+        let mut it = objects.into_iter();
+        Tip {
+            commit: it.next().and_then(|o| id_of(o, "commit")),
+            tree: it.next().and_then(|o| id_of(o, "tree")),
+        }
+    }
+}
+
+/// The id of an object of `kind` (its contents were drained as "not a record").
+fn id_of((sha, contents): Object, kind: &str) -> Option<String> {
+    match contents {
+        Err(why) if why == format!("a {kind}, not a record") => sha,
+        _ => None,
+    }
+}
+
+/// One object of `git cat-file --batch` output (see [`Object`]); contents past the bound
+/// are drained unread. `None` at the end of the output.
+fn read_one(r: &mut impl BufRead) -> Option<Object> {
     let header = read_line(r, 512)?;
     let header = String::from_utf8_lossy(&header).into_owned();
     let fields: Vec<&str> = header.split(' ').collect();
@@ -552,34 +716,58 @@ fn may_be_in_repository(dir: &std::path::Path) -> bool {
 }
 
 /// The repository of a workspace, and where the workspace sits in it.
+#[derive(Debug, Clone)]
 pub(crate) struct Repository {
     pub git: Git,
     /// The workspace as one ref component.
     pub project: String,
     /// The workspace's directory relative to the top level (`""`: the top level).
     pub path: String,
+    /// Where this checkout keeps its holder id (per worktree).
+    pub holder_file: std::path::PathBuf,
+    /// Where it keeps what the default branch shows finished ([`super::branch`]).
+    pub branch_cache: std::path::PathBuf,
 }
 
 /// The repository holding `ws` and the workspace's project component: its directory
-/// relative to the top level, `_` for the top level itself.
+/// relative to the top level, `_` for the top level itself. One `git` run.
 pub(crate) fn repository(ws: &Workspace) -> OpResult<Repository> {
     let root = ws.v1_root()?;
     let git = Git::new(&root)?;
-    let out = git.run(&["rev-parse", "--show-toplevel"], None)?;
-    if !out.success {
+    let out = git.run(
+        &[
+            "rev-parse",
+            "--show-toplevel",
+            "--git-path",
+            "small/claim-holder",
+            "--git-path",
+            "small/branch-tasks",
+        ],
+        None,
+    )?;
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let [top, holder, cache] = lines.as_slice() else {
         return Err(system(format!(
             "{} is not in a git repository: claims are git refs",
             root.display()
         ))
         .with_help("run `git init` (and add a remote to share claims), or work without claims"));
+    };
+    if !out.success {
+        return Err(system(format!("`git rev-parse` failed: {}", out.reason())));
     }
-    let top = std::path::PathBuf::from(out.stdout.trim_end_matches(['\n', '\r']));
-    let path = relative_path(&root, &top);
+    let path = relative_path(&root, Path::new(top));
     let project = match path.as_str() {
         "" => "_".to_string(),
         p => ref_component(p),
     };
-    Ok(Repository { git, project, path })
+    Ok(Repository {
+        holder_file: git.dir.join(holder),
+        branch_cache: git.dir.join(cache),
+        git,
+        project,
+        path,
+    })
 }
 
 /// The workspace at `root` in the repository whose top level is `top`, as a `/`-separated
@@ -594,15 +782,6 @@ fn relative_path(root: &Path, top: &Path) -> String {
             .collect::<Vec<_>>()
             .join("/"),
         Err(_) => root.to_string_lossy().into_owned(),
-    }
-}
-
-/// The workspace at `root` in the repository whose top level is `top`, as a ref component.
-#[cfg(test)]
-pub(super) fn project_component(root: &Path, top: &Path) -> String {
-    match relative_path(root, top).as_str() {
-        "" => "_".to_string(),
-        p => ref_component(p),
     }
 }
 
@@ -633,52 +812,79 @@ fn require_remote(remotes: &[String], name: &str) -> OpResult<String> {
     )))
 }
 
-/// The branch that completions reach (see [`Store::branch`]): the remote's default branch
-/// as its `HEAD` was last seen (`git clone` records it), else `main` or `master` where this
-/// repository has them; for local refs, the repository's own branch of that name.
-fn default_branch(git: &Git, remote: Option<&str>, remotes: &[String]) -> OpResult<Option<Branch>> {
-    let head_of = |r: &str| -> OpResult<Option<String>> {
-        let out = git.run(
-            &["symbolic-ref", "--quiet", &format!("refs/remotes/{r}/HEAD")],
+/// The remote-tracking refs that say which remotes there are and which branch is each
+/// one's default, and the repository's own `main`/`master`: one `git for-each-ref`.
+struct Tracking {
+    /// `(refname, symref target)`.
+    refs: Vec<(String, String)>,
+}
+
+impl Tracking {
+    fn read(git: &Git) -> OpResult<Tracking> {
+        let out = git.ok(
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(symref)",
+                "--",
+                "refs/remotes/*/HEAD",
+                "refs/remotes/*/main",
+                "refs/remotes/*/master",
+                "refs/heads/main",
+                "refs/heads/master",
+            ],
             None,
         )?;
-        let prefix = format!("refs/remotes/{r}/");
-        Ok(out
-            .success
-            .then(|| out.stdout.trim().strip_prefix(&prefix).map(str::to_string))
-            .flatten())
-    };
-    let exists = |name: &str| -> OpResult<bool> {
-        Ok(git
-            .run(&["rev-parse", "--verify", "--quiet", name], None)?
-            .success)
-    };
-    let name = match remote {
-        Some(r) => head_of(r)?,
-        None if remotes.iter().any(|r| r == "origin") => head_of("origin")?,
-        None => None,
-    };
-    let prefix = match remote {
-        Some(r) => format!("refs/remotes/{r}/"),
-        None => "refs/heads/".to_string(),
-    };
-    let name = match name {
-        Some(n) => Some(n),
-        None => {
-            let mut found = None;
-            for n in ["main", "master"] {
-                if exists(&format!("{prefix}{n}"))? {
-                    found = Some(n.to_string());
-                    break;
-                }
-            }
-            found
-        }
-    };
-    Ok(name.map(|name| Branch {
-        local_ref: format!("{prefix}{name}"),
-        name,
-    }))
+        Ok(Tracking {
+            refs: out
+                .lines()
+                .map(|l| {
+                    let (name, target) = l.split_once(' ').unwrap_or((l, ""));
+                    (name.to_string(), target.to_string())
+                })
+                .collect(),
+        })
+    }
+
+    fn has_remote(&self, remote: &str) -> bool {
+        let prefix = format!("refs/remotes/{remote}/");
+        self.refs.iter().any(|(name, _)| {
+            name.strip_prefix(&prefix)
+                .is_some_and(|rest| !rest.contains('/'))
+        })
+    }
+
+    /// The branch that completions reach (see [`Store::branch`]): the remote's default
+    /// branch as its `HEAD` was last seen (`git clone` records it), else `main` or `master`
+    /// where this repository tracks them; for local refs (`remote` none), the repository's
+    /// own branch of the name `origin` gives, else its `main` or `master`.
+    fn default_branch(&self, remote: Option<&str>) -> Option<Branch> {
+        let head_remote = remote.or(Some("origin"));
+        let from_head = head_remote.and_then(|r| {
+            let head = format!("refs/remotes/{r}/HEAD");
+            let (_, target) = self.refs.iter().find(|(name, _)| *name == head)?;
+            target
+                .strip_prefix(&format!("refs/remotes/{r}/"))
+                .map(str::to_string)
+        });
+        let prefix = match remote {
+            Some(r) => format!("refs/remotes/{r}/"),
+            None => "refs/heads/".to_string(),
+        };
+        let name = from_head.or_else(|| {
+            ["main", "master"]
+                .into_iter()
+                .find(|n| {
+                    self.refs
+                        .iter()
+                        .any(|(name, _)| *name == format!("{prefix}{n}"))
+                })
+                .map(str::to_string)
+        })?;
+        Some(Branch {
+            local_ref: format!("{prefix}{name}"),
+            name,
+        })
+    }
 }
 
 fn unreachable(remote: &str, reason: &str) -> OpError {
