@@ -58,8 +58,9 @@ def seed(top, small, tasks, profile):
         if (i - 1) % 4:
             run([small, "plan", "--depends", f"task-{i}:task-{i - 1}"], s)
     if profile == "v2":
+        # Collaborative mode: each agent's clone has a session of its own open.
         plan = run([small, "migrate", "--to", "2.0.0", "--preview", "--namespace", "bench",
-                    "--json"], s).stdout
+                    "--mode", "collaborative", "--json"], s).stdout
         path = top / "migration.json"
         path.write_text(plan)
         digest = json.loads(plan)["expected_input_digest"]
