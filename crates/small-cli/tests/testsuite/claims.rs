@@ -4,133 +4,21 @@
 #![cfg(unix)]
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_small");
-
-fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(program);
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("SMALL_AGENT")
-        .env_remove("SMALL_CLAIM_SKEW")
-        .env_remove("SMALL_CLAIM_TIMEOUT")
-        .env_remove("SMALL_LOCK_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Run `small` in `dir` with `env`; it must exit `code`. Its output.
-fn small_env(dir: &Path, code: i32, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let o = command(dir, BIN, args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
-    o
-}
-
-fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
-    small_env(dir, code, args, &[])
-}
-
-fn json(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
-    let o = small_env(dir, 0, args, env);
-    serde_json::from_slice(&o.stdout).expect("a JSON document")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = command(dir, "git", args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A repository whose workspace plans `tasks` tasks (`task-1` …), pushed to the bare
-/// repository `top/remote.git`.
-fn seeded(top: &Path, tasks: usize) -> PathBuf {
-    let seed = top.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    git(&seed, &["init", "-q", "-b", "main"]);
-    small(
-        &seed,
-        0,
-        &[
-            "init",
-            "--no-agents",
-            "--intent",
-            "Claims",
-            "--task",
-            "Task 1",
-        ],
-    );
-    let titles: Vec<String> = (2..=tasks).map(|i| format!("Task {i}")).collect();
-    let mut args = vec!["plan"];
-    for t in &titles {
-        args.extend(["--add", t.as_str()]);
-    }
-    if tasks > 1 {
-        small(&seed, 0, &args);
-    }
-    git(&seed, &["add", "-A", ".small"]);
-    git(&seed, &["commit", "-q", "-m", "plan"]);
-    let remote = top.join("remote.git");
-    git(
-        top,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            seed.to_str().unwrap(),
-            remote.to_str().unwrap(),
-        ],
-    );
-    remote
-}
-
-/// Clones `name-0` … of `url` under `top`.
-fn clones(top: &Path, url: &str, name: &str, n: usize) -> Vec<PathBuf> {
-    (0..n)
-        .map(|i| {
-            let dir = top.join(format!("{name}-{i}"));
-            git(top, &["clone", "-q", url, dir.to_str().unwrap()]);
-            dir
-        })
-        .collect()
-}
+use crate::claims_support::{
+    clones, command, daemon_or_skip, git, json, json_env, json_output_section, seeded, small,
+    small_env, text, BIN,
+};
 
 /// Fails unless docs/json-output.md's claims section names every top-level key of `doc` (in
 /// a code span or its example).
 fn documented(doc: &Value) {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-output.md"
-    ))
-    .unwrap();
-    let start = page.find("## Claims").expect("a claims section");
-    let section = &page[start..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let section = json_output_section("Claims");
     // Every word inside a code span or the fenced example.
     let spans = section.replace("```", "`");
     let named: BTreeSet<&str> = spans
@@ -145,77 +33,6 @@ fn documented(doc: &Value) {
             "docs/json-output.md does not name `{key}` in its claims section"
         );
     }
-}
-
-/// `git daemon` serving `base` (pushes allowed) on a free port, stopped when dropped.
-pub(crate) struct Daemon {
-    child: Child,
-    port: u16,
-}
-
-impl Daemon {
-    fn start(base: &Path) -> Option<Daemon> {
-        let exec = git(base, &["--exec-path"]);
-        let program = Path::new(exec.trim()).join("git-daemon");
-        if !program.exists() {
-            return None;
-        }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(program)
-            // Its own process group: stopping it stops the connections it serves too.
-            .process_group(0)
-            .args([
-                "--export-all",
-                "--enable=receive-pack",
-                &format!("--base-path={}", base.display()),
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                "--reuseaddr",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let d = Daemon { child, port };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let start = Instant::now();
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "git daemon did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(d)
-    }
-
-    pub(crate) fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // The daemon and every receive-pack or upload-pack it started, mid-transfer or not.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub(crate) fn daemon_or_skip(base: &Path) -> Option<Daemon> {
-    let d = Daemon::start(base);
-    if d.is_none() {
-        small_testkit::skip("git-daemon", "this git has no git-daemon");
-    }
-    d
 }
 
 /// Start `small args` in each dir at once, then wait for all: the outputs in order.
@@ -267,7 +84,7 @@ fn one_winner(top: &Path, url: &str, name: &str) {
             "agent-{i}: {err}"
         );
     }
-    let list = json(&dirs[3], &["claims", "--json"], &[]);
+    let list = json(&dirs[3], 0, &["claims", "--json"]);
     let claims = list["claims"].as_array().unwrap();
     assert_eq!(claims.len(), 1, "{list}");
     assert_eq!(claims[0]["label"], winner.as_str());
@@ -279,14 +96,14 @@ fn one_winner(top: &Path, url: &str, name: &str) {
 #[test]
 fn sixteen_clones_race_for_one_task_over_a_bare_path() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
+    let remote = seeded(d.path(), "Claims", 3);
     one_winner(d.path(), remote.to_str().unwrap(), "path");
 }
 
 #[test]
 fn sixteen_clones_race_for_one_task_over_git_daemon() {
     let d = tempfile::tempdir().unwrap();
-    seeded(d.path(), 3);
+    seeded(d.path(), "Claims", 3);
     let Some(daemon) = daemon_or_skip(d.path()) else {
         return;
     };
@@ -296,7 +113,7 @@ fn sixteen_clones_race_for_one_task_over_git_daemon() {
 #[test]
 fn eight_clones_take_twenty_tasks_each_exactly_once() {
     let d = tempfile::tempdir().unwrap();
-    seeded(d.path(), 20);
+    seeded(d.path(), "Claims", 20);
     let Some(daemon) = daemon_or_skip(d.path()) else {
         return;
     };
@@ -340,7 +157,7 @@ fn eight_clones_take_twenty_tasks_each_exactly_once() {
     assert_eq!(count, 20, "a task was claimed twice: {all:?}");
     let expected: BTreeSet<String> = (1..=20).map(|i| format!("task-{i}")).collect();
     assert_eq!(all.into_iter().collect::<BTreeSet<_>>(), expected);
-    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--json"]);
     assert_eq!(list["claims"].as_array().unwrap().len(), 20);
     small(&dirs[5], 1, &["claim", "--next"]);
 }
@@ -348,11 +165,12 @@ fn eight_clones_take_twenty_tasks_each_exactly_once() {
 #[test]
 fn an_ended_lease_is_taken_over_one_generation_later() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "ttl", 2);
     let no_skew = [("SMALL_CLAIM_SKEW", "0s")];
-    let first = json(
+    let first = json_env(
         &dirs[0],
+        0,
         &["claim", "task-1", "--ttl", "1s", "--as", "alice", "--json"],
         &no_skew,
     );
@@ -362,8 +180,9 @@ fn an_ended_lease_is_taken_over_one_generation_later() {
     std::thread::sleep(Duration::from_millis(2200));
     let o = small(&dirs[1], 1, &["claim", "task-1", "--as", "bob"]);
     assert!(text(&o).contains("claimed by alice"), "{}", text(&o));
-    let taken = json(
+    let taken = json_env(
         &dirs[1],
+        0,
         &["claim", "task-1", "--as", "bob", "--json"],
         &no_skew,
     );
@@ -381,15 +200,11 @@ fn an_ended_lease_is_taken_over_one_generation_later() {
 #[test]
 fn renewal_by_the_holder_keeps_it_and_moves_the_end() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "renew", 1);
-    let first = json(
-        &dirs[0],
-        &["claim", "task-2", "--as", "alice", "--json"],
-        &[],
-    );
+    let first = json(&dirs[0], 0, &["claim", "task-2", "--as", "alice", "--json"]);
     std::thread::sleep(Duration::from_millis(1100));
-    let again = json(&dirs[0], &["claim", "task-2", "--json"], &[]);
+    let again = json(&dirs[0], 0, &["claim", "task-2", "--json"]);
     assert_eq!(again["status"], "renewed");
     assert_eq!(again["holder"], first["holder"]);
     assert_eq!(again["taken"], first["taken"]);
@@ -404,23 +219,23 @@ fn renewal_by_the_holder_keeps_it_and_moves_the_end() {
 #[test]
 fn only_the_holder_releases_and_then_another_can_claim() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
+    let remote = seeded(d.path(), "Claims", 3);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "release", 2);
     small(&dirs[0], 0, &["claim", "task-3", "--as", "alice"]);
     let o = small(&dirs[1], 1, &["unclaim", "task-3"]);
     assert!(text(&o).contains("held by alice"), "{}", text(&o));
     small(&dirs[1], 1, &["claim", "task-3", "--as", "bob"]);
-    let released = json(&dirs[0], &["unclaim", "task-3", "--json"], &[]);
+    let released = json(&dirs[0], 0, &["unclaim", "task-3", "--json"]);
     assert_eq!(released["status"], "released");
     assert_eq!(released["label"], "alice");
     assert_eq!(released["remote"], "origin");
     documented(&released);
     let o = small(&dirs[0], 1, &["unclaim", "task-3"]);
     assert!(text(&o).contains("task-3 is not claimed"), "{}", text(&o));
-    let bob = json(&dirs[1], &["claim", "task-3", "--as", "bob", "--json"], &[]);
+    let bob = json(&dirs[1], 0, &["claim", "task-3", "--as", "bob", "--json"]);
     assert_eq!(bob["status"], "claimed");
     assert_eq!(bob["generation"], 1);
-    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--json"]);
     documented(&list);
     documented(&list["claims"][0]);
     assert!(git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-3"));
@@ -429,7 +244,7 @@ fn only_the_holder_releases_and_then_another_can_claim() {
 #[test]
 fn worktrees_share_local_leases() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let main = clones(d.path(), remote.to_str().unwrap(), "wt", 1).remove(0);
     let trees: Vec<PathBuf> = (1..=2)
         .map(|i| {
@@ -468,7 +283,7 @@ fn worktrees_share_local_leases() {
     );
     // One lease in the repository's refs, seen from every worktree; none on the remote.
     for dir in [&main, &trees[0], &trees[1]] {
-        let list = json(dir, &["claims", "--local", "--json"], &[]);
+        let list = json(dir, 0, &["claims", "--local", "--json"]);
         assert_eq!(list["claims"].as_array().unwrap().len(), 1, "{list}");
         assert_eq!(list["remote"], Value::Null);
     }
@@ -485,7 +300,7 @@ fn worktrees_share_local_leases() {
 #[test]
 fn a_remote_that_is_gone_claims_nothing() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "gone", 1);
     let gone = d.path().join("gone.git");
     git(
@@ -499,7 +314,7 @@ fn a_remote_that_is_gone_claims_nothing() {
         text(&o)
     );
     small(&dirs[0], 2, &["claim", "--next"]);
-    let list = json(&dirs[0], &["claims", "--local", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--local", "--json"]);
     assert_eq!(list["claims"], serde_json::json!([]));
     assert_eq!(git(&dirs[0], &["for-each-ref", "refs/small"]), "");
     // A remote the repository does not have, and no repository at all.
@@ -514,7 +329,7 @@ fn a_remote_that_is_gone_claims_nothing() {
 #[test]
 fn a_daemon_that_stops_claims_nothing() {
     let d = tempfile::tempdir().unwrap();
-    seeded(d.path(), 2);
+    seeded(d.path(), "Claims", 2);
     let Some(daemon) = daemon_or_skip(d.path()) else {
         return;
     };
@@ -528,14 +343,14 @@ fn a_daemon_that_stops_claims_nothing() {
     );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["errors"][0]["code"], "claim-store", "{v}");
-    let list = json(&dirs[0], &["claims", "--local", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--local", "--json"]);
     assert_eq!(list["claims"], serde_json::json!([]));
 }
 
 #[test]
 fn unknown_tasks_and_bad_flags() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 1);
+    let remote = seeded(d.path(), "Claims", 1);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "flags", 1);
     let o = small(&dirs[0], 1, &["claim", "task-9"]);
     assert!(text(&o).contains("unknown-task"), "{}", text(&o));
@@ -552,7 +367,7 @@ fn unknown_tasks_and_bad_flags() {
 #[test]
 fn writes_on_a_task_another_agent_holds_are_fenced() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
+    let remote = seeded(d.path(), "Claims", 3);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "fence", 2);
     let (alice, bob) = (&dirs[0], &dirs[1]);
     small(alice, 0, &["claim", "task-1", "--as", "alice"]);
@@ -612,7 +427,7 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
         "{after}"
     );
     // status shows the lease; resume's next task skips it and says who has it.
-    let st = json(bob, &["status", "--json"], &[]);
+    let st = json(bob, 0, &["status", "--json"]);
     assert_eq!(st["claims"][0]["task"], "task-1", "{st}");
     assert_eq!(st["claims"][0]["label"], "alice");
     let o = small(bob, 0, &["status"]);
@@ -621,12 +436,12 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
         "{}",
         text(&o)
     );
-    let r = json(alice, &["resume", "--json", "--no-check"], &[]);
+    let r = json(alice, 0, &["resume", "--json", "--no-check"]);
     assert_eq!(
         r["next_task"]["id"], "task-1",
         "the holder's own lease: {r}"
     );
-    let r = json(bob, &["resume", "--json", "--no-check"], &[]);
+    let r = json(bob, 0, &["resume", "--json", "--no-check"]);
     assert_eq!(r["claimed_by_others"][0]["task"], "task-1", "{r}");
     assert_eq!(r["claimed_by_others"][0]["label"], "alice");
     assert_ne!(r["next_task"]["id"], "task-1", "{r}");
@@ -646,7 +461,7 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
     // keeps bob (who has not pulled) off the task.
     small(alice, 0, &done);
     assert!(git(&remote, &["for-each-ref", "refs/small/claims"]).contains("task-1"));
-    let list = json(bob, &["claims", "--json"], &[]);
+    let list = json(bob, 0, &["claims", "--json"]);
     assert_eq!(list["claims"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list["claims"][0]["state"], "done", "{list}");
     assert_eq!(list["claims"][0]["live"], false, "{list}");
@@ -656,7 +471,7 @@ fn writes_on_a_task_another_agent_holds_are_fenced() {
 #[test]
 fn a_holder_whose_lease_ended_must_claim_again() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "stale", 2);
     let no_skew = [("SMALL_CLAIM_SKEW", "0s")];
     small_env(
@@ -688,10 +503,11 @@ fn a_holder_whose_lease_ended_must_claim_again() {
 #[test]
 fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "renewal", 1);
-    let first = json(
+    let first = json_env(
         &dirs[0],
+        0,
         &["claim", "task-1", "--ttl", "10s", "--as", "alice", "--json"],
         &[("SMALL_CLAIM_SKEW", "0s")],
     );
@@ -707,12 +523,12 @@ fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
     ];
     // Before half the TTL a write costs no renewal.
     small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
-    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--json"]);
     assert_eq!(list["claims"][0]["generation"], 1, "{list}");
     // Past half the TTL (5 s; the first write came well before it, even on a loaded machine).
     std::thread::sleep(Duration::from_millis(5300));
     small_env(&dirs[0], 0, &add, &[("SMALL_CLAIM_SKEW", "0s")]);
-    let list = json(&dirs[0], &["claims", "--json"], &[]);
+    let list = json(&dirs[0], 0, &["claims", "--json"]);
     assert_eq!(list["claims"][0]["generation"], 2, "{list}");
     assert!(
         list["claims"][0]["ends"].as_str().unwrap() > first["ends"].as_str().unwrap(),
@@ -726,7 +542,7 @@ fn the_holders_writes_renew_a_lease_past_half_its_ttl() {
 async fn claims_over_mcp_are_the_commands_documents() {
     use crate::agents_mcp::{call, connect};
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
+    let remote = seeded(d.path(), "Claims", 2);
     let dirs = clones(d.path(), remote.to_str().unwrap(), "mcp", 2);
     let c = connect(&dirs[0]).await;
     let (ok, v) = call(
@@ -770,7 +586,7 @@ async fn claims_over_mcp_are_the_commands_documents() {
 #[test]
 fn the_remote_going_away_mid_claim_leaves_no_orphan_lease() {
     let d = tempfile::tempdir().unwrap();
-    let bare = seeded(d.path(), 8);
+    let bare = seeded(d.path(), "Claims", 8);
     let Some(daemon) = daemon_or_skip(d.path()) else {
         return;
     };

@@ -5,50 +5,33 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_small");
+use crate::claims_support::{
+    bare_remote, clone_env, command, git_env, init_seed, json_env, json_output_section, small_env,
+    text, BIN,
+};
 
-fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(program);
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("SMALL_CLAIM_TIMEOUT", "1s")
-        .env("SMALL_CLAIM_SKEW", "0s")
-        .env_remove("SMALL_AGENT")
-        .env_remove("SMALL_LOCK_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
+/// What every command here runs with: a claim timeout of 1 s, so that a done record's grace
+/// passes within the test, and no clock skew.
+const ENV: &[(&str, &str)] = &[("SMALL_CLAIM_TIMEOUT", "1s"), ("SMALL_CLAIM_SKEW", "0s")];
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
+/// [`small_env`] with [`ENV`].
 fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
-    let o = command(dir, BIN, args).output().unwrap();
-    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
-    o
+    small_env(dir, code, args, ENV)
 }
 
+/// [`json_env`] with [`ENV`].
 fn json(dir: &Path, code: i32, args: &[&str]) -> Value {
-    let o = small(dir, code, args);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&o)))
+    json_env(dir, code, args, ENV)
+}
+
+/// [`git_env`] with [`ENV`].
+fn git(dir: &Path, args: &[&str]) -> String {
+    git_env(dir, args, ENV)
 }
 
 /// The code and message of a refusal printed with `--json` (exit 1).
@@ -66,30 +49,10 @@ fn refusal(dir: &Path, args: &[&str]) -> (String, String) {
     )
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = command(dir, "git", args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// A bare remote whose `main` holds a workspace planning task-1 … task-`n` (task-3
 /// depends on task-1), and `clones` clones of it.
 fn team(top: &Path, n: usize, clones: &[&str]) -> (PathBuf, Vec<PathBuf>) {
-    let seed = top.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    git(&seed, &["init", "-q", "-b", "main"]);
-    small(
-        &seed,
-        0,
-        &[
-            "init",
-            "--no-agents",
-            "--intent",
-            "Done records",
-            "--task",
-            "Task 1",
-        ],
-    );
+    let seed = init_seed(top, "Done records", ENV);
     for i in 2..=n {
         small(&seed, 0, &["plan", "--add", &format!("Task {i}")]);
     }
@@ -99,32 +62,11 @@ fn team(top: &Path, n: usize, clones: &[&str]) -> (PathBuf, Vec<PathBuf>) {
     std::fs::write(seed.join("src.txt"), "one\ntwo\nthree\n").unwrap();
     git(&seed, &["add", "-A"]);
     git(&seed, &["commit", "-q", "-m", "plan"]);
-    let remote = top.join("remote.git");
-    git(
-        top,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            seed.to_str().unwrap(),
-            remote.to_str().unwrap(),
-        ],
-    );
+    let remote = bare_remote(top, &seed, ENV);
+    let url = remote.to_str().unwrap();
     let dirs = clones
         .iter()
-        .map(|name| {
-            let dir = top.join(name);
-            git(
-                top,
-                &[
-                    "clone",
-                    "-q",
-                    remote.to_str().unwrap(),
-                    dir.to_str().unwrap(),
-                ],
-            );
-            dir
-        })
+        .map(|name| clone_env(top, url, name, ENV))
         .collect();
     (remote, dirs)
 }
@@ -556,6 +498,7 @@ fn racing_syncs_all_land_with_retries() {
         .iter()
         .map(|dir| {
             command(dir, BIN, &["sync", "--json", "--attempts", "30"])
+                .envs(ENV.iter().copied())
                 .spawn()
                 .unwrap()
         })
@@ -576,14 +519,7 @@ fn racing_syncs_all_land_with_retries() {
 
 /// Fails unless docs/json-output.md's sync section names every top-level key of `doc`.
 fn documented(doc: &Value) {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-output.md"
-    ))
-    .unwrap();
-    let start = page.find("## Sync").expect("a sync section");
-    let section = &page[start..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let section = json_output_section("Sync");
     for key in doc.as_object().unwrap().keys() {
         assert!(
             section.contains(&format!("`{key}`")) || section.contains(&format!("\"{key}\"")),

@@ -9,75 +9,19 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_small");
+use crate::claims_support::{clones, command, git, json, seeded, small, small_env, text, BIN};
+
 /// A lease end no test outlives.
 const FAR: &str = "2999-01-01T00:00:00Z";
 /// The hang guard of the commands that read thousands of refs (not a speed bound).
 const HANG: Duration = Duration::from_secs(60);
-
-fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(program);
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("SMALL_AGENT")
-        .env_remove("SMALL_CLAIM_SKEW")
-        .env_remove("SMALL_CLAIM_TIMEOUT")
-        .env_remove("SMALL_LOCK_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Run `small` in `dir` with `env`; it must exit `code`. Its output.
-fn small_env(dir: &Path, code: i32, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let o = command(dir, BIN, args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
-    o
-}
-
-fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
-    small_env(dir, code, args, &[])
-}
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    let o = small(dir, 0, args);
-    serde_json::from_slice(&o.stdout).expect("a JSON document")
-}
-
-/// The JSON document a refused command printed (exit `code`).
-fn refused(dir: &Path, code: i32, args: &[&str]) -> Value {
-    let o = small(dir, code, args);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("JSON: {}", text(&o)))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    git_input(dir, args, b"")
-}
 
 /// `git args` in `dir` with `input` on its stdin (written on a thread of its own); it must
 /// succeed. Its stdout.
@@ -95,67 +39,6 @@ fn git_input(dir: &Path, args: &[&str], input: &[u8]) -> String {
     feeder.join().unwrap();
     assert!(o.status.success(), "git {args:?}: {}", text(&o));
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A repository whose workspace plans `tasks` tasks (`task-1` …), pushed to the bare
-/// repository `top/remote.git`.
-fn seeded(top: &Path, tasks: usize) -> PathBuf {
-    let seed = top.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    git(&seed, &["init", "-q", "-b", "main"]);
-    small(
-        &seed,
-        0,
-        &[
-            "init",
-            "--no-agents",
-            "--intent",
-            "Hostile",
-            "--task",
-            "Task 1",
-        ],
-    );
-    let titles: Vec<String> = (2..=tasks).map(|i| format!("Task {i}")).collect();
-    let mut args = vec!["plan"];
-    for t in &titles {
-        args.extend(["--add", t.as_str()]);
-    }
-    if tasks > 1 {
-        small(&seed, 0, &args);
-    }
-    git(&seed, &["add", "-A", ".small"]);
-    git(&seed, &["commit", "-q", "-m", "plan"]);
-    let remote = top.join("remote.git");
-    git(
-        top,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            seed.to_str().unwrap(),
-            remote.to_str().unwrap(),
-        ],
-    );
-    remote
-}
-
-/// Clones `name-0` … of `remote` under `top`.
-fn clones(top: &Path, remote: &Path, name: &str, n: usize) -> Vec<PathBuf> {
-    (0..n)
-        .map(|i| {
-            let dir = top.join(format!("{name}-{i}"));
-            git(
-                top,
-                &[
-                    "clone",
-                    "-q",
-                    remote.to_str().unwrap(),
-                    dir.to_str().unwrap(),
-                ],
-            );
-            dir
-        })
-        .collect()
 }
 
 /// The claim ref of `task` in the top-level workspace.
@@ -259,8 +142,8 @@ fn bounded_ok(dir: &Path, args: &[&str]) -> Output {
 #[test]
 fn a_record_that_is_not_utf8_breaks_nothing_and_can_be_taken_over() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
-    let dirs = clones(d.path(), &remote, "utf8", 3);
+    let remote = seeded(d.path(), "Hostile", 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "utf8", 3);
     let junk = plant(&remote, "task-1", b"\xff\xfe");
     let a = &dirs[0];
 
@@ -270,17 +153,17 @@ fn a_record_that_is_not_utf8_breaks_nothing_and_can_be_taken_over() {
         "{}",
         text(&o)
     );
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     assert_eq!(leases(&list).len(), 1, "{list}");
     assert_damaged(lease(&list, "task-1"), "task-1", "not UTF-8");
 
     // The reports read it as seen.
     small(a, 0, &["status"]);
-    let st = json(a, &["status", "--json"]);
+    let st = json(a, 0, &["status", "--json"]);
     assert_eq!(st["claims"][0]["state"], "damaged", "{st}");
     small(a, 0, &["resume", "--no-check"]);
     small(a, 0, &["resume", "--hook"]);
-    let r = json(a, &["resume", "--json", "--no-check"]);
+    let r = json(a, 0, &["resume", "--json", "--no-check"]);
     assert_eq!(
         r["next_task"]["id"], "task-1",
         "a damaged record holds nothing: {r}"
@@ -325,7 +208,7 @@ fn a_record_that_is_not_utf8_breaks_nothing_and_can_be_taken_over() {
     );
 
     // Another clone's `claim --next` takes the task the damaged record is on.
-    let next = json(&dirs[1], &["claim", "--next", "--as", "bob", "--json"]);
+    let next = json(&dirs[1], 0, &["claim", "--next", "--as", "bob", "--json"]);
     assert_eq!(next["status"], "claimed", "{next}");
     assert_eq!(next["task"], "task-1", "{next}");
     assert_eq!(next["generation"], 1, "{next}");
@@ -333,11 +216,11 @@ fn a_record_that_is_not_utf8_breaks_nothing_and_can_be_taken_over() {
 
     // Damaged again by the peer: `claim task-1` takes it over.
     plant(&remote, "task-1", b"\xff\xfe");
-    let taken = json(&dirs[2], &["claim", "task-1", "--as", "carol", "--json"]);
+    let taken = json(&dirs[2], 0, &["claim", "task-1", "--as", "carol", "--json"]);
     assert_eq!(taken["status"], "claimed", "{taken}");
     assert_eq!(taken["label"], "carol", "{taken}");
     assert_damaged(&taken["took_over"], "task-1", "not UTF-8");
-    let list = json(&dirs[1], &["claims", "--json"]);
+    let list = json(&dirs[1], 0, &["claims", "--json"]);
     assert_eq!(lease(&list, "task-1")["label"], "carol", "{list}");
     assert_eq!(lease(&list, "task-1")["state"], "held", "{list}");
 }
@@ -349,8 +232,8 @@ fn a_record_that_is_not_utf8_breaks_nothing_and_can_be_taken_over() {
 fn two_thousand_claim_refs_are_read_without_a_hang() {
     const N: usize = 2000;
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
-    let dirs = clones(d.path(), &remote, "many", 1);
+    let remote = seeded(d.path(), "Hostile", 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "many", 1);
     let dir = &dirs[0];
     // The records as files, stored in one `hash-object`, their refs set in one update-ref.
     let blobs = d.path().join("blobs");
@@ -484,16 +367,16 @@ fn http_get(port: u16, path: &str) -> String {
 #[test]
 fn an_over_sized_blob_does_not_hide_the_leases_after_it() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
-    let dirs = clones(d.path(), &remote, "big", 3);
+    let remote = seeded(d.path(), "Hostile", 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "big", 3);
     let (alice, bob, carol) = (&dirs[0], &dirs[1], &dirs[2]);
-    let held = json(bob, &["claim", "task-2", "--as", "bob", "--json"]);
-    json(bob, &["claim", "task-3", "--as", "bob", "--json"]);
+    let held = json(bob, 0, &["claim", "task-2", "--as", "bob", "--json"]);
+    json(bob, 0, &["claim", "task-3", "--as", "bob", "--json"]);
     // A record held by mallory, its label 5 MB.
     let big = record("task-1", "mallory", &"m".repeat(5 << 20), FAR, 1);
     plant(&remote, "task-1", &big);
 
-    let list = json(alice, &["claims", "--json"]);
+    let list = json(alice, 0, &["claims", "--json"]);
     assert_eq!(leases(&list).len(), 3, "{list}");
     assert_damaged(lease(&list, "task-1"), "task-1", "over the 4096");
     for t in ["task-2", "task-3"] {
@@ -524,7 +407,7 @@ fn an_over_sized_blob_does_not_hide_the_leases_after_it() {
         "x",
         "--json",
     ];
-    let e = refused(carol, 1, &add);
+    let e = json(carol, 1, &add);
     assert_eq!(e["errors"][0]["code"], "claimed", "{e}");
     assert!(
         e["errors"][0]["message"]
@@ -533,9 +416,9 @@ fn an_over_sized_blob_does_not_hide_the_leases_after_it() {
             .contains("claimed by bob"),
         "{e}"
     );
-    let e = refused(carol, 1, &["claim", "task-3", "--json"]);
+    let e = json(carol, 1, &["claim", "task-3", "--json"]);
     assert_eq!(e["errors"][0]["code"], "claimed", "{e}");
-    let taken = json(carol, &["claim", "task-1", "--as", "carol", "--json"]);
+    let taken = json(carol, 0, &["claim", "task-1", "--as", "carol", "--json"]);
     assert_eq!(taken["took_over"]["state"], "damaged", "{taken}");
 }
 
@@ -544,20 +427,20 @@ fn an_over_sized_blob_does_not_hide_the_leases_after_it() {
 #[test]
 fn a_record_naming_another_task_holds_neither() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
-    let dirs = clones(d.path(), &remote, "decoy", 2);
+    let remote = seeded(d.path(), "Hostile", 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "decoy", 2);
     plant(
         &remote,
         "task-2",
         &record("task-1", "mallory", "mallory", FAR, 1),
     );
     let a = &dirs[0];
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     assert_eq!(leases(&list).len(), 1, "{list}");
     let l = lease(&list, "task-2");
     assert_damaged(l, "task-2", "names the task \"task-1\", not its ref's");
     assert_eq!(l["task"], "task-2", "{l}");
-    let r = json(a, &["resume", "--json", "--no-check"]);
+    let r = json(a, 0, &["resume", "--json", "--no-check"]);
     assert_no_others(&r);
     assert_eq!(r["next_task"]["id"], "task-1", "{r}");
     // Writes on task-1 are not fenced by the decoy.
@@ -575,15 +458,15 @@ fn a_record_naming_another_task_holds_neither() {
             "mine",
         ],
     );
-    let taken = json(a, &["claim", "task-1", "--as", "alice", "--json"]);
+    let taken = json(a, 0, &["claim", "task-1", "--as", "alice", "--json"]);
     assert_eq!(taken["status"], "claimed", "{taken}");
     assert_eq!(taken["generation"], 1, "{taken}");
     assert!(taken.get("took_over").is_none(), "{taken}");
     // Another clone's `claim --next` passes alice's task-1 and takes the decoy's ref.
-    let next = json(&dirs[1], &["claim", "--next", "--as", "bob", "--json"]);
+    let next = json(&dirs[1], 0, &["claim", "--next", "--as", "bob", "--json"]);
     assert_eq!(next["task"], "task-2", "{next}");
     assert_damaged(&next["took_over"], "task-2", "not its ref's");
-    let list = json(&dirs[1], &["claims", "--json"]);
+    let list = json(&dirs[1], 0, &["claims", "--json"]);
     assert_eq!(lease(&list, "task-1")["label"], "alice", "{list}");
     assert_eq!(lease(&list, "task-2")["label"], "bob", "{list}");
 }
@@ -594,8 +477,8 @@ fn a_record_naming_another_task_holds_neither() {
 #[test]
 fn labels_forge_no_rows_and_crowd_out_no_next_task() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 6);
-    let dirs = clones(d.path(), &remote, "label", 1);
+    let remote = seeded(d.path(), "Hostile", 6);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "label", 1);
     let a = &dirs[0];
     let o = small(a, 2, &["claim", "task-1", "--as", "a\nb"]);
     assert!(text(&o).contains("control character"), "{}", text(&o));
@@ -629,7 +512,7 @@ fn labels_forge_no_rows_and_crowd_out_no_next_task() {
         !out.lines().any(|l| l.trim_start().starts_with("task-9")),
         "{out}"
     );
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     let l1 = lease(&list, "task-1");
     assert!(!l1["label"].as_str().unwrap().contains('\n'), "{l1}");
     assert!(
@@ -680,8 +563,8 @@ fn labels_forge_no_rows_and_crowd_out_no_next_task() {
 #[test]
 fn a_task_name_from_a_ref_forges_no_rows() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
-    let dirs = clones(d.path(), &remote, "refname", 1);
+    let remote = seeded(d.path(), "Hostile", 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "refname", 1);
     let a = &dirs[0];
     let task = format!("task-9\n  task-2      mallory  until {FAR}");
     let name = format!(
@@ -695,7 +578,7 @@ fn a_task_name_from_a_ref_forges_no_rows() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(out.starts_with("Claims: 2 (origin)\n"), "{out}");
     assert_eq!(out.lines().count(), 3, "one line a lease: {out}");
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     assert_eq!(lease(&list, &task)["ref"], name.as_str(), "{list}");
     assert_eq!(lease(&list, &task)["state"], "held", "{list}");
 
@@ -748,8 +631,8 @@ fn a_task_name_from_a_ref_forges_no_rows() {
 #[test]
 fn remote_names_generations_ttls_and_variables_at_their_limits() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 3);
-    let dirs = clones(d.path(), &remote, "limits", 2);
+    let remote = seeded(d.path(), "Hostile", 3);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "limits", 2);
     let a = &dirs[0];
     let url = remote.to_str().unwrap();
 
@@ -769,7 +652,7 @@ fn remote_names_generations_ttls_and_variables_at_their_limits() {
         !a.join("pwned").exists(),
         "git ran a remote's name as an option"
     );
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     assert_eq!(list["remote"], "origin", "{list}");
     small(a, 0, &["status"]);
     small(a, 0, &["resume", "--no-check"]);
@@ -781,7 +664,7 @@ fn remote_names_generations_ttls_and_variables_at_their_limits() {
         "task-1",
         &record("task-1", "old", "old", "2000-01-01T00:00:00Z", max),
     );
-    let taken = json(a, &["claim", "task-1", "--as", "alice", "--json"]);
+    let taken = json(a, 0, &["claim", "task-1", "--as", "alice", "--json"]);
     assert_eq!(taken["status"], "claimed", "{taken}");
     assert_eq!(taken["generation"].as_u64(), Some(max), "{taken}");
     assert_eq!(
@@ -790,7 +673,7 @@ fn remote_names_generations_ttls_and_variables_at_their_limits() {
         "{taken}"
     );
     assert_eq!(taken["took_over"]["state"], "expired", "{taken}");
-    let again = json(a, &["claim", "task-1", "--json"]);
+    let again = json(a, 0, &["claim", "task-1", "--json"]);
     assert_eq!(again["status"], "renewed", "{again}");
     assert_eq!(again["generation"].as_u64(), Some(max), "{again}");
     small(
@@ -806,7 +689,7 @@ fn remote_names_generations_ttls_and_variables_at_their_limits() {
             "done",
         ],
     );
-    let list = json(&dirs[1], &["claims", "--json"]);
+    let list = json(&dirs[1], 0, &["claims", "--json"]);
     assert_eq!(lease(&list, "task-1")["state"], "done", "{list}");
     assert_eq!(
         lease(&list, "task-1")["generation"].as_u64(),
@@ -855,8 +738,8 @@ fn remote_names_generations_ttls_and_variables_at_their_limits() {
 #[test]
 fn a_done_record_with_a_strange_commit_is_damaged() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 1);
-    let dirs = clones(d.path(), &remote, "commit", 1);
+    let remote = seeded(d.path(), "Hostile", 1);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "commit", 1);
     let a = &dirs[0];
     let mut r: Value = serde_json::from_slice(&record("task-1", "m", "m", FAR, 1)).unwrap();
     r["done"] = serde_json::json!({
@@ -868,10 +751,10 @@ fn a_done_record_with_a_strange_commit_is_damaged() {
     plant(&remote, "task-1", &serde_json::to_vec(&r).unwrap());
     let o = small(a, 0, &["claims"]);
     assert!(!text(&o).contains("internal"), "{}", text(&o));
-    let list = json(a, &["claims", "--json"]);
+    let list = json(a, 0, &["claims", "--json"]);
     assert_damaged(lease(&list, "task-1"), "task-1", "commit");
     small(a, 0, &["status"]);
-    let taken = json(a, &["claim", "task-1", "--json"]);
+    let taken = json(a, 0, &["claim", "task-1", "--json"]);
     assert_eq!(taken["took_over"]["state"], "damaged", "{taken}");
 }
 
@@ -881,8 +764,8 @@ fn a_done_record_with_a_strange_commit_is_damaged() {
 #[test]
 fn a_fenced_write_with_a_bad_variable_is_a_usage_error() {
     let d = tempfile::tempdir().unwrap();
-    let remote = seeded(d.path(), 2);
-    let dirs = clones(d.path(), &remote, "fencevar", 2);
+    let remote = seeded(d.path(), "Hostile", 2);
+    let dirs = clones(d.path(), remote.to_str().unwrap(), "fencevar", 2);
     let (alice, bob) = (&dirs[0], &dirs[1]);
     small(alice, 0, &["claim", "task-1", "--as", "alice"]);
     small(bob, 0, &["claims"]);

@@ -5,123 +5,30 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_small");
-
-fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(program);
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("SMALL_AGENT")
-        .env_remove("SMALL_CLAIM_SKEW")
-        .env_remove("SMALL_CLAIM_TIMEOUT")
-        .env_remove("SMALL_LOCK_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
-    let o = command(dir, BIN, args).output().unwrap();
-    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
-    o
-}
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    let o = small(dir, 0, args);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&o)))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = command(dir, "git", args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use crate::claims_support::{clone, json, seeded, small, text};
 
 /// A bare remote whose `main` holds a workspace planning task-1 … task-`n`, and a clone of
 /// it under `top` for each name.
 fn team(top: &Path, n: usize, names: &[&str]) -> Vec<PathBuf> {
-    let seed = top.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    git(&seed, &["init", "-q", "-b", "main"]);
-    small(
-        &seed,
-        0,
-        &[
-            "init",
-            "--no-agents",
-            "--intent",
-            "Handoffs",
-            "--task",
-            "Task 1",
-        ],
-    );
-    let titles: Vec<String> = (2..=n).map(|i| format!("Task {i}")).collect();
-    let mut args = vec!["plan"];
-    for t in &titles {
-        args.extend(["--add", t.as_str()]);
-    }
-    small(&seed, 0, &args);
-    git(&seed, &["add", "-A", ".small"]);
-    git(&seed, &["commit", "-q", "-m", "plan"]);
-    let remote = top.join("remote.git");
-    git(
-        top,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            seed.to_str().unwrap(),
-            remote.to_str().unwrap(),
-        ],
-    );
-    names
-        .iter()
-        .map(|name| {
-            let dir = top.join(name);
-            git(
-                top,
-                &[
-                    "clone",
-                    "-q",
-                    remote.to_str().unwrap(),
-                    dir.to_str().unwrap(),
-                ],
-            );
-            dir
-        })
-        .collect()
+    let remote = seeded(top, "Handoffs", n);
+    let url = remote.to_str().unwrap();
+    names.iter().map(|name| clone(top, url, name)).collect()
 }
 
 /// `small handoff --json` in `dir` (it must exit 0): the task it resumes at, as its outcome
 /// and the written handoff (read back by `small resume`) say.
 fn handoff(dir: &Path) -> (Value, String) {
-    let v = json(dir, &["handoff", "--json"]);
+    let v = json(dir, 0, &["handoff", "--json"]);
     assert_eq!(v["written"], true, "{v}");
     let current = v["current_task_id"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     assert_eq!(v["resume"]["CurrentTaskID"], current.as_str(), "{v}");
-    let r = json(dir, &["resume", "--json", "--no-check"]);
+    let r = json(dir, 0, &["resume", "--json", "--no-check"]);
     assert_eq!(
         r["handoff"]["current_task_id"],
         current.as_str(),
@@ -186,7 +93,7 @@ fn a_done_record_elsewhere_is_skipped_like_a_lease() {
     );
     // Bob holds task-2.
     small(bob, 0, &["claim", "task-2", "--as", "bob"]);
-    let list = json(alice, &["claims", "--json"]);
+    let list = json(alice, 0, &["claims", "--json"]);
     let states: Vec<(&str, &str)> = list["claims"]
         .as_array()
         .unwrap()

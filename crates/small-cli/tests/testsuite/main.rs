@@ -8,6 +8,7 @@ mod agents_mcp_parity;
 mod agents_merge;
 mod agents_resume;
 mod author_support;
+mod claims_support;
 mod runs_common;
 #[path = "../../../small-server/tests/common/mod.rs"]
 mod server_common;

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::claims::{daemon_or_skip, Daemon};
-
-const BIN: &str = env!("CARGO_BIN_EXE_small");
+use crate::claims_support::{
+    bare_remote, clone, command, daemon_or_skip, git, init_seed, json, small, text, Daemon, BIN,
+};
 
 /// The tasks of the swarm's plan: `task-1` … `task-25`.
 const TASKS: usize = 25;
@@ -161,54 +161,6 @@ enum Transport {
     Daemon,
 }
 
-fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(program);
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("SMALL_AGENT")
-        .env_remove("SMALL_CLAIM_SKEW")
-        .env_remove("SMALL_CLAIM_TIMEOUT")
-        .env_remove("SMALL_LOCK_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Run `small` in `dir`; it must exit `code`. Its output.
-fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
-    let o = command(dir, BIN, args).output().unwrap();
-    assert_eq!(o.status.code(), Some(code), "small {args:?}: {}", text(&o));
-    o
-}
-
-/// `small args` in `dir`, exit `code`: its JSON document.
-fn json(dir: &Path, code: i32, args: &[&str]) -> Value {
-    let o = small(dir, code, args);
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("small {args:?}: not JSON ({e}): {}", text(&o)))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = command(dir, "git", args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 fn task(n: usize) -> String {
     format!("task-{n}")
 }
@@ -222,18 +174,7 @@ fn seed(
     tasks: usize,
     depends: &[(usize, usize)],
 ) -> (PathBuf, usize) {
-    let seed = top.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    git(&seed, &["init", "-q", "-b", "main"]);
-    let first = [
-        "init",
-        "--no-agents",
-        "--intent",
-        "Swarm",
-        "--task",
-        "Task 1",
-    ];
-    small(&seed, 0, &first);
+    let seed = init_seed(top, "Swarm", &[]);
     if profile == Profile::V2 {
         git(&seed, &["add", "-A"]);
         git(&seed, &["commit", "-q", "-m", "v1"]);
@@ -300,22 +241,7 @@ fn seed(
         Profile::V1 => st["plan"]["total_tasks"].as_u64().unwrap() as usize,
         Profile::V2 => st["tasks"].as_array().unwrap().len(),
     };
-    let remote = top.join("remote.git");
-    let bare = [
-        "clone",
-        "-q",
-        "--bare",
-        seed.to_str().unwrap(),
-        remote.to_str().unwrap(),
-    ];
-    git(top, &bare);
-    (remote, expect)
-}
-
-fn clone(top: &Path, url: &str, name: &str) -> PathBuf {
-    let dir = top.join(name);
-    git(top, &["clone", "-q", url, dir.to_str().unwrap()]);
-    dir
+    (bare_remote(top, &seed, &[]), expect)
 }
 
 /// One swarm at a time: on two cores, two at once only slow each other down.
