@@ -950,6 +950,22 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
         crate::authoring::txn::atomic_write(&path, text.as_bytes())
             .map_err(|e| InstallError::Io(path.clone(), e.to_string()))?;
     }
+    let config = configure_driver(&top, command)?;
+    Ok(InstallReport {
+        repo: top,
+        attributes_added: added,
+        attributes_created: existing.is_none(),
+        config,
+    })
+}
+
+/// Set `merge.small.name` and `merge.small.driver` (running `command`) in the local config
+/// of the repository holding `dir`, where they differ: each key, its value, and whether it
+/// changed.
+pub fn configure_driver(
+    dir: &std::path::Path,
+    command: &str,
+) -> Result<Vec<(String, String, bool)>, InstallError> {
     let mut config = Vec::new();
     for (key, value) in [
         (
@@ -962,11 +978,11 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
             format!("{command} merge-driver %O %A %B %P"),
         ),
     ] {
-        let cur = git(&top, &["config", "--local", "--get", &key])?;
+        let cur = git(dir, &["config", "--local", "--get", &key])?;
         let cur = String::from_utf8_lossy(&cur.stdout).trim_end().to_string();
         let changed = cur != value;
         if changed {
-            let out = git(&top, &["config", "--local", &key, &value])?;
+            let out = git(dir, &["config", "--local", &key, &value])?;
             if !out.status.success() {
                 return Err(InstallError::Git(format!(
                     "git config {key} failed: {}",
@@ -976,12 +992,7 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
         }
         config.push((key, value, changed));
     }
-    Ok(InstallReport {
-        repo: top,
-        attributes_added: added,
-        attributes_created: existing.is_none(),
-        config,
-    })
+    Ok(config)
 }
 
 /// How git should call the `small` at `exe`: plain `small` when that name on `PATH` is this
@@ -1147,6 +1158,35 @@ mod tests {
         assert_eq!(ids(&m.text), ["b0", "o1", "b2", "t3"]);
         let m2 = merge(MergeKind::Progress, &b, &t, &o).unwrap();
         assert_eq!(ids(&m2.text), ids(&m.text));
+    }
+
+    proptest::proptest! {
+        /// Any interleaving a rebase can produce: entries with distinct times, a sorted
+        /// base, and each side holding the base in order plus entries of its own placed by
+        /// time. The merge keeps every entry once, in time order, whichever side is ours.
+        #[test]
+        fn progress_merges_any_sorted_sides(
+            sides in proptest::collection::vec(0u8..4, 1..14),
+        ) {
+            // Entry i has time i; 0: base, 1: ours, 2: theirs, 3: both sides.
+            let e = |i: usize| entry("t", &format!("2026-01-01T00:00:{i:02}Z"), &format!("e{i}"));
+            let keep = |want: &[u8]| -> String {
+                sides.iter().enumerate()
+                    .filter(|(_, w)| want.contains(w))
+                    .map(|(i, _)| e(i))
+                    .collect()
+            };
+            let (b, o, t) = (
+                format!("{HEAD}{}", keep(&[0])),
+                format!("{HEAD}{}", keep(&[0, 1, 3])),
+                format!("{HEAD}{}", keep(&[0, 2, 3])),
+            );
+            let all: Vec<String> = (0..sides.len()).map(|i| format!("e{i}")).collect();
+            let m = merge(MergeKind::Progress, &b, &o, &t).unwrap();
+            proptest::prop_assert_eq!(ids(&m.text), all.clone());
+            let m2 = merge(MergeKind::Progress, &b, &t, &o).unwrap();
+            proptest::prop_assert_eq!(ids(&m2.text), all);
+        }
     }
 
     #[test]

@@ -117,9 +117,10 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         .task
         .as_deref()
         .filter(|t| !t.trim().is_empty() && !req.run.dry_run);
+    let seen = task.map(|_| fence::Seen::read(ws)).unwrap_or_default();
     if let Some(task) = task {
-        if let Some(note) = fence::before_write(ws, task, req.force)? {
-            record_override(ws, req, task, note)?;
+        if let Some(note) = fence::before_write(ws, &seen, task, req.force)? {
+            record_override(ws, &seen, req, task, note)?;
         }
     }
     let out = match ws.profile {
@@ -134,13 +135,19 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
         } else {
             "blocked"
         };
-        fence::after_checkpoint(ws, task, status, &Default::default());
+        fence::after_checkpoint(ws, &seen, task, status, &Default::default());
     }
     Ok(out)
 }
 
 /// `--force` over another agent's lease: a progress entry says so before anything runs.
-fn record_override(ws: &Workspace, req: &ApplyRequest, task: &str, note: String) -> OpResult<()> {
+fn record_override(
+    ws: &Workspace,
+    seen: &fence::Seen,
+    req: &ApplyRequest,
+    task: &str,
+    note: String,
+) -> OpResult<()> {
     let entry = crate::ops::record::RecordRequest {
         task: task.to_string(),
         status: "in_progress".into(),
@@ -150,7 +157,7 @@ fn record_override(ws: &Workspace, req: &ApplyRequest, task: &str, note: String)
         lock_timeout: req.run.lock_timeout,
         ..Default::default()
     };
-    crate::ops::record::progress_add_unfenced(ws, &entry).map(|_| ())
+    crate::ops::record::progress_add_unfenced(ws, seen, &entry).map(|_| ())
 }
 
 fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {

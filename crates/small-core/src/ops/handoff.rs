@@ -120,7 +120,7 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     // A handoff sums up the run; it writes on no task, so no lease fences it. It does not
     // resume at a task another agent holds (a live lease or a done record this checkout
     // has seen, as `small resume` skips them) while another task is ready.
-    let (others, _) = crate::ops::claims::seen_by_holder(ws);
+    let (others, _) = crate::ops::claims::Seen::read(ws).by_holder();
     let skip = others.into_iter().map(|c| c.task_id).collect();
     let (_, mut txn) = ws.transaction(req.lock_timeout)?;
     // One snapshot for the scope check and the handoff: each file is read once.

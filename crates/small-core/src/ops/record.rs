@@ -110,15 +110,21 @@ pub enum Checkpointed {
 
 /// Append a progress entry.
 pub fn progress_add(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
-    progress_add_unfenced(ws, &fenced(ws, req)?)
+    let seen = fence::Seen::read(ws);
+    progress_add_unfenced(ws, &seen, &fenced(ws, &seen, req)?)
 }
 
 /// [`progress_add`] without the claim check (the caller made it: `apply --force` recording
-/// its override).
-pub(crate) fn progress_add_unfenced(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
+/// its override), given the leases the caller has seen.
+pub(crate) fn progress_add_unfenced(
+    ws: &Workspace,
+    seen: &fence::Seen,
+    req: &RecordRequest,
+) -> OpResult<Progressed> {
     match ws.profile {
         Profile::V1 => {
-            let (out, report, root) = v1_record(ws, req, "progress add", record::add_progress)?;
+            let (out, report, root) =
+                v1_record(ws, seen, req, "progress add", record::add_progress)?;
             Ok(Progressed::V1(Box::new(V1Progress {
                 workspace: root,
                 entry: out.entry.clone(),
@@ -158,8 +164,11 @@ pub(crate) fn progress_add_unfenced(ws: &Workspace, req: &RecordRequest) -> OpRe
 
 /// Complete or block a task with evidence.
 pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
-    let req = &fenced(ws, &with_task(ws, req)?)?;
-    let out = checkpoint_fenced(ws, req)?;
+    // The leases seen are read once: for the task to record, the fence, the dependencies
+    // completed elsewhere and the lease to finish.
+    let seen = fence::Seen::read(ws);
+    let req = &fenced(ws, &seen, &with_task(&seen, req)?)?;
+    let out = checkpoint_fenced(ws, &seen, req)?;
     let (task, how) = match &out {
         Checkpointed::V1(c) => (
             c.task_id.as_str(),
@@ -176,27 +185,27 @@ pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed>
             },
         ),
     };
-    fence::after_checkpoint(ws, task, &req.status, &how);
+    fence::after_checkpoint(ws, &seen, task, &req.status, &how);
     Ok(out)
 }
 
 /// The request with its task: the one named, else the one this checkout holds a live
 /// lease on (the agent loop's `checkpoint --status completed`).
-fn with_task(ws: &Workspace, req: &RecordRequest) -> OpResult<RecordRequest> {
+fn with_task(seen: &fence::Seen, req: &RecordRequest) -> OpResult<RecordRequest> {
     if !req.task.trim().is_empty() {
         return Ok(req.clone());
     }
     Ok(RecordRequest {
-        task: fence::held_task(ws)?,
+        task: fence::held_task(seen)?,
         ..req.clone()
     })
 }
 
 /// The request after the claim check (docs/agents.md, "Claims"): refused on a task another
 /// live holder has; with `force`, what it overrode joins the entry's notes.
-fn fenced(ws: &Workspace, req: &RecordRequest) -> OpResult<RecordRequest> {
+fn fenced(ws: &Workspace, seen: &fence::Seen, req: &RecordRequest) -> OpResult<RecordRequest> {
     let mut req = req.clone();
-    if let Some(note) = fence::before_write(ws, &req.task, req.force)? {
+    if let Some(note) = fence::before_write(ws, seen, &req.task, req.force)? {
         req.notes = Some(match req.notes.take() {
             Some(n) if !n.trim().is_empty() => format!("{n}; {note}"),
             _ => note,
@@ -205,10 +214,14 @@ fn fenced(ws: &Workspace, req: &RecordRequest) -> OpResult<RecordRequest> {
     Ok(req)
 }
 
-fn checkpoint_fenced(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
+fn checkpoint_fenced(
+    ws: &Workspace,
+    seen: &fence::Seen,
+    req: &RecordRequest,
+) -> OpResult<Checkpointed> {
     match ws.profile {
         Profile::V1 => {
-            let (out, report, root) = v1_record(ws, req, "checkpoint", record::checkpoint)?;
+            let (out, report, root) = v1_record(ws, seen, req, "checkpoint", record::checkpoint)?;
             Ok(Checkpointed::V1(Box::new(V1Checkpoint {
                 checkpoint: format!(
                     "checkpoint: {} -> {} at {}",
@@ -265,6 +278,7 @@ type V1Step =
 /// workspace root.
 fn v1_record(
     ws: &Workspace,
+    seen: &fence::Seen,
     req: &RecordRequest,
     command: &str,
     step: V1Step,
@@ -277,7 +291,7 @@ fn v1_record(
     }
     let mut core = v1_request(req)?;
     if core.status.trim().eq_ignore_ascii_case("completed") {
-        core.completed_elsewhere = crate::ops::claims::completed_elsewhere(ws);
+        core.completed_elsewhere = seen.completed_elsewhere();
     }
     let (root, mut txn) = ws.transaction(req.lock_timeout)?;
     crate::authoring::handoff::check_command_scope(&txn, req.scope, command, true)?;

@@ -100,7 +100,7 @@ pub fn resume(
     opts: &crate::authoring::resume::ResumeOptions,
 ) -> crate::authoring::resume::Resume {
     let ws = Workspace::from_small_dir(loc.small_dir.clone());
-    let (claimed, held_here) = crate::ops::claims::seen_by_holder(&ws);
+    let (claimed, held_here) = crate::ops::claims::Seen::read(&ws).by_holder();
     let opts = crate::authoring::resume::ResumeOptions {
         claimed,
         held_here,

@@ -83,7 +83,7 @@ pub fn sync(ws: &Workspace, req: &SyncRequest) -> OpResult<SyncOutcome> {
     let repo = Repo::open(&git, req.remote.as_deref())?;
     let installed_merge_driver = ensure_merge_driver(&git, &root, req)?;
     let committed = if req.commit {
-        commit_small(&git, &repo, req)?
+        commit_small(&git, req)?
     } else {
         None
     };
@@ -322,18 +322,18 @@ impl Repo {
 
 /// Whether git is in the middle of a rebase, merge or cherry-pick.
 fn in_progress(git: &Git) -> OpResult<bool> {
-    for name in [
+    let names = [
         "rebase-merge",
         "rebase-apply",
         "MERGE_HEAD",
         "CHERRY_PICK_HEAD",
-    ] {
-        let out = git.run(&["rev-parse", "--git-path", name], None)?;
-        if out.success && git.dir.join(out.stdout.trim()).exists() {
-            return Ok(true);
-        }
+    ];
+    let mut args = vec!["rev-parse"];
+    for name in names {
+        args.extend(["--git-path", name]);
     }
-    Ok(false)
+    let out = git.ok(&args, None)?;
+    Ok(out.lines().any(|p| git.dir.join(p.trim()).exists()))
 }
 
 fn sha_of(git: &Git, name: &str) -> String {
@@ -350,21 +350,11 @@ fn ensure_merge_driver(git: &Git, root: &std::path::Path, req: &SyncRequest) -> 
     let have = git.run(&["config", "--get", "merge.small.driver"], None)?;
     if !have.success || have.stdout.trim().is_empty() {
         let command = req.driver_command.clone().unwrap_or_else(|| "small".into());
-        for (key, value) in [
-            (
-                "merge.small.name",
-                "SMALL artifacts (small merge-driver)".to_string(),
-            ),
-            (
-                "merge.small.driver",
-                format!("{command} merge-driver %O %A %B %P"),
-            ),
-        ] {
-            git.ok(&["config", "--local", key, &value], None)?;
-        }
+        crate::authoring::merge::configure_driver(root, &command)
+            .map_err(|e| system(e.to_string()))?;
         installed = true;
     }
-    let rel = workspace_path(git, root)?;
+    let rel = workspace_path(git)?;
     let attr = git.ok(
         &["check-attr", "merge", "--", ".small/progress.small.yml"],
         None,
@@ -391,14 +381,14 @@ fn ensure_merge_driver(git: &Git, root: &std::path::Path, req: &SyncRequest) -> 
 }
 
 /// The workspace's directory relative to the top level (`""` for the top).
-fn workspace_path(git: &Git, _root: &std::path::Path) -> OpResult<String> {
+fn workspace_path(git: &Git) -> OpResult<String> {
     let out = git.ok(&["rev-parse", "--show-prefix"], None)?;
     Ok(out.trim().trim_end_matches('/').to_string())
 }
 
 /// `--commit`: commit the pending changes under the workspace's `.small/` (only those).
 /// The commit made, if there was anything to commit.
-fn commit_small(git: &Git, _repo: &Repo, req: &SyncRequest) -> OpResult<Option<String>> {
+fn commit_small(git: &Git, req: &SyncRequest) -> OpResult<Option<String>> {
     let dir = ".small";
     git.ok(&["add", "-A", "--", dir], None)?;
     let staged = git.run(&["diff", "--cached", "--quiet", "--", dir], None)?;

@@ -8,7 +8,6 @@
 //! each state of the branch.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Component, Path};
 
 use crate::ops::OpResult;
@@ -70,7 +69,7 @@ pub(crate) fn finished(store: &Store, tree: Option<String>) -> OpResult<Finished
     let tasks = match cached(cache, &tree) {
         Some(tasks) => tasks,
         None => {
-            let tasks = load_tree(&store.git, &tree)?;
+            let tasks = load_tree(store, &tree)?;
             keep(cache, &tree, &tasks);
             tasks
         }
@@ -117,14 +116,14 @@ fn keep(path: &Path, tree: &str, tasks: &BTreeMap<String, String>) {
 }
 
 /// Load the `.small/` tree `tree` as a workspace: its finished tasks.
-fn load_tree(git: &Git, tree: &str) -> OpResult<BTreeMap<String, String>> {
+fn load_tree(store: &Store, tree: &str) -> OpResult<BTreeMap<String, String>> {
     let tmp = tempfile::tempdir()
         .map_err(|e| super::git::system(format!("cannot make a temporary directory: {e}")))?;
     let small = tmp.path().join(crate::spec::consts::SMALL_DIR);
     std::fs::create_dir_all(&small)
         .map_err(|e| super::git::system(format!("cannot write {}: {e}", small.display())))?;
-    let files = list_tree(git, tree)?;
-    write_blobs(git, &small, &files)?;
+    let files = list_tree(&store.git, tree)?;
+    write_blobs(store, &small, &files)?;
     let loc = crate::workspace::Location {
         small_dir: small.clone(),
         root: tmp.path().to_path_buf(),
@@ -188,36 +187,17 @@ fn safe(path: &str) -> bool {
 }
 
 /// Write each file's blob under `dir`, through one `git cat-file --batch`.
-fn write_blobs(git: &Git, dir: &Path, files: &[(String, String)]) -> OpResult<()> {
-    if files.is_empty() {
-        return Ok(());
-    }
-    let input: String = files.iter().map(|(_, sha)| format!("{sha}\n")).collect();
-    let ((), _, _) = git.stream(&["cat-file", "--batch"], Some(input.as_bytes()), |r| {
-        for (path, _) in files {
-            let Some(header) = read_line(r, 512) else {
-                break;
-            };
-            let header = String::from_utf8_lossy(&header).into_owned();
-            let Some(size) = header
-                .rsplit(' ')
-                .next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .filter(|_| header.split(' ').count() == 3)
-            else {
-                continue;
-            };
-            let target = dir.join(path);
-            let mut content = Vec::new();
-            let _ = r.by_ref().take(size).read_to_end(&mut content);
-            let mut lf = [0u8; 1];
-            let _ = r.read(&mut lf);
-            if let Some(parent) = target.parent() {
-                let _ = std::fs::create_dir_all(parent);
-            }
-            let _ = std::fs::write(&target, &content);
+fn write_blobs(store: &Store, dir: &Path, files: &[(String, String)]) -> OpResult<()> {
+    let shas: Vec<String> = files.iter().map(|(_, sha)| sha.clone()).collect();
+    store.batch_map(&shas, MAX_FILE_BYTES, |i, (_, blob)| {
+        let (Ok(content), Some((path, _))) = (blob, files.get(i)) else {
+            return;
+        };
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            let _ = std::fs::create_dir_all(parent);
         }
-        Ok(())
+        let _ = std::fs::write(&target, content);
     })?;
     Ok(())
 }

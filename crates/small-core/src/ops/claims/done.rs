@@ -20,7 +20,7 @@ use crate::state::Task;
 use super::branch::Finished;
 use super::record::{self, Done, Record, Reopened};
 use super::store::{Store, Stored, Swap};
-use super::{code, holder_id, ClaimOutcome, Claimant, Lease, Where, ROUNDS};
+use super::{code, ClaimOutcome, Claimant, Lease, Seen, Where, ROUNDS};
 
 /// How a task was finished, for its done record.
 #[derive(Debug, Clone, Default)]
@@ -33,19 +33,14 @@ pub struct Finish {
     pub event: String,
 }
 
-/// After a completed or cancelled checkpoint: this checkout's lease on `task` becomes a
-/// done record (best effort: a remote that cannot be reached leaves the lease held, and
-/// `small sync` finishes it). The done record.
-pub(crate) fn finish(ws: &Workspace, task: &str, how: &Finish) -> Option<Lease> {
-    let lease = super::fence::lease_of(ws, task)?;
-    let me = holder_id(ws).ok()?;
-    if lease.holder != me || lease.state == "done" {
-        return None;
-    }
-    let store = Store::open(ws, Some(&where_of(&lease))).ok()?;
+/// After a completed or cancelled checkpoint: this checkout's `lease` (as seen) becomes a
+/// done record, by a swap on what its place holds now (best effort: a remote that cannot
+/// be reached leaves the lease held, and `small sync` finishes it). The done record.
+pub(crate) fn finish(ws: &Workspace, lease: &Lease, how: &Finish) -> Option<Lease> {
+    let store = Store::open(ws, Some(&where_of(lease))).ok()?;
     let cur = store.current(&lease.task_id).ok()??;
     let rec = cur.ok()?.clone();
-    if rec.holder != me || rec.done.is_some() {
+    if rec.holder != lease.holder || rec.done.is_some() {
         return None;
     }
     let now = record::now();
@@ -82,12 +77,14 @@ pub(crate) fn finish(ws: &Workspace, task: &str, how: &Finish) -> Option<Lease> 
 /// After `small sync` pushed `commit` to `branch`: this holder's done records (as seen,
 /// wherever they live) that name no commit yet name this one. The records stamped.
 pub(crate) fn stamp_mine(ws: &Workspace, commit: &str, branch: &str) -> Vec<Lease> {
-    let Ok(me) = holder_id(ws) else {
+    let seen = Seen::read(ws);
+    let Some(me) = seen.me.clone() else {
         return Vec::new();
     };
-    let mut places: Vec<Where> = super::seen_all(ws)
+    let mut places: Vec<Where> = seen
+        .leases
         .iter()
-        .filter(|l| l.holder == me && l.done.as_ref().is_some_and(|d| d.commit.is_empty()))
+        .filter(|l| seen.is_mine(l) && l.done.as_ref().is_some_and(|d| d.commit.is_empty()))
         .map(where_of)
         .collect();
     places.dedup();
@@ -137,12 +134,11 @@ fn stamp(ws: &Workspace, me: &str, where_: &Where, commit: &str, branch: &str) -
 /// turned into a done record: what a checkpoint could not finish (the remote was away),
 /// `small sync` finishes before it pushes.
 pub(crate) fn finish_open(ws: &Workspace) -> Vec<Lease> {
-    let Ok(me) = holder_id(ws) else {
-        return Vec::new();
-    };
-    let mine: Vec<Lease> = super::seen_all(ws)
-        .into_iter()
-        .filter(|l| l.holder == me && l.state != "done" && l.state != "damaged")
+    let seen = Seen::read(ws);
+    let mine: Vec<&Lease> = seen
+        .leases
+        .iter()
+        .filter(|l| seen.is_mine(l) && l.state != "done" && l.state != "damaged")
         .collect();
     if mine.is_empty() {
         return Vec::new();
@@ -159,14 +155,15 @@ pub(crate) fn finish_open(ws: &Workspace) -> Vec<Lease> {
                 outcome: outcome.to_string(),
                 ..Finish::default()
             };
-            finish(ws, &l.task_id, &how)
+            finish(ws, l, &how)
         })
         .collect()
 }
 
 /// Remove the done records among `leases` whose tasks `finished` shows finished, once the
-/// grace (the git bound plus `skew`) has passed since their last write. All in one push for a remote (each ref on its own lease, so a
-/// record changed meanwhile stays). The records removed.
+/// grace (the git bound plus `skew`) has passed since their last write. All in one push
+/// for a remote (each ref on its own lease, so a record changed meanwhile stays). The
+/// records removed.
 pub(crate) fn prune(
     store: &Store,
     leases: &[Stored],
@@ -263,21 +260,17 @@ pub(crate) fn finished_refusal(task: &Task, outcome: &str, finished: &Finished) 
 
 /// How `task` is finished outside any record: its status in this checkout's plan, else on
 /// the default branch when this checkout has not caught up with it.
-pub(crate) fn finished_elsewhere<'a>(
-    _store: &Store,
-    finished: &'a Finished,
-    task: &'a Task,
-) -> OpResult<Option<&'a str>> {
+pub(crate) fn finished_elsewhere<'a>(finished: &'a Finished, task: &'a Task) -> Option<&'a str> {
     let local = task.status.trim();
     if local == "completed" || local == "cancelled" {
-        return Ok(Some(local));
+        return Some(local);
     }
     let shown = finished.outcome(&task.id).or_else(|| {
         (!task.alias.is_empty())
             .then(|| finished.outcome(&task.alias))
             .flatten()
     });
-    Ok(shown.filter(|_| !finished.contained()))
+    shown.filter(|_| !finished.contained())
 }
 
 /// The status of a task finished in a checkout that has not pushed it yet: not offered,
@@ -288,11 +281,10 @@ pub(crate) const UNPUBLISHED: &str = "finished, not pushed";
 /// default branch's where this checkout has not caught up with it; a done record not
 /// pushed yet makes its task [`UNPUBLISHED`] (unless this checkout has that completion).
 pub(crate) fn with_finished(
-    store: &Store,
     tasks: &[Task],
     leases: &BTreeMap<String, Stored>,
     finished: &Finished,
-) -> OpResult<Vec<Task>> {
+) -> Vec<Task> {
     let mut out = tasks.to_vec();
     for t in &mut out {
         let local = matches!(t.status.trim(), "completed" | "cancelled");
@@ -304,13 +296,13 @@ pub(crate) fn with_finished(
             Some(d) if !d.commit.is_empty() => Some(d.outcome.clone()),
             Some(_) if local => None,
             Some(_) => Some(UNPUBLISHED.to_string()),
-            None => finished_elsewhere(store, finished, t)?.map(str::to_string),
+            None => finished_elsewhere(finished, t).map(str::to_string),
         };
         if let Some(o) = outcome {
             t.status = o;
         }
     }
-    Ok(out)
+    out
 }
 
 /// The dependencies of `task` finished on the remote (`swarm`) that this checkout's plan

@@ -9,28 +9,33 @@
 //! pays one `git for-each-ref` per store.
 
 pub use super::Finish;
-use super::{code, done, holder_id, record, renew_if_due, seen_all, skew, unclaim, Lease};
+pub use super::Seen;
+use super::{code, done, record, renew_seen_if_due, skew, unclaim, Lease};
 use super::{UnclaimRequest, Where};
 use crate::ops::{OpError, OpResult, Workspace};
 
 /// A write's check against the task's lease. `Ok(Some(note))`: refused without `force`, so
 /// the write goes on and records `note` (what it overrode).
-pub fn before_write(ws: &Workspace, task: &str, force: bool) -> OpResult<Option<String>> {
+pub fn before_write(
+    ws: &Workspace,
+    seen: &Seen,
+    task: &str,
+    force: bool,
+) -> OpResult<Option<String>> {
     // A skew or git timeout that is not a duration is a usage error here, not a default:
     // with a bad timeout no git runs, no lease would be seen and the write would go on
     // over another's live lease.
     skew()?;
     super::env_duration(super::TIMEOUT_ENV, false)?;
-    let Some(lease) = lease_of(ws, task) else {
+    let Some(lease) = seen.lease(task) else {
         return Ok(None);
     };
-    let me = holder_id(ws).ok();
-    let own = me.as_deref() == Some(lease.holder.as_str());
+    let own = seen.is_mine(lease);
     if lease.state == "done" {
-        return done_elsewhere(&lease, own, force);
+        return done_elsewhere(lease, own, force);
     }
     if own {
-        return own_lease(ws, &lease, force);
+        return own_lease(ws, lease, force);
     }
     if !lease.live {
         return Ok(None);
@@ -85,50 +90,51 @@ fn done_elsewhere(lease: &Lease, own: bool, force: bool) -> OpResult<Option<Stri
 /// a done record that holds the task until the remote's default branch shows it; a blocked
 /// one is given back (best effort: a lease left behind ends with its TTL, and `small sync`
 /// finishes what is left). The lease as it now is.
-pub fn after_checkpoint(ws: &Workspace, task: &str, status: &str, how: &Finish) -> Option<Lease> {
+/// `seen` is what fencing read before the write.
+pub fn after_checkpoint(
+    ws: &Workspace,
+    seen: &Seen,
+    task: &str,
+    status: &str,
+    how: &Finish,
+) -> Option<Lease> {
+    let lease = seen
+        .lease(task)
+        .filter(|l| seen.is_mine(l) && l.state != "done")?;
     match status.trim().to_ascii_lowercase().as_str() {
         outcome @ ("completed" | "cancelled") => {
             let how = Finish {
                 outcome: outcome.to_string(),
                 ..how.clone()
             };
-            done::finish(ws, task, &how)
+            done::finish(ws, lease, &how)
         }
-        "blocked" => release(ws, task),
+        "blocked" => {
+            let req = UnclaimRequest {
+                task: lease.task_id.clone(),
+                holder: Some(lease.holder.clone()),
+                where_: Some(lease.remote.clone().map_or(Where::Local, Where::Remote)),
+            };
+            unclaim(ws, &req).ok().map(|out| out.lease)
+        }
         _ => None,
     }
 }
 
-fn release(ws: &Workspace, task: &str) -> Option<Lease> {
-    let lease = lease_of(ws, task)?;
-    let me = holder_id(ws).ok()?;
-    if lease.holder != me || lease.state == "done" {
-        return None;
-    }
-    let req = UnclaimRequest {
-        task: lease.task_id.clone(),
-        holder: Some(me),
-        where_: Some(lease.remote.clone().map_or(Where::Local, Where::Remote)),
-    };
-    unclaim(ws, &req).ok().map(|out| out.lease)
-}
-
 /// The task this checkout holds a live lease on, for a write that names none (`checkpoint
 /// --status completed` in the agent loop): exactly one, else a usage error that says which.
-pub fn held_task(ws: &Workspace) -> OpResult<String> {
+pub fn held_task(seen: &Seen) -> OpResult<String> {
     let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
-    let me = holder_id(ws).map_err(|_| {
-        usage(
-            "name the task with --task (no git repository holds a lease for this checkout)".into(),
-        )
-    })?;
-    let mut mine: Vec<Lease> = seen_all(ws)
-        .into_iter()
-        .filter(|l| l.holder == me && l.live)
+    let mut mine: Vec<&Lease> = seen
+        .leases
+        .iter()
+        .filter(|l| l.live && seen.is_mine(l))
         .collect();
+    // The same lease may be seen in the repository's refs and in a mirror.
+    mine.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     mine.dedup_by(|a, b| a.task_id == b.task_id);
     match mine.len() {
-        1 => Ok(mine.remove(0).task_id),
+        1 => Ok(mine[0].task_id.clone()),
         0 => Err(usage(
             "name the task with --task: this checkout holds no live lease".into(),
         )),
@@ -140,18 +146,6 @@ pub fn held_task(ws: &Workspace) -> OpResult<String> {
                 .join(", ")
         ))),
     }
-}
-
-/// The lease seen on `task` (its id or alias), the most recently renewed of the stores.
-pub(crate) fn lease_of(ws: &Workspace, task: &str) -> Option<Lease> {
-    let task = task.trim();
-    if task.is_empty() {
-        return None;
-    }
-    seen_all(ws)
-        .into_iter()
-        .filter(|l| l.task_id == task || l.task == task)
-        .max_by(|a, b| a.renewed.cmp(&b.renewed))
 }
 
 /// This checkout's own lease: refused once it has ended (its end less the skew margin is
@@ -179,7 +173,7 @@ fn own_lease(ws: &Workspace, lease: &Lease, force: bool) -> OpResult<Option<Stri
             lease.task
         )));
     }
-    match renew_if_due(ws, &lease.task_id, &lease.holder) {
+    match renew_seen_if_due(ws, lease, &lease.holder) {
         Err(e) if e.diagnostic.code == code::CLAIMED && !force => Err(e),
         _ => Ok(None),
     }

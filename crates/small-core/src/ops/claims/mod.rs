@@ -328,36 +328,102 @@ pub fn seen_lease(ws: &Workspace, task: &str) -> Option<Lease> {
 /// Every lease this checkout has seen, without the network (its own refs and each
 /// remote's mirror); empty outside a repository or when there is none.
 pub fn seen_all(ws: &Workspace) -> Vec<Lease> {
-    if !store::any_seen(ws) {
-        return Vec::new();
-    }
-    let (now, skew) = (record::now(), skew_or_default());
-    let Ok(stores) = Store::seen(ws) else {
-        return Vec::new();
-    };
-    stores
-        .iter()
-        .flat_map(|store| {
-            store
-                .all()
-                .map(|l| l.leases)
-                .unwrap_or_default()
-                .iter()
-                .map(|s| view(store, s, now, skew))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    Seen::read(ws).leases
 }
 
-/// The tasks done records this checkout has seen show completed, with who completed them
-/// (without the network): a completion that may not be merged here yet, which counts as a
-/// completed dependency.
-pub fn completed_elsewhere(ws: &Workspace) -> Vec<(String, String)> {
-    seen_all(ws)
-        .into_iter()
-        .filter(|l| l.done.as_ref().is_some_and(|d| d.outcome == "completed"))
-        .map(|l| (l.task_id, l.label))
-        .collect()
+/// What this checkout has seen of the leases, without the network: every lease (its own
+/// refs and each remote's mirror) and its holder id. An operation reads it once and hands
+/// it to the checks that need it (fencing, the checkpoint's dependencies, handoff, resume).
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub leases: Vec<Lease>,
+    /// This checkout's holder id (`None` when no lease was seen).
+    pub me: Option<String>,
+}
+
+impl Seen {
+    /// The leases seen in the repository holding `ws`; none outside a repository, and one
+    /// `git` run when it has no claim ref at all.
+    pub fn read(ws: &Workspace) -> Seen {
+        if !store::any_seen(ws) {
+            return Seen::default();
+        }
+        let Ok(repo) = store::repository(ws) else {
+            return Seen::default();
+        };
+        let Ok(stores) = Store::seen_in(&repo) else {
+            return Seen::default();
+        };
+        let (now, skew) = (record::now(), skew_or_default());
+        let leases = stores
+            .iter()
+            .flat_map(|store| {
+                store
+                    .all()
+                    .map(|l| l.leases)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| view(store, s, now, skew))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        Seen {
+            leases,
+            me: holder_in(&repo).ok(),
+        }
+    }
+
+    /// The lease on `task` (its id or alias), the most recently renewed of the stores.
+    pub fn lease(&self, task: &str) -> Option<&Lease> {
+        let task = task.trim();
+        if task.is_empty() {
+            return None;
+        }
+        self.leases
+            .iter()
+            .filter(|l| l.task_id == task || l.task == task)
+            .max_by(|a, b| a.renewed.cmp(&b.renewed))
+    }
+
+    /// Whether this checkout holds `l`.
+    pub fn is_mine(&self, l: &Lease) -> bool {
+        self.me.as_deref() == Some(l.holder.as_str())
+    }
+
+    /// The tasks done records show completed, with who completed them: a completion that
+    /// may not be merged here yet, which counts as a completed dependency.
+    pub fn completed_elsewhere(&self) -> Vec<(String, String)> {
+        self.leases
+            .iter()
+            .filter(|l| l.done.as_ref().is_some_and(|d| d.outcome == "completed"))
+            .map(|l| (l.task_id.clone(), l.label.clone()))
+            .collect()
+    }
+
+    /// The tasks other holders have live leases on and the tasks done records hold (for
+    /// `resume`, the session hooks and `handoff`: the next task skips them), and the tasks
+    /// (ids) this checkout holds live leases on.
+    pub fn by_holder(&self) -> (Vec<crate::authoring::resume::ClaimedView>, Vec<String>) {
+        let held_here = self
+            .leases
+            .iter()
+            .filter(|l| l.live && self.is_mine(l))
+            .map(|l| l.task_id.clone())
+            .collect();
+        let others = self
+            .leases
+            .iter()
+            .filter(|l| l.state == "done" || (l.live && !self.is_mine(l)))
+            .map(|l| crate::authoring::resume::ClaimedView {
+                state: l.state.to_string(),
+                task: l.task.clone(),
+                task_id: l.task_id.clone(),
+                label: l.label.clone(),
+                ends: l.ends.clone(),
+            })
+            .collect();
+        (others, held_here)
+    }
 }
 
 /// Whether the workspace is in a git repository, where leases can be kept.
@@ -365,41 +431,21 @@ pub fn in_repository(ws: &Workspace) -> bool {
     Store::seen(ws).is_ok()
 }
 
-/// The tasks other holders have live leases on, and the tasks done records hold, as this
-/// checkout has seen them (for `resume` and the session hooks: the next task skips them),
-/// and the tasks (ids) this checkout holds live leases on.
-pub fn seen_by_holder(ws: &Workspace) -> (Vec<crate::authoring::resume::ClaimedView>, Vec<String>) {
-    let leases = seen_all(ws);
-    if leases.is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let me = holder_id(ws).ok();
-    let mine = |l: &Lease| me.as_deref() == Some(l.holder.as_str());
-    let held_here = leases
-        .iter()
-        .filter(|l| l.live && mine(l))
-        .map(|l| l.task_id.clone())
-        .collect();
-    let others = leases
-        .into_iter()
-        .filter(|l| l.state == "done" || (l.live && !mine(l)))
-        .map(|l| crate::authoring::resume::ClaimedView {
-            state: l.state.to_string(),
-            task: l.task,
-            task_id: l.task_id,
-            label: l.label,
-            ends: l.ends,
-        })
-        .collect();
-    (others, held_here)
-}
-
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
 /// it was last renewed. `None`: not due, or not this holder's live lease.
 pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option<ClaimOutcome>> {
-    let Some(seen) = seen_lease(ws, task) else {
-        return Ok(None);
-    };
+    match seen_lease(ws, task) {
+        Some(seen) => renew_seen_if_due(ws, &seen, holder),
+        None => Ok(None),
+    }
+}
+
+/// [`renew_if_due`] of the lease `seen` as already read.
+pub(crate) fn renew_seen_if_due(
+    ws: &Workspace,
+    seen: &Lease,
+    holder: &str,
+) -> OpResult<Option<ClaimOutcome>> {
     if seen.holder != holder || seen.state == "done" {
         return Ok(None);
     }
@@ -566,7 +612,7 @@ fn claim_one(store: &Store, me: &Claimant, task: &Task) -> OpResult<ClaimOutcome
                 return Err(held(task, rec));
             }
         }
-        if let Some(outcome) = done::finished_elsewhere(store, &finished, task)? {
+        if let Some(outcome) = done::finished_elsewhere(&finished, task) {
             return Err(done::finished_refusal(task, outcome, &finished));
         }
         if let Some(out) = try_swap(store, me, task, cur.as_ref(), None)? {
@@ -590,7 +636,7 @@ fn claim_seen(store: &Store, me: &Claimant, task: &Task) -> OpResult<Option<Clai
         return Ok(None);
     }
     let finished = branch::finished(store, tip.tree.clone())?;
-    if done::finished_elsewhere(store, &finished, task)?.is_some() {
+    if done::finished_elsewhere(&finished, task).is_some() {
         return Ok(None);
     }
     try_swap(store, me, task, cur.as_ref(), Some(&tip))
@@ -644,7 +690,7 @@ fn next_on(
         .into_iter()
         .map(|s| (s.task.clone(), s))
         .collect();
-    let view = done::with_finished(store, tasks, &leases, &finished)?;
+    let view = done::with_finished(tasks, &leases, &finished);
     let ready = crate::spec::queue::ready(&view);
     if ready.is_empty() {
         if !fresh {

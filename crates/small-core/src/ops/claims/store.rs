@@ -129,7 +129,11 @@ impl Store {
     /// The stores this checkout can read without the network: its own refs and each
     /// remote's mirror.
     pub fn seen(ws: &Workspace) -> OpResult<Vec<Store>> {
-        let repo = repository(ws)?;
+        Store::seen_in(&repository(ws)?)
+    }
+
+    /// [`Store::seen`] of a repository already read.
+    pub fn seen_in(repo: &Repository) -> OpResult<Vec<Store>> {
         let remotes = remote_names(&repo.git)?;
         let store = |remote: Option<String>| Store {
             git: repo.git.clone(),
@@ -271,7 +275,7 @@ impl Store {
         names.extend(self.tip_names(tip));
         // Each record is parsed as it is read: what stays is the records, not their bytes.
         let n = refs.len();
-        let mut read = self.batch_map(&names, |i, obj| match refs.get(i) {
+        let mut read = self.batch_map(&names, RECORD_BOUND, |i, obj| match refs.get(i) {
             Some((task, _)) => {
                 Batched::Record(Box::new(obj.1.and_then(|b| Record::parse(task, &b))))
             }
@@ -341,14 +345,15 @@ impl Store {
     /// --batch`: each one's id when git found it, and its contents when it is a blob that
     /// fits a record (anything else is drained unread).
     fn batch(&self, names: &[String]) -> OpResult<Vec<Object>> {
-        self.batch_map(names, |_, obj| obj)
+        self.batch_map(names, RECORD_BOUND, |_, obj| obj)
     }
 
-    /// [`Store::batch`], each object handed to `map` (with its index) as it is read, so
-    /// that only what `map` keeps stays in memory.
-    fn batch_map<T>(
+    /// [`Store::batch`] with blobs of up to `max` bytes, each object handed to `map` (with
+    /// its index) as it is read, so that only what `map` keeps stays in memory.
+    pub(super) fn batch_map<T>(
         &self,
         names: &[String],
+        max: u64,
         mut map: impl FnMut(usize, Object) -> T,
     ) -> OpResult<Vec<T>> {
         if names.is_empty() {
@@ -360,7 +365,7 @@ impl Store {
                 .stream(&["cat-file", "--batch"], Some(input.as_bytes()), |r| {
                     let mut out = Vec::with_capacity(names.len());
                     while out.len() < names.len() {
-                        match read_one(r) {
+                        match read_object(r, max) {
                             Some(obj) => out.push(map(out.len(), obj)),
                             None => break,
                         }
@@ -604,9 +609,12 @@ impl Store {
     }
 }
 
+/// The most of a blob read as a record.
+const RECORD_BOUND: u64 = MAX_RECORD_BYTES as u64;
+
 /// One object of `git cat-file --batch` output: its id (when git found it) and its
 /// contents, or why they are not a record's.
-type Object = (Option<String>, Result<Vec<u8>, String>);
+pub(super) type Object = (Option<String>, Result<Vec<u8>, String>);
 
 /// What one line of a batch became: a lease's record, or an object kept as read.
 enum Batched {
@@ -642,9 +650,10 @@ fn id_of((sha, contents): Object, kind: &str) -> Option<String> {
     }
 }
 
-/// One object of `git cat-file --batch` output (see [`Object`]); contents past the bound
-/// are drained unread. `None` at the end of the output.
-fn read_one(r: &mut impl BufRead) -> Option<Object> {
+/// One object of `git cat-file --batch` output (see [`Object`]): a blob's contents up to
+/// `max` bytes; larger blobs and other objects are drained unread. `None` at the end of the
+/// output.
+fn read_object(r: &mut impl BufRead, max: u64) -> Option<Object> {
     let header = read_line(r, 512)?;
     let header = String::from_utf8_lossy(&header).into_owned();
     let fields: Vec<&str> = header.split(' ').collect();
@@ -657,7 +666,7 @@ fn read_one(r: &mut impl BufRead) -> Option<Object> {
         return Some((None, Err("its object is missing here".into())));
     };
     let (sha, kind) = (fields[0].to_string(), fields[1]);
-    let fits = kind == "blob" && size <= MAX_RECORD_BYTES as u64;
+    let fits = kind == "blob" && size <= max;
     let blob = if fits {
         let mut buf = Vec::with_capacity(size as usize);
         match r.by_ref().take(size).read_to_end(&mut buf) {
@@ -667,7 +676,7 @@ fn read_one(r: &mut impl BufRead) -> Option<Object> {
     } else {
         let _ = std::io::copy(&mut r.by_ref().take(size), &mut std::io::sink());
         Err(if kind == "blob" {
-            format!("{size} bytes, over the {MAX_RECORD_BYTES} a record may have")
+            format!("{size} bytes, over the {max} read")
         } else {
             format!("a {kind}, not a record")
         })
@@ -925,7 +934,7 @@ mod tests {
         out.extend(b"\neee tree 4\nabcd\nfff blob 2\nok\n");
         let mut r = std::io::BufReader::with_capacity(7, &out[..]);
         let mut got = Vec::new();
-        while let Some(item) = read_one(&mut r) {
+        while let Some(item) = read_object(&mut r, RECORD_BOUND) {
             got.push(item);
         }
         assert_eq!(got.len(), 6);
@@ -936,6 +945,26 @@ mod tests {
         assert!(got[4].1.as_ref().unwrap_err().contains("tree"));
         assert_eq!(got[5].1.as_deref().unwrap(), b"ok");
         assert_eq!(got[5].0.as_deref(), Some("fff"));
+    }
+
+    proptest::proptest! {
+        /// Whatever git (or a damaged pipe) prints, the batch reader ends, without a panic,
+        /// each object within its bound.
+        #[test]
+        fn any_batch_output_is_read_within_bounds(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            max in 0u64..64,
+        ) {
+            let mut r = std::io::BufReader::with_capacity(5, &bytes[..]);
+            let mut n = 0;
+            while let Some((_, blob)) = read_object(&mut r, max) {
+                n += 1;
+                proptest::prop_assert!(n <= bytes.len());
+                if let Ok(b) = blob {
+                    proptest::prop_assert!(b.len() as u64 <= max);
+                }
+            }
+        }
     }
 
     #[test]
