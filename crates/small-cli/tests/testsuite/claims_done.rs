@@ -503,14 +503,22 @@ fn racing_syncs_all_land_with_retries() {
                 .unwrap()
         })
         .collect();
-    let mut attempts = 0;
+    let mut heads = Vec::new();
     for c in children {
         let o = c.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-        attempts += doc["attempts"].as_u64().unwrap();
+        assert_eq!(doc["status"], "pushed", "{doc}");
+        assert!(
+            (1..=30).contains(&doc["attempts"].as_u64().unwrap()),
+            "{doc}"
+        );
+        heads.push(doc["head"].as_str().unwrap().to_string());
     }
-    assert!(attempts >= 6);
+    // Each sync's pushed commit is on the remote's branch, none lost to a later push.
+    for head in &heads {
+        git(&remote, &["merge-base", "--is-ancestor", head, "main"]);
+    }
     let log = git(&remote, &["log", "--oneline", "main"]);
     for i in 0..6 {
         assert!(log.contains(&format!("work {i}")), "{log}");
