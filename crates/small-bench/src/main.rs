@@ -204,7 +204,7 @@ fn generate(dir: &Path, tasks: usize, progress: usize) -> Result<u64, String> {
             let _ = writeln!(plan, "    depends_on:\n      - \"task-{}\"", i - 1);
         }
     }
-    let replay_id = small_core::spec::replayid::auto_replay_id(
+    let replay_id = small_core::ops::formats::auto_replay_id(
         intent.as_bytes(),
         plan.as_bytes(),
         Some(constraints.as_bytes()),
@@ -749,21 +749,24 @@ fn print_exponents(rows: &[Row]) {
 
 fn time_parse(file: &Path) -> Result<(), String> {
     let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let limits = small_core::yaml::Limits::default();
+    let limits = small_core::ops::formats::yaml::Limits::default();
     let start = Instant::now();
-    let events = small_core::yaml::count_raw_events(&text);
+    let events = small_core::ops::formats::yaml::count_raw_events(&text);
     println!(
         "raw parser events: {events} in {:.1} ms",
         start.elapsed().as_secs_f64() * 1000.0
     );
     let start = Instant::now();
-    let doc = small_core::yaml::parse_str(&text, &limits).map_err(|e| e.to_string())?;
+    let doc =
+        small_core::ops::formats::yaml::parse_str(&text, &limits).map_err(|e| e.to_string())?;
     let full = start.elapsed();
     drop(doc);
     let start = Instant::now();
     let mut items = 0usize;
-    small_core::yaml::parse_streaming(&text, &limits, "entries", &mut |_, _| items += 1)
-        .map_err(|e| e.to_string())?;
+    small_core::ops::formats::yaml::parse_streaming(&text, &limits, "entries", &mut |_, _| {
+        items += 1
+    })
+    .map_err(|e| e.to_string())?;
     println!(
         "{}: {} bytes; full tree {:.1} ms; streaming {:.1} ms ({items} items)",
         file.display(),
@@ -775,8 +778,11 @@ fn time_parse(file: &Path) -> Result<(), String> {
 }
 
 /// Every string of a document with the key that holds it.
-fn strings_of<'a>(node: &'a small_core::yaml::Node, out: &mut Vec<(Option<&'a str>, &'a str)>) {
-    use small_core::yaml::Value;
+fn strings_of<'a>(
+    node: &'a small_core::ops::formats::yaml::Node,
+    out: &mut Vec<(Option<&'a str>, &'a str)>,
+) {
+    use small_core::ops::formats::yaml::Value;
     let mut stack = vec![(node, None)];
     while let Some((n, key)) = stack.pop() {
         match &n.value {
@@ -791,10 +797,13 @@ fn strings_of<'a>(node: &'a small_core::yaml::Node, out: &mut Vec<(Option<&'a st
 }
 
 fn time_secrets(file: &Path, runs: usize) -> Result<(), String> {
-    use small_core::gates::secrets;
+    use small_core::ops::secrets;
     let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let doc = small_core::yaml::parse_str(&text, &small_core::yaml::Limits::default())
-        .map_err(|e| e.to_string())?;
+    let doc = small_core::ops::formats::yaml::parse_str(
+        &text,
+        &small_core::ops::formats::yaml::Limits::default(),
+    )
+    .map_err(|e| e.to_string())?;
     let mut strings = Vec::new();
     strings_of(&doc.root, &mut strings);
     let bytes: usize = strings.iter().map(|(_, s)| s.len()).sum();

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use small_core::authoring::txn::TxnError;
-use small_core::authoring::{Error as AuthoringError, ErrorKind};
-use small_core::diag::Diagnostic;
+use small_core::ops::diag::Diagnostic;
+use small_core::ops::txn::TxnError;
+use small_core::ops::txn::{Error as AuthoringError, ErrorKind};
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_INVALID: u8 = 1;
@@ -100,7 +100,7 @@ impl From<TxnError> for CliError {
 pub type CmdResult = Result<(), CliError>;
 
 /// The end of a command whose outcome carries a verdict: exit 0, 1 or 2 (already reported).
-pub fn verdict(v: small_core::gates::report::Verdict) -> CmdResult {
+pub fn verdict(v: small_core::ops::gate::Verdict) -> CmdResult {
     match v.code() {
         0 => Ok(()),
         code => Err(CliError::silent(code)),

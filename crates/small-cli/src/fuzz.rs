@@ -787,8 +787,9 @@ impl Worker<'_> {
             *t.entry(kind).or_default() += 1;
         }
         if let Ok(text) = std::str::from_utf8(&bytes) {
-            let differential =
-                std::panic::catch_unwind(|| small_core::yaml::fast_path_differential(text));
+            let differential = std::panic::catch_unwind(|| {
+                small_core::ops::formats::yaml::fast_path_differential(text)
+            });
             match differential {
                 Ok(Ok(())) => {
                     self.stats

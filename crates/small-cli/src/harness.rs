@@ -1,8 +1,8 @@
 //! Human wording of the harness-block outcomes (AGENTS.md), shared by `small init` and
 //! `small agents`, and the `--agents-mode` values both accept.
 
-use small_core::authoring::agents::{find_block, Action, ComposeMode, Composed};
-use small_core::spec::consts::AGENTS_FILE;
+use small_core::ops::agents::{find_block, Action, ComposeMode, Composed};
+use small_core::ops::formats::AGENTS_FILE;
 
 /// `--agents-mode` values.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub(crate) fn describe(composed: &Composed, file_name: &str, dry_run: bool) -> S
         .flatten()
         .map(|b| format!(" (lines {}-{})", b.begin_line, b.end_line))
         .unwrap_or_default();
-    let version = small_core::spec::consts::PROTOCOL_VERSION;
+    let version = small_core::ops::formats::PROTOCOL_VERSION;
     let (verb_done, verb_would) = match composed.action {
         Action::Created => ("Created", "Would create"),
         Action::Replaced => ("Replaced", "Would replace"),

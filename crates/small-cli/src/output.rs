@@ -18,8 +18,8 @@
 
 use std::io::{IsTerminal, Write};
 
-use small_core::diag::Diagnostic;
-use small_core::gates::report::GateOutcome;
+use small_core::ops::diag::Diagnostic;
+use small_core::ops::gate::GateOutcome;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -151,7 +151,7 @@ impl GlobalArgs {
         if compact {
             let mut text = String::new();
             for d in diags {
-                text.push_str(&human(&small_core::gates::report::compact_line(d)));
+                text.push_str(&human(&small_core::ops::gate::compact_line(d)));
                 text.push('\n');
             }
             write_err(&text);
@@ -219,7 +219,7 @@ struct JsonFailure {
     error: crate::error::ErrorObject,
     status: &'static str,
     exit_code: u8,
-    errors: Vec<small_core::gates::check::JsonDiagnostic>,
+    errors: Vec<small_core::ops::gate::JsonDiagnostic>,
 }
 
 /// How every command's errors are printed (here, the one place that prints).
@@ -249,7 +249,7 @@ impl CliError {
             errors: self
                 .diagnostic
                 .iter()
-                .map(|d| small_core::gates::check::JsonDiagnostic::from(&**d))
+                .map(|d| small_core::ops::gate::JsonDiagnostic::from(&**d))
                 .collect(),
         };
         let _ = crate::output::json(&doc);

@@ -16,7 +16,7 @@ use std::io::Write as _;
 use std::panic::PanicHookInfo;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use small_core::gates::secrets;
+use small_core::ops::secrets;
 
 static PANICKED: AtomicBool = AtomicBool::new(false);
 

@@ -19,8 +19,8 @@
 
 #![allow(dead_code)]
 
-use small_core::diag::{Diagnostic, Severity};
-use small_core::gates::secrets;
+use small_core::ops::diag::{Diagnostic, Severity};
+use small_core::ops::secrets;
 
 #[derive(Clone, Copy)]
 struct Style {
@@ -350,7 +350,7 @@ fn nth_line(src: &str, n: usize) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use small_core::diag::{Pos, Span};
+    use small_core::ops::diag::{Pos, Span};
 
     fn span(line: u32, col: u32, end_line: u32, end_col: u32) -> Option<Span> {
         Some(Span {

@@ -1,7 +1,7 @@
 //! The flags of the commands that write to a SMALL 2.0.0 workspace (docs/v2.md): `--session`
 //! and `--lock-timeout`, parsed here so every command reads them the same way.
 
-use small_core::authoring::txn;
+use small_core::ops::txn;
 
 use crate::error::CliError;
 

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use small_core::authoring::txn::{CommitReport, Transaction};
-use small_core::workspace::{self, Scope};
+use small_core::ops::txn::{CommitReport, Transaction};
+use small_core::ops::workspace::{self, Scope};
 
 use crate::error::CliError;
 use crate::GlobalArgs;
@@ -37,7 +37,7 @@ pub fn check_scope(
     command: &str,
     examples_allowed: bool,
 ) -> Result<(), CliError> {
-    Ok(small_core::authoring::handoff::check_command_scope(
+    Ok(small_core::ops::lifecycle::check_command_scope(
         txn,
         scope,
         command,
@@ -83,9 +83,9 @@ pub fn print_json(
 }
 
 /// The `--json` shape of a handoff outcome (shared by handoff and start).
-pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> serde_json::Value {
+pub fn handoff_json(out: &small_core::ops::lifecycle::HandoffOutcome) -> serde_json::Value {
     serde_json::json!({
-        "handoff": small_core::authoring::handoff::handoff_rel(),
+        "handoff": small_core::ops::lifecycle::handoff_rel(),
         "summary": out.summary,
         "summary_source": out.summary_source,
         "replaced_summary": out.replaced_summary,
@@ -104,7 +104,7 @@ pub fn handoff_json(out: &small_core::authoring::session::HandoffOutcome) -> ser
 
 /// The line naming the tasks open in this run (none when there are none), as `small
 /// handoff` prints it.
-pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffOutcome) {
+pub fn print_open(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome) {
     if out.open.is_empty() {
         return;
     }
@@ -123,11 +123,7 @@ pub fn print_open(g: &GlobalArgs, out: &small_core::authoring::session::HandoffO
 }
 
 /// The human lines of a handoff outcome.
-pub fn print_handoff(
-    g: &GlobalArgs,
-    out: &small_core::authoring::session::HandoffOutcome,
-    verb: &str,
-) {
+pub fn print_handoff(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome, verb: &str) {
     print_handoff_lines(
         g,
         verb,
@@ -147,14 +143,14 @@ pub struct HandoffLines<'a> {
     pub summary: &'a str,
     pub current_task_id: Option<&'a str>,
     pub next_steps: usize,
-    pub source: small_core::authoring::session::SummarySource,
+    pub source: small_core::ops::lifecycle::SummarySource,
     pub replaced: Option<&'a str>,
-    pub replay: &'a small_core::authoring::handoff::ReplayId,
+    pub replay: &'a small_core::ops::lifecycle::ReplayId,
 }
 
 /// Print the human lines of a handoff.
 pub fn print_handoff_lines(g: &GlobalArgs, verb: &str, h: &HandoffLines) {
-    use small_core::authoring::session::SummarySource;
+    use small_core::ops::lifecycle::SummarySource;
     say(
         g,
         format!(
@@ -184,7 +180,7 @@ pub fn print_handoff_lines(g: &GlobalArgs, verb: &str, h: &HandoffLines) {
 /// Locate the workspace and enforce `--workspace` without locking it (`draft`, `accept`,
 /// `apply`); errors are one or two plain lines.
 pub fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, CliError> {
-    small_core::authoring::draft::open_scoped(dir, scope).map_err(CliError::plain)
+    small_core::ops::draft::open_scoped(dir, scope).map_err(CliError::plain)
 }
 
 /// Where the workspace is and which kinds a command accepts: the flag group of `draft`,

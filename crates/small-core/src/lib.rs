@@ -21,27 +21,30 @@
 //! - `ops`: the operation layer: one function per protocol command, for both profiles,
 //!   returning the outcome every front end prints or returns.
 
-pub mod par;
+pub(crate) mod par;
 
-pub mod diag;
-pub mod json;
-pub mod spec;
-pub mod yaml;
+pub(crate) mod diag;
+pub(crate) mod json;
+pub(crate) mod spec;
+pub(crate) mod yaml;
 
-pub mod workspace;
+pub(crate) mod workspace;
 
-pub mod secrets;
+pub(crate) mod secrets;
 
-pub mod gates;
+pub(crate) mod gates;
 
-pub mod authoring;
+pub(crate) mod authoring;
 
-pub mod history;
+pub(crate) mod history;
 
-pub mod api;
+pub(crate) mod api;
 
-pub mod migrate;
-pub mod state;
-pub mod v2;
+pub(crate) mod migrate;
+pub(crate) mod state;
+pub(crate) mod v2;
 
 pub mod ops;
+
+#[cfg(test)]
+mod tests;

@@ -25,21 +25,20 @@ use rmcp::{schemars, tool, tool_handler, tool_router, RoleServer, ServerHandler,
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use small_core::authoring::resume::{self, GateMode, ResumeOptions};
-use small_core::gates::check::{self, GateOptions, JsonDiagnostic};
-use small_core::gates::health::{self, HealthOptions};
-use small_core::gates::schemas::{self, SchemaSet};
-use small_core::gates::secrets::{redact_json, redact_source};
-use small_core::history::runs;
-use small_core::state;
+use small_core::ops::gate::{self, GateOptions, GateRequest, JsonDiagnostic};
+use small_core::ops::health::{self, HealthOptions};
+use small_core::ops::resume::{self, GateMode, ResumeOptions};
+use small_core::ops::runs;
+use small_core::ops::secrets::{redact_json, redact_source};
+use small_core::ops::state;
 
 use small_core::ops::plan::PlanRequest as PlanOp;
 use small_core::ops::reconstruct::ReconstructRequest as ReconstructOp;
 use small_core::ops::record::RecordRequest as RecordOp;
+use small_core::ops::session as v2w;
 use small_core::ops::status::StatusRequest as StatusOp;
+use small_core::ops::workspace::{self, Location};
 use small_core::ops::{self, handoff::HandoffRequest as HandoffOp};
-use small_core::v2::write as v2w;
-use small_core::workspace::{self, Location};
 
 /// The server: one workspace directory (`--dir`, or the current directory).
 #[derive(Clone)]
@@ -97,7 +96,7 @@ fn op_result<T: serde::Serialize>(r: ops::OpResult<T>) -> ToolResult {
 }
 
 /// A library diagnostic as a tool error: its own code, message and help.
-fn from_diagnostic(d: &small_core::diag::Diagnostic) -> CallToolResult {
+fn from_diagnostic(d: &small_core::ops::diag::Diagnostic) -> CallToolResult {
     diag(&d.code, d.message.clone(), d.help.clone())
 }
 
@@ -437,14 +436,12 @@ impl SmallMcp {
             strict: req.strict.unwrap_or(true),
             ..GateOptions::default()
         };
-        let schemas = SchemaSet::embedded();
-        let mut report = match small_core::gates::report::v2_checked(&loc) {
-            Some(c) => small_core::gates::report::v2_check_report(&c.diagnostics),
-            None => {
-                let loaded = check::load(loc, Some(&schemas), &opts);
-                check::run_check(&loaded, &schemas, &opts)
-            }
-        };
+        let mut report = gate::check(&GateRequest {
+            dir: Some(loc.root.clone()),
+            spec_dir: None,
+            options: opts,
+        })
+        .report;
         let limit = match req.limit.unwrap_or(CHECK_LIMIT) {
             0 => usize::MAX,
             n => n,
@@ -559,7 +556,7 @@ impl SmallMcp {
     async fn claim(&self, Parameters(req): Parameters<ClaimRequest>) -> ToolResult {
         let ttl = match req.ttl.as_deref() {
             None => ops::claims::DEFAULT_TTL,
-            Some(t) => match small_core::authoring::txn::parse_lock_timeout(t) {
+            Some(t) => match small_core::ops::txn::parse_lock_timeout(t) {
                 Some(d) => d,
                 None => {
                     return Ok(diag(
@@ -667,7 +664,7 @@ impl SmallMcp {
     )]
     async fn manifest_validate(&self, Parameters(req): Parameters<ManifestRequest>) -> ToolResult {
         let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
-        match small_core::api::manifest::validate_request(&bytes) {
+        match small_core::ops::api::validate_request(&bytes) {
             Ok(outcome) => {
                 let v: Value = serde_json::from_str(&outcome.to_json()).unwrap_or_default();
                 if outcome.valid() {
@@ -687,7 +684,7 @@ impl SmallMcp {
     )]
     async fn manifest_replay_id(&self, Parameters(req): Parameters<ManifestRequest>) -> ToolResult {
         let bytes = serde_json::to_vec(&req.request).unwrap_or_default();
-        match small_core::api::manifest::validate_request(&bytes) {
+        match small_core::ops::api::validate_request(&bytes) {
             Ok(outcome) => match &outcome.replay_id {
                 Some(id) => Ok(CallToolResult::structured(json!({"replayId": id.as_str()}))),
                 None => {
@@ -932,7 +929,7 @@ impl ServerHandler for SmallMcp {
             redact_json(&mut v);
             serde_json::to_string_pretty(&v).unwrap_or_default()
         } else if rel.is_empty() {
-            schemas::embedded_text(&name)
+            gate::embedded_text(&name)
                 .map(str::to_string)
                 .ok_or_else(|| ErrorData::resource_not_found(format!("no schema {name}"), None))?
         } else {

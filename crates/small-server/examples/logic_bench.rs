@@ -10,7 +10,7 @@ fn main() {
     let mut valid = 0;
     let start = Instant::now();
     for _ in 0..n {
-        let out = small_core::api::manifest::validate_request(BODY.as_bytes()).expect("valid JSON");
+        let out = small_core::ops::api::validate_request(BODY.as_bytes()).expect("valid JSON");
         let mut buf = Vec::with_capacity(128);
         out.write_json(&mut buf);
         valid += usize::from(out.valid());

@@ -3,7 +3,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use small_core::json::canonical::{self, JsString};
+use small_core::ops::formats::canonical::{self, JsString};
 
 /// An API error response.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ pub fn error_body(
 ) -> String {
     // An error that quotes the request (a path, a field value) could quote a credential:
     // masked as every front end masks quoted text.
-    let message = small_core::gates::secrets::redact(message);
+    let message = small_core::ops::secrets::redact(message);
     let mut out = Vec::with_capacity(96 + message.len());
     out.extend_from_slice(b"{\"error\":");
     canonical::write_json_string_bytes(&mut out, &JsString::from(code));

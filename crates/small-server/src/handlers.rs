@@ -7,9 +7,9 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use small_core::api::manifest::{self, ManifestRequest, RequestError};
-use small_core::api::replay;
-use small_core::spec::consts::ArtifactKind;
+use small_core::ops::api::replay;
+use small_core::ops::api::{self, ManifestRequest, RequestError};
+use small_core::ops::formats::ArtifactKind;
 use small_store::replay::{ReplayRecord, ReplayStoreError};
 
 /// Primitive schemas served under `/schemas/small/v1/`.
@@ -48,7 +48,7 @@ pub fn schema_text(name: &str) -> Option<&'static str> {
         return Some(text);
     }
     if artifact_schemas().any(|n| n == short) {
-        return small_core::gates::schemas::embedded_text(short);
+        return small_core::ops::gate::embedded_text(short);
     }
     None
 }
@@ -108,7 +108,7 @@ fn parse_request(bytes: &[u8]) -> Result<ManifestRequest, ApiError> {
         RequestError::BodyNotObject => ApiError::new(
             StatusCode::BAD_REQUEST,
             "body_not_object",
-            manifest::BODY_NOT_OBJECT,
+            api::BODY_NOT_OBJECT,
         ),
     })
 }
@@ -148,7 +148,7 @@ pub async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bod
         Err(errors) => {
             let mut out = Vec::with_capacity(128);
             out.extend_from_slice(b"{\"valid\":false,\"errors\":");
-            manifest::write_errors(&mut out, &errors);
+            api::write_errors(&mut out, &errors);
             out.push(b'}');
             return json_response(StatusCode::UNPROCESSABLE_ENTITY, out);
         }

@@ -212,7 +212,7 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
         .unwrap_or_default();
     tracing::error!(
         target: "small::server",
-        panic = %small_core::gates::secrets::redact(&message),
+        panic = %small_core::ops::secrets::redact(&message),
         "a request handler panicked (a bug in small)"
     );
     ApiError::new(
@@ -243,7 +243,7 @@ async fn frame(State(limit): State<Duration>, req: Request, next: Next) -> Respo
     tracing::info!(
         target: "small::access",
         method = %method,
-        path = %small_core::gates::secrets::redact(&path),
+        path = %small_core::ops::secrets::redact(&path),
         status = resp.status().as_u16(),
         micros = start.elapsed().as_micros() as u64,
         "request"

@@ -134,7 +134,7 @@ impl From<StoreError> for Failure {
             body.push_str(",\"errors\":");
             // Schema errors quote the submitted values: masked like every quoted text.
             let mut list = serde_json::to_value(errors).unwrap_or_default();
-            small_core::gates::secrets::redact_json(&mut list);
+            small_core::ops::secrets::redact_json(&mut list);
             body.push_str(&serde_json::to_string(&list).unwrap_or_else(|_| "[]".into()));
             body.push('}');
         }
@@ -174,7 +174,7 @@ async fn read_body(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<Value, 
     let bytes = read_json_body(headers, body, ctx.body_limit).await?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v) => Ok(v),
-        Err(serde_err) => match small_core::json::canonical::parse(&bytes) {
+        Err(serde_err) => match small_core::ops::formats::canonical::parse(&bytes) {
             Err(e) => Err(ApiError::from_parse(&e).into()),
             Ok(_) => Err(ApiError::new(
                 StatusCode::BAD_REQUEST,

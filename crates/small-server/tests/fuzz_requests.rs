@@ -317,7 +317,7 @@ fn no_request_gets_a_500_or_hangs() {
                 .map_err(|e| TestCaseError::fail(format!("{shown}: body: {e}")))?;
             // The project's own JSON reader: error messages may quote a lone surrogate from
             // the request as `\ud800`, which JSON allows and serde_json refuses.
-            let json = small_core::json::canonical::parse(&bytes);
+            let json = small_core::ops::formats::canonical::parse(&bytes);
             let shaped = ct.starts_with("application/json")
                 && json
                     .as_ref()

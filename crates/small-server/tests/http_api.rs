@@ -419,7 +419,7 @@ fn every_api_vector_through_http() {
         let text = std::fs::read(dir.join(file)).unwrap();
         for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             // Vector files may hold lone surrogates: read them with the JavaScript-exact parser.
-            let v = small_core::json::canonical::parse(line).unwrap();
+            let v = small_core::ops::formats::canonical::parse(line).unwrap();
             let name = v
                 .get("name")
                 .and_then(|x| x.as_js_str())
@@ -434,7 +434,7 @@ fn every_api_vector_through_http() {
                 .to_owned();
             let expected = v.get("expected").unwrap();
             let r = s.post_json("/small/v1/validate-manifest", body.as_bytes());
-            if let Some(small_core::json::canonical::Value::String(kind)) =
+            if let Some(small_core::ops::formats::canonical::Value::String(kind)) =
                 expected.get("requestError")
             {
                 // Oracle-defined bodies (not an object): our documented 400.
@@ -445,11 +445,11 @@ fn every_api_vector_through_http() {
                 continue;
             }
             assert_eq!(r.status, 200, "{name}: {}", r.text());
-            let got = small_core::json::canonical::parse(&r.body).unwrap();
+            let got = small_core::ops::formats::canonical::parse(&r.body).unwrap();
             assert_eq!(got.get("valid"), expected.get("valid"), "{name}");
             assert_eq!(got.get("errors"), expected.get("errors"), "{name}");
             match expected.get("replayId") {
-                Some(small_core::json::canonical::Value::String(id)) => assert_eq!(
+                Some(small_core::ops::formats::canonical::Value::String(id)) => assert_eq!(
                     got.get("replayId").and_then(|x| x.as_js_str()),
                     Some(id),
                     "{name}"

@@ -2,7 +2,7 @@
 //!
 //! Records are stored as canonical JSON text so that equal records have equal bytes and
 //! hashes. This form differs on purpose from the protocol's canonical JSON
-//! ([`small_core::json::canonical`]), which follows JavaScript (`JSON.parse` and
+//! ([`small_core::ops::formats::canonical`]), which follows JavaScript (`JSON.parse` and
 //! `JSON.stringify`: every number an IEEE double) because the manifest replay ID must match
 //! the reference's bytes. A store must never change a value it was given, so here a number
 //! keeps the exact text serde_json parsed (large integers and long decimals included), and

@@ -220,7 +220,7 @@ fn read_records(dir: &Path) -> Result<Read, ImportError> {
         let name = f.display().to_string();
         // Opened without following a link or blocking on a FIFO put there since the walk,
         // and never read past the input limit.
-        let text = match small_core::workspace::fsio::read_string_bounded(f, MAX_INPUT_BYTES) {
+        let text = match small_core::ops::workspace::read_string_bounded(f, MAX_INPUT_BYTES) {
             Ok(t) => t,
             Err(e) => {
                 failures.push(unreadable(name.clone(), format!("cannot read {name}: {e}")));

@@ -122,7 +122,7 @@ pub fn sha256_hex(text: &str) -> String {
 
 /// The current time, RFC 3339 UTC with second precision (`2025-01-15T10:00:00Z`).
 pub fn now_rfc3339() -> String {
-    use small_core::spec::timestamp;
+    use small_core::ops::formats::timestamp;
     timestamp::format_utc_digits(timestamp::now(), 0)
 }
 
@@ -281,7 +281,7 @@ pub fn valid_id(s: &str) -> bool {
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-pub use small_core::json::pointer::escape as escape_pointer;
+pub use small_core::ops::formats::json_pointer_escape as escape_pointer;
 
 /// A checked artifact: its fields, with `version` possibly still unassigned.
 pub(crate) struct ArtifactIn {

@@ -81,7 +81,7 @@ mod tests {
     fn record(id: &str, at: &str) -> ReplayRecord {
         ReplayRecord {
             replay_id: id.into(),
-            protocol_version: small_core::spec::consts::PROTOCOL_VERSION.into(),
+            protocol_version: small_core::ops::formats::PROTOCOL_VERSION.into(),
             lineage_json: format!(r#"{{"at":"{at}"}}"#),
             lifecycle_json: "[]".into(),
             created_at: at.into(),

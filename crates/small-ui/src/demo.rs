@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use small_core::authoring::init::{init, InitRequest};
-use small_core::authoring::plan_edit::{edit_plan, PlanRequest};
-use small_core::authoring::record::{self, RecordRequest};
-use small_core::authoring::session::{write_handoff, HandoffRequest};
-use small_core::authoring::txn::Transaction;
+use small_core::ops::init::{init, InitRequest};
+use small_core::ops::lifecycle::{self, RecordRequest};
+use small_core::ops::lifecycle::{edit_plan, EditPlanRequest as PlanRequest};
+use small_core::ops::lifecycle::{write_handoff, HandoffRequest};
+use small_core::ops::txn::Transaction;
 
 fn tx(root: &Path, f: impl FnOnce(&mut Transaction) -> Result<(), String>) -> Result<(), String> {
     let mut t = Transaction::begin(root).map_err(|e| e.to_string())?;
@@ -42,9 +42,9 @@ fn record(root: &Path, task: &str, status: &str, evidence: &[(&str, &str)]) -> R
             ..RecordRequest::default()
         };
         let r = if status == "completed" || status == "blocked" {
-            record::checkpoint(t, &req)
+            lifecycle::checkpoint(t, &req)
         } else {
-            record::add_progress(t, &req)
+            lifecycle::add_progress(t, &req)
         };
         r.map(|_| ()).map_err(|e| e.to_string())
     })
@@ -158,10 +158,10 @@ mod tests {
     fn the_demo_passes_the_strict_gates() {
         let dir = tempfile::tempdir().unwrap();
         super::generate(dir.path()).unwrap();
-        let loc = small_core::gates::report::locate(Some(dir.path())).unwrap();
+        let loc = small_core::ops::gate::locate(Some(dir.path())).unwrap();
         let c = crate::view::checks(&loc);
         assert_eq!(c.verdict.word, "pass", "{:?}", c.stages);
-        let t = small_core::gates::timeline::Timeline::open(
+        let t = small_core::ops::timeline::Timeline::open(
             dir.path(),
             &loc.small_dir.join("progress.small.yml"),
         );

@@ -5,7 +5,7 @@
 //! embedded file that listens to server-sent events (`GET /events`) and swaps in the HTML
 //! fragments that changed. A file watcher on `.small/` (and `.small-runs/`) names what
 //! changed; the progress timeline is an index that extends itself on append
-//! ([`small_core::gates::timeline`]), so a new entry costs what was appended.
+//! ([`small_core::ops::timeline`]), so a new entry costs what was appended.
 //!
 //! Security (the page shows text that agents wrote): every string is escaped by the template
 //! engine, secrets are masked, a Content-Security-Policy forbids inline script and style, only
@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use small_core::gates::timeline::Timeline;
-use small_core::spec::consts::ArtifactKind;
-use small_core::workspace::Location;
+use small_core::ops::formats::ArtifactKind;
+use small_core::ops::timeline::Timeline;
+use small_core::ops::workspace::Location;
 use tokio::sync::{broadcast, watch as tokio_watch, Semaphore};
 
 pub use demo::generate as generate_demo;
@@ -148,18 +148,18 @@ pub struct Ui {
 
 /// Find the workspaces of `dirs` (or the one from the current directory).
 pub fn locate(dirs: &[PathBuf]) -> Result<Vec<Location>, String> {
-    let describe = |d: &small_core::diag::Diagnostic| match &d.help {
+    let describe = |d: &small_core::ops::diag::Diagnostic| match &d.help {
         Some(h) => format!("{} ({h})", d.message),
         None => d.message.clone(),
     };
     if dirs.is_empty() {
-        return small_core::gates::report::locate(None)
+        return small_core::ops::gate::locate(None)
             .map(|l| vec![l])
             .map_err(|d| describe(&d));
     }
     let mut out: Vec<Location> = Vec::new();
     for d in dirs {
-        let loc = small_core::gates::report::locate(Some(d)).map_err(|e| describe(&e))?;
+        let loc = small_core::ops::gate::locate(Some(d)).map_err(|e| describe(&e))?;
         if !out.iter().any(|l| l.small_dir == loc.small_dir) {
             out.push(loc);
         }
@@ -204,7 +204,7 @@ pub async fn bind(config: &UiConfig) -> Result<Ui, String> {
             let store = tokio::task::spawn_blocking(move || small_store::open_read_only(&loc))
                 .await
                 .map_err(|e| format!("cannot open the store: {e}"))?
-                .map_err(|e| small_core::gates::secrets::redact(&e.to_string()).into_owned())?;
+                .map_err(|e| small_core::ops::secrets::redact(&e.to_string()).into_owned())?;
             let file = (!small_store::is_postgres_url(&location))
                 .then(|| std::fs::canonicalize(&location).ok())
                 .flatten();

@@ -14,10 +14,10 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::StreamExt as _;
 use minijinja::context;
-use small_core::gates::timeline::Filter;
+use small_core::ops::timeline::Filter;
 use tokio::sync::broadcast::error::RecvError;
 
-use small_core::state::ProjectState;
+use small_core::ops::state::ProjectState;
 
 use crate::view;
 use crate::App;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
-use small_core::gates::secrets::redact;
+use small_core::ops::secrets::redact;
 use small_store::{Direction, Page, PrimitiveStore, Record};
 
 /// Artifacts per page of the list.

@@ -1,7 +1,7 @@
 //! Every mapping from small-core's types to what the page shows lives here, and only here.
 //!
 //! The page never reads an artifact itself: it calls the same small-core operations as the
-//! commands (the project state `small_core::state`, `gates::report::check`,
+//! commands (the project state `small_core::ops::state`, `gates::report::check`,
 //! `gates::timeline`, `history::runs`) and turns their typed results into the plain,
 //! serialisable values the templates render. Every string handed to a template is escaped
 //! by the template engine; strings that came from artifacts are also masked as the gates mask
@@ -11,16 +11,16 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use small_core::diag::Severity;
-use small_core::gates::check::{GateOptions, StageReport, StageStatus};
-use small_core::gates::report::{self, GateRequest, Verdict};
-use small_core::gates::secrets::redact;
-use small_core::gates::status::StatusOptions;
-use small_core::gates::timeline::{Facets, Filter, Page, Timeline, TimelineEntry};
-use small_core::history::runs::{self, diff::DiffSide};
-use small_core::spec::consts::ArtifactKind;
-use small_core::state::{ProjectState, Task};
-use small_core::workspace::Location;
+use small_core::ops::diag::Severity;
+use small_core::ops::formats::ArtifactKind;
+use small_core::ops::gate::{self, GateRequest, Verdict};
+use small_core::ops::gate::{GateOptions, StageReport, StageStatus};
+use small_core::ops::runs::{self, DiffSide};
+use small_core::ops::secrets::redact;
+use small_core::ops::state::{ProjectState, Task};
+use small_core::ops::status::StatusOptions;
+use small_core::ops::timeline::{Facets, Filter, Page, Timeline, TimelineEntry};
+use small_core::ops::workspace::Location;
 
 /// Entries per timeline page.
 pub const PAGE_SIZE: usize = 50;
@@ -119,9 +119,9 @@ pub struct VerdictView {
 /// The project state of a workspace, loaded once per request (either profile): every view
 /// below reads it, none reads a file.
 pub fn state(loc: &Location) -> ProjectState {
-    small_core::state::load(
+    small_core::ops::state::load(
         loc,
-        &small_core::state::LoadOptions {
+        &small_core::ops::state::LoadOptions {
             recent: 1,
             audit: true,
         },
@@ -141,7 +141,7 @@ pub fn summary(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| loc.root.display().to_string());
-    let st = small_core::state::status::from_state(
+    let st = small_core::ops::state::status_of(
         ps,
         StatusOptions {
             recent: 1,
@@ -176,7 +176,7 @@ pub fn summary(
     problems.extend(
         ps.record_problems
             .iter()
-            .map(|d| mask(&small_core::gates::report::compact_line(d))),
+            .map(|d| mask(&small_core::ops::gate::compact_line(d))),
     );
     if let Some(p) = &timeline.problem {
         if loc
@@ -900,7 +900,7 @@ pub struct DiagView {
 }
 
 fn stage_view(name: &'static str, s: &StageReport) -> StageView {
-    let diag = |d: &small_core::gates::check::JsonDiagnostic, sev: &'static str| DiagView {
+    let diag = |d: &small_core::ops::gate::JsonDiagnostic, sev: &'static str| DiagView {
         code: d.code.clone(),
         severity: sev,
         location: d.file.as_ref().map(|f| match (d.line, d.column) {
@@ -948,7 +948,7 @@ pub fn checks(loc: &Location) -> Checks {
             ..GateOptions::default()
         },
     };
-    let checked = report::check(&req);
+    let checked = gate::check(&req);
     let r = &checked.report;
     let stages = vec![
         stage_view("validate", &r.validate),
@@ -1065,7 +1065,7 @@ pub fn runs(loc: &Location, from: Option<&str>, to: Option<&str>) -> RunsView {
                 completed: Vec::new(),
                 problem: Some(e),
             },
-            Ok((a, b)) => match runs::diff::diff_runs(&a, &b, false) {
+            Ok((a, b)) => match runs::diff_runs(&a, &b, false) {
                 Err(e) => DiffView {
                     from: mask(from),
                     to: mask(to),
@@ -1255,14 +1255,14 @@ fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
 /// The events of a 2.0.0 workspace, newest first, `PAGE_SIZE` a page from `offset`, filtered
 /// by task (alias or id), session and kind; a command receipt is marked verified or not.
 pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<EventsView> {
-    let tl = small_core::state::event_timeline(&loc.root, &loc.small_dir)?;
+    let tl = small_core::ops::timeline::event_timeline(&loc.root, &loc.small_dir)?;
     let total = tl.entries.len();
-    let keep = |e: &small_core::state::EventEntry| {
+    let keep = |e: &small_core::ops::timeline::EventEntry| {
         filter.task.as_deref().is_none_or(|t| e.entry.task_id == t)
             && filter.session.as_deref().is_none_or(|s| e.session_id == s)
             && filter.kind.as_deref().is_none_or(|k| e.kind == k)
     };
-    let matching: Vec<&small_core::state::EventEntry> =
+    let matching: Vec<&small_core::ops::timeline::EventEntry> =
         tl.entries.iter().rev().filter(|e| keep(e)).collect();
     let n = matching.len();
     let entries: Vec<EventView> = matching

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecursiveMode, Watcher as _};
-use small_core::history::runs;
+use small_core::ops::runs;
 
 use crate::{view, App, Change, Scope, STORE_SCOPE};
 

@@ -4,8 +4,8 @@ use crate::error::{CliError, CmdResult};
 use crate::render::render_plain;
 use crate::writes::{open_scoped, TargetArgs};
 use crate::GlobalArgs;
-use small_core::authoring::draft::{self, AcceptError, AcceptRequest};
-use small_core::spec::consts::ArtifactKind;
+use small_core::ops::draft::{self, AcceptError, AcceptRequest};
+use small_core::ops::formats::ArtifactKind;
 
 /// Accept a draft (from `small draft`) into .small/intent.small.yml or constraints.small.yml.
 ///

@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use small_core::ops::apply::{Applied, ApplyRequest, ProgressMode, Step, Watch};
+use small_core::ops::formats::TaskStatus;
+use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
-use small_core::spec::model::TaskStatus;
-use small_core::workspace::Scope;
 
 use crate::error::{from_op, CliError, CmdResult};
 use crate::writes as shared;
@@ -113,7 +113,7 @@ fn request<'a>(args: &Args, terminal: &'a Terminal<'a>) -> Result<ApplyRequest<'
         ProgressMode::Signal
     };
     Ok(ApplyRequest {
-        run: small_core::authoring::apply::ApplyRequest {
+        run: small_core::ops::apply::RunRequest {
             command: args.cmd.clone(),
             task: args.task.clone(),
             dry_run: args.dry_run,

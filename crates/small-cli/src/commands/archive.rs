@@ -7,8 +7,7 @@ use crate::commands::run::{emit, print_json, to_cli, warn_all};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::archive::{self, ArchiveOptions, FileState};
-use small_core::history::runs;
+use small_core::ops::runs::{self, ArchiveOptions, FileState};
 
 /// Archive the current run for lineage retention, or verify an archive.
 ///
@@ -89,7 +88,7 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
         },
         force: args.force,
     };
-    let r = archive::create(&root, &opts).map_err(to_cli)?;
+    let r = runs::create_archive(&root, &opts).map_err(to_cli)?;
     warn_all(g, &r.warnings);
     if args.json {
         return print_json(&r);
@@ -144,7 +143,7 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
 }
 
 fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
-    let r = archive::verify(&v.path).map_err(to_cli)?;
+    let r = runs::verify_archive(&v.path).map_err(to_cli)?;
     if v.json {
         print_json(&r)?;
     } else if !g.quiet() || !r.ok {

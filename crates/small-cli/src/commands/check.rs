@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use small_core::diag::Diagnostic;
-use small_core::gates::check::{GateOptions, StageStatus};
-use small_core::gates::report::{self, Checked, GateRequest};
-use small_core::workspace::Scope;
+use small_core::ops::diag::Diagnostic;
+use small_core::ops::gate::{self, Checked, GateRequest};
+use small_core::ops::gate::{GateOptions, StageStatus};
+use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CmdResult};
 use crate::output::count;
@@ -50,7 +50,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let checked = report::check(&GateRequest {
+    let checked = gate::check(&GateRequest {
         dir: args.dir,
         spec_dir: args.spec_dir,
         options: GateOptions {

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::doctor::{self, Level};
+use small_core::ops::doctor::{self, Level};
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;
-use small_core::gates::report::schemas;
+use small_core::ops::gate::schemas;
 
 /// Diagnose the workspace and suggest fixes; never changes anything.
 ///

@@ -4,8 +4,8 @@ use crate::error::{CliError, CmdResult};
 use crate::render::render_plain;
 use crate::writes::{open_scoped, TargetArgs};
 use crate::GlobalArgs;
-use small_core::authoring::draft::{self, DraftRequest};
-use small_core::spec::consts::ArtifactKind;
+use small_core::ops::draft::{self, DraftRequest};
+use small_core::ops::formats::ArtifactKind;
 use std::io::Read;
 
 /// Propose a new intent.small.yml or constraints.small.yml for a human to review.
@@ -54,9 +54,9 @@ fn read_source(from: &str) -> Result<Vec<u8>, CliError> {
         }
         return Ok(buf);
     }
-    let bytes = small_core::workspace::fsio::read_user_input(
+    let bytes = small_core::ops::workspace::read_user_input(
         std::path::Path::new(v),
-        small_core::workspace::fsio::MAX_READ_BYTES,
+        small_core::ops::workspace::MAX_READ_BYTES,
     )
     .map_err(|e| CliError::usage(format!("cannot read {v}: {e}")))?;
     if bytes.iter().all(u8::is_ascii_whitespace) {

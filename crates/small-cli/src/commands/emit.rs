@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::emit::{self, EmitError, EmitRequest, Section};
-use small_core::workspace::Scope;
+use small_core::ops::emit::{self, EmitError, EmitRequest, Section};
+use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CliError, CmdResult};
 use crate::GlobalArgs;

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use small_core::authoring::repair::{self, FixRequest, Repair};
-use small_core::spec::consts::{KIND_EXAMPLES, KIND_REPO_ROOT};
-use small_core::spec::model::WorkspaceKind;
+use small_core::ops::formats::WorkspaceKind;
+use small_core::ops::formats::{KIND_EXAMPLES, KIND_REPO_ROOT};
+use small_core::ops::repair::{self, FixRequest, Repair};
 
 use crate::error::CmdResult;
 use crate::writes as shared;
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
+use small_core::ops::workspace::Scope;
 
 /// Repair recoverable drift: version quoting, legacy runtime directories, orphan progress,
 /// workspace metadata.

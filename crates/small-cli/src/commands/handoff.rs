@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use small_core::ops::handoff::{HandedOff, HandoffRequest, V1Handoff};
+use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
-use small_core::workspace::Scope;
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
@@ -99,7 +99,7 @@ fn print_v1(g: &GlobalArgs, h: &V1Handoff, final_check: bool) {
     }
     shared::print_changes(
         g,
-        &small_core::authoring::txn::CommitReport {
+        &small_core::ops::txn::CommitReport {
             written: h.files_written.clone(),
             appended: h.appended.clone(),
         },

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::health::{self, HealthOptions, WorkspaceHealth};
-use small_core::workspace::Scope;
+use small_core::ops::health::{self, HealthOptions, WorkspaceHealth};
+use small_core::ops::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
 use crate::outln;

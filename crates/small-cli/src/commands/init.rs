@@ -4,12 +4,12 @@ use crate::error::{CliError, CmdResult};
 use crate::harness::{describe, ModeArg};
 use crate::render::pad;
 use crate::GlobalArgs;
-use small_core::authoring::agents::Request;
-use small_core::authoring::init::{
+use small_core::ops::agents::Request;
+use small_core::ops::formats::{AGENTS_FILE, PROTOCOL_VERSION};
+use small_core::ops::init::{
     self, FileAction, InitWorkspaceOutcome, InitWorkspaceRequest, MergeDriverOutcome,
 };
-use small_core::authoring::merge;
-use small_core::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION};
+use small_core::ops::merge;
 use std::path::{Path, PathBuf};
 
 /// Create a SMALL v1.0.0 workspace: `.small/` with its six files, and AGENTS.md

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::check::GateOptions;
-use small_core::gates::report::{self, GateRequest};
+use small_core::ops::gate::GateOptions;
+use small_core::ops::gate::{self, GateRequest};
 
 use crate::error::{self, CmdResult};
 use crate::output::count;
@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let out = report::lint(&GateRequest {
+    let out = gate::lint(&GateRequest {
         dir: args.dir,
         spec_dir: None,
         options: GateOptions {

@@ -29,7 +29,7 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let cmd = crate::cli_command()
         .disable_help_subcommand(true)
-        .version(small_core::spec::consts::TOOL_VERSION)
+        .version(small_core::ops::formats::TOOL_VERSION)
         .propagate_version(true);
     if let Some(dir) = args.out {
         std::fs::create_dir_all(&dir)

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::merge::{self, MergeFilesError, MergeFilesRequest, MergeKind};
+use small_core::ops::merge::{self, MergeFilesError, MergeFilesRequest, MergeKind};
 
 use crate::error::{CliError, CmdResult};
 use crate::writes;

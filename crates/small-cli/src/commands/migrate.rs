@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::migrate::{self, MigrateError};
+use small_core::ops::migrate::{self, MigrateError};
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;

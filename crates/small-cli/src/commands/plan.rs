@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::plan;
+use small_core::ops::lifecycle;
 use small_core::ops::plan::{PlanRequest, Planned, V1Plan};
+use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
-use small_core::workspace::Scope;
 
 use crate::error::{from_op, CliError, CmdResult};
 use crate::v2writes::SessionFlags;
@@ -185,7 +185,7 @@ fn print_v1(g: &GlobalArgs, p: &V1Plan) {
         shared::say(g, line);
     }
     if out.created {
-        shared::say(g, format!("Created {}", plan::plan_rel()));
+        shared::say(g, format!("Created {}", lifecycle::plan_rel()));
     }
     shared::print_files(g, &p.written, &p.appended);
 }

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use small_core::history::reconstruct::Reconstruction;
 use small_core::ops::reconstruct::{ReconstructRequest, Reconstructed};
+use small_core::ops::runs::Reconstruction;
+use small_core::ops::session;
+use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
-use small_core::v2::read;
-use small_core::workspace::Scope;
 
 use crate::error::{from_op, CmdResult};
 use crate::outln;
@@ -86,7 +86,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     crate::output::data(&crate::render::escape_controls(&text))
 }
 
-fn render_v2(r: &read::Reconstruction) -> String {
+fn render_v2(r: &session::Reconstruction) -> String {
     let mut o = String::new();
     outln!(o, "Profile: {} ({} mode)", r.profile, r.mode);
     outln!(o, "Frontier: {}", r.frontier);

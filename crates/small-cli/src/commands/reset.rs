@@ -3,12 +3,12 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use small_core::authoring::session::{self, ResetRequest};
+use small_core::ops::lifecycle::{self, ResetRequest};
 
 use crate::error::{CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
+use small_core::ops::workspace::Scope;
 
 /// Reset .small/ for a new run while keeping the audit history.
 ///
@@ -68,7 +68,7 @@ fn confirm(g: &GlobalArgs, keep_intent: bool) -> Result<bool, CliError> {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     // Refused before asking: a 2.0.0 history cannot be reset.
-    session::refuse_v2_reset(&root)?;
+    lifecycle::refuse_v2_reset(&root)?;
     if !args.yes && !confirm(g, args.keep_intent)? {
         g.info("Reset cancelled; nothing changed.");
         return Ok(());
@@ -78,7 +78,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = ResetRequest {
         keep_intent: args.keep_intent,
     };
-    let out = session::reset(&mut txn, &req)?;
+    let out = lifecycle::reset(&mut txn, &req)?;
     let report = txn.commit()?;
     if args.json {
         return shared::print_json(

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::hooks;
-use small_core::authoring::resume::{self, GateMode, ResumeOptions};
-use small_core::workspace;
+use small_core::ops::agents;
+use small_core::ops::resume::{self, GateMode, ResumeOptions};
+use small_core::ops::workspace;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -49,7 +49,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     // A hook must print its JSON even with --quiet, and nothing else.
-    let hook = |text: &str| g.data(format!("{}\n", hooks::session_start_output(text)));
+    let hook = |text: &str| g.data(format!("{}\n", agents::session_start_output(text)));
     let loc = match workspace::locate(args.dir.as_deref()) {
         Ok(l) => l,
         // A session-start hook in a project without a workspace says so and lets the

@@ -2,8 +2,8 @@
 
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
-use small_core::authoring::selftest::{self, Step, StepOp, StepResult};
-use small_core::workspace::Scope;
+use small_core::ops::selftest::{self, Step, StepOp, StepResult};
+use small_core::ops::workspace::Scope;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::session::{self, StartRequest};
+use small_core::ops::lifecycle::{self, StartRequest};
 
 use crate::error::{CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
-use small_core::workspace::Scope;
+use small_core::ops::workspace::Scope;
 
 /// Initialise or repair run handoff state, then run the strict check.
 ///
@@ -45,16 +45,16 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     // Missing files first (so the scope check can see fresh metadata).
-    let created = session::create_missing(&mut txn)?;
+    let created = lifecycle::create_missing(&mut txn)?;
     shared::check_scope(&txn, args.workspace, "start", false)?;
     let req = StartRequest {
         summary: args.summary.clone(),
     };
-    let out = session::start(&mut txn, &req)?;
+    let out = lifecycle::start(&mut txn, &req)?;
     let report = txn.commit()?;
 
     // The strict check of the result, with the recoverable repairs when asked.
-    let checked = session::check_started(&root, args.fix)?;
+    let checked = lifecycle::check_started(&root, args.fix)?;
     if let (Some(fixed), false) = (&checked.fixed, args.json) {
         shared::print_changes(g, fixed);
     }

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::status::{Status, KNOWN_STATUSES};
 use small_core::ops::claims::Lease;
+use small_core::ops::status::{Status, KNOWN_STATUSES};
 use small_core::ops::status::{StatusReport, StatusRequest};
 use small_core::ops::{self, Workspace};
 
@@ -40,7 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let audit = crate::settings::progress_mode_is_audit()?;
-    let dir = small_core::workspace::small_dir_for(args.dir.as_deref())
+    let dir = small_core::ops::workspace::small_dir_for(args.dir.as_deref())
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
     let ws = Workspace::from_small_dir(dir);
     let req = StatusRequest {
@@ -60,9 +60,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         text.push_str(&render_claims(&st.claims));
         g.info_raw(text);
     }
-    crate::error::verdict(small_core::gates::report::Verdict::from_code(
-        st.exit_code(),
-    ))
+    crate::error::verdict(small_core::ops::gate::Verdict::from_code(st.exit_code()))
 }
 
 /// The leases seen, one line each (nothing when there is none).
@@ -203,7 +201,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 /// The human status report of a 2.0.0 workspace.
-fn render_v2(st: &small_core::v2::status::Status) -> String {
+fn render_v2(st: &small_core::ops::session::Status) -> String {
     let mut o = format!(
         "small {} (SMALL profile {}, mode {})\n\nfrontier: {}\n",
         st.version, st.profile, st.mode, st.frontier
@@ -259,10 +257,7 @@ fn render_v2(st: &small_core::v2::status::Status) -> String {
             st.problems.len()
         ));
         for d in &st.problems {
-            o.push_str(&format!(
-                "  {}\n",
-                small_core::gates::report::compact_line(d)
-            ));
+            o.push_str(&format!("  {}\n", small_core::ops::gate::compact_line(d)));
         }
     }
     o

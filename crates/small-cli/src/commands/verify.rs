@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use small_core::gates::check::GateOptions;
-use small_core::gates::report::{self, GateRequest};
-use small_core::workspace::Scope;
+use small_core::ops::gate::GateOptions;
+use small_core::ops::gate::{self, GateRequest};
+use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CmdResult};
 use crate::output::count;
@@ -50,7 +50,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let out = report::verify(&GateRequest {
+    let out = gate::verify(&GateRequest {
         dir: args.dir,
         spec_dir: args.spec_dir,
         options: GateOptions {

@@ -1,7 +1,7 @@
 //! `small version`: which small this is (version, commit, build date) and the profiles it speaks.
 
-use small_core::spec::consts::{PROTOCOL_VERSION, TOOL_VERSION};
-use small_core::v2::load::PROFILE_VERSION;
+use small_core::ops::formats::{PROTOCOL_VERSION, TOOL_VERSION};
+use small_core::ops::session::PROFILE_VERSION;
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use small_core::yaml::{self, Limits};
+use small_core::ops::formats::yaml::{self, Limits};
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_small"))

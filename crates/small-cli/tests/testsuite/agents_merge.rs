@@ -90,13 +90,13 @@ impl Repo {
 
     fn entries(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(self.root().join(".small/progress.small.yml")).unwrap();
-        let doc = small_core::yaml::parse_str(&text, &Default::default()).unwrap();
+        let doc = small_core::ops::formats::yaml::parse_str(&text, &Default::default()).unwrap();
         doc.root.to_json()["entries"].as_array().unwrap().clone()
     }
 
     fn task_ids(&self) -> Vec<String> {
         let text = std::fs::read_to_string(self.root().join(".small/plan.small.yml")).unwrap();
-        let doc = small_core::yaml::parse_str(&text, &Default::default()).unwrap();
+        let doc = small_core::ops::formats::yaml::parse_str(&text, &Default::default()).unwrap();
         doc.root.to_json()["tasks"]
             .as_array()
             .unwrap()
@@ -234,7 +234,7 @@ fn parallel_branches_merge_without_conflict_or_loss() {
     }
     r.small(&["handoff"]);
     assert!(
-        !small_core::authoring::merge::handoff_needs_regeneration(&handoff()),
+        !small_core::ops::merge::handoff_needs_regeneration(&handoff()),
         "{}",
         handoff()
     );
@@ -342,7 +342,7 @@ fn plan_fields_merge_and_same_field_conflicts() {
         String::from_utf8_lossy(&out.stderr)
     );
     let plan = std::fs::read_to_string(r.root().join(".small/plan.small.yml")).unwrap();
-    let doc = small_core::yaml::parse_str(&plan, &Default::default())
+    let doc = small_core::ops::formats::yaml::parse_str(&plan, &Default::default())
         .unwrap()
         .root
         .to_json();

@@ -133,7 +133,7 @@ fn a_merged_handoff_is_reported_stale() {
     let h = ws.read("handoff.small.yml");
     ws.write(
         "handoff.small.yml",
-        &format!("{}\n{h}", small_core::authoring::merge::HANDOFF_STALE_MARK),
+        &format!("{}\n{h}", small_core::ops::merge::HANDOFF_STALE_MARK),
     );
     let out = ws.ok(&["resume"]);
     assert!(

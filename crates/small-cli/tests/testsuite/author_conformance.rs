@@ -8,7 +8,7 @@ use crate::author_support;
 
 use std::path::{Path, PathBuf};
 
-use small_core::yaml::{parse_str, Limits};
+use small_core::ops::formats::yaml::{parse_str, Limits};
 
 fn corpus() -> Option<PathBuf> {
     let p = PathBuf::from(concat!(

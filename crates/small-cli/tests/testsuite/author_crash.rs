@@ -28,7 +28,7 @@ fn only_canonical_files(ws: &Ws) {
     for e in std::fs::read_dir(ws.root().join(".small")).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
         assert!(
-            small_core::gates::layout::is_canonical_file_name(&name),
+            small_core::ops::gate::is_canonical_file_name(&name),
             "stray file under .small/ after a crash: {name}"
         );
     }

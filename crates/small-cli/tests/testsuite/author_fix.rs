@@ -95,7 +95,7 @@ fn workspace_metadata_is_created_or_repaired() {
     ws.ok(&["fix", "workspace"]);
     let m = ws.doc("workspace.small.yml");
     assert_eq!(m["owner"], "agent");
-    assert!(small_core::spec::timestamp::parse(m["created_at"].as_str().unwrap()).is_ok());
+    assert!(small_core::ops::formats::timestamp::parse(m["created_at"].as_str().unwrap()).is_ok());
     assert!(m["updated_at"].as_str().is_some());
     assert!(ws.read("workspace.small.yml").starts_with("# mine\n"));
     ws.ok(&["fix", "workspace", "--force", "--kind", "examples"]);

@@ -35,7 +35,7 @@ fn handoff_auto_replay_id_and_state() {
 fn handoff_uses_the_hash_when_the_workspace_has_no_run() {
     let ws = Ws::new();
     let small = ws.root().join(".small");
-    let expected = small_core::spec::replayid::auto_replay_id_in(&small).unwrap();
+    let expected = small_core::ops::formats::auto_replay_id_in(&small).unwrap();
     ws.ok(&["handoff", "--summary", "Custom summary"]);
     let h = ws.doc("handoff.small.yml");
     assert_eq!(h["replayId"]["value"], expected.as_str());

@@ -323,7 +323,7 @@ fn handoff_replay_ids_match_the_corpus() {
             let want = c.expected["handoff_replay_id"]
                 .as_str()
                 .expect("handoff_replay_id");
-            let got = small_core::spec::replayid::auto_replay_id_in(&small).expect("hash");
+            let got = small_core::ops::formats::auto_replay_id_in(&small).expect("hash");
             checked += 1;
             if got != want {
                 failures.push(format!(
@@ -350,7 +350,7 @@ fn handoff_replay_ids_match_the_corpus() {
             } else {
                 generated
             };
-            let got = small_core::spec::replayid::auto_replay_id_in(&small).expect("hash");
+            let got = small_core::ops::formats::auto_replay_id_in(&small).expect("hash");
             checked += 1;
             if got != want {
                 failures.push(format!(

@@ -305,7 +305,7 @@ fn v11_reference_apply_trees_keep_the_proof_rules() {
             std::fs::read_to_string(c.dir.join(".small/progress.small.yml")).expect("progress");
         let facts = &c.expected["summary_facts"];
         let cmd = facts["command_bytes"].as_str().expect("command bytes");
-        let summary = small_core::spec::command::summarize(cmd.as_bytes());
+        let summary = small_core::ops::formats::summarize(cmd.as_bytes());
         assert_eq!(
             facts["entry_command_summary"][0].as_str(),
             Some(summary.as_str()),
@@ -315,15 +315,15 @@ fn v11_reference_apply_trees_keep_the_proof_rules() {
         let marked = progress.contains("command_summary_version: 2");
         assert_eq!(
             marked,
-            small_core::spec::command::needs_marker(cmd.as_bytes()),
+            small_core::ops::formats::needs_marker(cmd.as_bytes()),
             "{}",
             c.name
         );
         let ts = line_value(&progress, "timestamp:");
         let r = line_value(&progress, "command_ref:");
-        let t = small_core::spec::timestamp::parse(&ts).expect("timestamp");
+        let t = small_core::ops::formats::timestamp::parse(&ts).expect("timestamp");
         assert!(
-            r.ends_with(&small_core::spec::command::proof_file_name(t)),
+            r.ends_with(&small_core::ops::formats::proof_file_name(t)),
             "{}",
             c.name
         );

@@ -6,7 +6,7 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_small");
 const TRUE_POSITIVES: &str =
-    include_str!("../../../small-core/tests/secrets_corpus/true_positives.txt");
+    include_str!("../../../small-core/src/tests/secrets_corpus/true_positives.txt");
 
 const INTENT: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nintent: \"Ship it\"\nscope:\n  include: [\"src/**\"]\n  exclude: []\nsuccess_criteria: [\"works\"]\n";
 const CONSTRAINTS: &str = "small_version: \"1.0.0\"\nowner: \"human\"\nconstraints:\n  - id: \"c1\"\n    rule: \"Be kind\"\n    severity: \"warn\"\n";

@@ -136,7 +136,7 @@ fn every_api_vector_through_jsonl() {
         let mut bodies = Vec::new();
         let mut expected = Vec::new();
         for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let v = small_core::json::canonical::parse(line).unwrap();
+            let v = small_core::ops::formats::canonical::parse(line).unwrap();
             let body = v
                 .get("request_body")
                 .and_then(|b| b.as_js_str())
@@ -147,7 +147,8 @@ fn every_api_vector_through_jsonl() {
             // Raw line breaks in a valid JSON text can only be whitespace between tokens
             // (strings need escapes), so a body fits one JSONL line once they become spaces.
             assert!(
-                small_core::json::canonical::parse(body.as_bytes()).is_ok() || !body.contains('\n')
+                small_core::ops::formats::canonical::parse(body.as_bytes()).is_ok()
+                    || !body.contains('\n')
             );
             let body = body.replace(['\n', '\r'], " ");
             bodies.push(body);
@@ -165,11 +166,11 @@ fn every_api_vector_through_jsonl() {
                 .unwrap()
                 .to_string_lossy();
             let exp = v.get("expected").unwrap();
-            let got = small_core::json::canonical::parse(got.as_bytes()).unwrap();
+            let got = small_core::ops::formats::canonical::parse(got.as_bytes()).unwrap();
             assert_eq!(got.get("valid"), exp.get("valid"), "{name}");
             assert_eq!(got.get("errors"), exp.get("errors"), "{name}");
             match exp.get("replayId") {
-                Some(small_core::json::canonical::Value::String(id)) => {
+                Some(small_core::ops::formats::canonical::Value::String(id)) => {
                     assert_eq!(
                         got.get("replayId").and_then(|x| x.as_js_str()),
                         Some(id),

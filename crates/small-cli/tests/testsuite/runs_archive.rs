@@ -10,9 +10,9 @@ fn archive_dir(ws: &Ws) -> std::path::PathBuf {
     ws.root().join(".small-archive").join(ID_A)
 }
 
-fn manifest(dir: &std::path::Path) -> small_core::yaml::Document {
+fn manifest(dir: &std::path::Path) -> small_core::ops::formats::yaml::Document {
     let text = fs::read_to_string(dir.join("archive.small.yml")).unwrap();
-    small_core::yaml::parse_str(&text, &Default::default()).unwrap()
+    small_core::ops::formats::yaml::parse_str(&text, &Default::default()).unwrap()
 }
 
 #[test]

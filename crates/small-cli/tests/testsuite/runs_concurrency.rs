@@ -59,7 +59,7 @@ fn parallel_snapshots_into_one_store_all_land_and_the_index_keeps_every_entry() 
     ]);
     assert_eq!(v["runs"].as_array().unwrap().len(), 8);
     let index = fs::read_to_string(store_path.join("index.small.yml")).unwrap();
-    let doc = small_core::yaml::parse_str(&index, &Default::default()).unwrap();
+    let doc = small_core::ops::formats::yaml::parse_str(&index, &Default::default()).unwrap();
     assert_eq!(
         doc.root.get("entries").unwrap().as_seq().unwrap().len(),
         8,

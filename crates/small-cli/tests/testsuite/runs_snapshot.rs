@@ -279,7 +279,7 @@ fn snapshots_are_recorded_in_the_run_index_with_lineage() {
     ws.write("handoff.small.yml", &handoff(ID_B, "second"));
     ws.ok(&["run", "snapshot"]);
     let text = fs::read_to_string(ws.store().join("index.small.yml")).unwrap();
-    let doc = small_core::yaml::parse_str(&text, &Default::default()).unwrap();
+    let doc = small_core::ops::formats::yaml::parse_str(&text, &Default::default()).unwrap();
     let entries = doc.root.get("entries").unwrap().as_seq().unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].get("replayId").unwrap().as_str(), Some(ID_A));

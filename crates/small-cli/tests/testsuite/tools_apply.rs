@@ -58,8 +58,8 @@ fn a_successful_run_of_a_plan_task_records_its_outcome_without_accepting_the_tas
         .as_str()
         .unwrap()
         .to_string();
-    let t = small_core::spec::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
-    assert_eq!(r, small_core::spec::command::command_ref(&replay, t));
+    let t = small_core::ops::formats::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
+    assert_eq!(r, small_core::ops::formats::command_ref(&replay, t));
     assert_eq!(
         read(d.path().join(r)),
         cmd,
@@ -128,8 +128,10 @@ fn audit_mode_records_start_and_end_for_every_run() {
     // Each entry's command file is named for its own instant (same bytes, same digest).
     assert_ne!(entries[1]["command_ref"], entries[2]["command_ref"]);
     assert_eq!(entries[1]["command_sha256"], entries[2]["command_sha256"]);
-    let t1 = small_core::spec::timestamp::parse(entries[1]["timestamp"].as_str().unwrap()).unwrap();
-    let t2 = small_core::spec::timestamp::parse(entries[2]["timestamp"].as_str().unwrap()).unwrap();
+    let t1 = small_core::ops::formats::timestamp::parse(entries[1]["timestamp"].as_str().unwrap())
+        .unwrap();
+    let t2 = small_core::ops::formats::timestamp::parse(entries[2]["timestamp"].as_str().unwrap())
+        .unwrap();
     assert!(t1 < t2);
 }
 
@@ -418,7 +420,7 @@ fn quiet_hides_the_command_output_but_not_its_errors() {
 /// cache is gone, and passes again with the reviewed copy in `.small-command-proofs/`.
 #[test]
 fn applied_commands_round_trip_through_the_strict_proof_check() {
-    use small_core::spec::command;
+    use small_core::ops::formats;
     let d = tempfile::tempdir().unwrap();
     init(d.path());
     // 253 bytes with a local URL before the cap and an https URL across it.
@@ -441,21 +443,22 @@ fn applied_commands_round_trip_through_the_strict_proof_check() {
         .zip([long_local, failing.as_str(), "echo short"])
     {
         let r = e["command_ref"].as_str().unwrap();
-        let t = small_core::spec::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
-        assert!(r.ends_with(&command::proof_file_name(t)), "{r}");
+        let t =
+            small_core::ops::formats::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap();
+        assert!(r.ends_with(&formats::proof_file_name(t)), "{r}");
         let bytes = std::fs::read(d.path().join(r)).unwrap();
         assert_eq!(bytes, cmd.as_bytes());
         assert_eq!(
             e["command_sha256"],
             hex::encode(Sha256::digest(&bytes)).as_str()
         );
-        let display = command::summarize(cmd.as_bytes());
+        let display = formats::summarize(cmd.as_bytes());
         assert_eq!(e["command_summary"], display.as_str());
         assert_eq!(e["command"], display.as_str());
-        assert!(display.len() <= command::SUMMARY_CAP);
+        assert!(display.len() <= formats::SUMMARY_CAP);
         assert_eq!(
             e.get("command_summary_version").is_some(),
-            command::needs_marker(cmd.as_bytes()),
+            formats::needs_marker(cmd.as_bytes()),
             "{cmd}"
         );
     }
@@ -488,7 +491,7 @@ fn applied_commands_round_trip_through_the_strict_proof_check() {
     for e in &applied[..2] {
         let r = e["command_ref"].as_str().unwrap();
         let from = saved.join(r.strip_prefix(".small-cache/").unwrap());
-        let to = d.path().join(command::portable_path(r));
+        let to = d.path().join(formats::portable_path(r));
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(from, to).unwrap();
     }

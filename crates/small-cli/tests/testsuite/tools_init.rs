@@ -72,7 +72,10 @@ fn init_records_the_bootstrap_entry_without_replay_id() {
     assert!(e["evidence"].as_str().is_some_and(|s| !s.is_empty()));
     assert!(e.get("replayId").is_none());
     let ts = e["timestamp"].as_str().unwrap();
-    assert!(small_core::spec::timestamp::parse(ts).is_ok(), "{ts}");
+    assert!(
+        small_core::ops::formats::timestamp::parse(ts).is_ok(),
+        "{ts}"
+    );
     assert_eq!(
         ts.len(),
         "2026-01-01T00:00:00.000000000Z".len(),
@@ -106,7 +109,7 @@ fn init_handoff_carries_the_auto_replay_id_of_the_new_files() {
     let ws = yaml_json(s.join("workspace.small.yml"));
     assert_eq!(ws["kind"], "repo-root");
     assert_eq!(ws["owner"], "agent");
-    assert!(small_core::spec::timestamp::parse(ws["created_at"].as_str().unwrap()).is_ok());
+    assert!(small_core::ops::formats::timestamp::parse(ws["created_at"].as_str().unwrap()).is_ok());
     assert!(ws.get("run").is_none());
 }
 

@@ -97,7 +97,7 @@ fn masked(message: &JsString) -> std::borrow::Cow<'_, JsString> {
             &lossy
         }
     };
-    match crate::gates::secrets::redact(text) {
+    match crate::secrets::redact(text) {
         Cow::Borrowed(_) => Cow::Borrowed(message),
         Cow::Owned(m) => Cow::Owned(JsString::from(m)),
     }

@@ -177,6 +177,7 @@ impl ActivityScan {
 
 /// The current run's activity in a progress log: entries after the last `meta/reset`, and,
 /// when `run_id` is given, only entries bound to it (or not bound to any run).
+#[cfg(test)]
 pub fn run_activity(progress: &Node, run_id: Option<&str>) -> Activity {
     let mut scan = ActivityScan::new(run_id);
     if let Some(entries) = progress.get("entries").and_then(Node::as_seq) {

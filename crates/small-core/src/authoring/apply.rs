@@ -17,7 +17,6 @@ use crate::spec::model::{TaskStatus, HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_PO
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits};
 
-pub use crate::spec::command::SUMMARY_CAP;
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
 pub const EVIDENCE_OUTPUT_CAP: usize = 4000;
 
@@ -67,11 +66,13 @@ fn is_plan_task_id(id: &str) -> bool {
 }
 
 /// The display of a command as entries record it (see [`crate::spec::command`]).
+#[cfg(test)]
 pub fn summarize(command: &str) -> String {
     crate::spec::command::summarize(command.as_bytes())
 }
 
 /// `exit code N; output …` with the last [`EVIDENCE_OUTPUT_CAP`] bytes of the output.
+#[cfg(test)]
 pub fn output_evidence(output: &[u8], exit_code: i32) -> String {
     let text = String::from_utf8_lossy(output);
     let trimmed = text.trim_end_matches(['\n', '\r']);
@@ -349,17 +350,6 @@ pub fn record_captured(
     out.add(&report);
     out.entries.push(appended.entry);
     Ok(appended.timestamp)
-}
-
-/// Append entries in one transaction; returns their timestamps.
-pub fn record(root: &Path, entries: &[NewEntry]) -> Result<Vec<String>, Error> {
-    let mut txn = Transaction::begin(root)?;
-    let mut stamps = Vec::new();
-    for e in entries {
-        stamps.push(txn.append_progress(e, &TimestampRule::Now)?.timestamp);
-    }
-    txn.commit()?;
-    Ok(stamps)
 }
 
 /// What `small apply` is asked to do.
@@ -826,7 +816,10 @@ mod tests {
         assert_eq!(summarize("  cargo   test\n --all "), "cargo test --all");
         let long = "é".repeat(150);
         let s = summarize(&long);
-        assert!(s.len() <= SUMMARY_CAP && s.ends_with("..."), "{s}");
+        assert!(
+            s.len() <= crate::spec::command::SUMMARY_CAP && s.ends_with("..."),
+            "{s}"
+        );
     }
 
     #[test]

@@ -128,6 +128,7 @@ pub enum NewValue {
     /// A block list of rendered scalars.
     List(Vec<String>),
     /// A block mapping of `key: rendered scalar`.
+    #[cfg(test)]
     Map(Vec<(String, String)>),
     /// Rendered lines placed under the key, each indented two columns past it (lines may
     /// carry further indentation of their own).
@@ -226,6 +227,7 @@ fn render_block_value(value: &NewValue, col: usize, eol: &str) -> String {
                 text.push_str(eol);
             }
         }
+        #[cfg(test)]
         NewValue::Map(kvs) => {
             text.push_str(eol);
             for (k, v) in kvs {

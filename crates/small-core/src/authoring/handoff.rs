@@ -532,6 +532,7 @@ pub fn next_runnable_skipping(tasks: &[Task], skip: &[String]) -> Option<String>
 }
 
 /// Compute the resume state from the plan's tasks and the strict check.
+#[cfg(test)]
 pub fn compute_state(tasks: &[Task], strict: &Strict) -> State {
     compute_state_skipping(tasks, strict, &[])
 }

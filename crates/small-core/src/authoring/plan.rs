@@ -116,6 +116,7 @@ fn tasks_key_col(src: &str, root: &Node) -> usize {
 }
 
 /// Add a task with `title` and `status: pending`; returns the new text and the new id.
+#[cfg(test)]
 pub fn add_task(src: &str, title: &str) -> Result<(String, String), Error> {
     add_task_as(src, title, None)
 }
@@ -287,33 +288,6 @@ pub fn add_dependency(src: &str, task: &str, dep: &str) -> Result<String, Error>
         .map_err(uneditable)?,
     };
     edit::apply(src, vec![e]).map_err(uneditable)
-}
-
-/// The plan's dependency graph problems: unknown ids and cycles (for `plan` to report).
-pub fn dependency_problems(tasks: &[Task]) -> Vec<String> {
-    let mut out = Vec::new();
-    for t in tasks {
-        for d in &t.dependencies {
-            if !tasks.iter().any(|x| &x.id == d) {
-                out.push(format!("task {} depends on unknown task {d}", t.id));
-            }
-        }
-    }
-    for t in tasks {
-        for d in &t.dependencies {
-            if let Some(path) = would_cycle(tasks, &t.id, d) {
-                if path.len() > 1 || d == &t.id {
-                    out.push(format!(
-                        "dependency cycle: {} -> {}",
-                        t.id,
-                        path.join(" -> ")
-                    ));
-                    return out;
-                }
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -195,7 +195,7 @@ pub fn edit_plan(txn: &mut Transaction, req: &PlanRequest) -> Result<PlanOutcome
     }
     let rel = plan::plan_rel();
     let titles = req.add.iter().chain(req.title.iter().map(|(_, t)| t));
-    crate::gates::secrets::refuse_secrets(
+    crate::secrets::refuse_secrets(
         &rel,
         titles.map(|t| ("/tasks/-/title".to_string(), Some("title"), t.as_str())),
     )

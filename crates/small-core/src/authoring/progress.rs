@@ -202,7 +202,7 @@ impl NewEntry {
         for (k, v) in &self.fields {
             v.strings(format!("/entries/-/{k}"), &mut strings);
         }
-        crate::gates::secrets::refuse_secrets(
+        crate::secrets::refuse_secrets(
             file,
             strings
                 .iter()

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::gates::check::{self, GateOptions};
 use crate::gates::schemas::SchemaSet;
-use crate::gates::status::RecentEntry;
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
+use crate::state::report::RecentEntry;
 use crate::workspace::Location;
 
 /// Progress logs up to this size are checked on every resume (a few milliseconds).

@@ -52,7 +52,9 @@ impl TaskRef {
     }
 }
 
-pub use crate::authoring::activity::{run_activity, Activity, ActivityScan, LastEvidence};
+#[cfg(test)]
+use crate::authoring::activity::run_activity;
+pub use crate::authoring::activity::{Activity, LastEvidence};
 
 fn is_closed(status: &str) -> bool {
     matches!(status, "completed" | "blocked" | "cancelled")
@@ -149,11 +151,6 @@ pub fn unfinished(open: &[TaskRef]) -> Error {
     )
 }
 
-/// Load the plan's tasks through the transaction (a missing plan is an error).
-pub fn load_tasks(txn: &Transaction) -> Result<Vec<Task>, TxnError> {
-    load_tasks_in(txn, &Artifacts::new())
-}
-
 /// [`load_tasks`], reading the plan through the operation's snapshot.
 fn load_tasks_in(txn: &Transaction, snap: &Artifacts) -> Result<Vec<Task>, TxnError> {
     let rel = plan::plan_rel();
@@ -181,13 +178,6 @@ fn default_replay_id_in(txn: &Transaction, snap: &Artifacts) -> Result<ReplayId,
         value,
         source: "auto".into(),
     })
-}
-
-/// The current run's activity as the transaction sees the progress log: streamed (never held
-/// as a tree), in parallel parts for a large log, and resumed from `.small-cache/` when the
-/// bytes scanned before are unchanged ([`crate::authoring::activity`]).
-pub fn current_activity(txn: &Transaction) -> Result<Activity, TxnError> {
-    current_activity_in(txn, &Artifacts::new())
 }
 
 /// [`current_activity`], reading through the operation's snapshot: a log whose end was read
@@ -551,12 +541,6 @@ fn build(
     })
 }
 
-/// Stage the handoff (edited in place when one exists) and the workspace metadata
-/// (`run.replay_id`, `updated_at`).
-pub fn stage(txn: &mut Transaction, h: &Handoff) -> Result<(), TxnError> {
-    stage_in(txn, &Artifacts::new(), h)
-}
-
 /// [`stage`], reading the existing handoff and workspace metadata through the operation's
 /// snapshot.
 fn stage_in(txn: &mut Transaction, snap: &Artifacts, h: &Handoff) -> Result<(), TxnError> {
@@ -599,11 +583,8 @@ pub fn write_handoff_in(
     }
     if let Some(summary) = req.summary.as_deref() {
         let file = crate::spec::consts::ArtifactKind::Handoff.rel_path();
-        crate::gates::secrets::refuse_secrets(
-            &file,
-            [("/summary".to_string(), Some("summary"), summary)],
-        )
-        .map_err(TxnError::Invalid)?;
+        crate::secrets::refuse_secrets(&file, [("/summary".to_string(), Some("summary"), summary)])
+            .map_err(TxnError::Invalid)?;
     }
     let replay_id = match &req.replay_id {
         Some(m) => m.clone(),

@@ -5,7 +5,7 @@
 //! the file and what to do next; YAML comments are ignored by every SMALL reader.
 //! These functions only build text: timestamps and replay ids are passed in by the caller.
 
-use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, WORKSPACE_FILE};
+use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION};
 
 /// The intent used when `init` is not given one.
 pub const DEFAULT_INTENT: &str = "Describe in one or two sentences what this project is for";
@@ -211,9 +211,6 @@ pub fn base_artifacts(intent_text: Option<&str>) -> Vec<TemplateFile> {
         },
     ]
 }
-
-/// The name of the workspace metadata file, for callers listing all six files.
-pub const WORKSPACE_TEMPLATE_NAME: &str = WORKSPACE_FILE;
 
 #[cfg(test)]
 mod tests {

@@ -554,49 +554,6 @@ pub fn recover(root: impl AsRef<Path>) -> Result<bool> {
     Ok(txn.recovered)
 }
 
-/// A shared (read) lock on the workspace: while it is held no transaction commits, so a
-/// reader sees no append in flight. Readers do not need it for consistency of whole-file
-/// writes (renames are atomic); it only matters for reading the progress tail while other
-/// processes append. Returns `Ok(None)` when there is no `.small-cache/` yet (then no
-/// transaction has ever run). Released on drop.
-pub fn read_lock(root: impl AsRef<Path>, timeout: Duration) -> Result<Option<ReadLock>> {
-    let path = root.as_ref().join(LOCK_FILE);
-    let file = match fsio::open_read(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(TxnError::io("open lock file", &path, e)),
-    };
-    let start = Instant::now();
-    loop {
-        match fs4::FileExt::try_lock_shared(&file) {
-            Ok(()) => return Ok(Some(ReadLock { file })),
-            Err(fs4::TryLockError::WouldBlock) => {}
-            Err(fs4::TryLockError::Error(e)) => return Err(TxnError::io("lock", &path, e)),
-        }
-        let waited = start.elapsed();
-        if waited >= timeout {
-            return Err(TxnError::LockTimeout {
-                lock: path,
-                waited,
-                env: LOCK_TIMEOUT_ENV,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(1).min(timeout - waited));
-    }
-}
-
-/// See [`read_lock`].
-#[derive(Debug)]
-pub struct ReadLock {
-    file: File,
-}
-
-impl Drop for ReadLock {
-    fn drop(&mut self) {
-        let _ = fs4::FileExt::unlock(&self.file);
-    }
-}
-
 /// Replace the file at `path` with `bytes` atomically and durably: a temporary file in the
 /// same directory is written and fsynced, renamed over `path`, and the directory is fsynced.
 /// For files outside `.small/` (AGENTS.md, `.small-cache/`, snapshots). Creates missing
@@ -794,15 +751,6 @@ fn check_rel(rel: &str) -> Result<()> {
 /// milliseconds; `u64::MAX` when none was given.
 static LOCK_TIMEOUT_OVERRIDE: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(u64::MAX);
-
-/// Set the lock wait of every transaction this process begins without an explicit one
-/// ([`Transaction::begin`]): it outranks `SMALL_LOCK_TIMEOUT`. A command-line front end sets
-/// it once from its `--lock-timeout` flag, so every transaction of the command (apply takes
-/// several) waits the same.
-pub fn set_lock_timeout(timeout: Duration) {
-    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX - 1);
-    LOCK_TIMEOUT_OVERRIDE.store(ms.min(u64::MAX - 1), std::sync::atomic::Ordering::Relaxed);
-}
 
 /// The lock wait: the one set by [`set_lock_timeout`], else `SMALL_LOCK_TIMEOUT`, else the
 /// default (60 s).

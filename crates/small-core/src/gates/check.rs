@@ -480,11 +480,11 @@ impl From<&Diagnostic> for JsonDiagnostic {
             path: d.path.clone(),
             // A message that quotes a value (a schema error, an insecure link) could quote
             // a credential: mask any found.
-            message: crate::gates::secrets::redact(&d.message).into_owned(),
+            message: crate::secrets::redact(&d.message).into_owned(),
             help: d
                 .help
                 .as_deref()
-                .map(|h| crate::gates::secrets::redact(h).into_owned()),
+                .map(|h| crate::secrets::redact(h).into_owned()),
             secret: d.secret.clone(),
         }
     }

@@ -11,8 +11,8 @@ use serde_json::{json, Map, Value};
 
 use crate::gates::check::{self, GateOptions};
 use crate::gates::report::{self, Verdict};
-use crate::gates::status::{self, RecentEntry};
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, TOOL_VERSION};
+use crate::state::report::{recent_entries, RecentEntry};
 use crate::workspace::{LoadOptions, LocateError, Scope, Workspace};
 use crate::yaml::Node;
 
@@ -245,8 +245,8 @@ fn progress(ws: &Workspace, recent: usize, entries: bool) -> Value {
         prog.insert("recent".into(), json!([]));
         return Value::Object(prog);
     }
-    let last = status::recent_entries(&path, 1, &|_| true).unwrap_or_default();
-    let recent = status::recent_entries(&path, recent, &|_| true).unwrap_or_default();
+    let last = recent_entries(&path, 1, &|_| true).unwrap_or_default();
+    let recent = recent_entries(&path, recent, &|_| true).unwrap_or_default();
     if let Some(ts) = last
         .first()
         .and_then(|e| e.get("timestamp"))
@@ -402,7 +402,7 @@ fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
         verdict = req.check.then_some(v);
     }
     let mut document = Value::Object(out);
-    crate::gates::secrets::redact_json(&mut document);
+    crate::secrets::redact_json(&mut document);
     Emitted {
         document,
         check: verdict,

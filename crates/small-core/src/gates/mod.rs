@@ -14,8 +14,3 @@ pub mod schemas;
 pub mod timeline;
 pub mod validate;
 pub mod verify;
-
-/// The secret detectors live below the project state (`crate::secrets`); the gates use them.
-pub use crate::secrets;
-/// The status report's types live with the project state (`crate::state::report`).
-pub use crate::state::report as status;

@@ -120,6 +120,7 @@ pub struct Checked {
 
 /// Check every entry of the log `src` (the text of `.small/progress.small.yml`). A YAML
 /// error is reported as the general parser reports it.
+#[cfg(test)]
 pub fn check_log(src: &str, limits: &Limits, rules: &EntryRules, opts: &ScanOptions) -> Checked {
     check_log_read(src, limits, rules, opts, None)
 }

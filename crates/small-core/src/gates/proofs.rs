@@ -263,7 +263,7 @@ fn check_claim(root: &Path, c: &CommandClaim, out: &mut ProofResults) {
         }
     }
     let full = String::from_utf8_lossy(&bytes);
-    let mut kinds: Vec<&str> = crate::gates::secrets::scan_all(Some("command"), &full)
+    let mut kinds: Vec<&str> = crate::secrets::scan_all(Some("command"), &full)
         .into_iter()
         .map(|f| f.kind)
         .collect();

@@ -9,7 +9,7 @@
 //! (the log is append-only), and rebuilds the index otherwise.
 //!
 //! Every string an entry hands out is masked as the gates mask secrets
-//! ([`crate::gates::secrets::redact`]).
+//! ([`crate::secrets::redact`]).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::gates::invariants::scalar_text;
 use crate::gates::proofs::{self, CommandClaim};
-use crate::gates::secrets::redact;
+use crate::secrets::redact;
 use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 

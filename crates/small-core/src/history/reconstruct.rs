@@ -270,7 +270,7 @@ fn mask(r: &mut Reconstruction) -> Result<(), RunError> {
     let encode =
         |e: serde_json::Error| RunError::usage(format!("cannot encode the reconstruction: {e}"));
     let mut v = serde_json::to_value(&*r).map_err(encode)?;
-    crate::gates::secrets::redact_json(&mut v);
+    crate::secrets::redact_json(&mut v);
     *r = serde_json::from_value(v).map_err(encode)?;
     Ok(())
 }

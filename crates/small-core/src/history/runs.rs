@@ -41,7 +41,6 @@ use crate::spec::consts::{
 };
 use crate::yaml;
 
-pub use diff::{diff_runs, DiffSide, FileDiff, ProgressDiff, RunDiff};
 pub use index::IndexEntry;
 
 /// Verify the snapshot a replay ID (or prefix, or `ID~N`) names against the digests its
@@ -237,11 +236,6 @@ impl LiveFiles {
             }
         }
         Ok(LiveFiles { _lock: lock, files })
-    }
-
-    /// The names of the files that exist, in the order asked for.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.files.iter().map(|f| f.name.as_str())
     }
 
     pub fn has(&self, name: &str) -> bool {

@@ -740,6 +740,7 @@ pub fn js_number_to_string(n: f64) -> String {
 }
 
 /// `canonicalJson(v)`: JSON.stringify with keys in UTF-16 order and no whitespace.
+#[cfg(test)]
 pub fn canonical_json(v: &Value) -> JsString {
     let mut out = Vec::with_capacity(128);
     write_canonical(&mut out, v);
@@ -865,6 +866,7 @@ pub fn write_json_string(out: &mut String, s: &JsString) {
 }
 
 /// The canonical text as a Rust string (always valid UTF-8: lone surrogates are escaped).
+#[cfg(test)]
 pub fn canonical_string(v: &Value) -> String {
     let mut out = Vec::with_capacity(128);
     write_canonical(&mut out, v);

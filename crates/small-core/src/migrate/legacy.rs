@@ -325,6 +325,7 @@ impl Progress {
 }
 
 /// The entries of progress.small.yml that have an entry's shape (a mapping, or null).
+#[cfg(test)]
 pub fn progress_entries(bytes: Option<&[u8]>) -> Vec<LegacyEntry> {
     progress(bytes).entries().collect()
 }

@@ -29,8 +29,6 @@ use gojson::GoValue;
 pub const PLAN_VERSION: &str = "small-migration-plan/v1";
 /// The only target profile.
 pub const PROFILE_VERSION: &str = "2.0.0";
-/// The largest record a 2.0.0 reader accepts.
-pub const MAX_RECORD_BYTES: usize = 1 << 20;
 const EPOCH: &str = "1970-01-01T00:00:00Z";
 
 /// Test hook: sleep this many milliseconds before each step of apply's swap (so that a
@@ -686,6 +684,7 @@ impl Events<'_> {
 }
 
 /// Plan the migration of the v1 workspace at `root` (read-only).
+#[cfg(test)]
 pub fn preview(root: &Path, namespace: &str) -> Result<Plan, MigrateError> {
     preview_with_mode(root, namespace, "solo")
 }

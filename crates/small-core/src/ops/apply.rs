@@ -16,7 +16,7 @@ use crate::ops::claims::fence;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
 
-pub use crate::authoring::apply::{ProgressMode, Step, NOT_EXECUTED};
+pub use crate::authoring::apply::{ApplyRequest as RunRequest, ProgressMode, Step, NOT_EXECUTED};
 
 /// What a front end sees of a run as it happens. Every method does nothing by default; the
 /// child's output arrives from two threads at once, hence `Sync`.

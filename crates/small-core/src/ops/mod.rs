@@ -24,6 +24,31 @@ pub mod session;
 pub mod status;
 pub mod sync;
 
+// The commands whose work still lives below `ops`: each module names, item by item, what its
+// front ends call, so `ops` stays the only way into the library.
+pub mod agents;
+pub mod api;
+pub mod diag;
+pub mod doctor;
+pub mod draft;
+pub mod emit;
+pub mod formats;
+pub mod gate;
+pub mod health;
+pub mod init;
+pub mod lifecycle;
+pub mod merge;
+pub mod migrate;
+pub mod repair;
+pub mod resume;
+pub mod runs;
+pub mod secrets;
+pub mod selftest;
+pub mod state;
+pub mod timeline;
+pub mod txn;
+pub mod workspace;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

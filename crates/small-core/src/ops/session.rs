@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use crate::ops::members_json;
 use crate::ops::{require_v2, OpError, OpResult, Workspace};
-use crate::v2::inspect::{self, SessionShow, ShowError};
-use crate::v2::read::{self, SessionList};
-use crate::v2::write::{self as v2w, StartRequest};
+use crate::v2::inspect::{self, ShowError};
+use crate::v2::read;
+use crate::v2::write as v2w;
 
 /// A started session: its record and the events that started it (the reference's keys).
 #[derive(Debug, Clone, Serialize)]
@@ -120,3 +120,10 @@ pub(crate) fn damaged(diags: Vec<crate::diag::Diagnostic>) -> OpError {
     )
     .with_details(diags)
 }
+
+/// The 2.0.0 documents the session commands and `reconstruct` print (built in `v2`).
+pub use crate::v2::inspect::SessionShow;
+pub use crate::v2::load::PROFILE_VERSION;
+pub use crate::v2::read::{Reconstruction, SessionList};
+pub use crate::v2::status::Status;
+pub use crate::v2::write::StartRequest;

@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
-use crate::gates::status::{Status as V1Status, StatusOptions};
 use crate::ops::{Profile, Workspace};
+use crate::state::report::Status as V1Status;
+/// The v1 status document and its options, which the page builds from the loaded state.
+pub use crate::state::report::{Status, StatusOptions, KNOWN_STATUSES};
 use crate::v2::status::Status as V2Status;
 
 /// What to show.

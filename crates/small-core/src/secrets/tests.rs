@@ -259,8 +259,8 @@ fn base64_of_one_bare_word_is_a_token_but_base64_of_content_is_not() {
 /// Every text of the labelled corpus, without its marks.
 fn corpus_texts() -> Vec<String> {
     let files = [
-        include_str!("../../tests/secrets_corpus/true_positives.txt"),
-        include_str!("../../tests/secrets_corpus/false_positives.txt"),
+        include_str!("../tests/secrets_corpus/true_positives.txt"),
+        include_str!("../tests/secrets_corpus/false_positives.txt"),
     ];
     files
         .iter()

@@ -8,7 +8,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::consts::{KIND_EXAMPLES, KIND_REPO_ROOT};
-use crate::yaml::Node;
 
 /// A plan task's status (and a progress entry's `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -174,22 +173,14 @@ pub const RUN_REPLAY_ID_POINTER: &str = "/run/replay_id";
 /// Where the replay ID is written in `handoff.small.yml`.
 pub const HANDOFF_REPLAY_ID_POINTER: &str = "/replayId/value";
 
-/// The node holding the current run's replay ID in workspace metadata, if any.
-pub fn metadata_replay_id(metadata: &Node) -> Option<&Node> {
-    metadata.pointer(RUN_REPLAY_ID_POINTER)
-}
-
-/// The node holding the replay ID in a handoff, if any.
-pub fn handoff_replay_id(handoff: &Node) -> Option<&Node> {
-    handoff.pointer(HANDOFF_REPLAY_ID_POINTER)
-}
-
 /// A run's replay ID: 64 lower-case hex characters (SHA-256 of intent, plan and
 /// constraints; see [`crate::spec::replayid`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
+#[cfg(test)]
 pub struct RunReplayId(String);
 
+#[cfg(test)]
 impl RunReplayId {
     /// Accepts exactly 64 hex digits (either case; stored lower-case).
     pub fn parse(text: &str) -> Option<RunReplayId> {
@@ -207,6 +198,7 @@ impl RunReplayId {
     }
 }
 
+#[cfg(test)]
 impl fmt::Display for RunReplayId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -17,10 +17,6 @@ use crate::spec::consts::ArtifactKind;
 /// Length of a replay ID in hex characters.
 pub const REPLAY_ID_HEX_LEN: usize = 64;
 
-/// `replayId.source` values.
-pub const SOURCE_AUTO: &str = "auto";
-pub const SOURCE_MANUAL: &str = "manual";
-
 /// Replace CRLF, then lone CR, by LF. Borrows when there is no CR at all.
 pub fn normalize_line_endings(bytes: &[u8]) -> Cow<'_, [u8]> {
     if !bytes.contains(&b'\r') {
@@ -79,11 +75,6 @@ pub fn auto_replay_id_in(small_dir: &Path) -> io::Result<String> {
 /// allows). Compare IDs with [`same_replay_id`], not `==`.
 pub fn is_well_formed(s: &str) -> bool {
     s.len() == REPLAY_ID_HEX_LEN && s.bytes().all(|c| c.is_ascii_hexdigit())
-}
-
-/// Canonical form of a replay ID (trimmed, lower case).
-pub fn normalize(s: &str) -> String {
-    s.trim().to_ascii_lowercase()
 }
 
 /// Two replay IDs name the same run if they are equal ignoring case and surrounding blanks.

@@ -7,7 +7,6 @@
 //! truncated, as Go's parser does), and either `Z` or a numeric offset. Leading and trailing
 //! blanks are ignored, as the reference does.
 
-use std::cmp::Ordering;
 use std::fmt;
 
 /// A parsed progress timestamp: the instant (nanoseconds since the Unix epoch, UTC).
@@ -234,11 +233,6 @@ fn parse_general(s: &str) -> Result<Instant, TimestampError> {
     Ok(Instant {
         nanos: i128::from(secs) * 1_000_000_000 + nanos,
     })
-}
-
-/// Compare two timestamps as instants; `None` if either does not parse.
-pub fn compare(a: &str, b: &str) -> Option<Ordering> {
-    Some(parse(a).ok()?.cmp(&parse(b).ok()?))
 }
 
 /// Now, from the system clock.

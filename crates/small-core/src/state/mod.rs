@@ -4,7 +4,7 @@
 //! immutable events that the reducer folds ([`crate::v2::reduce`]). Readers — status, resume,
 //! emit, doctor, the MCP server, the web view — should not care which: they read a
 //! [`ProjectState`], never the files. [`load`] tells the profile, reads what the request
-//! needs (the v1 progress log only from its end, [`crate::gates::status::recent_entries`]),
+//! needs (the v1 progress log only from its end, [`crate::state::report::recent_entries`]),
 //! and gives back the value, with every file it could not read listed in `problems` rather
 //! than failing: a report on a damaged workspace still shows the rest.
 //!
@@ -16,7 +16,7 @@ pub mod status;
 pub mod v1;
 mod v2view;
 
-pub use v2view::{event_timeline, EventEntry, EventTimeline};
+pub use v2view::{event_timeline, EventEntry};
 
 use std::path::{Path, PathBuf};
 

@@ -95,7 +95,7 @@ impl RecentEntry {
         let string = |k: &str| {
             e.get(k)
                 .and_then(Node::as_str)
-                .map(|s| crate::gates::secrets::redact(s).into_owned())
+                .map(|s| crate::secrets::redact(s).into_owned())
         };
         RecentEntry {
             timestamp: text("timestamp"),
@@ -105,7 +105,7 @@ impl RecentEntry {
             evidence: string("evidence").or_else(|| {
                 e.get("evidence")
                     .filter(|n| n.as_map().is_some())
-                    .map(|n| crate::gates::secrets::redact(&n.to_json().to_string()).into_owned())
+                    .map(|n| crate::secrets::redact(&n.to_json().to_string()).into_owned())
             }),
             notes: string("notes"),
             command_summary: string("command_summary").or_else(|| string("command")),

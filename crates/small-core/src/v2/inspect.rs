@@ -18,7 +18,7 @@ use crate::v2::read::{self, Opened};
 
 fn masked(s: &str) -> String {
     let mut v = serde_json::Value::String(s.to_string());
-    crate::gates::secrets::redact_json(&mut v);
+    crate::secrets::redact_json(&mut v);
     match v {
         serde_json::Value::String(s) => s,
         _ => String::new(),

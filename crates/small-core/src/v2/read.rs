@@ -100,7 +100,7 @@ impl EventView {
             source_digest: e.source_digest.clone(),
             payload: {
                 let mut p = to_value(&e.full_payload(root));
-                crate::gates::secrets::redact_json(&mut p);
+                crate::secrets::redact_json(&mut p);
                 p
             },
             digest: e.digest.clone(),
@@ -157,17 +157,6 @@ pub struct ReconstructOptions {
     /// The bounded resume packet: the session (the one named, else the active one) is checked
     /// and reported, and the events of every session are returned.
     pub resume: bool,
-}
-
-impl ReconstructOptions {
-    /// The reference's defaults: the newest 50 events within 64 KiB.
-    pub fn new() -> ReconstructOptions {
-        ReconstructOptions {
-            limit: 50,
-            max_bytes: MAX_EVENT_BYTES,
-            ..ReconstructOptions::default()
-        }
-    }
 }
 
 /// The reconstruction of a 2.0.0 workspace (docs/json-output.md).
@@ -334,7 +323,7 @@ fn evidence(store: &Store, root: &Path) -> Vec<EvidenceView> {
 /// A string with its secrets masked (the masking of every front end).
 fn masked(s: &str) -> String {
     let mut v = Value::String(s.to_string());
-    crate::gates::secrets::redact_json(&mut v);
+    crate::secrets::redact_json(&mut v);
     match v {
         Value::String(s) => s,
         _ => String::new(),

@@ -231,11 +231,6 @@ impl EventDraft {
         m
     }
 
-    /// The sealed bytes and digest.
-    pub fn seal(&self, ids: &Ids) -> Result<(Vec<u8>, String), TooLarge> {
-        seal(self.members(ids))
-    }
-
     /// Where the event lives, relative to `.small/`.
     pub fn rel_path(&self) -> String {
         format!("events/{}/{}.json", self.session_id, self.event_id)

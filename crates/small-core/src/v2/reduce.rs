@@ -645,11 +645,13 @@ impl Conflicts {
 }
 
 /// Fold the events into the state. Conflicts are part of the state, not errors.
+#[cfg(test)]
 pub fn reduce(store: &Store) -> State {
     reduce_with(store, true)
 }
 
 /// [`reduce`], with the timeline or leaving it empty.
+#[cfg(test)]
 pub fn reduce_with(store: &Store, with_timeline: bool) -> State {
     let mut state = reduce_all(store, with_timeline).state;
     state.frontier = frontier(&store.events);
@@ -1104,7 +1106,7 @@ fn head_summary(e: &Event) -> String {
         other => other.to_string(),
     };
     let line = format!("{what} (session {}, {})", e.session_id, e.occurred_at);
-    crate::gates::secrets::redact(&line).into_owned()
+    crate::secrets::redact(&line).into_owned()
 }
 
 pub(crate) fn set_outcome(t: &mut Task, e: &Event) {

@@ -8,8 +8,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::diag::Diagnostic;
-use crate::gates::status::ArtifactPresence;
 use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
+use crate::state::report::ArtifactPresence;
 use crate::v2::reduce::{Conflict, SessionState, Task};
 use crate::v2::{stage_of, Stage, PROFILE_VERSION};
 
@@ -67,6 +67,7 @@ impl From<&Task> for StatusTask {
 }
 
 /// The status of the 2.0.0 tree at `root/.small`, every record read.
+#[cfg(test)]
 pub fn status(root: &Path, small_dir: &Path) -> Status {
     status_with_cache(root, small_dir, false)
 }

@@ -218,6 +218,7 @@ impl Writer {
     }
 
     /// Whether the writer works on the cached state (no record was read in full).
+    #[cfg(test)]
     pub fn on_cached_state(&self) -> bool {
         self.cached.is_some()
     }
@@ -322,10 +323,6 @@ impl Writer {
             self.refresh()?;
         }
         Ok(())
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     fn ids(&self) -> Ids {
@@ -1279,10 +1276,10 @@ pub fn record_command(
         "failed"
     };
     let text = String::from_utf8_lossy(&run.output);
-    let masked = crate::gates::secrets::redact(&text).into_owned();
+    let masked = crate::secrets::redact(&text).into_owned();
     let (bounded, truncated) = cut(&masked, BOUNDED_OUTPUT);
     let summary = cut(
-        &crate::gates::secrets::redact(run.command.trim()),
+        &crate::secrets::redact(run.command.trim()),
         COMMAND_SUMMARY_CAP,
     )
     .0;
@@ -1318,7 +1315,7 @@ pub fn record_command(
     // The local copy of the command (not shared state): best effort, masked.
     let _ = crate::authoring::txn::atomic_write(
         w.root.join(&cmd_ref),
-        crate::gates::secrets::redact(&run.command).as_bytes(),
+        crate::secrets::redact(&run.command).as_bytes(),
     );
     let e = w.append(
         session,

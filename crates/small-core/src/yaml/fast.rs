@@ -857,17 +857,6 @@ fn fill(tok: Tok<'_>, pos: &dyn Fn(usize) -> Pos, node: &mut Node) -> Option<()>
     Some(())
 }
 
-/// The text of a one-line scalar token (plain, single- or double-quoted).
-pub(super) fn decode_scalar(raw: &str) -> Option<String> {
-    if raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') {
-        unescape(&raw[1..raw.len() - 1])
-    } else if raw.len() >= 2 && raw.starts_with('\'') && raw.ends_with('\'') {
-        Some(raw[1..raw.len() - 1].replace("''", "'"))
-    } else {
-        Some(raw.to_string())
-    }
-}
-
 /// Decode the escapes of a double-quoted scalar; `None` for anything unusual.
 fn unescape(s: &str) -> Option<String> {
     if memchr::memchr(b'\\', s.as_bytes()).is_none() {

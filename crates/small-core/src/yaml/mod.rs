@@ -27,7 +27,7 @@ pub(crate) mod find;
 mod keyed;
 mod spare;
 
-pub use keyed::{keyed_scalars, KeyedScalar, KeyedScalars};
+pub use keyed::{keyed_scalars, KeyedScalars};
 
 pub use spare::recycle;
 
@@ -683,12 +683,6 @@ pub fn parse_streaming_general(
     sink: &mut dyn FnMut(usize, Node),
 ) -> Result<Node, YamlError> {
     streaming(src, limits, stream_key, sink, false)
-}
-
-/// The value of the one-line string scalar written at `span` of `src` (plain, single- or
-/// double-quoted), as the fast path reads it.
-pub fn scalar_text_at(src: &str, span: Span) -> Option<String> {
-    fast::decode_scalar(src.get(span.byte_range())?)
 }
 
 fn check_size(len: usize, limits: &Limits) -> Result<(), YamlError> {

@@ -115,7 +115,7 @@ impl Response {
             .map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> Value {
-        small_core::json::canonical::parse(&self.body)
+        small_core::ops::formats::canonical::parse(&self.body)
             .unwrap_or_else(|e| {
                 panic!(
                     "response is not JSON ({e}): {}",
@@ -206,9 +206,11 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
 pub fn openapi() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
-        let doc =
-            small_core::yaml::parse_str(small_server::openapi::document(), &Default::default())
-                .expect("OpenAPI document is YAML");
+        let doc = small_core::ops::formats::yaml::parse_str(
+            small_server::openapi::document(),
+            &Default::default(),
+        )
+        .expect("OpenAPI document is YAML");
         doc.root.to_json()
     })
 }
@@ -295,12 +297,12 @@ pub fn check_against_openapi(method: &str, path: &str, resp: &Response) {
             .header("content-type")
             .is_some_and(|c| c.starts_with("application/yaml"));
         let instance: Value = if yaml {
-            small_core::yaml::parse_bytes(&resp.body, &Default::default())
+            small_core::ops::formats::yaml::parse_bytes(&resp.body, &Default::default())
                 .unwrap_or_else(|e| panic!("{method} {path}: body is not YAML: {}", e.message))
                 .root
                 .to_json()
         } else {
-            small_core::json::canonical::parse(&resp.body)
+            small_core::ops::formats::canonical::parse(&resp.body)
                 .unwrap_or_else(|e| {
                     panic!(
                         "{method} {path}: body is not JSON ({e}): {}",

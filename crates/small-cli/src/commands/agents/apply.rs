@@ -3,7 +3,7 @@
 use crate::error::{CliError, CmdResult};
 use crate::harness::{describe, display_name, ModeArg};
 use crate::GlobalArgs;
-use small_core::authoring::agents::{self, Action, ApplyError, ApplyRequest, Request};
+use small_core::ops::agents::{self, Action, ApplyError, ApplyRequest, Request};
 use std::path::PathBuf;
 
 /// Write or update the SMALL harness block in AGENTS.md

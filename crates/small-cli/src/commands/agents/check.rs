@@ -3,7 +3,7 @@
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::harness::display_name;
 use crate::GlobalArgs;
-use small_core::authoring::agents::{check, read_target, target_path, CheckOptions, CheckReport};
+use small_core::ops::agents::{check, read_target, target_path, CheckOptions, CheckReport};
 use std::path::PathBuf;
 
 /// Check the SMALL harness block in AGENTS.md (read-only; writes nothing)

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use small_core::authoring::hooks::{self, Host, InstallRequest};
-use small_core::authoring::merge;
+use small_core::ops::agents::{self, Host, InstallRequest};
+use small_core::ops::merge;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -46,7 +46,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let small = std::env::current_exe()
         .map(|e| merge::driver_command_for(&e))
         .unwrap_or_else(|_| "small".into());
-    let out = hooks::install(&InstallRequest {
+    let out = agents::install(&InstallRequest {
         dir: args.dir.as_deref(),
         host,
         small: &small,

@@ -2,7 +2,7 @@
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;
-use small_core::authoring::agents::{block_body, canonical_block};
+use small_core::ops::agents::{block_body, canonical_block};
 
 /// Print the canonical SMALL harness block to stdout (reads and writes no file).
 ///

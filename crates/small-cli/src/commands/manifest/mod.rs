@@ -35,9 +35,9 @@ fn read_input(file: Option<&str>) -> Result<(String, Vec<u8>), CliError> {
         None | Some("-") => ("<stdin>".to_owned(), "-"),
         Some(p) => (p.to_owned(), p),
     };
-    let buf = small_core::workspace::fsio::read_user_input(
+    let buf = small_core::ops::workspace::read_user_input(
         std::path::Path::new(path),
-        small_core::workspace::fsio::MAX_READ_BYTES,
+        small_core::ops::workspace::MAX_READ_BYTES,
     )
     .map_err(|e| {
         let what = if path == "-" { "standard input" } else { path };

@@ -3,7 +3,7 @@
 use super::read_input;
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::api::manifest::validate_request;
+use small_core::ops::api::validate_request;
 
 /// Print the replay ID of a validate-manifest request body.
 ///

@@ -3,7 +3,7 @@
 use super::read_input;
 use crate::error::{CliError, CmdResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use crate::GlobalArgs;
-use small_core::api::manifest::validate_request;
+use small_core::ops::api::validate_request;
 use std::io::Write;
 
 /// Validate a validate-manifest request body and print the API's response.

@@ -1,7 +1,6 @@
 //! `small progress migrate`: rewrite progress timestamps into canonical form.
 
-use small_core::authoring::progress;
-use small_core::authoring::record;
+use small_core::ops::lifecycle;
 
 use crate::error::CmdResult;
 use crate::writes::{self as shared, TargetArgs};
@@ -25,7 +24,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let root = shared::root(args.target.dir.as_deref())?;
     let mut txn = shared::begin(&root)?;
     shared::check_scope(&txn, args.target.workspace, "progress migrate", true)?;
-    let out = record::migrate_progress(&mut txn)?;
+    let out = lifecycle::migrate_progress(&mut txn)?;
     let report = if !out.changed {
         None
     } else {
@@ -35,7 +34,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         let v = serde_json::to_value(&out).unwrap_or_default();
         return shared::print_json(report.as_ref(), v);
     }
-    let rel = progress::progress_rel();
+    let rel = lifecycle::progress_rel();
     match &report {
         None => shared::say(
             g,

@@ -4,7 +4,7 @@ use super::{print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs;
+use small_core::ops::runs;
 
 /// Restore a snapshot's artifacts into .small/ (workspace.small.yml is never touched).
 ///
@@ -52,7 +52,7 @@ fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult
 }
 
 /// What a 2.0.0 checkout restored, removed and kept aside.
-fn render_v2(r: &runs::v2::CheckoutReport, ctx: &Context, o: &mut String) {
+fn render_v2(r: &runs::V2CheckoutReport, ctx: &Context, o: &mut String) {
     let short = runs::short_name(&r.snapshot, 16);
     if r.restored.is_empty() && r.removed.is_empty() {
         outln!(

@@ -4,8 +4,8 @@ use super::{print_json, to_cli, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs::diff::{self as rdiff, live_side, AnyDiff, V2RunDiff};
-use small_core::history::runs::{self, DiffSide};
+use small_core::ops::runs::{self, DiffSide};
+use small_core::ops::runs::{compare_runs, live_side, AnyDiff, V2RunDiff};
 
 /// Compare two runs: unified diffs of intent, constraints, plan and handoff, and a summary
 /// of progress (entry counts, newly completed tasks, newest timestamps).
@@ -57,7 +57,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
 fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
     let from = side(ctx, &args.from)?;
     let to = side(ctx, args.to.as_deref().unwrap_or("live"))?;
-    let d = match rdiff::compare(&from, &to, args.full).map_err(to_cli)? {
+    let d = match compare_runs(&from, &to, args.full).map_err(to_cli)? {
         AnyDiff::V1(d) => d,
         AnyDiff::V2(d) if args.json => return print_json(&d),
         AnyDiff::V2(d) => {

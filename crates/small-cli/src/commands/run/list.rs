@@ -5,7 +5,7 @@ use crate::error::CmdResult;
 use crate::outln;
 use crate::render::pad;
 use crate::GlobalArgs;
-use small_core::history::runs;
+use small_core::ops::runs;
 
 /// List the snapshots in the run store, newest first.
 #[derive(clap::Args, Debug)]

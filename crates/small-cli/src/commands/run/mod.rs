@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
-use small_core::history::runs::{self, ErrorKind, RunError, Scope};
+use small_core::ops::runs::{self, ErrorKind, RunError, Scope};
 
 /// Keep, inspect and restore the history of runs.
 ///

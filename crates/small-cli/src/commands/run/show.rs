@@ -4,7 +4,7 @@ use super::{print_json, to_cli, Context};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs;
+use small_core::ops::runs;
 
 /// Show one snapshot: when and where it was taken, its files and the handoff it carries.
 ///

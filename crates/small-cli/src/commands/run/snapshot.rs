@@ -4,7 +4,7 @@ use super::{print_json, shown, to_cli, warn_all, Context};
 use crate::error::CmdResult;
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs;
+use small_core::ops::runs;
 
 /// Save the current run (intent, plan, progress, handoff, constraints) into the run store.
 ///
@@ -93,12 +93,12 @@ fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult 
     }
     outln!(o, "replayId: {}", s.replay_id);
     outln!(o, "snapshot: {}", s.name);
-    if s.meta.workspace_kind == runs::v2::WORKSPACE_KIND {
+    if s.meta.workspace_kind == runs::WORKSPACE_KIND {
         outln!(
             o,
             "files:    {} (the whole .small/ tree, in {}/.small/)",
             s.artifacts.len(),
-            runs::v2::STATE_DIR
+            runs::STATE_DIR
         );
     } else {
         outln!(o, "files:    {}", s.artifacts.join(", "));

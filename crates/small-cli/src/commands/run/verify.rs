@@ -4,7 +4,7 @@ use super::{print_json, to_cli, Context};
 use crate::error::{CliError, CmdResult};
 use crate::outln;
 use crate::GlobalArgs;
-use small_core::history::runs::{self, digest::VerifyStatus};
+use small_core::ops::runs::{self, VerifyStatus};
 
 /// Check a snapshot's files against the digests recorded when it was taken.
 ///

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use small_core::ops::session;
 use small_core::ops::{self, Workspace};
-use small_core::v2::read;
 
 use crate::error::{from_op, CmdResult};
 use crate::outln;
@@ -34,7 +34,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     crate::output::data(&crate::render::escape_controls(&render(&l)))
 }
 
-fn render(l: &read::SessionList) -> String {
+fn render(l: &session::SessionList) -> String {
     let mut o = String::new();
     outln!(o, "Sessions: {} ({} mode)", l.sessions.len(), l.mode);
     for s in &l.sessions {

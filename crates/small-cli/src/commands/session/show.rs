@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::history::runs;
+use small_core::ops::runs;
+use small_core::ops::session;
 use small_core::ops::{self, Workspace};
-use small_core::v2::inspect;
 
 use crate::error::{from_op, CmdResult};
 use crate::outln;
@@ -41,7 +41,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     crate::output::data(&crate::render::escape_controls(&render(&s)))
 }
 
-fn render(s: &inspect::SessionShow) -> String {
+fn render(s: &session::SessionShow) -> String {
     let mut o = String::new();
     let or_dash = |v: &str| {
         if v.is_empty() {

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use small_core::ops::session::StartRequest;
 use small_core::ops::{self, Workspace};
-use small_core::v2::write::StartRequest;
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;

@@ -233,7 +233,7 @@ impl PageArgs {
 pub(crate) fn read_json(path: &str) -> Result<Value, CliError> {
     let limit = small_store::import::MAX_INPUT_BYTES;
     let bytes =
-        small_core::workspace::fsio::read_user_input(Path::new(path), limit).map_err(|e| {
+        small_core::ops::workspace::read_user_input(Path::new(path), limit).map_err(|e| {
             let name = if path == "-" { "standard input" } else { path };
             CliError::usage(format!("cannot read {name}: {e}"))
         })?;

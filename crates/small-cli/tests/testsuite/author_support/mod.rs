@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use small_core::authoring::templates;
-use small_core::yaml::{self, Limits};
+use small_core::ops::formats::yaml::{self, Limits};
+use small_core::ops::init;
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_small"))
@@ -22,18 +22,18 @@ impl Ws {
         let dir = tempfile::tempdir().expect("tempdir");
         let small = dir.path().join(".small");
         std::fs::create_dir(&small).unwrap();
-        for f in templates::base_artifacts(Some("Test the authoring commands")) {
+        for f in init::base_artifacts(Some("Test the authoring commands")) {
             std::fs::write(small.join(f.name), f.content).unwrap();
         }
-        let id = small_core::spec::replayid::auto_replay_id_in(&small).unwrap();
+        let id = small_core::ops::formats::auto_replay_id_in(&small).unwrap();
         std::fs::write(
             small.join("handoff.small.yml"),
-            templates::bootstrap_handoff(&id),
+            init::bootstrap_handoff(&id),
         )
         .unwrap();
         std::fs::write(
             small.join("workspace.small.yml"),
-            templates::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
+            init::workspace("repo-root", "2026-01-01T00:00:00.000000000Z"),
         )
         .unwrap();
         Ws { dir }
@@ -138,7 +138,7 @@ pub fn assert_increasing(entries: &[serde_json::Value]) {
         let ts = e["timestamp"]
             .as_str()
             .unwrap_or_else(|| panic!("entry {i} has no timestamp"));
-        let t = small_core::spec::timestamp::parse(ts)
+        let t = small_core::ops::formats::timestamp::parse(ts)
             .unwrap_or_else(|e| panic!("entry {i} timestamp {ts}: {e}"));
         if let Some(l) = last {
             assert!(

@@ -30,8 +30,11 @@ pub fn read(p: impl AsRef<Path>) -> String {
 /// Progress entries as JSON, through the project's own YAML loader.
 pub fn progress_entries(root: &Path) -> Vec<serde_json::Value> {
     let bytes = std::fs::read(root.join(".small/progress.small.yml")).expect("progress exists");
-    let doc = small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default())
-        .expect("progress parses");
+    let doc = small_core::ops::formats::yaml::parse_bytes(
+        &bytes,
+        &small_core::ops::formats::yaml::Limits::default(),
+    )
+    .expect("progress parses");
     doc.root.to_json()["entries"]
         .as_array()
         .cloned()
@@ -41,10 +44,13 @@ pub fn progress_entries(root: &Path) -> Vec<serde_json::Value> {
 /// Parse a YAML file into JSON.
 pub fn yaml_json(p: impl AsRef<Path>) -> serde_json::Value {
     let bytes = std::fs::read(p.as_ref()).expect("file exists");
-    small_core::yaml::parse_bytes(&bytes, &small_core::yaml::Limits::default())
-        .unwrap_or_else(|e| panic!("{} does not parse: {e:?}", p.as_ref().display()))
-        .root
-        .to_json()
+    small_core::ops::formats::yaml::parse_bytes(
+        &bytes,
+        &small_core::ops::formats::yaml::Limits::default(),
+    )
+    .unwrap_or_else(|e| panic!("{} does not parse: {e:?}", p.as_ref().display()))
+    .root
+    .to_json()
 }
 
 /// Runs `small check --strict` on the workspace and asserts it passes.

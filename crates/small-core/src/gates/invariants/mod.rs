@@ -32,13 +32,10 @@ mod secrets;
 mod shape;
 mod strict;
 
-pub use crate::spec::plan::{handoff_replay_scope, scalar_text, PlanIndex, TaskInfo};
+pub use crate::spec::plan::{handoff_replay_scope, scalar_text, PlanIndex};
 pub use crate::workspace::Docs;
 pub use format::version_format_drift;
-pub use links::{
-    check_links, check_links_at, has_external_http, insecure_urls, is_local_http,
-    quote_local_literals,
-};
+pub use links::{check_links, check_links_at, has_external_http, quote_local_literals};
 pub use progress::{progress_facts, ProgressFacts, ProgressLinter};
 pub use secrets::{check_secrets, check_secrets_at};
 pub use strict::{check_evidence_gate, check_s1, check_s2, check_s3};
@@ -143,6 +140,7 @@ pub(super) fn severity(strict: bool) -> Severity {
 
 /// All lint rules over the loaded artifacts (S4 excepted: it needs the directory, see
 /// `layout`). Diagnostics come out in the stable order (file, then position).
+#[cfg(test)]
 pub fn lint(docs: &Docs, opts: Options) -> Vec<Diagnostic> {
     let plan = PlanIndex::from_plan(docs.plan);
     let scope = handoff_replay_scope(docs.handoff);

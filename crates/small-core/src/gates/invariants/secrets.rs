@@ -1,5 +1,5 @@
 //! INV1: no secrets in the artifacts (an error in strict mode, a warning otherwise). The
-//! detectors themselves are in [`crate::gates::secrets`].
+//! detectors themselves are in [`crate::secrets`].
 
 use super::{diag, display, severity};
 use crate::diag::Diagnostic;
@@ -20,7 +20,7 @@ pub fn check_secrets_at(
     strict: bool,
     out: &mut Vec<Diagnostic>,
 ) {
-    let hits = crate::gates::secrets::scan_node(node, "");
+    let hits = crate::secrets::scan_node(node, "");
     if hits.is_empty() {
         return;
     }

@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{safe, Meta, RunError, Snapshot, META_FILE, OPTIONAL_ARTIFACTS, REQUIRED_ARTIFACTS};
+use super::{safe, Meta, RunError, META_FILE, OPTIONAL_ARTIFACTS, REQUIRED_ARTIFACTS};
 
 /// The artifact file names in the order the aggregate digest lists them.
 pub fn digest_order() -> Vec<&'static str> {
@@ -324,11 +324,6 @@ pub fn live_digests(root: &Path) -> Result<(String, BTreeMap<String, String>), R
         per_file.insert(name.to_string(), hex::encode(h.finalize()));
     }
     Ok((aggregate_digest(&per_file), per_file))
-}
-
-/// The digest a listed snapshot recorded (for staleness checks); `None` when it records none.
-pub fn recorded_aggregate(s: &Snapshot) -> Option<&str> {
-    Some(s.meta.artifact_digest.trim()).filter(|d| !d.is_empty())
 }
 
 #[cfg(test)]

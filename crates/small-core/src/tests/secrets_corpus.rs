@@ -1,12 +1,12 @@
-//! The labelled secrets corpus (tests/secrets_corpus/): every true positive placed in every
+//! The labelled secrets corpus (src/tests/secrets_corpus/): every true positive placed in every
 //! string field of every artifact must be reported by the lint's secrets rule (INV1) with
 //! the expected format, at the right path, and never repeated in the diagnostic; no false
 //! positive may be reported anywhere. Prints precision and recall; requires 100% / 100%.
 
-use small_core::diag::Diagnostic;
-use small_core::gates::invariants::check_secrets;
-use small_core::spec::consts::ArtifactKind;
-use small_core::yaml::{parse_str, Limits};
+use crate::diag::Diagnostic;
+use crate::gates::invariants::check_secrets;
+use crate::spec::consts::ArtifactKind;
+use crate::yaml::{parse_str, Limits};
 
 const TRUE_POSITIVES: &str = include_str!("secrets_corpus/true_positives.txt");
 const FALSE_POSITIVES: &str = include_str!("secrets_corpus/false_positives.txt");

@@ -1,8 +1,8 @@
 //! All API vectors (../shared/conformance/api/*.jsonl) through the library: validation
 //! result, error order and messages, canonical JSON and replay IDs.
 
-use small_core::api::manifest::{validate_request, ManifestRequest};
-use small_core::json::canonical;
+use crate::api::manifest::{validate_request, ManifestRequest};
+use crate::json::canonical;
 use std::path::PathBuf;
 
 fn api_dir() -> Option<PathBuf> {
@@ -66,7 +66,7 @@ fn every_api_vector_through_the_library() {
                 if let Some(canonical::Value::String(want)) = expected.get("replayIdUnvalidated") {
                     if let Some(m) = req.manifest() {
                         assert_eq!(
-                            small_core::api::manifest::replay_id("1.0.0", m).as_str(),
+                            crate::api::manifest::replay_id("1.0.0", m).as_str(),
                             want.as_str().unwrap(),
                             "{name}: replayIdUnvalidated"
                         );

@@ -3,10 +3,10 @@
 //! and verifies; canonical JSON reads and writes 1000 levels; 100 000 levels are a clear
 //! error everywhere, never a stack overflow.
 
-use small_core::gates::check::{self, GateOptions};
-use small_core::gates::schemas::SchemaSet;
-use small_core::json::canonical;
-use small_core::workspace::locate;
+use crate::gates::check::{self, GateOptions};
+use crate::gates::schemas::SchemaSet;
+use crate::json::canonical;
+use crate::workspace::locate;
 
 const SMALL_STACK: usize = 2 << 20;
 
