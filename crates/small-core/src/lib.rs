@@ -4,6 +4,7 @@
 //!
 //! The folders are the architecture; dependencies point down this list, never up:
 //! - `par`: work on a second thread that still gets done when no thread can be started.
+//! - `fsio`: bounded, link-safe file reads and writes.
 //! - `diag`: the one diagnostic shape every rule and operation reports through.
 //! - `yaml`, `json`: loading YAML with positions; canonical JSON.
 //! - `spec`: constants, kinds and formats the specification fixes (file names, versions,
@@ -21,6 +22,7 @@
 //! - `ops`: the operation layer: one function per protocol command, for both profiles,
 //!   returning the outcome every front end prints or returns.
 
+pub(crate) mod fsio;
 pub(crate) mod par;
 
 pub(crate) mod diag;

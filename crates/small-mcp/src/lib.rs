@@ -436,7 +436,7 @@ impl SmallMcp {
             strict: req.strict.unwrap_or(true),
             ..GateOptions::default()
         };
-        let mut report = gate::check(&GateRequest {
+        let mut report = ops::check::check(&GateRequest {
             dir: Some(loc.root.clone()),
             spec_dir: None,
             options: opts,

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use small_core::ops::diag::Severity;
 use small_core::ops::formats::ArtifactKind;
-use small_core::ops::gate::{self, GateRequest, Verdict};
 use small_core::ops::gate::{GateOptions, StageReport, StageStatus};
+use small_core::ops::gate::{GateRequest, Verdict};
 use small_core::ops::runs::{self, DiffSide};
 use small_core::ops::secrets::redact;
 use small_core::ops::state::{ProjectState, Task};
@@ -948,7 +948,7 @@ pub fn checks(loc: &Location) -> Checks {
             ..GateOptions::default()
         },
     };
-    let checked = gate::check(&req);
+    let checked = small_core::ops::check::check(&req);
     let r = &checked.report;
     let stages = vec![
         stage_view("validate", &r.validate),

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use small_core::ops::check::{self, Checked};
 use small_core::ops::diag::Diagnostic;
-use small_core::ops::gate::{self, Checked, GateRequest};
+use small_core::ops::gate::GateRequest;
 use small_core::ops::gate::{GateOptions, StageStatus};
 use small_core::ops::workspace::Scope;
 
@@ -50,7 +51,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let checked = gate::check(&GateRequest {
+    let checked = check::check(&GateRequest {
         dir: args.dir,
         spec_dir: args.spec_dir,
         options: GateOptions {

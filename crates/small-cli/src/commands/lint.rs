@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use small_core::ops;
 use small_core::ops::gate::GateOptions;
-use small_core::ops::gate::{self, GateRequest};
+use small_core::ops::gate::GateRequest;
 
 use crate::error::{self, CmdResult};
 use crate::output::count;
@@ -42,7 +43,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let out = gate::lint(&GateRequest {
+    let out = ops::lint::lint(&GateRequest {
         dir: args.dir,
         spec_dir: None,
         options: GateOptions {

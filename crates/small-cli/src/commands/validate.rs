@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::gate::{self, ValidateRequest};
+use small_core::ops::validate::{self, ValidateRequest};
 
 use crate::error::{self, CmdResult};
 use crate::output::count;
@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let v = gate::validate(&ValidateRequest {
+    let v = validate::validate(&ValidateRequest {
         dir: args.dir,
         spec_dir: args.spec_dir,
         cache: !args.no_cache,

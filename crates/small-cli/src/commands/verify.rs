@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use small_core::ops;
 use small_core::ops::gate::GateOptions;
-use small_core::ops::gate::{self, GateRequest};
+use small_core::ops::gate::GateRequest;
 use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CmdResult};
@@ -50,7 +51,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let out = gate::verify(&GateRequest {
+    let out = ops::verify::verify(&GateRequest {
         dir: args.dir,
         spec_dir: args.spec_dir,
         options: GateOptions {

@@ -17,7 +17,9 @@ use crate::claims_support::{
 
 /// What every command here runs with: a claim timeout of 1 s, so that a done record's grace
 /// passes within the test, and no clock skew.
-const ENV: &[(&str, &str)] = &[("SMALL_CLAIM_TIMEOUT", "1s"), ("SMALL_CLAIM_SKEW", "0s")];
+// A grace long enough that a record outlives the steps between its push and a peer's use of
+// it on a loaded machine, short enough that pruning is seen within the test.
+const ENV: &[(&str, &str)] = &[("SMALL_CLAIM_TIMEOUT", "3s"), ("SMALL_CLAIM_SKEW", "0s")];
 
 /// [`small_env`] with [`ENV`].
 fn small(dir: &Path, code: i32, args: &[&str]) -> Output {
@@ -137,11 +139,11 @@ fn a_done_record_holds_the_task_until_the_branch_shows_it_then_is_pruned() {
     let (code, message) = refusal(b, &["claim", "task-1", "--json"]);
     assert_eq!(code, "done");
     assert!(message.contains(&head[..12]), "{message}");
-    // The grace is SMALL_CLAIM_TIMEOUT (1 s here) plus the skew (0) after the stamp, to the
+    // The grace is SMALL_CLAIM_TIMEOUT (3 s here) plus the skew (0) after the stamp, to the
     // second: the record goes within a few seconds (by --prune, or by a claim that found
     // it), never before the branch shows it.
     let mut pruned = json(b, 0, &["claims", "--prune", "--json"]);
-    for _ in 0..20 {
+    for _ in 0..40 {
         if lease(&pruned, "task-1").is_none() {
             break;
         }
@@ -173,14 +175,14 @@ fn a_record_is_not_pruned_before_the_branch_shows_it() {
         0,
         &["checkpoint", "--status", "completed", "--evidence", "done"],
     );
-    std::thread::sleep(Duration::from_millis(2200));
+    std::thread::sleep(Duration::from_millis(3200));
     let pruned = json(b, 0, &["claims", "--prune", "--json"]);
     assert_eq!(pruned["pruned"], serde_json::json!([]), "{pruned}");
     assert_eq!(lease(&pruned, "task-1").unwrap()["state"], "done");
     // Once pushed, --prune removes it (after the grace).
     small(a, 0, &["sync", "--commit"]);
     let mut pruned = json(b, 0, &["claims", "--prune", "--json"]);
-    for _ in 0..20 {
+    for _ in 0..40 {
         if !pruned["pruned"].as_array().unwrap().is_empty() {
             break;
         }
@@ -229,14 +231,15 @@ fn a_completion_on_the_branch_cannot_be_reopened() {
     let d = tempfile::tempdir().unwrap();
     let (_remote, dirs) = team(d.path(), 2, &["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
-    small(a, 0, &["claim", "task-1", "--as", "alice", "--ttl", "1s"]);
+    // A TTL long enough that the lease is still live at the checkpoint on a loaded machine.
+    small(a, 0, &["claim", "task-1", "--as", "alice", "--ttl", "3s"]);
     small(
         a,
         0,
         &["checkpoint", "--status", "completed", "--evidence", "done"],
     );
     small(a, 0, &["sync", "--commit"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(3200));
     let (code, message) = refusal(b, &["claim", "task-1", "--reopen", "--json"]);
     assert_eq!(code, "done");
     assert!(message.contains("nothing to reopen"), "{message}");

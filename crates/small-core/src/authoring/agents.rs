@@ -11,8 +11,8 @@
 //! Composing and checking only compute text; [`target_path`], [`read_target`] and [`apply`]
 //! find, read and write the file, for every front end alike.
 
-use crate::authoring::error::{code, Error};
 use crate::spec::consts::{harness_begin_marker, harness_end_marker, PROTOCOL_VERSION};
+use crate::workspace::error::{code, Error};
 use regex::Regex;
 use std::fmt;
 use std::sync::OnceLock;
@@ -757,8 +757,8 @@ pub fn check(
 pub fn target_path(
     dir: Option<&std::path::Path>,
     file: Option<&str>,
-) -> Result<std::path::PathBuf, crate::authoring::Error> {
-    use crate::authoring::error::{code, Error};
+) -> Result<std::path::PathBuf, crate::workspace::error::Error> {
+    use crate::workspace::error::{code, Error};
     use std::path::Path;
     let base = match dir {
         Some(d) if !d.is_dir() => {
@@ -796,7 +796,7 @@ pub fn target_path(
     let inside = |p: &Path| {
         let dir = p.parent().unwrap_or(p);
         match std::fs::canonicalize(&base) {
-            Ok(b) => crate::workspace::fsio::canonical_or_planned(dir).starts_with(b),
+            Ok(b) => crate::fsio::canonical_or_planned(dir).starts_with(b),
             Err(_) => false,
         }
     };
@@ -816,9 +816,11 @@ pub fn target_path(
 
 /// The file's text, or `None` when it does not exist. Only a regular file is read, without
 /// blocking on a FIFO and with a bounded size; text that is not UTF-8 is refused.
-pub fn read_target(path: &std::path::Path) -> Result<Option<String>, crate::authoring::Error> {
-    use crate::authoring::error::{code, Error};
-    use crate::workspace::fsio;
+pub fn read_target(
+    path: &std::path::Path,
+) -> Result<Option<String>, crate::workspace::error::Error> {
+    use crate::fsio;
+    use crate::workspace::error::{code, Error};
     match fsio::read_bounded(path, fsio::MAX_READ_BYTES) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             Error::invalid(
@@ -872,7 +874,7 @@ pub enum ApplyError {
     /// markers): `agents-block`.
     Compose(Error),
     /// The file cannot be found, read or written.
-    File(crate::authoring::Error),
+    File(crate::workspace::error::Error),
 }
 
 /// Create or update the block of one file (content outside the block is never changed).
@@ -884,9 +886,9 @@ pub fn apply(req: &ApplyRequest) -> Result<Applied, ApplyError> {
         compose_file(name, existing.as_deref(), req.request).map_err(ApplyError::Compose)?;
     let written = !req.dry_run && composed.action.writes();
     if written {
-        crate::authoring::txn::atomic_write(&path, composed.text.as_bytes()).map_err(|e| {
-            ApplyError::File(crate::authoring::Error::system(
-                crate::authoring::error::code::IO,
+        crate::workspace::txn::atomic_write(&path, composed.text.as_bytes()).map_err(|e| {
+            ApplyError::File(crate::workspace::error::Error::system(
+                crate::workspace::error::code::IO,
                 format!("cannot write {}: {e}", path.display()),
             ))
         })?;

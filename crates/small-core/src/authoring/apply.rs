@@ -1,5 +1,5 @@
 //! What `apply` records (seed 000, invariant 7: progress modes). Running the command is the
-//! caller's business ([`crate::ops::apply`] runs a shell); what a run means for the workspace
+//! caller's business (the `apply` operation runs a shell); what a run means for the workspace
 //! is decided here: which events are recorded in which mode, which task ids may be recorded,
 //! the command log a run leaves in `.small-cache/logs/`, the progress entries and their
 //! evidence, and the replay IDs they are filed under, read inside a transaction.
@@ -9,12 +9,12 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::authoring::error::{code, Error};
 use crate::authoring::progress::{FieldValue, NewEntry, TimestampRule};
-use crate::authoring::txn::{atomic_write, CommitReport, Transaction};
 use crate::spec::consts::{ArtifactKind, CACHE_DIR, META_TASK_PREFIX, WORKSPACE_FILE};
 use crate::spec::model::{TaskStatus, HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use crate::spec::timestamp::Instant;
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::{atomic_write, CommitReport, Transaction};
 use crate::yaml::{self, Limits};
 
 /// Most output kept in the evidence of `--auto-progress` / `--auto-checkpoint`.
@@ -159,7 +159,7 @@ pub struct Context {
     /// The plan tasks with acceptance criteria (`acceptance` not empty).
     pub with_acceptance: Vec<String>,
     /// How long each of the run's transactions waits for the workspace lock (`None`: the
-    /// default, [`crate::authoring::txn::lock_timeout_from_env`]).
+    /// default, [`crate::workspace::txn::lock_timeout_from_env`]).
     pub lock_timeout: Option<Duration>,
 }
 
@@ -503,7 +503,7 @@ impl ApplyOutcome {
 }
 
 /// `small apply`: check the request against the workspace, record what the progress mode
-/// asks for, have `run` execute the command (the caller's business: [`crate::ops::apply`]
+/// asks for, have `run` execute the command (the caller's business: the `apply` operation
 /// runs a shell), record its result, then checkpoint the task and regenerate the handoff when
 /// asked. `report` sees each step as it happens. The workspace lock is held only while
 /// recording, never while the command runs, so the command may itself run `small`.
@@ -647,7 +647,7 @@ fn check_request(root: &Path, req: &ApplyRequest, has_command: bool) -> Result<(
         problems.extend(ws.check_scope(req.scope));
         if let Some(d) = problems.into_iter().find(|d| d.is_error()) {
             return Err(Error {
-                kind: crate::authoring::ErrorKind::Invalid,
+                kind: crate::workspace::error::ErrorKind::Invalid,
                 diagnostic: Box::new(d),
             });
         }
@@ -1104,7 +1104,7 @@ mod tests {
         });
         assert_eq!(
             (e.code(), e.kind),
-            (code::USAGE, crate::authoring::ErrorKind::Usage)
+            (code::USAGE, crate::workspace::error::ErrorKind::Usage)
         );
         let e = refuse(ApplyRequest {
             scope: crate::spec::model::Scope::Examples,

@@ -13,14 +13,15 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::authoring::edit::{self, NewValue};
-use crate::authoring::error::{code, Error};
 use crate::authoring::progress::{self, NewEntry, TimestampRule};
-use crate::authoring::txn::{atomic_write, Transaction};
 use crate::diag::Diagnostic;
+use crate::fsio;
 use crate::gates::check::JsonDiagnostic;
 use crate::gates::schemas::{SchemaSet, Target};
 use crate::spec::consts::{small_rel, ArtifactKind, CACHE_DIR, WORKSPACE_FILE};
 use crate::spec::model::TaskStatus;
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::{atomic_write, Transaction};
 use crate::workspace::{self, LoadOptions, Scope, Workspace};
 
 /// Workspace-relative path of the draft for `kind`.
@@ -48,7 +49,7 @@ pub fn check_draft(kind: ArtifactKind, bytes: &[u8], rel: &str) -> Vec<Diagnosti
 /// invalid.
 pub fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, Error> {
     let loc = workspace::locate(dir).map_err(|e| Error {
-        kind: crate::authoring::ErrorKind::Usage,
+        kind: crate::workspace::error::ErrorKind::Usage,
         diagnostic: Box::new(e.to_diagnostic()),
     })?;
     let root = loc.root.clone();
@@ -58,7 +59,7 @@ pub fn open_scoped(dir: Option<&Path>, scope: Scope) -> Result<PathBuf, Error> {
         problems.extend(ws.check_scope(scope));
         if let Some(d) = problems.into_iter().find(Diagnostic::is_error) {
             return Err(Error {
-                kind: crate::authoring::ErrorKind::Invalid,
+                kind: crate::workspace::error::ErrorKind::Invalid,
                 diagnostic: Box::new(d),
             });
         }
@@ -177,8 +178,8 @@ impl From<Error> for AcceptError {
     }
 }
 
-impl From<crate::authoring::txn::TxnError> for AcceptError {
-    fn from(e: crate::authoring::txn::TxnError) -> Self {
+impl From<crate::workspace::txn::TxnError> for AcceptError {
+    fn from(e: crate::workspace::txn::TxnError) -> Self {
         AcceptError::Authoring(e.into())
     }
 }
@@ -192,10 +193,7 @@ pub fn accept(req: &AcceptRequest) -> Result<Accepted, AcceptError> {
     let kind = req.kind;
     let draft = draft_rel(kind);
     let target = kind.rel_path();
-    let bytes = match workspace::fsio::read_bounded(
-        &req.root.join(&draft),
-        workspace::fsio::MAX_READ_BYTES,
-    ) {
+    let bytes = match fsio::read_bounded(&req.root.join(&draft), fsio::MAX_READ_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(AcceptError::NoDraft { draft })
@@ -376,9 +374,9 @@ mod tests {
         let tmp = fresh();
         assert!(open_scoped(Some(tmp.path()), Scope::Root).is_ok());
         let e = open_scoped(Some(tmp.path()), Scope::Examples).unwrap_err();
-        assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+        assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
         let none = tempfile::tempdir().unwrap();
         let e = open_scoped(Some(none.path()), Scope::Any).unwrap_err();
-        assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
+        assert_eq!(e.kind, crate::workspace::error::ErrorKind::Usage);
     }
 }

@@ -14,18 +14,18 @@
 //! * `workspace.small.yml` carries the run identity (`run.replay_id`) and `updated_at`,
 //!   both updated in place by [`touch_workspace`].
 
-use crate::authoring::error::{code, Error};
 use crate::spec::model::TaskStatus;
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
+use crate::workspace::error::{code, Error};
 use std::str::FromStr;
 
 use crate::authoring::edit::{self, NewValue};
 use crate::authoring::plan::Task;
 use crate::authoring::snapshot::Artifacts;
-use crate::authoring::txn::{Transaction, TxnError};
 use crate::diag::Severity;
 use crate::gates::schemas::SchemaSet;
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION, SMALL_DIR, WORKSPACE_FILE};
+use crate::workspace::txn::{Transaction, TxnError};
 use crate::workspace::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits, Node, Style};
 
@@ -759,7 +759,7 @@ mod tests {
         let e = check_scope(&txn, Scope::Root).unwrap_err();
         assert_eq!(
             (e.code(), e.kind),
-            (code::SCOPE, crate::authoring::ErrorKind::Invalid)
+            (code::SCOPE, crate::workspace::error::ErrorKind::Invalid)
         );
         assert!(e
             .diagnostic

@@ -177,9 +177,9 @@ impl Installed {
 }
 
 /// Merge the SessionStart hook into the host's project settings (created when missing).
-pub fn install(req: &InstallRequest) -> Result<Installed, crate::authoring::Error> {
-    use crate::authoring::error::{code, Error};
-    use crate::workspace::fsio;
+pub fn install(req: &InstallRequest) -> Result<Installed, crate::workspace::error::Error> {
+    use crate::fsio;
+    use crate::workspace::error::{code, Error};
     let dir = crate::authoring::agents::target_path(req.dir, Some("."))?;
     let rel = req.host.settings_rel();
     let path = dir.join(rel);
@@ -212,7 +212,7 @@ pub fn install(req: &InstallRequest) -> Result<Installed, crate::authoring::Erro
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| fail("create", parent, &e))?;
     }
-    crate::authoring::txn::atomic_write(&path, out.new.as_bytes())
+    crate::workspace::txn::atomic_write(&path, out.new.as_bytes())
         .map_err(|e| fail("write", &path, &e))?;
     out.written = true;
     Ok(out)

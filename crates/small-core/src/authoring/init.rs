@@ -9,15 +9,15 @@
 use std::path::{Path, PathBuf};
 
 use crate::authoring::agents::Composed;
-use crate::authoring::error::{code, Error};
 use crate::authoring::progress::{NewEntry, TimestampRule};
 use crate::authoring::templates;
-use crate::authoring::txn::{atomic_write, Transaction};
 use crate::spec::consts::{
     small_rel, ArtifactKind, AGENTS_FILE, ARCHIVE_DIR, CACHE_DIR, RUNS_DIR, SMALL_DIR,
     WORKSPACE_FILE,
 };
 use crate::spec::model::{TaskStatus, WorkspaceKind};
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::{atomic_write, Transaction};
 
 /// What to initialise.
 #[derive(Debug, Clone)]

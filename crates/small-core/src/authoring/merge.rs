@@ -917,10 +917,7 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
         })
         .unwrap_or_default();
     let path = top.join(".gitattributes");
-    let existing = match crate::workspace::fsio::read_string_bounded(
-        &path,
-        crate::workspace::fsio::MAX_READ_BYTES,
-    ) {
+    let existing = match crate::fsio::read_string_bounded(&path, crate::fsio::MAX_READ_BYTES) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(InstallError::Io(path, e.to_string())),
@@ -947,7 +944,7 @@ pub fn install(root: &std::path::Path, command: &str) -> Result<InstallReport, I
             text.push_str(l);
             text.push('\n');
         }
-        crate::authoring::txn::atomic_write(&path, text.as_bytes())
+        crate::workspace::txn::atomic_write(&path, text.as_bytes())
             .map_err(|e| InstallError::Io(path.clone(), e.to_string()))?;
     }
     let config = configure_driver(&top, command)?;
@@ -1046,7 +1043,7 @@ pub enum MergeFilesError {
 /// Merge git's three files into ours, as git's merge driver for the SMALL artifacts. On a
 /// conflict ours is left with git's usual text-merge markers, for a human to resolve.
 pub fn merge_files(req: &MergeFilesRequest) -> Result<(String, Merged), MergeFilesError> {
-    use crate::workspace::fsio;
+    use crate::fsio;
     let name = req
         .path
         .map(str::to_string)

@@ -6,7 +6,6 @@ pub mod agents;
 pub mod apply;
 pub mod draft;
 pub mod edit;
-pub mod error;
 pub mod handoff;
 pub mod hooks;
 pub mod init;
@@ -21,6 +20,3 @@ pub mod selftest;
 pub mod session;
 pub mod snapshot;
 pub mod templates;
-pub mod txn;
-
-pub use error::{Error, ErrorKind};

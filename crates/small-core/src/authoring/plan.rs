@@ -6,10 +6,10 @@
 //! must name existing tasks and may not form a cycle.
 
 use crate::authoring::edit::{self, NewValue};
-use crate::authoring::error::{code, Error};
 use crate::gates::invariants::scalar_text;
 use crate::spec::consts::ArtifactKind;
 use crate::spec::model::TaskStatus;
+use crate::workspace::error::{code, Error};
 use crate::yaml::{self, Document, Limits, Node};
 
 /// Workspace-relative path of the plan.

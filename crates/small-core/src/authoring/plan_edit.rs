@@ -10,17 +10,17 @@
 use serde::Serialize;
 
 use crate::authoring::edit::{self, NewValue};
-use crate::authoring::error::{code, Error};
 use crate::authoring::handoff;
 use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{self, NewEntry, TimestampRule, STATUSES};
 use crate::authoring::record::open_dependencies;
 use crate::authoring::session::TaskRef;
 use crate::authoring::templates;
-use crate::authoring::txn::{Transaction, TxnError};
 use crate::gates::invariants::scalar_text;
 use crate::spec::bookkeeping;
 use crate::spec::consts::EVIDENCE_FIELDS;
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::{Transaction, TxnError};
 use crate::yaml::Node;
 
 /// The changes to make.

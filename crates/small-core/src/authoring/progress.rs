@@ -2,7 +2,7 @@
 //!
 //! `progress.small.yml` grows with every piece of recorded work. Appending an entry here
 //! writes **only the new entry's bytes at the end of the file** (inside a workspace
-//! [`Transaction`], which makes the append crash-safe: see `crate::authoring::txn`). The rest of the log
+//! [`Transaction`], which makes the append crash-safe: see `crate::workspace::txn`). The rest of the log
 //! is never parsed or rewritten, so the cost of an append does not grow with the log:
 //!
 //! 1. The **head** of the file (its first 64 KiB) locates the top-level `entries:` key and the
@@ -25,16 +25,16 @@
 //! Timestamps are generated here: RFC 3339 UTC with nine fraction digits, strictly after the
 //! previous entry (if the clock is behind or equal, one nanosecond after it).
 
-use crate::authoring::error::code;
 use crate::spec::model::TaskStatus;
+use crate::workspace::error::code;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value as Json};
 
 use crate::authoring::templates::yaml_quote;
-use crate::authoring::txn::{Transaction, TxnError};
 use crate::spec::consts::{ArtifactKind, EVIDENCE_FIELDS, PROTOCOL_VERSION};
 use crate::spec::timestamp::{self, Instant};
+use crate::workspace::txn::{Transaction, TxnError};
 use crate::yaml::{self, Limits, Style};
 
 /// Workspace-relative path of the progress log.

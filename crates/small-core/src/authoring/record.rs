@@ -10,16 +10,16 @@
 //! * a task id must name a plan task (or `meta/…`); an unknown one is refused with the
 //!   closest ids.
 
-use crate::authoring::error::{code, Error};
+use crate::workspace::error::{code, Error};
 use serde::Serialize;
 
 use crate::authoring::handoff;
 use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{Appended, FieldValue, NewEntry, TimestampRule, STATUSES};
 use crate::authoring::session::TaskRef;
-use crate::authoring::txn::{Transaction, TxnError};
 use crate::spec::bookkeeping;
 use crate::spec::consts::EVIDENCE_FIELDS;
+use crate::workspace::txn::{Transaction, TxnError};
 
 /// What the caller records about a task.
 #[derive(Debug, Clone, Default)]
@@ -405,7 +405,7 @@ mod tests {
         let e = check_completion(&tasks, &req, "a completion").unwrap_err();
         assert_eq!(
             (e.code(), e.kind),
-            (code::NO_EVIDENCE, crate::authoring::ErrorKind::Usage)
+            (code::NO_EVIDENCE, crate::workspace::error::ErrorKind::Usage)
         );
         assert!(e.diagnostic.help.as_deref().unwrap().contains("--evidence"));
         let req = RecordRequest {
@@ -440,12 +440,12 @@ mod tests {
         let e = bad_status("done", "use x");
         assert_eq!(
             (e.code(), e.kind),
-            (code::REFUSED, crate::authoring::ErrorKind::Invalid)
+            (code::REFUSED, crate::workspace::error::ErrorKind::Invalid)
         );
         let e = no_plan(".small/plan.small.yml");
         assert_eq!(
             (e.code(), e.kind),
-            (code::MISSING, crate::authoring::ErrorKind::Invalid)
+            (code::MISSING, crate::workspace::error::ErrorKind::Invalid)
         );
         assert!(e
             .diagnostic

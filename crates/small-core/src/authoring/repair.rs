@@ -14,17 +14,17 @@ use std::fs;
 use sha2::{Digest, Sha256};
 
 use crate::authoring::edit::{self, NewValue};
-use crate::authoring::error::{code, Error};
 use crate::authoring::handoff;
 use crate::authoring::plan;
 use crate::authoring::progress::{self, NewEntry, TimestampRule};
 use crate::authoring::templates;
-use crate::authoring::txn::Transaction;
 use crate::spec::consts::{
     small_rel, ArtifactKind, ARCHIVE_DIR, META_TASK_PREFIX, PROTOCOL_VERSION, RUNS_DIR, SMALL_DIR,
     WORKSPACE_FILE,
 };
 use crate::spec::model::{TaskStatus, WorkspaceKind, HANDOFF_REPLAY_ID_POINTER};
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::Transaction;
 use crate::yaml::{self, Limits, Node};
 use std::str::FromStr;
 
@@ -150,11 +150,7 @@ fn stage_merge(
             }
             Some(_) => {
                 let read = |p: &str| {
-                    crate::workspace::fsio::read_bounded(
-                        &root.join(p),
-                        crate::workspace::fsio::MAX_READ_BYTES,
-                    )
-                    .ok()
+                    crate::fsio::read_bounded(&root.join(p), crate::fsio::MAX_READ_BYTES).ok()
                 };
                 if !matches!((read(&s), read(&d)), (Some(a), Some(b)) if a == b) {
                     return Err(Error::invalid(

@@ -446,7 +446,7 @@ fn gates(loc: &Location, mode: GateMode) -> GateVerdict {
             if p.parent()
                 .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
             {
-                let _ = crate::authoring::txn::atomic_write(&p, &bytes);
+                let _ = crate::workspace::txn::atomic_write(&p, &bytes);
             }
         }
     }

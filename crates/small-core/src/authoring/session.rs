@@ -20,7 +20,6 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::authoring::activity;
-use crate::authoring::error::{code, Error};
 use crate::authoring::handoff::{
     self, compute_state_skipping, existing, Handoff, ReplayId, RunMeta, RunStatus, Strict,
 };
@@ -28,10 +27,11 @@ use crate::authoring::plan::{self, Task};
 use crate::authoring::progress::{self, NewEntry, TimestampRule};
 use crate::authoring::snapshot::{Artifacts, WHOLE_LOG_MAX};
 use crate::authoring::templates;
-use crate::authoring::txn::{Transaction, TxnError};
 use crate::gates::invariants::scalar_text;
 use crate::spec::bookkeeping::RESET_TASK;
 use crate::spec::consts::{ArtifactKind, KIND_REPO_ROOT, SMALL_DIR};
+use crate::workspace::error::{code, Error};
+use crate::workspace::txn::{Transaction, TxnError};
 use crate::yaml::Node;
 
 /// A task as the outcomes name it.
@@ -191,7 +191,7 @@ fn current_activity_in(txn: &Transaction, snap: &Artifacts) -> Result<Activity, 
     let limits = crate::yaml::Limits::default();
     let invalid = |e: crate::yaml::YamlError| {
         TxnError::invalid(
-            crate::authoring::error::code::PROGRESS_LOG,
+            crate::workspace::error::code::PROGRESS_LOG,
             format!("{rel} cannot be read: {e}"),
         )
     };
@@ -201,7 +201,7 @@ fn current_activity_in(txn: &Transaction, snap: &Artifacts) -> Result<Activity, 
             return Err(match crate::yaml::parse_bytes(e.as_bytes(), &limits) {
                 Err(y) => invalid(y),
                 Ok(_) => TxnError::invalid(
-                    crate::authoring::error::code::PROGRESS_LOG,
+                    crate::workspace::error::code::PROGRESS_LOG,
                     format!("{rel} is not valid UTF-8"),
                 ),
             })
@@ -758,14 +758,14 @@ pub struct StartCheck {
     /// What the recoverable repairs did (empty without `fix`, or when the check passed).
     pub repaired: Vec<String>,
     /// The repairs' commit, when they ran.
-    pub fixed: Option<crate::authoring::txn::CommitReport>,
+    pub fixed: Option<crate::workspace::txn::CommitReport>,
 }
 
 /// After [`start`] was committed: the strict check of the workspace at `root` and, when it
 /// fails and `fix` is set, the recoverable repairs (orphan progress entries, the old runtime
 /// layout) committed and the check run again. The progress check resumes from the cache the
 /// start's own check left, so this costs what the handoff changed.
-pub fn check_started(root: &Path, fix: bool) -> Result<StartCheck, crate::authoring::Error> {
+pub fn check_started(root: &Path, fix: bool) -> Result<StartCheck, crate::workspace::error::Error> {
     let mut txn = Transaction::begin(root)?;
     let mut strict = handoff::strict_check(&txn)?;
     let mut out = StartCheck {
@@ -916,7 +916,7 @@ mod tests {
         let mut txn = Transaction::begin(d.path()).unwrap();
         let req = ResetRequest { keep_intent: true };
         let e = reset(&mut txn, &req).unwrap_err();
-        assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+        assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
         assert!(e.message().contains("cannot be reset"), "{}", e.message());
         let e = create_missing(&mut txn).unwrap_err();
         assert!(e.message().contains("small start"), "{}", e.message());

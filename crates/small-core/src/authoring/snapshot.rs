@@ -15,8 +15,8 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use crate::authoring::error::code;
-use crate::authoring::txn::{Transaction, TxnError};
+use crate::workspace::error::code;
+use crate::workspace::txn::{Transaction, TxnError};
 use crate::yaml::{self, Document, Limits};
 
 /// Progress logs up to this long are kept whole when their end is read: the handoff's

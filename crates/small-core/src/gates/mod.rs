@@ -1,15 +1,12 @@
-//! The read-only gates: schema validation, invariants, strict layout, verify, check, status,
-//! emit. `report` holds them as operations (typed request, typed outcome) for the front ends.
+//! The read-only rules of a v1 workspace: schema validation, invariants, strict layout, the
+//! verify-only rules, the staged check and the progress log's checks. The gate commands are
+//! operations in `ops` (`check`, `lint`, `verify`, `validate`, `emit`, `doctor`, `health`).
 
 pub mod check;
-pub mod doctor;
-pub mod emit;
-pub mod health;
 pub mod invariants;
 pub mod layout;
 pub mod progress_check;
 pub mod proofs;
-pub mod report;
 pub mod schemas;
 pub mod timeline;
 pub mod validate;

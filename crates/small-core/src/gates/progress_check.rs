@@ -32,7 +32,7 @@ use crate::spec::plan::TaskSet;
 use crate::spec::timestamp::Instant;
 use crate::yaml::{self, Limits, Node, Part, Resume, YamlError};
 
-pub(crate) mod carry;
+use crate::workspace::carry;
 mod file;
 pub use file::{check_file_resumed, check_file_streamed, Appended};
 

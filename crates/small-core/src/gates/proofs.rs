@@ -137,7 +137,7 @@ fn too_big(rel: &str) -> String {
 /// Open without following a symlink put there since the check, and read at most the limit
 /// (`None`: the file is larger).
 fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let file = crate::workspace::fsio::open_nofollow(path)?;
+    let file = crate::fsio::open_nofollow(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }

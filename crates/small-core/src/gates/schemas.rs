@@ -293,10 +293,7 @@ impl SchemaSet {
         let mut texts = Vec::with_capacity(6);
         for (name, embedded) in EMBEDDED {
             let path = dir.join(name);
-            match crate::workspace::fsio::read_string_bounded(
-                &path,
-                crate::workspace::fsio::MAX_READ_BYTES,
-            ) {
+            match crate::fsio::read_string_bounded(&path, crate::fsio::MAX_READ_BYTES) {
                 Ok(text) => texts.push((path, text)),
                 Err(e)
                     if name == WORKSPACE_SCHEMA_FILE

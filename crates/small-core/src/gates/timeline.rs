@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::fsio;
 use crate::gates::invariants::scalar_text;
 use crate::gates::proofs::{self, CommandClaim};
 use crate::secrets::redact;
-use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
 /// The longest entry read back for a page (a longer one is shown as too large).

@@ -12,13 +12,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::fsio;
 #[cfg(test)]
 use crate::history::runs::ErrorKind;
 use crate::history::runs::RunError;
 use crate::spec::consts::{ArtifactKind, SMALL_DIR};
 use crate::spec::model::HANDOFF_REPLAY_ID_POINTER;
 use crate::spec::timestamp::{self, Instant};
-use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
 /// What to reconstruct.

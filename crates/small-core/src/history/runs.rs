@@ -192,9 +192,9 @@ pub fn require_small_dir(root: &Path) -> Result<PathBuf, RunError> {
 }
 
 /// A transaction error as a run-store error (all are system problems except `Invalid`).
-pub fn txn_error(e: crate::authoring::txn::TxnError) -> RunError {
+pub fn txn_error(e: crate::workspace::txn::TxnError) -> RunError {
     match e {
-        crate::authoring::txn::TxnError::Invalid(d) => RunError::invalid(d.message),
+        crate::workspace::txn::TxnError::Invalid(d) => RunError::invalid(d.message),
         other => RunError::usage(other.to_string()),
     }
 }
@@ -205,7 +205,7 @@ pub fn txn_error(e: crate::authoring::txn::TxnError) -> RunError {
 /// read without it. Absent files are left out. The files are copied through a fixed buffer
 /// ([`LiveFiles::copy_into`]), never held whole in memory.
 pub struct LiveFiles {
-    _lock: Option<crate::authoring::txn::Transaction>,
+    _lock: Option<crate::workspace::txn::Transaction>,
     files: Vec<LiveFile>,
 }
 
@@ -219,9 +219,9 @@ impl LiveFiles {
     /// Open the files `names` of `<root>/.small/`.
     pub fn open(root: &Path, names: &[String]) -> Result<LiveFiles, RunError> {
         let small = require_small_dir(root)?;
-        let lock = match crate::authoring::txn::Transaction::begin(root) {
+        let lock = match crate::workspace::txn::Transaction::begin(root) {
             Ok(t) => Some(t),
-            Err(crate::authoring::txn::TxnError::Io { .. }) => None,
+            Err(crate::workspace::txn::TxnError::Io { .. }) => None,
             Err(e) => return Err(txn_error(e)),
         };
         let mut files = Vec::new();
@@ -1286,7 +1286,7 @@ pub fn checkout(
         snapshot: snap.name.clone(),
         ..Default::default()
     };
-    let mut txn = crate::authoring::txn::Transaction::begin(root).map_err(txn_error)?;
+    let mut txn = crate::workspace::txn::Transaction::begin(root).map_err(txn_error)?;
     let mut unsaved = Vec::new();
     let mut writes = Vec::new();
     let mut saved_cache: Option<Vec<(String, String)>> = None;

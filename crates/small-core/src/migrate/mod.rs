@@ -948,7 +948,7 @@ fn current_import(root: &Path) -> Option<String> {
 
 /// Hold the workspace's write lock (the one every v1 transaction takes) while `f` runs.
 fn locked<T>(root: &Path, f: impl FnOnce() -> Result<T, MigrateError>) -> Result<T, MigrateError> {
-    let path = root.join(crate::authoring::txn::LOCK_FILE);
+    let path = root.join(crate::workspace::txn::LOCK_FILE);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
     }
@@ -1061,7 +1061,7 @@ pub fn apply(root: &Path, plan: &Plan, expect_state: &str) -> Result<Outcome, Mi
     if current_import(root).is_none() {
         // A v1 commit a crashed writer left half done is finished first, so that the
         // inputs hashed are a state the v1 tools wrote.
-        crate::authoring::txn::recover(root).map_err(|e| {
+        crate::workspace::txn::recover(root).map_err(|e| {
             MigrateError::Io(format!("cannot finish an interrupted v1 commit: {e}"))
         })?;
     }

@@ -265,7 +265,7 @@ fn dry_run_v2(ws: &Workspace, req: &ApplyRequest, command: Option<String>) -> Op
 }
 
 fn io_error(e: std::io::Error) -> OpError {
-    crate::authoring::Error::system(crate::authoring::error::code::IO, e.to_string()).into()
+    crate::workspace::error::Error::system(crate::workspace::error::code::IO, e.to_string()).into()
 }
 
 #[cfg(all(test, unix))]
@@ -360,7 +360,7 @@ mod tests {
             ..Default::default()
         };
         let e = apply(&ws, &req).unwrap_err();
-        assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
+        assert_eq!(e.kind, crate::workspace::error::ErrorKind::Usage);
         assert!(!tmp.path().join("ran").exists());
     }
 }

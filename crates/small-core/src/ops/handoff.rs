@@ -113,7 +113,7 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     let replay_id = match req.replay_id.as_deref().map(str::trim) {
         Some(s) if !s.is_empty() => Some(
             handoff::manual_replay_id(s)
-                .map_err(|m| OpError::invalid(crate::authoring::error::code::REFUSED, m))?,
+                .map_err(|m| OpError::invalid(crate::workspace::error::code::REFUSED, m))?,
         ),
         _ => None,
     };

@@ -11,9 +11,15 @@
 //! document, and the findings behind it when there are several.
 
 pub mod apply;
+pub mod check;
 pub mod claims;
+pub mod doctor;
+pub mod emit;
 pub mod evidence;
+pub mod gate;
 pub mod handoff;
+pub mod health;
+pub mod lint;
 pub mod mode;
 pub mod plan;
 pub mod policy;
@@ -23,18 +29,16 @@ pub mod record;
 pub mod session;
 pub mod status;
 pub mod sync;
+pub mod validate;
+pub mod verify;
 
 // The commands whose work still lives below `ops`: each module names, item by item, what its
 // front ends call, so `ops` stays the only way into the library.
 pub mod agents;
 pub mod api;
 pub mod diag;
-pub mod doctor;
 pub mod draft;
-pub mod emit;
 pub mod formats;
-pub mod gate;
-pub mod health;
 pub mod init;
 pub mod lifecycle;
 pub mod merge;
@@ -52,10 +56,10 @@ pub mod workspace;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::authoring::{Error as AuthoringError, ErrorKind};
 use crate::diag::Diagnostic;
 use crate::spec::consts::SMALL_DIR;
 use crate::v2;
+use crate::workspace::error::{Error as AuthoringError, ErrorKind};
 
 /// A workspace as the operations see it: where it is, and which profile it holds.
 #[derive(Debug, Clone)]
@@ -152,8 +156,8 @@ impl Workspace {
     pub(crate) fn transaction(
         &self,
         lock: Option<Duration>,
-    ) -> OpResult<(PathBuf, crate::authoring::txn::Transaction)> {
-        use crate::authoring::txn::Transaction;
+    ) -> OpResult<(PathBuf, crate::workspace::txn::Transaction)> {
+        use crate::workspace::txn::Transaction;
         let root = self.v1_root()?;
         let txn = match lock {
             Some(t) => Transaction::begin_with_timeout(&root, t)?,
@@ -165,7 +169,7 @@ impl Workspace {
     /// Lock a 2.0.0 workspace for writing and read its records, waiting `lock` (default:
     /// `SMALL_LOCK_TIMEOUT`, else 60 s).
     pub(crate) fn writer(&self, lock: Option<Duration>) -> OpResult<v2::write::Writer> {
-        let wait = lock.unwrap_or_else(crate::authoring::txn::lock_timeout_from_env);
+        let wait = lock.unwrap_or_else(crate::workspace::txn::lock_timeout_from_env);
         Ok(v2::write::Writer::open(&self.root, wait)?)
     }
 
@@ -233,7 +237,7 @@ pub fn require_v2(ws: &Workspace, what: &str) -> OpResult<()> {
         return Ok(());
     }
     Err(OpError::invalid(
-        crate::authoring::error::code::REFUSED,
+        crate::workspace::error::code::REFUSED,
         format!("{what}: part of SMALL 2.0.0, and this is not a 2.0.0 workspace"),
     )
     .with_help("`small migrate --to 2.0.0 --preview` converts a v1 workspace"))
@@ -257,8 +261,8 @@ impl From<AuthoringError> for OpError {
     }
 }
 
-impl From<crate::authoring::txn::TxnError> for OpError {
-    fn from(e: crate::authoring::txn::TxnError) -> OpError {
+impl From<crate::workspace::txn::TxnError> for OpError {
+    fn from(e: crate::workspace::txn::TxnError) -> OpError {
         AuthoringError::from(e).into()
     }
 }

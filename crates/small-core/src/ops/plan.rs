@@ -159,7 +159,7 @@ fn plan_v1(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) ->
 fn plan_v2(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) -> OpResult<Planned> {
     if req.reset {
         return Err(OpError::invalid(
-            crate::authoring::error::code::REFUSED,
+            crate::workspace::error::code::REFUSED,
             "a 2.0.0 history cannot be reset; record explicit task events instead",
         ));
     }
@@ -190,7 +190,7 @@ fn plan_v2(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) ->
     }
     if changes.len() + usize::from(!depends.is_empty()) > 1 {
         return Err(OpError::invalid(
-            crate::authoring::error::code::REFUSED,
+            crate::workspace::error::code::REFUSED,
             "a 2.0.0 plan takes one change per call (several --depends count as one)",
         ));
     }

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::authoring::error::code as acode;
 use crate::ops::members_json;
 use crate::ops::session::damaged;
 use crate::ops::{require_v2, OpError, OpResult, Workspace};
 use crate::v2::write::{self as v2w, Resolution};
 use crate::v2::{self, Conflict};
+use crate::workspace::error::code as acode;
 
 /// The conflicts and what resolves each (the reference's keys, in its order).
 #[derive(Debug, Clone, Serialize)]
@@ -125,7 +125,7 @@ pub fn resolve(ws: &Workspace, req: &ResolveRequest) -> OpResult<Resolved> {
 /// The resolution file's bytes; one that cannot be read is refused (it is the request's
 /// input, not a failure of the workspace).
 fn read_resolution(file: &std::path::Path) -> OpResult<Vec<u8>> {
-    crate::workspace::fsio::read_user_input(file, v2::MAX_RECORD_BYTES).map_err(|e| {
+    crate::fsio::read_user_input(file, v2::MAX_RECORD_BYTES).map_err(|e| {
         OpError::invalid(
             acode::REFUSED,
             format!("cannot read {}: {e}", file.display()),
@@ -181,7 +181,7 @@ mod tests {
         ];
         for e in refusals {
             let e = e.expect("refused");
-            assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+            assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
             assert_eq!(e.reference_code(), "invalid_request");
             assert!(e.diagnostic.message.contains("not a 2.0.0 workspace"));
         }

@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use crate::authoring::ErrorKind;
 use crate::diag::Diagnostic;
 use crate::history::reconstruct as v1;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::read as v2;
+use crate::workspace::error::ErrorKind;
 use crate::workspace::Scope;
 
 /// What to reconstruct.
@@ -96,7 +96,7 @@ fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
         )
         .with_details(diags)),
         Err(v2::ReconstructError::UnknownTask(t)) => Err(OpError::invalid(
-            crate::authoring::error::code::UNKNOWN_TASK,
+            crate::workspace::error::code::UNKNOWN_TASK,
             format!("task {t} not found (no task has this id or alias)"),
         )),
         Err(v2::ReconstructError::Session(message)) => Err(OpError {

@@ -9,11 +9,11 @@ use serde::Serialize;
 use crate::authoring::progress::TimestampRule;
 use crate::authoring::record::{self, RecordOutcome};
 use crate::authoring::session::TaskRef;
-use crate::authoring::txn::{CommitReport, Transaction};
 use crate::ops::claims::fence;
 use crate::ops::members_json;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::v2::write as v2w;
+use crate::workspace::txn::{CommitReport, Transaction};
 use crate::workspace::Scope;
 
 /// Work on a task to record.
@@ -271,8 +271,10 @@ fn checkpoint_fenced(
     }
 }
 
-type V1Step =
-    fn(&mut Transaction, &record::RecordRequest) -> Result<RecordOutcome, crate::authoring::Error>;
+type V1Step = fn(
+    &mut Transaction,
+    &record::RecordRequest,
+) -> Result<RecordOutcome, crate::workspace::error::Error>;
 
 /// Run a v1 recording step in one transaction: the outcome, what the commit changed, and the
 /// workspace root.

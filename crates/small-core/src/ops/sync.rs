@@ -222,7 +222,7 @@ impl Repo {
         };
         if remote.starts_with('-') {
             return Err(OpError::usage(
-                crate::authoring::error::code::USAGE,
+                crate::workspace::error::code::USAGE,
                 format!(
                     "the remote name {remote:?} starts with `-`, which git would read as an option"
                 ),
@@ -373,7 +373,7 @@ fn ensure_merge_driver(git: &Git, root: &std::path::Path, req: &SyncRequest) -> 
             std::fs::create_dir_all(dir)
                 .map_err(|e| system(format!("cannot write {}: {e}", dir.display())))?;
         }
-        crate::authoring::txn::atomic_write(&path, text.as_bytes())
+        crate::workspace::txn::atomic_write(&path, text.as_bytes())
             .map_err(|e| system(format!("cannot write {}: {e}", path.display())))?;
         installed = true;
     }

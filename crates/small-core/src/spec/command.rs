@@ -7,7 +7,7 @@
 //! whitespace-separated token holding an `http://` or `https://` URL (it moves before that
 //! token), so a display cannot turn a local URL into one that looks external. A cut display
 //! is marked with `command_summary_version: 2` and must be proven by the exact bytes (see
-//! [`crate::gates::proofs`]).
+//! the proofs of the gates).
 
 use crate::diag::Span;
 use crate::spec::consts::CACHE_DIR;
@@ -91,10 +91,10 @@ fn holds_url(token: &str) -> bool {
 }
 
 /// Whether a display holds a backtick-quoted local URL literal (`` `http://127.0.0.1:${port}` ``),
-/// which only the proven command can clear of the link rule (see [`crate::gates::proofs`]).
+/// which only the proven command can clear of the link rule (see the proofs of the gates).
 pub fn has_local_literal(display: &str) -> bool {
     matches!(
-        crate::gates::invariants::quote_local_literals(display),
+        crate::spec::url::quote_local_literals(display),
         std::borrow::Cow::Owned(ref q) if q != display
     )
 }

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod queue;
 pub mod replayid;
 pub mod timestamp;
+pub mod url;
 
 /// `str::trim`, without looking at characters when the text starts and ends with a visible
 /// ASCII byte (none of those is white space), as nearly every value in a log does: the rules

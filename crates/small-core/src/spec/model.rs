@@ -168,6 +168,16 @@ impl fmt::Display for Scope {
     }
 }
 
+/// Which artifacts exist: the status documents of both profiles carry it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ArtifactPresence {
+    pub intent: bool,
+    pub constraints: bool,
+    pub plan: bool,
+    pub progress: bool,
+    pub handoff: bool,
+}
+
 /// Where a run's replay ID is written in `workspace.small.yml`.
 pub const RUN_REPLAY_ID_POINTER: &str = "/run/replay_id";
 /// Where the replay ID is written in `handoff.small.yml`.
@@ -206,7 +216,7 @@ impl fmt::Display for RunReplayId {
 }
 
 /// A manifest's replay ID: 43 base64url characters without padding (SHA-256 of the
-/// protocol version and the manifest's canonical JSON; see [`crate::api::manifest`]).
+/// protocol version and the manifest's canonical JSON; as the API computes it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct ManifestReplayId(String);

@@ -56,10 +56,7 @@ pub fn auto_replay_id(intent: &[u8], plan: &[u8], constraints: Option<&[u8]>) ->
 /// constraints are hashed only when the file exists.
 pub fn auto_replay_id_in(small_dir: &Path) -> io::Result<String> {
     let read = |k: ArtifactKind| {
-        crate::workspace::fsio::read_bounded(
-            &small_dir.join(k.file_name()),
-            crate::workspace::fsio::MAX_READ_BYTES,
-        )
+        crate::fsio::read_bounded(&small_dir.join(k.file_name()), crate::fsio::MAX_READ_BYTES)
     };
     let intent = read(ArtifactKind::Intent)?;
     let plan = read(ArtifactKind::Plan)?;

@@ -24,9 +24,10 @@ use serde::Serialize;
 
 use crate::diag::{Diagnostic, Span};
 use crate::spec::facts::ProgressFacts;
+use crate::spec::model::ArtifactPresence;
 use crate::spec::model::TaskStatus;
 use crate::spec::queue::{self, QueueTask};
-use crate::state::report::{ArtifactPresence, RecentEntry};
+use crate::state::report::RecentEntry;
 use crate::v2::reduce::{Conflict, ReceiptState, SessionState};
 use crate::v2::Profile;
 use crate::workspace::Location;
@@ -387,6 +388,3 @@ pub fn load_dir(small_dir: &Path, opts: &LoadOptions) -> ProjectState {
     };
     load(&loc, opts)
 }
-
-#[cfg(test)]
-mod tests;

@@ -9,6 +9,7 @@
 //! not parse) falls back to parsing the whole file, so the answer is always right; only the
 //! speed depends on the layout. The tail path reads a few kilobytes whatever the log size.
 
+use crate::spec::model::ArtifactPresence;
 use crate::spec::model::TaskStatus;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -17,8 +18,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::fsio;
 use crate::spec::plan::{scalar_text, TaskInfo};
-use crate::workspace::fsio;
 use crate::yaml::{self, Limits, Node};
 
 /// Plan statuses every summary lists (others are counted under their own name).
@@ -278,16 +279,6 @@ fn read_at(f: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         total += k;
     }
     Ok(total)
-}
-
-/// Which artifacts exist.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ArtifactPresence {
-    pub intent: bool,
-    pub constraints: bool,
-    pub plan: bool,
-    pub progress: bool,
-    pub handoff: bool,
 }
 
 /// Everything `small status` shows (documented in docs/json-output.md).

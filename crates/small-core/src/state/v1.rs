@@ -5,16 +5,18 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::fsio;
 use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 use crate::spec::facts::ProgressFacts;
+use crate::spec::model::ArtifactPresence;
 use crate::spec::model::{HANDOFF_REPLAY_ID_POINTER, RUN_REPLAY_ID_POINTER};
 use crate::spec::plan::{scalar_text, PlanIndex};
-use crate::state::report::{normalized_status, recent_entries, ArtifactPresence, RecentEntry};
+use crate::state::report::{normalized_status, recent_entries, RecentEntry};
 use crate::state::{
     Constraint, Handoff, Intent, Link, LoadOptions, ProfileName, ProjectState, Task, TaskSource,
 };
 use crate::workspace::Docs;
-use crate::workspace::{fsio, Workspace};
+use crate::workspace::Workspace;
 use crate::yaml::{self, Limits, Node};
 
 /// Which v1 artifacts exist in `small_dir`.

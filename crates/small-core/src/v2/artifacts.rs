@@ -59,7 +59,7 @@ impl Loader<'_> {
     /// Hash a regular file without following a symlink, reading at most `limit` bytes.
     /// `None` (reported) when it cannot be read.
     fn hash_file(&mut self, p: &Path, limit: u64, buf: &mut [u8]) -> Option<Hashed> {
-        let file = crate::workspace::fsio::open_nofollow(p);
+        let file = crate::fsio::open_nofollow(p);
         let file = match file {
             Ok(f) => f,
             Err(e) => {

@@ -545,10 +545,10 @@ impl Loader<'_> {
     /// bounded read.
     fn read_file(&mut self, p: &Path, buf: &mut Vec<u8>) -> ReadOutcome {
         buf.clear();
-        let file = match crate::workspace::fsio::open_nofollow(p) {
+        let file = match crate::fsio::open_nofollow(p) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ReadOutcome::Absent,
-            Err(e) if crate::workspace::fsio::is_link_refusal(&e) => {
+            Err(e) if crate::fsio::is_link_refusal(&e) => {
                 self.symlink(p);
                 return ReadOutcome::Refused;
             }

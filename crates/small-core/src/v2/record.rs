@@ -476,7 +476,7 @@ fn existing(path: &Path, len: usize) -> Result<Option<Vec<u8>>, PublishError> {
         Err(e) => return Err(io("read", path)(e)),
     }
     use std::io::Read;
-    let f = crate::workspace::fsio::open_read(path).map_err(io("read", path))?;
+    let f = crate::fsio::open_read(path).map_err(io("read", path))?;
     let mut data = Vec::new();
     f.take(len as u64 + 1)
         .read_to_end(&mut data)

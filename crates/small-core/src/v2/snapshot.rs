@@ -24,7 +24,7 @@
 //! cache never changes an answer, only how long it takes. `check` never uses it.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -37,9 +37,7 @@ use crate::workspace::cache::{read_sealed, write_sealed, ContextKey};
 /// kinds), enough for the handoff and the recent entries of `status` and `resume`.
 pub const TAIL: usize = 64;
 
-/// Entries changed less than this long before the proof walk make the tree "racy": it is
-/// not cached (coarse file system clocks tick in milliseconds; this is far above a tick).
-pub const RACY_MARGIN: Duration = Duration::from_millis(200);
+pub(crate) use crate::workspace::cache::RACY_MARGIN;
 
 /// The cache file under `.small-cache/`.
 const CACHE_FILE: &str = "v2-state.v1";

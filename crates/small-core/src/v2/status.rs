@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::spec::consts::{ArtifactKind, TOOL_VERSION};
-use crate::state::report::ArtifactPresence;
+use crate::spec::model::ArtifactPresence;
 use crate::v2::reduce::{Conflict, SessionState, Task};
 use crate::v2::{stage_of, Stage, PROFILE_VERSION};
 

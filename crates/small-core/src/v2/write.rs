@@ -17,8 +17,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::authoring::error::{code as acode, Error, Result};
-use crate::authoring::txn::Transaction;
 use crate::diag::Diagnostic;
 use crate::v2::gojson::GoValue;
 use crate::v2::load::Store;
@@ -26,6 +24,8 @@ use crate::v2::record::{self, EventDraft, Ids, Members, ReceiptDraft, SessionDra
 use crate::v2::snapshot::carry::Carry;
 use crate::v2::snapshot::Folding;
 use crate::v2::{self as v2, State, Task};
+use crate::workspace::error::{code as acode, Error, Result};
+use crate::workspace::txn::Transaction;
 
 /// Codes of the 2.0.0 write refusals (docs/rules.md).
 pub mod code {
@@ -567,7 +567,7 @@ pub fn resolve_session(root: &Path, explicit: Option<&str>) -> Result<String> {
         return Ok(id.to_string());
     }
     let path = root.join(ACTIVE_SESSION_FILE);
-    let text = crate::workspace::fsio::read_bounded_opt(&path, 4096)
+    let text = crate::fsio::read_bounded_opt(&path, 4096)
         .ok()
         .flatten()
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
@@ -582,7 +582,7 @@ pub fn resolve_session(root: &Path, explicit: Option<&str>) -> Result<String> {
 }
 
 fn select_session(root: &Path, id: &str) -> Result<()> {
-    crate::authoring::txn::atomic_write(
+    crate::workspace::txn::atomic_write(
         root.join(ACTIVE_SESSION_FILE),
         format!("{id}\n").as_bytes(),
     )
@@ -591,7 +591,7 @@ fn select_session(root: &Path, id: &str) -> Result<()> {
 
 fn clear_session_if(root: &Path, id: &str) {
     let path = root.join(ACTIVE_SESSION_FILE);
-    if let Ok(Some(b)) = crate::workspace::fsio::read_bounded_opt(&path, 4096) {
+    if let Ok(Some(b)) = crate::fsio::read_bounded_opt(&path, 4096) {
         if String::from_utf8_lossy(&b).trim() == id {
             let _ = std::fs::remove_file(path);
         }
@@ -948,11 +948,11 @@ pub fn acceptance_evidence(w: &mut Writer, t: &TaskRef) -> Result<Vec<String>> {
             continue;
         }
         // The revisions are read from the record itself (checked when the store was read).
-        let bytes = crate::workspace::fsio::read_bounded(
-            &root.join(&r.file),
-            crate::v2::load::MAX_RECORD_BYTES,
-        )
-        .map_err(|e| Error::system(acode::IO, format!("cannot read receipt {}: {e}", r.file)))?;
+        let bytes =
+            crate::fsio::read_bounded(&root.join(&r.file), crate::v2::load::MAX_RECORD_BYTES)
+                .map_err(|e| {
+                    Error::system(acode::IO, format!("cannot read receipt {}: {e}", r.file))
+                })?;
         let Ok(v) = crate::v2::json::parse(&bytes) else {
             continue;
         };
@@ -1313,7 +1313,7 @@ pub fn record_command(
     })?;
     let cmd_ref = format!(".small-cache/commands/{sha}.txt");
     // The local copy of the command (not shared state): best effort, masked.
-    let _ = crate::authoring::txn::atomic_write(
+    let _ = crate::workspace::txn::atomic_write(
         w.root.join(&cmd_ref),
         crate::secrets::redact(&run.command).as_bytes(),
     );
@@ -1425,7 +1425,7 @@ impl PolicyMaterial {
 }
 
 fn read_policy_file(path: &Path) -> Result<Vec<u8>> {
-    crate::workspace::fsio::read_user_input(path, v2::MAX_RECORD_BYTES).map_err(|e| {
+    crate::fsio::read_user_input(path, v2::MAX_RECORD_BYTES).map_err(|e| {
         refused(
             acode::REFUSED,
             format!("cannot read {}: {e}", path.display()),
@@ -1494,7 +1494,7 @@ pub fn revise_policy(
         ("constraints.small.yml", &material.constraints),
     ] {
         if let Some(d) = data {
-            crate::authoring::txn::atomic_write(w.small_dir.join("policy").join(name), d)?;
+            crate::workspace::txn::atomic_write(w.small_dir.join("policy").join(name), d)?;
         }
     }
     w.refresh()?;
@@ -1520,7 +1520,7 @@ pub fn save_evidence(
 ) -> Result<Saved> {
     w.fresh()?;
     let t = task_fields(w, task)?;
-    let data = crate::workspace::fsio::read_bounded(file, MAX_EVIDENCE_BYTES).map_err(|e| {
+    let data = crate::fsio::read_bounded(file, MAX_EVIDENCE_BYTES).map_err(|e| {
         refused(
             code::EVIDENCE,
             format!("cannot read evidence file {}: {e}", file.display()),
@@ -1826,7 +1826,7 @@ fn blob_status(
         Ok(_) => return ("failed", OUTSIDE),
         Err(_) => return ("unavailable", "portable artifact is missing"),
     }
-    match crate::workspace::fsio::read_bounded(&file, MAX_EVIDENCE_BYTES) {
+    match crate::fsio::read_bounded(&file, MAX_EVIDENCE_BYTES) {
         Ok(b)
             if crate::v2::json::sha256_hex(&b) == digest
                 && (size == 0 || b.len() as i64 == size) =>

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Writes `json` as `dir/file`, sealed, through a temporary file and a rename. Creates `dir`
 /// (with a `.gitignore` that ignores everything) when it is missing; never writes through a
@@ -40,7 +41,7 @@ pub(crate) fn read_sealed(dir: &Path, file: &str, max: u64) -> Option<String> {
         return None;
     }
     // Through fsio: no link, no FIFO swapped in after the check above, bounded.
-    let mut text = crate::workspace::fsio::read_string_bounded(&path, max).ok()?;
+    let mut text = crate::fsio::read_string_bounded(&path, max).ok()?;
     let (hash, json) = text.split_once('\n')?;
     if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
         return None;
@@ -84,6 +85,45 @@ impl ContextKey {
     pub fn finish(self) -> String {
         self.0.finalize().to_hex().to_string()
     }
+}
+
+/// Entries changed less than this long before a proof walk make a tree "racy": it is not
+/// cached (coarse file system clocks tick in milliseconds; this is far above a tick).
+pub const RACY_MARGIN: Duration = Duration::from_millis(200);
+
+/// How long a writer waits at most for the file system clock to move on.
+const CLOCK_WAIT: Duration = Duration::from_millis(100);
+
+/// Wait until the clock the kernel stamps changes with reads later than `newest`: from then
+/// on every change gets a later time than any the writer made. `false` when it does not
+/// within [`CLOCK_WAIT`] (a time in the future).
+pub(crate) fn wait_past(newest: i128) -> bool {
+    let deadline = Instant::now() + CLOCK_WAIT;
+    loop {
+        match stamp_clock() {
+            Some(now) if now > newest => return true,
+            Some(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            _ => return false,
+        }
+    }
+}
+
+/// The kernel's coarse real-time clock, which stamps file changes, in nanoseconds.
+#[cfg(target_os = "linux")]
+pub(crate) fn stamp_clock() -> Option<i128> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    (r == 0).then(|| i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec))
+}
+
+/// Elsewhere the clock that stamps changes is not known: nothing is carried.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn stamp_clock() -> Option<i128> {
+    None
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! not a mapping (an empty file, a list) is reported the same way, so a loaded artifact's
 //! `document.root` is always a mapping.
 //!
-//! ```no_run
+//! ```text
 //! use small_core::workspace::{LoadOptions, Workspace};
 //! use small_core::spec::consts::ArtifactKind;
 //! let ws = Workspace::open(None, &LoadOptions::all())?;          // everything
@@ -27,8 +27,8 @@
 //! # Ok::<(), small_core::workspace::LocateError>(())
 //! ```
 //!
-//! Schema validation of what was loaded is in [`crate::gates::validate`]
-//! (`validate::validate_workspace`), which also validates the workspace metadata.
+//! Schema validation of what was loaded is in the gates (`gates::validate`,
+//! `validate_workspace`), which also validates the workspace metadata.
 //!
 //! # Workspace metadata and scope
 //! `workspace.small.yml` is optional for loading. [`Workspace::metadata`] holds it when it
@@ -47,6 +47,7 @@
 //! - [`CODE_WORKSPACE`] (`workspace`): metadata missing, or a kind the scope does not allow;
 //! - [`CODE_NO_WORKSPACE`] (`no-workspace`): from [`LocateError::to_diagnostic`].
 
+use crate::fsio;
 use crate::spec::model::RUN_REPLAY_ID_POINTER;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -57,8 +58,10 @@ pub use crate::spec::model::{Scope, WorkspaceKind};
 use crate::yaml::{self, Document, Limits};
 
 pub mod cache;
+pub mod carry;
 mod docs;
-pub mod fsio;
+pub mod error;
+pub mod txn;
 
 pub use docs::Docs;
 
@@ -551,7 +554,7 @@ impl Workspace {
     }
 
     /// Record the progress log as checked without holding its text (the gates' cache vouched
-    /// for all but its tail; see [`crate::gates::progress_check::check_file_resumed`]): `root`
+    /// for all but its tail; as the progress check resumes it): `root`
     /// is its document without entries. The artifact's `source` is left empty, and
     /// [`Workspace::source_of`] reads the file again if a snippet asks for it, followed by
     /// `staged` (the bytes a writer staged after it, if the log was checked with them).

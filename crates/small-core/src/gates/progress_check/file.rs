@@ -66,7 +66,7 @@ struct LogSource<'a> {
 impl<'a> LogSource<'a> {
     fn open(path: &Path, appended: Option<Appended<'a>>) -> Option<LogSource<'a>> {
         let started = std::time::SystemTime::now();
-        let file = crate::workspace::fsio::open_read(path).ok()?;
+        let file = crate::fsio::open_read(path).ok()?;
         let meta = file.metadata().ok()?;
         let disk = meta.len();
         let (staged, fixed) = match appended {

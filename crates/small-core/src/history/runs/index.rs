@@ -127,7 +127,7 @@ pub fn read_index(store: &Path) -> Result<Vec<IndexEntry>, RunError> {
 pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     fs::create_dir_all(store).map_err(|e| RunError::io("cannot create", store, &e))?;
     let lock_path = store.join(LOCK_FILE);
-    let lock = crate::workspace::fsio::open_or_create(&lock_path)
+    let lock = crate::fsio::open_or_create(&lock_path)
         .map_err(|e| RunError::io("cannot open the index lock", &lock_path, &e))?;
     fs4::FileExt::lock(&lock).map_err(|e| RunError::io("cannot lock", &lock_path, &e))?;
 
@@ -145,7 +145,7 @@ pub fn append(store: &Path, mut entry: IndexEntry) -> Result<(), RunError> {
     }
     entries.push(entry);
     let text = render(&entries);
-    let result = crate::authoring::txn::atomic_write(store.join(INDEX_FILE), text.as_bytes())
+    let result = crate::workspace::txn::atomic_write(store.join(INDEX_FILE), text.as_bytes())
         .map_err(super::txn_error);
     let _ = fs4::FileExt::unlock(&lock);
     result

@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::RunError;
-use crate::workspace::fsio;
+use crate::fsio;
 
 /// Largest file the run store or an archive reads into memory (64 MiB).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -666,7 +666,7 @@ pub fn remove_tree(path: &Path) {
     let _ = fs::remove_dir_all(path);
 }
 
-pub use crate::workspace::fsio::canonical_or_planned;
+pub use crate::fsio::canonical_or_planned;
 
 #[cfg(test)]
 mod tests {

@@ -123,8 +123,8 @@ pub fn aggregate(per: &BTreeMap<String, String>) -> String {
     safe::sha256_hex(lines.join("\n").as_bytes())
 }
 
-pub(crate) fn lock(root: &Path) -> Result<crate::authoring::txn::Transaction, RunError> {
-    crate::authoring::txn::Transaction::begin(root).map_err(super::txn_error)
+pub(crate) fn lock(root: &Path) -> Result<crate::workspace::txn::Transaction, RunError> {
+    crate::workspace::txn::Transaction::begin(root).map_err(super::txn_error)
 }
 
 /// The strict state of the live tree: its frontier and latest handoff, or the refusal

@@ -133,9 +133,8 @@ fn open_log(path: &Path, watch: Option<&dyn Watch>) -> Option<Mutex<File>> {
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    let _ = crate::workspace::fsio::regular_metadata(path)
-        .map(|m| m.map(|_| std::fs::remove_file(path)));
-    match crate::workspace::fsio::create_new(path, None) {
+    let _ = crate::fsio::regular_metadata(path).map(|m| m.map(|_| std::fs::remove_file(path)));
+    match crate::fsio::create_new(path, None) {
         Ok(f) => Some(Mutex::new(f)),
         Err(e) => {
             if let Some(w) = watch {

@@ -124,7 +124,7 @@ pub fn after_checkpoint(
 /// The task this checkout holds a live lease on, for a write that names none (`checkpoint
 /// --status completed` in the agent loop): exactly one, else a usage error that says which.
 pub fn held_task(seen: &Seen) -> OpResult<String> {
-    let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
+    let usage = |m: String| OpError::usage(crate::workspace::error::code::USAGE, m);
     let mut mine: Vec<&Lease> = seen
         .leases
         .iter()

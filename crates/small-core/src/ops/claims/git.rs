@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::authoring::Error as AuthoringError;
 use crate::ops::{OpError, OpResult};
+use crate::workspace::error::Error as AuthoringError;
 
 use super::code;
 

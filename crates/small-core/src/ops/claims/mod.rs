@@ -32,9 +32,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::authoring::Error as AuthoringError;
 use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::state::Task;
+use crate::workspace::error::Error as AuthoringError;
 
 pub use done::Finish;
 pub use git::TIMEOUT_ENV;
@@ -521,7 +521,7 @@ struct Claimant {
 
 impl Claimant {
     fn new(ws: &Workspace, store: &Store, req: &ClaimRequest) -> OpResult<Claimant> {
-        let usage = |m: String| OpError::usage(crate::authoring::error::code::USAGE, m);
+        let usage = |m: String| OpError::usage(crate::workspace::error::code::USAGE, m);
         let host = record::one_line(&host_name(), record::MAX_TEXT_CHARS);
         let label = req
             .label
@@ -905,10 +905,10 @@ pub(crate) fn env_duration(name: &str, zero: bool) -> OpResult<Option<Duration>>
     if value.trim().is_empty() {
         return Ok(None);
     }
-    match crate::authoring::txn::parse_lock_timeout(&value) {
+    match crate::workspace::txn::parse_lock_timeout(&value) {
         Some(d) if zero || !d.is_zero() => Ok(Some(d)),
         _ => Err(OpError::usage(
-            crate::authoring::error::code::USAGE,
+            crate::workspace::error::code::USAGE,
             format!(
                 "{name}={:?} is not a {}duration (write 30, 30s or 2m)",
                 record::one_line(&value, 40),

@@ -809,7 +809,7 @@ fn remote_names(git: &Git) -> OpResult<Vec<String>> {
 fn require_remote(remotes: &[String], name: &str) -> OpResult<String> {
     if name.starts_with('-') {
         return Err(OpError::usage(
-            crate::authoring::error::code::USAGE,
+            crate::workspace::error::code::USAGE,
             format!("the remote name {name:?} starts with `-`, which git would read as an option"),
         ));
     }

@@ -28,15 +28,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use super::{
     context_key, proof, proof_since, stat_line, write_cache, Ages, Folding, Proof, Snapshot,
 };
 use crate::v2::load::{self, Store};
-
-/// How long a writer waits at most for the file system clock to move on.
-const CLOCK_WAIT: Duration = Duration::from_millis(100);
+use crate::workspace::cache::{stamp_clock, wait_past};
 
 /// What a writer tracks to carry the cache forward.
 pub(crate) struct Carry {
@@ -235,7 +233,7 @@ impl Carry {
                 return false;
             };
             let limit = bytes.len() as u64 + 1;
-            match crate::workspace::fsio::read_bounded(&small_dir.join(path), limit) {
+            match crate::fsio::read_bounded(&small_dir.join(path), limit) {
                 Ok(found) if found == *bytes => {}
                 _ => return false,
             }
@@ -263,38 +261,6 @@ fn newest_change(
         newest = newest.max(mtime).max(ctime);
     }
     Some(newest)
-}
-
-/// Wait until the clock the kernel stamps changes with reads later than `newest`: from then
-/// on every change gets a later time than any the writer made. `false` when it does not
-/// within [`CLOCK_WAIT`] (a time in the future).
-pub(crate) fn wait_past(newest: i128) -> bool {
-    let deadline = Instant::now() + CLOCK_WAIT;
-    loop {
-        match stamp_clock() {
-            Some(now) if now > newest => return true,
-            Some(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            _ => return false,
-        }
-    }
-}
-
-/// The kernel's coarse real-time clock, which stamps file changes, in nanoseconds.
-#[cfg(target_os = "linux")]
-pub(crate) fn stamp_clock() -> Option<i128> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
-    (r == 0).then(|| i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec))
-}
-
-/// Elsewhere the clock that stamps changes is not known: nothing is carried.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn stamp_clock() -> Option<i128> {
-    None
 }
 
 /// Whether each changed session directory (`events/<id>`) holds exactly the event files of

@@ -268,7 +268,7 @@ struct Lines {
 /// cache trusts an unchanged stat, as it does for the records
 /// (docs/decisions/0152-v2-writes-on-the-cached-state.md).
 fn read_lines(dir: &Path, seal: &str, stat: &str) -> Option<Lines> {
-    let f = crate::workspace::fsio::open_read(&dir.join(LINES_FILE)).ok()?;
+    let f = crate::fsio::open_read(&dir.join(LINES_FILE)).ok()?;
     let m = f.metadata().ok()?;
     let horizon = std::time::SystemTime::now()
         .checked_sub(super::RACY_MARGIN)
@@ -277,7 +277,7 @@ fn read_lines(dir: &Path, seal: &str, stat: &str) -> Option<Lines> {
     let mut ages = Ages::since(horizon);
     let now_stat = hex::encode(stat_line(LINES_FILE, &m, &mut ages));
     let unchanged = !stat.is_empty() && now_stat == stat;
-    let bytes = crate::workspace::fsio::read_all_bounded(f, LINES_MAX_BYTES).ok()?;
+    let bytes = crate::fsio::read_all_bounded(f, LINES_MAX_BYTES).ok()?;
     let nl = bytes.iter().position(|&b| b == b'\n')?;
     if &bytes[..nl] != seal.as_bytes() {
         return None;
@@ -371,8 +371,7 @@ fn list_events(small_dir: &Path, rel: &str, proof: &Proof) -> Option<Vec<String>
 
 /// Read one new record, bounded (`None` when it cannot be read or is too large).
 fn read_record(small_dir: &Path, rel: &str) -> Option<(String, Vec<u8>)> {
-    let bytes =
-        crate::workspace::fsio::read_bounded(&small_dir.join(rel), MAX_RECORD_BYTES + 1).ok()?;
+    let bytes = crate::fsio::read_bounded(&small_dir.join(rel), MAX_RECORD_BYTES + 1).ok()?;
     (bytes.len() as u64 <= MAX_RECORD_BYTES).then(|| (rel.to_string(), bytes))
 }
 

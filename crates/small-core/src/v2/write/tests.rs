@@ -272,7 +272,7 @@ fn solo_mode_refuses_a_second_session_unless_it_takes_over_with_a_reason() {
         },
     )
     .unwrap_err();
-    assert_eq!(e.kind, crate::authoring::ErrorKind::Usage);
+    assert_eq!(e.kind, crate::workspace::error::ErrorKind::Usage);
     let e = start_session(
         &mut w,
         &StartRequest {
@@ -322,7 +322,7 @@ fn mode_and_policy_compare_and_swap_on_the_frontier() {
     let f = w.state.frontier.clone();
     // A blank reason is a refused request (exit 1), as the reference has it.
     let e = set_mode(&mut w, &sid, "collaborative", " ", "me", &f).unwrap_err();
-    assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+    assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
     let f = w.state.frontier.clone();
     assert!(set_mode(&mut w, &sid, "collaborative", "pairing", "me", &f)
         .unwrap()
@@ -649,7 +649,7 @@ fn evidence_receipts_carry_the_task_source_digest() {
 fn policy_material_refuses_a_missing_file() {
     let dir = tempfile::tempdir().unwrap();
     let e = PolicyMaterial::read(Some(&dir.path().join("missing.yml")), None).unwrap_err();
-    assert_eq!(e.kind, crate::authoring::ErrorKind::Invalid);
+    assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
     assert!(e.message().contains("missing.yml"), "{}", e.message());
     let file = dir.path().join("intent.yml");
     std::fs::write(&file, "intent: x\n").unwrap();

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) const CARRY_FILE: &str = "log-carry.v1";
 
 /// A stat younger than this when a check starts reading is not recorded (0128's margin).
-pub(crate) const RACY_MARGIN: std::time::Duration = crate::v2::snapshot::RACY_MARGIN;
+pub(crate) use super::cache::RACY_MARGIN;
 
 /// The most stats a chain keeps (the oldest are dropped; a cache recorded at one of them
 /// then hashes again).
@@ -114,13 +114,13 @@ struct Note {
 }
 
 fn read_note(dir: &Path) -> Option<Note> {
-    let json = crate::workspace::cache::read_sealed(dir, CARRY_FILE, NOTE_MAX_BYTES)?;
+    let json = super::cache::read_sealed(dir, CARRY_FILE, NOTE_MAX_BYTES)?;
     serde_json::from_str(&json).ok()
 }
 
 fn write_note(dir: &Path, note: &Note) {
     if let Ok(json) = serde_json::to_string(note) {
-        crate::workspace::cache::write_sealed(dir, CARRY_FILE, &json);
+        super::cache::write_sealed(dir, CARRY_FILE, &json);
     }
 }
 
@@ -188,7 +188,7 @@ impl AppendCarry {
         {
             return;
         }
-        if !crate::v2::snapshot::carry::wait_past(after.newest()) {
+        if !super::cache::wait_past(after.newest()) {
             return;
         }
         if LogStat::at(path) != Some(after) {

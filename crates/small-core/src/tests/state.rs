@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use super::*;
+use crate::state::*;
+use crate::workspace::Location;
 
 const INTENT: &str = "small_version: \"1.0.0\"\nowner: human\nintent: Ship the dry-run flag\nscope:\n  include: [src/]\n  exclude: [docs/]\nsuccess_criteria:\n  - the flag exists\n  - it is documented\n";
 const CONSTRAINTS: &str = "small_version: \"1.0.0\"\nowner: human\nconstraints:\n  - id: no-network\n    rule: Tests never reach the network\n    severity: error\n";

@@ -2,7 +2,7 @@
 //!
 //! Every command that writes workspace state does so through a [`Transaction`]:
 //!
-//! ```no_run
+//! ```text
 //! use small_core::authoring::txn::Transaction;
 //! # fn main() -> Result<(), small_core::authoring::txn::TxnError> {
 //! let root = std::path::Path::new("."); // the directory that contains `.small/`
@@ -14,7 +14,7 @@
 //! # let _ = report; Ok(()) }
 //! ```
 //!
-//! Progress entries are appended with `txn.append_progress(..)` (see `crate::authoring::progress`),
+//! Progress entries are appended with `txn.append_progress(..)` (the progress writer of `authoring`),
 //! which checks the new entry against the last one and serialises it.
 //!
 //! # Guarantees
@@ -53,9 +53,9 @@
 //! after the last complete entry. A reader that must not see an append in flight can hold
 //! [`read_lock`]; one that wants an interrupted commit finished first calls [`recover`].
 
-use crate::authoring::error::code;
-use crate::gates::progress_check::carry::AppendCarry;
 use crate::spec::consts::ArtifactKind;
+use crate::workspace::carry::AppendCarry;
+use crate::workspace::error::code;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -64,8 +64,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::fsio;
 use crate::spec::consts::{CACHE_DIR, SMALL_DIR};
-use crate::workspace::fsio;
 
 /// Largest redo journal recovery reads (it holds whole files, each at most
 /// [`fsio::MAX_READ_BYTES`]); a longer one is refused rather than read into memory.
@@ -117,7 +117,7 @@ pub enum TxnError {
         source: io::Error,
     },
     /// The workspace's state refuses the operation (a code from
-    /// [`crate::authoring::error::code`], a message, a help line).
+    /// [`crate::workspace::error::code`], a message, a help line).
     #[error("{}", .0.message)]
     Invalid(Box<crate::diag::Diagnostic>),
 }
@@ -494,7 +494,7 @@ impl Transaction {
                 note.write(&self.root)?;
                 slow_point();
                 // A check's proof of the progress log is carried across the append (see
-                // `gates::progress_check::carry`); any other file is not.
+                // `workspace::carry`); any other file is not.
                 let path = self.root.join(rel);
                 let is_log = *rel == ArtifactKind::Progress.rel_path();
                 let carry = is_log
@@ -1209,21 +1209,21 @@ pub fn read_tail(path: &Path, max: u64) -> Result<(u64, Vec<u8>)> {
 
 /// A transaction's failure as an authoring error: a refusal keeps its diagnostic, the rest
 /// are system errors (no workspace, the lock, I/O).
-impl From<TxnError> for crate::authoring::Error {
-    fn from(e: TxnError) -> crate::authoring::Error {
+impl From<TxnError> for crate::workspace::error::Error {
+    fn from(e: TxnError) -> crate::workspace::error::Error {
         match e {
-            TxnError::Invalid(d) => crate::authoring::Error {
-                kind: crate::authoring::ErrorKind::Invalid,
+            TxnError::Invalid(d) => crate::workspace::error::Error {
+                kind: crate::workspace::error::ErrorKind::Invalid,
                 diagnostic: d,
             },
             TxnError::NoWorkspace(_) => {
-                crate::authoring::Error::system(code::NO_WORKSPACE, e.to_string())
+                crate::workspace::error::Error::system(code::NO_WORKSPACE, e.to_string())
                     .with_help("run `small init` to create a workspace here, or pass --dir")
             }
             TxnError::LockTimeout { .. } => {
-                crate::authoring::Error::system(code::LOCK, e.to_string())
+                crate::workspace::error::Error::system(code::LOCK, e.to_string())
             }
-            TxnError::Io { .. } => crate::authoring::Error::system(code::IO, e.to_string()),
+            TxnError::Io { .. } => crate::workspace::error::Error::system(code::IO, e.to_string()),
         }
     }
 }

@@ -154,7 +154,7 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authoring::txn::TxnError;
+    use crate::workspace::txn::TxnError;
 
     #[test]
     fn unknown_task_names_the_closest_ids_and_how_to_add_one() {

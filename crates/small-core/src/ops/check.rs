@@ -1,0 +1,71 @@
+//! `check`: validate, lint and verify in order, stopping at the first stage that fails.
+
+use crate::gates::check::{self, CheckReport, StageReport, StageStatus};
+use crate::ops::gate::*;
+use crate::workspace::Workspace;
+
+/// What `check` found: the staged report, and the workspace for source snippets.
+#[derive(Debug)]
+pub struct Checked {
+    pub report: CheckReport,
+    pub workspace: Option<Workspace>,
+}
+
+impl Checked {
+    pub fn verdict(&self) -> Verdict {
+        Verdict::from_code(self.report.exit_code)
+    }
+
+    /// The stage that failed (or could not run), and the stages not run after it.
+    pub fn failed_stage(&self) -> Option<(&'static str, &StageReport, Vec<&'static str>)> {
+        let r = &self.report;
+        let stages = [
+            ("validate", &r.validate),
+            ("lint", &r.lint),
+            ("verify", &r.verify),
+        ];
+        let (name, stage) = stages
+            .iter()
+            .find(|(_, s)| matches!(s.status, StageStatus::Failed | StageStatus::Error))?;
+        let skipped = stages
+            .iter()
+            .filter(|(_, s)| s.status == StageStatus::Skipped)
+            .map(|(n, _)| *n)
+            .collect();
+        Some((name, stage, skipped))
+    }
+}
+
+/// `check`: validate, lint and verify in order, stopping at the first stage that fails.
+pub fn check(req: &GateRequest) -> Checked {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => {
+            return Checked {
+                report: check::no_workspace_report(*d),
+                workspace: None,
+            }
+        }
+    };
+    if let Some(c) = v2_checked(&loc) {
+        return Checked {
+            report: v2_check_report(&c.diagnostics),
+            workspace: None,
+        };
+    }
+    let schemas = match schemas(req.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(d) => {
+            return Checked {
+                report: check::no_workspace_report(*d),
+                workspace: None,
+            }
+        }
+    };
+    let loaded = check::load(loc, Some(&schemas), &req.options);
+    let report = check::run_check(&loaded, &schemas, &req.options);
+    Checked {
+        report,
+        workspace: Some(loaded.ws),
+    }
+}

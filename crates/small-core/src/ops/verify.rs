@@ -1,0 +1,41 @@
+//! `verify`: schemas, invariants and the verify-only rules, reported together.
+
+use crate::diag::{self, Diagnostic};
+use crate::gates::check::{self};
+use crate::ops::gate::*;
+use crate::v2;
+
+/// `verify`: schemas, invariants and the verify-only rules, all reported together.
+pub fn verify(req: &GateRequest) -> GateOutcome {
+    let loc = match locate(req.dir.as_deref()) {
+        Ok(l) => l,
+        Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
+    };
+    if let Some(c) = v2_checked(&loc) {
+        return v2_outcome(c, v2::Stage::State);
+    }
+    let schemas = match schemas(req.spec_dir.as_deref()) {
+        Ok(s) => s,
+        Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
+    };
+    let opts = &req.options;
+    let loaded = check::load(loc, Some(&schemas), opts);
+    let mut diags = check::validate_stage(&loaded, &schemas);
+    match check::lint_stage(&loaded, opts) {
+        Ok(d) => diags.extend(d),
+        Err(e) => diags.push(listing_failed(&loaded.ws, e)),
+    }
+    match check::verify_stage(&loaded, &schemas, opts) {
+        Ok(d) => diags.extend(d),
+        Err(e) => {
+            diag::sort(&mut diags);
+            let d = Diagnostic::error("since", e.to_string()).with_help(
+                "pass a commit, tag or branch of the repository that holds the workspace",
+            );
+            return GateOutcome::stopped(d, diags, Some(loaded.ws));
+        }
+    }
+    diag::sort(&mut diags);
+    diags.dedup();
+    GateOutcome::finished(diags, loaded.ws)
+}
