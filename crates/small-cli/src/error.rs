@@ -4,7 +4,6 @@
 use std::fmt;
 
 use small_core::ops::diag::Diagnostic;
-use small_core::ops::txn::TxnError;
 use small_core::ops::txn::{Error as AuthoringError, ErrorKind};
 
 pub const EXIT_OK: u8 = 0;
@@ -88,12 +87,6 @@ impl From<AuthoringError> for CliError {
             message: e.diagnostic.message.clone(),
             diagnostic: Some(e.diagnostic),
         }
-    }
-}
-
-impl From<TxnError> for CliError {
-    fn from(e: TxnError) -> Self {
-        CliError::from(AuthoringError::from(e))
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use small_core::ops::txn::{CommitReport, Transaction};
+use small_core::ops::txn::CommitReport;
 use small_core::ops::workspace::{self, Scope};
 
 use crate::error::CliError;
@@ -22,27 +22,6 @@ pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
             diagnostic: Some(Box::new(d)),
         }
     })
-}
-
-/// Lock the workspace for writing.
-pub fn begin(root: &Path) -> Result<Transaction, CliError> {
-    Ok(Transaction::begin(root)?)
-}
-
-/// Enforce `--workspace`. `examples_allowed` is false for commands that only run on a
-/// repository-root workspace (plan, handoff, start, reset).
-pub fn check_scope(
-    txn: &Transaction,
-    scope: Scope,
-    command: &str,
-    examples_allowed: bool,
-) -> Result<(), CliError> {
-    Ok(small_core::ops::lifecycle::check_command_scope(
-        txn,
-        scope,
-        command,
-        examples_allowed,
-    )?)
 }
 
 /// Print which files a commit changed (unless --quiet).
@@ -63,43 +42,6 @@ pub fn print_files(g: &GlobalArgs, written: &[String], appended: &[String]) {
 /// Print a line unless --quiet.
 pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
     g.info(line);
-}
-
-/// Print a writing command's `--json` result: `value` (an object) with the files the commit
-/// wrote and appended to (`written`, `appended`; see docs/json-output.md).
-pub fn print_json(
-    report: Option<&CommitReport>,
-    mut value: serde_json::Value,
-) -> crate::error::CmdResult {
-    if let Some(obj) = value.as_object_mut() {
-        let (w, a) = match report {
-            Some(r) => (r.written.clone(), r.appended.clone()),
-            None => (Vec::new(), Vec::new()),
-        };
-        obj.insert("written".into(), serde_json::json!(w));
-        obj.insert("appended".into(), serde_json::json!(a));
-    }
-    crate::output::json(&value)
-}
-
-/// The `--json` shape of a handoff outcome (shared by handoff and start).
-pub fn handoff_json(out: &small_core::ops::lifecycle::HandoffOutcome) -> serde_json::Value {
-    serde_json::json!({
-        "handoff": small_core::ops::lifecycle::handoff_rel(),
-        "summary": out.summary,
-        "summary_source": out.summary_source,
-        "replaced_summary": out.replaced_summary,
-        "replayId": out.replay_id,
-        "status": out.run.status,
-        "current_task_id": out.run.current_task_id,
-        "next_steps": out.run.next_steps,
-        "in_progress": out.run.in_progress,
-        "blocked": out.run.blocked,
-        "last_evidence": out.run.last_evidence,
-        "open": out.open,
-        "strict_ok": out.run.strict_ok,
-        "strict_problem": out.run.strict_problem,
-    })
 }
 
 /// The line naming the tasks open in this run (none when there are none), as `small

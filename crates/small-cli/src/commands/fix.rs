@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use small_core::ops::fix::{self, FixRequest};
 use small_core::ops::formats::WorkspaceKind;
 use small_core::ops::formats::{KIND_EXAMPLES, KIND_REPO_ROOT};
-use small_core::ops::repair::{self, FixRequest, Repair};
+use small_core::ops::Workspace;
 
-use crate::error::CmdResult;
+use crate::error::{from_op, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
@@ -74,16 +75,10 @@ pub struct WorkspaceArgs {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let (repairs, report) = match &args.command {
+    let out = match &args.command {
         Some(Sub::Workspace(w)) => {
-            let mut txn = shared::begin(&shared::root(w.dir.as_deref())?)?;
             let kind = WorkspaceKind::from_str(&w.kind).unwrap_or(WorkspaceKind::RepoRoot);
-            let done = repair::fix_workspace(&mut txn, kind, w.force)?;
-            let repairs = vec![Repair {
-                repair: "workspace",
-                lines: vec![done.describe()],
-            }];
-            (repairs, txn.commit()?)
+            fix::fix_workspace(&Workspace::find(w.dir.as_deref()), kind, w.force)
         }
         None => {
             let req = FixRequest {
@@ -92,19 +87,17 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
                 orphan_progress: args.orphan_progress,
                 all: args.all,
             };
-            let mut txn = shared::begin(&shared::root(args.dir.as_deref())?)?;
-            shared::check_scope(&txn, args.workspace, "fix", true)?;
-            let repairs = repair::fix(&mut txn, &req)?;
-            (repairs, txn.commit()?)
+            fix::fix(&Workspace::find(args.dir.as_deref()), &req, args.workspace)
         }
-    };
-    if args.json {
-        return shared::print_json(Some(&report), serde_json::json!({ "repairs": repairs }));
     }
-    for line in repairs.iter().flat_map(|r| &r.lines) {
+    .map_err(|e| from_op(e, g))?;
+    if args.json {
+        return crate::output::json(&out);
+    }
+    for line in out.repairs.iter().flat_map(|r| &r.lines) {
         shared::say(g, line);
     }
-    shared::print_changes(g, &report);
+    shared::print_files(g, &out.written, &out.appended);
     shared::say(g, "Next: small check --strict");
     Ok(())
 }

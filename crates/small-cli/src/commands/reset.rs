@@ -3,9 +3,10 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use small_core::ops::lifecycle::{self, ResetRequest};
+use small_core::ops::reset::{self, ResetRequest};
+use small_core::ops::Workspace;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
@@ -66,31 +67,20 @@ fn confirm(g: &GlobalArgs, keep_intent: bool) -> Result<bool, CliError> {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = shared::root(args.dir.as_deref())?;
+    let ws = Workspace::find(args.dir.as_deref());
     // Refused before asking: a 2.0.0 history cannot be reset.
-    lifecycle::refuse_v2_reset(&root)?;
+    reset::check(&ws).map_err(|e| from_op(e, g))?;
     if !args.yes && !confirm(g, args.keep_intent)? {
         g.info("Reset cancelled; nothing changed.");
         return Ok(());
     }
-    let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.workspace, "reset", false)?;
     let req = ResetRequest {
         keep_intent: args.keep_intent,
+        scope: args.workspace,
     };
-    let out = lifecycle::reset(&mut txn, &req)?;
-    let report = txn.commit()?;
+    let out = reset::reset(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        return shared::print_json(
-            Some(&report),
-            serde_json::json!({
-                "reset": out.reset,
-                "kept": out.kept,
-                "replay_id": out.replay_id,
-                "previous_replay_id": out.previous_replay_id,
-                "summary": out.summary,
-            }),
-        );
+        return crate::output::json(&out);
     }
     for f in &out.reset {
         shared::say(g, format!("Reset {f}"));
@@ -104,6 +94,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         ),
     );
     shared::say(g, format!("Kept {}", out.kept.join(", ")));
-    shared::print_changes(g, &report);
+    shared::print_files(g, &out.written, &out.appended);
     Ok(())
 }

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::lifecycle::{self, StartRequest};
+use small_core::ops::start::{self, StartRequest, Started};
+use small_core::ops::Workspace;
 
-use crate::error::{CliError, CmdResult};
+use crate::error::{from_op, CliError, CmdResult};
 use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
@@ -42,49 +43,55 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             "--workspace examples is not supported by `small start`; use --workspace any to run it on an examples workspace",
         ));
     }
-    let root = shared::root(args.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    // Missing files first (so the scope check can see fresh metadata).
-    let created = lifecycle::create_missing(&mut txn)?;
-    shared::check_scope(&txn, args.workspace, "start", false)?;
     let req = StartRequest {
         summary: args.summary.clone(),
+        fix: args.fix,
+        scope: args.workspace,
     };
-    let out = lifecycle::start(&mut txn, &req)?;
-    let report = txn.commit()?;
-
-    // The strict check of the result, with the recoverable repairs when asked.
-    let checked = lifecycle::check_started(&root, args.fix)?;
-    if let (Some(fixed), false) = (&checked.fixed, args.json) {
-        shared::print_changes(g, fixed);
-    }
-    let (strict, repaired) = (checked.strict, checked.repaired);
+    let out =
+        start::start(&Workspace::find(args.dir.as_deref()), &req).map_err(|e| from_op(e, g))?;
     if args.json {
-        let mut v = shared::handoff_json(&out.handoff);
-        v["created"] = serde_json::json!(created);
-        v["self_healed"] = serde_json::json!(out.self_healed);
-        v["repaired"] = serde_json::json!(repaired);
-        v["strict_ok"] = serde_json::json!(strict.ok);
-        v["strict_problem"] = serde_json::json!(strict.summary);
-        shared::print_json(Some(&report), v)?;
+        crate::output::json(&out)?;
     } else {
-        for c in &created {
-            shared::say(g, format!("Created {c} from the template"));
-        }
-        shared::print_handoff(g, &out.handoff, "Handoff ready");
-        shared::print_changes(g, &report);
-        for r in &repaired {
-            shared::say(g, r);
-        }
+        print_human(g, &out);
     }
-    if !strict.ok {
+    let strict = &out.handoff;
+    if !strict.strict_ok {
         return Err(CliError::invalid(format!(
             "strict check failed: {}\n  help: run `small check --strict` for every problem; `small start --fix` repairs orphan progress and legacy runtime directories",
-            strict.summary
+            strict.strict_problem
         )));
     }
     if !args.json {
         shared::say(g, "Strict check passed. Start complete.");
     }
     Ok(())
+}
+
+/// The human lines: the repairs' changes, the files created, the handoff, the changes, what
+/// was repaired.
+fn print_human(g: &GlobalArgs, out: &Started) {
+    if let Some(fixed) = &out.fixed {
+        shared::print_changes(g, fixed);
+    }
+    for c in &out.created {
+        shared::say(g, format!("Created {c} from the template"));
+    }
+    let h = &out.handoff;
+    shared::print_handoff_lines(
+        g,
+        "Handoff ready",
+        &shared::HandoffLines {
+            summary: &h.summary,
+            current_task_id: h.current_task_id.as_deref(),
+            next_steps: h.next_steps.len(),
+            source: h.summary_source,
+            replaced: h.replaced_summary.as_deref(),
+            replay: &h.replay_id,
+        },
+    );
+    shared::print_files(g, &out.written, &out.appended);
+    for r in &out.repaired {
+        shared::say(g, r);
+    }
 }

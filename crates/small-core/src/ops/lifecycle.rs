@@ -1,12 +1,10 @@
-//! `start`, `reset` and the v1 handoff write: a run's lifecycle (built in
-//! `authoring::session`), and the pieces of the handoff and plan those commands compose.
+//! Pieces of the v1 write side that front ends still compose themselves: the handoff's
+//! outcome and replay id as the writing commands print them, the artifact paths they name,
+//! and the writes the page's demo workspace is made with.
 
-pub use crate::authoring::handoff::{check_command_scope, handoff_rel, ReplayId};
+pub use crate::authoring::handoff::ReplayId;
 pub use crate::authoring::plan::plan_rel;
 pub use crate::authoring::plan_edit::{edit_plan, PlanRequest as EditPlanRequest};
 pub use crate::authoring::progress::progress_rel;
-pub use crate::authoring::record::{add_progress, checkpoint, migrate_progress, RecordRequest};
-pub use crate::authoring::session::{
-    check_started, create_missing, refuse_v2_reset, reset, start, write_handoff, HandoffOutcome,
-    HandoffRequest, ResetRequest, StartRequest, SummarySource,
-};
+pub use crate::authoring::record::{add_progress, checkpoint, RecordRequest};
+pub use crate::authoring::session::{write_handoff, HandoffOutcome, HandoffRequest, SummarySource};

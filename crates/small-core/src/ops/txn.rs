@@ -1,7 +1,8 @@
-//! The v1 write transaction, for the commands that still compose their writes in the CLI
-//! (`start`, `reset`, `fix`, `progress migrate`): the lock, staged writes and the commit.
+//! What the writing front ends share of the v1 write side: the lock wait they parse from
+//! their flags and `SMALL_LOCK_TIMEOUT`, the write error, the files a commit changed, and the
+//! transaction the page's demo workspace is written with.
 
 pub use crate::workspace::error::{Error, ErrorKind};
 pub use crate::workspace::txn::{
-    lock_timeout_from_env, parse_lock_timeout, CommitReport, Transaction, TxnError,
+    lock_timeout_from_env, parse_lock_timeout, CommitReport, Transaction,
 };

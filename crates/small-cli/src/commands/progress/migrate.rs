@@ -1,8 +1,9 @@
 //! `small progress migrate`: rewrite progress timestamps into canonical form.
 
 use small_core::ops::lifecycle;
+use small_core::ops::{progress_migrate, Workspace};
 
-use crate::error::CmdResult;
+use crate::error::{from_op, CmdResult};
 use crate::writes::{self as shared, TargetArgs};
 use crate::GlobalArgs;
 
@@ -21,38 +22,29 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let root = shared::root(args.target.dir.as_deref())?;
-    let mut txn = shared::begin(&root)?;
-    shared::check_scope(&txn, args.target.workspace, "progress migrate", true)?;
-    let out = lifecycle::migrate_progress(&mut txn)?;
-    let report = if !out.changed {
-        None
-    } else {
-        Some(txn.commit()?)
-    };
+    let ws = Workspace::find(args.target.dir.as_deref());
+    let out = progress_migrate::migrate(&ws, args.target.workspace).map_err(|e| from_op(e, g))?;
     if args.json {
-        let v = serde_json::to_value(&out).unwrap_or_default();
-        return shared::print_json(report.as_ref(), v);
+        return crate::output::json(&out);
     }
     let rel = lifecycle::progress_rel();
-    match &report {
-        None => shared::say(
+    if !out.changed {
+        shared::say(
             g,
             format!(
                 "{rel} already has canonical, strictly increasing timestamps ({} entries); nothing to do",
                 out.entries
             ),
-        ),
-        Some(r) => {
-            shared::say(
-                g,
-                format!(
-                    "Rewrote {} of {} progress timestamps in {rel}",
-                    out.rewritten, out.entries
-                ),
-            );
-            shared::print_changes(g, r);
-        }
+        );
+        return Ok(());
     }
+    shared::say(
+        g,
+        format!(
+            "Rewrote {} of {} progress timestamps in {rel}",
+            out.rewritten, out.entries
+        ),
+    );
+    shared::print_files(g, &out.written, &out.appended);
     Ok(())
 }
