@@ -78,7 +78,7 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
     if args.out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
         return Err(CliError::usage("--out needs a directory path"));
     }
-    let root = runs::discover_root(args.dir.as_deref());
+    let root = small_core::ops::Workspace::find(args.dir.as_deref()).root;
     let opts = ArchiveOptions {
         out: args.out,
         include: if args.include.is_empty() {

@@ -131,31 +131,6 @@ impl std::error::Error for RunError {}
 // ---------------------------------------------------------------------------------------
 // Locations
 
-/// The workspace root for a `--dir` value: the directory itself, or its parent when the
-/// value names the `.small` directory.
-pub fn workspace_root(dir: &Path) -> PathBuf {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if abs.file_name().is_some_and(|n| n == SMALL_DIR) {
-        if let Some(parent) = abs.parent() {
-            return parent.to_path_buf();
-        }
-    }
-    abs
-}
-
-/// The workspace root for an optional `--dir`: exactly that directory when given, else the
-/// nearest directory from the current one upward that holds `.small/` (the current directory
-/// when there is none).
-pub fn discover_root(dir: Option<&Path>) -> PathBuf {
-    match dir {
-        Some(d) => workspace_root(d),
-        None => {
-            let here = workspace_root(Path::new("."));
-            crate::workspace::find_upward(&here).unwrap_or(here)
-        }
-    }
-}
-
 /// The run store: `--store` relative to the workspace root, or `<root>/.small-runs`.
 pub fn store_dir(root: &Path, store: Option<&Path>) -> PathBuf {
     match store {

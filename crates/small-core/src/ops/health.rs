@@ -202,7 +202,7 @@ pub fn inspect_one(
     schemas: &Result<Arc<SchemaSet>, String>,
     opts: &HealthOptions,
 ) -> WorkspaceHealth {
-    let root = runs::workspace_root(dir);
+    let root = crate::workspace::workspace_root(dir);
     let mut h = WorkspaceHealth::new(&root);
     let small = root.join(SMALL_DIR);
     match std::fs::symlink_metadata(&small) {

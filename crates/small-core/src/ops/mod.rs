@@ -87,7 +87,7 @@ impl Workspace {
     /// nearest one upward from the current directory. A directory without `.small/` is a v1
     /// workspace that is missing; operations report that in their own terms.
     pub fn find(dir: Option<&Path>) -> Workspace {
-        Workspace::at(crate::history::runs::discover_root(dir))
+        Workspace::at(crate::workspace::discover_root(dir))
     }
 
     /// The workspace whose `.small` directory is `small_dir` (its parent is the root).

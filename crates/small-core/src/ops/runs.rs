@@ -11,7 +11,7 @@ pub use crate::history::runs::diff::{
 pub use crate::history::runs::digest::VerifyStatus;
 pub use crate::history::runs::v2::{CheckoutReport as V2CheckoutReport, STATE_DIR, WORKSPACE_KIND};
 pub use crate::history::runs::{
-    check_run_scope, checkout_any, discover_root, find, list, live_replay_id, short_id, short_name,
-    snapshot, store_dir, verify, CheckedOut, CheckoutReport, ErrorKind, Meta, RunError, Scope,
-    Snapshot, META_FILE,
+    check_run_scope, checkout_any, find, list, live_replay_id, short_id, short_name, snapshot,
+    store_dir, verify, CheckedOut, CheckoutReport, ErrorKind, Meta, RunError, Scope, Snapshot,
+    META_FILE,
 };

@@ -79,7 +79,7 @@ impl Context {
         if a.store.as_ref().is_some_and(|s| s.as_os_str().is_empty()) {
             return Err(CliError::usage("--store needs a directory path"));
         }
-        let root = runs::discover_root(a.dir.as_deref());
+        let root = small_core::ops::Workspace::find(a.dir.as_deref()).root;
         runs::check_run_scope(&root, scope).map_err(to_cli)?;
         let store = runs::store_dir(&root, a.store.as_deref());
         Ok(Context { root, store })
