@@ -15,6 +15,7 @@ pub mod claims;
 pub mod evidence;
 pub mod handoff;
 pub mod mode;
+pub mod next;
 pub mod plan;
 pub mod policy;
 pub mod reconcile;

@@ -701,15 +701,15 @@ fn next_on(
         );
     }
     let pin = (!fresh).then_some(&tip);
-    for task in &ready {
-        let cur = leases.remove(&task.id);
-        let taken = cur
-            .as_ref()
+    let now = record::now();
+    let free = crate::ops::next::free_ready(&view, |t| {
+        leases
+            .get(&t.id)
             .and_then(Stored::ok)
-            .is_some_and(|r| r.done.is_some() || r.live_at(record::now(), me.skew));
-        if taken {
-            continue;
-        }
+            .is_some_and(|r| r.done.is_some() || r.live_at(now, me.skew))
+    });
+    for task in free {
+        let cur = leases.remove(&task.id);
         if let Some(mut out) = try_swap(store, me, task, cur.as_ref(), pin)? {
             out.pull_first = done::to_pull(task, tasks, &view);
             return Ok(Some(out));
