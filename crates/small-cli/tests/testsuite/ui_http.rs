@@ -578,13 +578,42 @@ fn the_board_and_graph_show_who_holds_a_task_and_for_how_long() {
     let board = s.get("/w/0/fragment/board");
     let left = ["2h 0m left", "1h 59m left"];
     assert!(
-        left.iter().any(|l| board
-            .body
-            .contains(&format!("held by agent-&lt;b&gt;, {l}"))),
+        left.iter()
+            .any(|l| board.body.contains(&format!(">{l}</span>"))),
         "{}",
         board.body
     );
-    assert_eq!(board.body.matches("class=\"claim\"").count(), 1);
+    assert!(
+        board.body.contains("held by agent-&lt;b&gt; until "),
+        "{}",
+        board.body
+    );
+    assert_eq!(board.body.matches("class=\"holder held\"").count(), 1);
+    // The claims panel lists the lease with its task's title and its dependencies.
+    let claims = s.get("/w/0/fragment/claims");
+    assert!(
+        claims.body.contains("data-task=\"task-2\""),
+        "{}",
+        claims.body
+    );
+    assert!(claims.body.contains("Second"), "{}", claims.body);
+    assert!(claims.body.contains("agent-&lt;b&gt;"), "{}", claims.body);
+    // The task page names the holder.
+    let task = s.get("/w/0/task/task-2");
+    assert!(
+        task.body.contains("held by agent-&lt;b&gt; until "),
+        "{}",
+        task.body
+    );
+    // The next task is the first ready task nobody holds, with its title.
+    let summary = s.get("/w/0/fragment/summary");
+    assert!(
+        summary
+            .body
+            .contains("<code class=\"id\" title=\"task-1\">task-1</code> First"),
+        "{}",
+        summary.body
+    );
     let graph = s.get("/w/0/fragment/graph");
     assert!(
         graph.body.contains("held by agent-&lt;b&gt; for "),

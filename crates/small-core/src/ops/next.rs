@@ -39,6 +39,13 @@ pub fn counts_as_task<T: QueueTask>(task: &T) -> bool {
     task.status() != "cancelled" && !task.id().starts_with("meta/")
 }
 
+/// Whether a progress entry records work: not the tool's bookkeeping (`plan --add`, an
+/// added dependency, ...) and not on a `meta/*` task. What a summary of recent work lists.
+pub fn counts_as_work(task_id: &str, evidence: Option<&str>, notes: Option<&str>) -> bool {
+    !task_id.starts_with(crate::spec::consts::META_TASK_PREFIX)
+        && !crate::spec::bookkeeping::is_bookkeeping(evidence, notes)
+}
+
 /// Whether every dependency of `task` is completed (a missing one is not).
 pub fn dependencies_met<T: QueueTask>(tasks: &[T], task: &T) -> bool {
     task.dependencies().iter().all(|d| {
@@ -119,6 +126,18 @@ mod tests {
         assert!(counts_as_task(&t("t1", "pending", &[])));
         assert!(!counts_as_task(&t("t1", "cancelled", &[])));
         assert!(!counts_as_task(&t("meta/init", "completed", &[])));
+    }
+
+    #[test]
+    fn bookkeeping_and_meta_entries_are_not_work() {
+        assert!(counts_as_work("t1", Some("cargo test passed"), None));
+        assert!(!counts_as_work(
+            "t2",
+            Some("Added dependency t1 to t2"),
+            None
+        ));
+        assert!(!counts_as_work("t2", Some("x"), Some("small plan --add")));
+        assert!(!counts_as_work("meta/init", Some("initialised"), None));
     }
 
     #[test]

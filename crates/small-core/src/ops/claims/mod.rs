@@ -431,6 +431,18 @@ pub fn in_repository(ws: &Workspace) -> bool {
     Store::seen(ws).is_ok()
 }
 
+/// Whether the leases of `where_` (`None`: the remote `origin`) live on a remote this
+/// repository has: what [`list`] would fetch from. No network.
+pub fn has_remote(ws: &Workspace, where_: Option<&Where>) -> bool {
+    Store::open(ws, where_).is_ok_and(|s| s.remote.is_some())
+}
+
+/// How long past its end another checkout still treats a lease as held (the skew margin,
+/// `SMALL_CLAIM_SKEW`): a lease in it is in its grace period.
+pub fn grace() -> Duration {
+    skew_or_default()
+}
+
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
 /// it was last renewed. `None`: not due, or not this holder's live lease.
 pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option<ClaimOutcome>> {
