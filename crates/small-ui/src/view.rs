@@ -594,8 +594,13 @@ fn blocked_reason(loc: &Location, t: &Task, timeline: &Timeline, v1: bool) -> Op
             status: Some("blocked".into()),
             ..Filter::default()
         };
-        let page = timeline.page(&f, 0, 1);
-        let e = page.entries.first()?;
+        // The newest that says why: `small plan --blocked` records only that it was set.
+        let page = timeline.page(&f, 0, 10);
+        let e = page.entries.iter().find(|e| {
+            !e.notes
+                .as_deref()
+                .is_some_and(|n| n.trim().starts_with("small plan --"))
+        })?;
         return pick(e.notes.as_ref(), e.evidence.as_ref());
     }
     let filter = EventFilter {
@@ -604,10 +609,13 @@ fn blocked_reason(loc: &Location, t: &Task, timeline: &Timeline, v1: bool) -> Op
         ..EventFilter::default()
     };
     let ev = events(loc, &filter, 0)?;
-    let e = ev
-        .entries
-        .iter()
-        .find(|e| e.status.as_ref().is_some_and(|s| s.value == "blocked"))?;
+    let e = ev.entries.iter().find(|e| {
+        e.status.as_ref().is_some_and(|s| s.value == "blocked")
+            && !e
+                .notes
+                .as_deref()
+                .is_some_and(|n| n.trim().starts_with("small plan --"))
+    })?;
     pick(e.notes.as_ref(), e.evidence.as_ref())
 }
 
@@ -1955,8 +1963,25 @@ fn events_limited(
             && filter.kind.as_deref().is_none_or(|k| e.kind == k)
             && (!filter.work_only || !BOOKKEEPING_KINDS.contains(&e.kind.as_str()))
     };
-    let matching: Vec<&small_core::state::EventEntry> =
-        tl.entries.iter().rev().filter(|e| keep(e)).collect();
+    let matching: Vec<&small_core::state::EventEntry> = if filter.work_only {
+        // The payload says whether it is work: read it for the newest events only.
+        tl.entries
+            .iter()
+            .rev()
+            .filter(|e| keep(e))
+            .filter(|e| {
+                let f = tl.full(e);
+                small_core::ops::next::counts_as_work(
+                    &f.task_id,
+                    f.evidence.as_deref(),
+                    f.notes.as_deref(),
+                )
+            })
+            .take(offset + limit)
+            .collect()
+    } else {
+        tl.entries.iter().rev().filter(|e| keep(e)).collect()
+    };
     let n = matching.len();
     let entries: Vec<EventView> = matching
         .into_iter()

@@ -36,13 +36,17 @@ pub fn resume_at<T: QueueTask>(tasks: &[T], held: impl Fn(&T) -> bool) -> Option
 /// Whether `task` is counted as a task of the plan: cancelled tasks and the `meta/*`
 /// bookkeeping tasks are not (completion ratios, boards).
 pub fn counts_as_task<T: QueueTask>(task: &T) -> bool {
-    task.status() != "cancelled" && !task.id().starts_with("meta/")
+    let meta = crate::spec::consts::META_TASK_PREFIX;
+    task.status() != "cancelled" && !task.id().starts_with(meta) && !task.alias().starts_with(meta)
 }
 
 /// Whether a progress entry records work: not the tool's bookkeeping (`plan --add`, an
 /// added dependency, ...) and not on a `meta/*` task. What a summary of recent work lists.
 pub fn counts_as_work(task_id: &str, evidence: Option<&str>, notes: Option<&str>) -> bool {
+    // Every plan edit marks its entry with the command in `notes`.
+    let plan_edit = notes.is_some_and(|n| n.trim().starts_with("small plan --"));
     !task_id.starts_with(crate::spec::consts::META_TASK_PREFIX)
+        && !plan_edit
         && !crate::spec::bookkeeping::is_bookkeeping(evidence, notes)
 }
 
@@ -126,6 +130,22 @@ mod tests {
         assert!(counts_as_task(&t("t1", "pending", &[])));
         assert!(!counts_as_task(&t("t1", "cancelled", &[])));
         assert!(!counts_as_task(&t("meta/init", "completed", &[])));
+        // A 2.0.0 task is named by its alias.
+        let imported = crate::state::Task {
+            id: "task_0a1b".into(),
+            alias: "meta/init".into(),
+            title: String::new(),
+            description: String::new(),
+            status: "completed".into(),
+            revision: 1,
+            steps: Vec::new(),
+            acceptance: Vec::new(),
+            dependencies: Vec::new(),
+            evidence: Vec::new(),
+            attestation_count: 0,
+            source: None,
+        };
+        assert!(!counts_as_task(&imported));
     }
 
     #[test]
@@ -138,6 +158,11 @@ mod tests {
         ));
         assert!(!counts_as_work("t2", Some("x"), Some("small plan --add")));
         assert!(!counts_as_work("meta/init", Some("initialised"), None));
+        assert!(!counts_as_work(
+            "t6",
+            Some("Cancelled task t6"),
+            Some("small plan --cancel")
+        ));
     }
 
     #[test]
