@@ -434,8 +434,7 @@ def check_team(browser, v2):
                 page.wait_for_selector("html[data-live='1']", timeout=10000)
                 page.screenshot(path=os.path.join(SHOTS, f"team-{name}-desktop.png"))
                 small_page.goto(ui.url)
-                small_page.screenshot(path=os.path.join(SHOTS, f"team-{name}-phone.png"),
-                                      full_page=True)
+                small_page.screenshot(path=os.path.join(SHOTS, f"team-{name}-phone.png"))
             assert not errors, errors
             phone.close()
             ctx.close()

@@ -185,9 +185,12 @@ pub fn summary(
             counted.iter().filter(|t| t.status == "completed").count(),
             counted.len(),
             p.tasks_by_status
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(s, n)| (status_view(s), *n))
+                .keys()
+                .map(|s| {
+                    let n = counted.iter().filter(|t| &t.status == s).count();
+                    (status_view(s), n)
+                })
+                .filter(|(_, n)| *n > 0)
                 .collect(),
         ),
         None => (0, 0, Vec::new()),
