@@ -394,6 +394,12 @@ def check_team(browser, v2):
                 "task-4" not in page.inner_text("#next-task")
             print(f"ok team-grace-{name}")
 
+            # A claim taken too early (task-3 waits on task-2) is flagged.
+            small(b, "claim", "task-3", env={"SMALL_AGENT": "dave-agent"})
+            page.wait_for_selector("#claims tr[data-task='task-3'] .deps.unmet", timeout=10000)
+            assert "not met" in page.inner_text("#claims tr[data-task='task-3']")
+            print(f"ok team-unmet-{name}")
+
             # The task page names the holder and counts what it lists.
             page.goto(ui.url + "w/0/task/task-2")
             assert "bob-agent" in page.inner_text(".task-facts .holder")

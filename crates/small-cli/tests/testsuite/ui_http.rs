@@ -626,3 +626,71 @@ fn the_board_and_graph_show_who_holds_a_task_and_for_how_long() {
         page.body
     );
 }
+
+/// The board's five columns over HTTP: a v1 task still pending in the plan whose newest entry
+/// is in progress is in progress (on its page too), a task whose dependency is open waits,
+/// cancelled and `meta/*` tasks are not counted, and the next task is the first ready one
+/// with its title (what `small resume` names).
+#[test]
+fn the_board_has_five_columns_and_the_next_task_follows_resume() {
+    let d = tempfile::tempdir().unwrap();
+    small(
+        d.path(),
+        &["init", "--intent", "Five columns", "--task", "First"],
+    );
+    for t in ["Second", "Third", "Fourth", "Dropped"] {
+        small(d.path(), &["plan", "--add", t]);
+    }
+    small(d.path(), &["plan", "--depends", "task-4:task-3"]);
+    small(d.path(), &["plan", "--cancel", "task-5"]);
+    small(
+        d.path(),
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "started",
+        ],
+    );
+    let s = UiServer::start(&[], d.path());
+    let board = s.get("/w/0/fragment/board").body;
+    let column = |key: &str| -> Vec<String> {
+        let start = board
+            .find(&format!("data-column=\"{key}\""))
+            .unwrap_or_else(|| panic!("no {key} column: {board}"));
+        let end = board[start..]
+            .find("</section>")
+            .map_or(board.len(), |e| start + e);
+        board[start..end]
+            .split("<li data-task=\"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(column("in_progress"), ["task-1"], "{board}");
+    assert_eq!(column("ready"), ["task-2", "task-3"], "{board}");
+    assert_eq!(column("waiting"), ["task-4"], "{board}");
+    assert!(column("blocked").is_empty() && column("completed").is_empty());
+    assert!(board.contains("1 cancelled or"), "{board}");
+    let task = s.get("/w/0/task/task-1").body;
+    assert!(task.contains("▶ in progress"), "{task}");
+    let summary = s.get("/w/0/fragment/summary").body;
+    assert!(summary.contains("0/4"), "{summary}");
+    // The page's next task is the one `small resume` names.
+    let resume = Command::new(BIN)
+        .args(["resume", "--json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&resume.stdout).unwrap();
+    let next = doc["next_task"]["id"].as_str().unwrap().to_string();
+    let title = doc["next_task"]["title"].as_str().unwrap().to_string();
+    assert!(
+        summary.contains(&format!("title=\"{next}\">{next}</code> {title}")),
+        "resume names {next}: {summary}"
+    );
+}
