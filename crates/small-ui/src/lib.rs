@@ -189,6 +189,8 @@ impl Ui {
         let signal = async move {
             shutdown.await;
             let _ = tx.send(true);
+            // A lease refresh waiting on a silent remote must not outlive the server.
+            small_core::ops::claims::stop_git();
         };
         small_server::conn::run(self.listener, self.app, self.limits, signal).await;
         Ok(())

@@ -694,3 +694,77 @@ fn the_board_has_five_columns_and_the_next_task_follows_resume() {
         "resume names {next}: {summary}"
     );
 }
+
+/// A remote that accepts and never answers: the lease refresh waits on it on its own thread,
+/// pages are still served at once, SIGTERM stops the server, and the waiting git does not
+/// outlive it (the remote sees its connection closed).
+#[cfg(unix)]
+#[test]
+fn a_silent_remote_holds_up_no_page_and_no_shutdown() {
+    let remote = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = remote.local_addr().unwrap().port();
+    let d = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        &format!("git://127.0.0.1:{port}/silent.git"),
+    ]);
+    small(
+        d.path(),
+        &["init", "--intent", "Silent remote", "--task", "One"],
+    );
+    let mut s = UiServer::start(&["--lease-refresh", "1"], d.path());
+    // The refresh's fetch connects, and gets no answer.
+    remote.set_nonblocking(true).unwrap();
+    let start = Instant::now();
+    let mut conn = loop {
+        match remote.accept() {
+            Ok((c, _)) => break c,
+            Err(_) if start.elapsed() < Duration::from_secs(15) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("no fetch reached the remote: {e}"),
+        }
+    };
+    let t = Instant::now();
+    let page = s.get("/w/0/");
+    assert_eq!(page.status, 200);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t = Instant::now();
+    while s.child.try_wait().unwrap().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "small ui did not stop within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The fetch was killed with the server: its connection is closed.
+    conn.set_nonblocking(false).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the fetch outlived the server: {e}"),
+        }
+    }
+}

@@ -37,7 +37,7 @@ use crate::ops::{OpError, OpResult, Profile, Workspace};
 use crate::state::Task;
 
 pub use done::Finish;
-pub use git::TIMEOUT_ENV;
+pub use git::{stop_running as stop_git, TIMEOUT_ENV};
 pub use record::Record;
 use store::{Store, Stored, Swap};
 
