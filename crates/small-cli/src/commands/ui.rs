@@ -42,9 +42,9 @@ pub struct Args {
     pub lease_refresh: Duration,
 }
 
-/// A refresh interval: a duration (`10s`, `500ms`) or whole seconds (`10`, `0`).
+/// A refresh interval: a duration (`10s`, `500ms`) or whole seconds (`10`, `0`, `0s`).
 fn lease_refresh(s: &str) -> Result<Duration, String> {
-    match s.trim().parse::<u64>() {
+    match s.trim().trim_end_matches('s').parse::<u64>() {
         Ok(n) => Ok(Duration::from_secs(n)),
         Err(_) => crate::units::parse_duration(s),
     }
@@ -121,5 +121,22 @@ fn open_browser(url: &str, g: &GlobalArgs) {
         g.warn(format!(
             "cannot open a browser ({opener}: {e}); open {url} yourself"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_refresh_interval_is_seconds_or_a_duration_and_zero_turns_it_off() {
+        use std::time::Duration;
+        assert_eq!(super::lease_refresh("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(super::lease_refresh("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(super::lease_refresh("0"), Ok(Duration::ZERO));
+        assert_eq!(super::lease_refresh("0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            super::lease_refresh("500ms"),
+            Ok(Duration::from_millis(500))
+        );
+        assert!(super::lease_refresh("soon").is_err());
     }
 }
