@@ -165,7 +165,7 @@ mod tests {
             dir.path(),
             &loc.small_dir.join("progress.small.yml"),
         );
-        let plan = crate::view::plan(&crate::view::state(&loc), &t);
+        let plan = crate::view::plan(&loc, &crate::view::state(&loc), &t, &[]);
         assert_eq!(plan.tasks.len(), 6);
         assert_eq!(plan.graph.edges.len(), 6);
     }

@@ -37,6 +37,8 @@ pub use demo::generate as generate_demo;
 pub const DEFAULT_ADDR: &str = "127.0.0.1:0";
 /// Default cap on concurrent live-update clients.
 pub const DEFAULT_MAX_EVENT_CLIENTS: usize = 64;
+/// How often the leases are fetched from the remote by default.
+pub const DEFAULT_LEASE_REFRESH: Duration = Duration::from_secs(10);
 
 /// What to serve, and how.
 #[derive(Debug, Clone)]
@@ -53,6 +55,9 @@ pub struct UiConfig {
     pub limits: small_server::conn::Limits,
     /// A primitives store to show (an SQLite path or a `postgres://` URL), opened read-only.
     pub store: Option<String>,
+    /// How often the leases are fetched from the remote (`small claims` reads them the same
+    /// way) while a workspace sits in a git repository with one; zero: never.
+    pub lease_refresh: Duration,
 }
 
 impl Default for UiConfig {
@@ -64,6 +69,7 @@ impl Default for UiConfig {
             max_event_clients: DEFAULT_MAX_EVENT_CLIENTS,
             limits: small_server::conn::Limits::default(),
             store: None,
+            lease_refresh: DEFAULT_LEASE_REFRESH,
         }
     }
 }
@@ -183,6 +189,8 @@ impl Ui {
         let signal = async move {
             shutdown.await;
             let _ = tx.send(true);
+            // A lease refresh waiting on a silent remote must not outlive the server.
+            small_core::ops::claims::stop_git();
         };
         small_server::conn::run(self.listener, self.app, self.limits, signal).await;
         Ok(())
@@ -264,6 +272,11 @@ pub async fn bind(config: &UiConfig) -> Result<Ui, String> {
     for (i, rx) in receivers.into_iter().enumerate() {
         watch::start_checker(app.clone(), i, rx);
         app.workspaces[i].request_check();
+    }
+    if !config.lease_refresh.is_zero() {
+        for i in 0..app.workspaces.len() {
+            watch::start_lease_refresh(app.clone(), i, config.lease_refresh);
+        }
     }
     let watcher = match watch::start(app.clone()) {
         Ok(w) => Some(w),

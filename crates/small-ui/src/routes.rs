@@ -258,6 +258,7 @@ fn events_of(app: &App, i: usize, q: &HashMap<String, String>) -> Option<view::E
         task: v("task"),
         session: v("session"),
         kind: v("kind"),
+        work_only: false,
     };
     view::events(loc, &filter, offset_of(q))
 }
@@ -276,20 +277,18 @@ async fn workspace(State(app): State<Arc<App>>, Path(ws): Path<String>) -> Respo
         let st = view::state(&w.loc);
         let summary = summary_with(app, i, &st);
         let intent = view::intent(&st);
+        let leases = view::leases(&w.loc);
         let (plan, tl) = {
             let t = w.timeline();
-            (
-                view::with_claims(view::plan(&st, &t), &w.loc),
-                view::timeline(&t, &Filter::default(), 0),
-            )
+            (view::plan(&w.loc, &st, &t, &leases), view::recent(&t))
         };
         let handoff = view::handoff(&st);
         let checks = w.checks().map(|c| (*c).clone());
-        let ev = events_of(app, i, &HashMap::new());
+        let ev = view::recent_events(&w.loc);
         Ok(app.templates.render(
             "workspace.html",
             context! {
-                title => summary.name.clone(), ws => i, s => summary, intent, plan, tl, ev,
+                title => summary.heading.clone(), ws => i, s => summary, intent, plan, tl, ev,
                 handoff, checks, nav => nav(app), multi => app.workspaces.len() > 1,
             },
         )?)
@@ -305,10 +304,11 @@ async fn task(State(app): State<Arc<App>>, Path((ws, id)): Path<(String, String)
             task: Some(id.clone()),
             ..Filter::default()
         };
+        let leases = view::leases(&w.loc);
         let (plan, tl) = {
             let t = w.timeline();
             (
-                view::plan(&view::state(&w.loc), &t),
+                view::plan(&w.loc, &view::state(&w.loc), &t, &leases),
                 view::timeline(&t, &filter, 0),
             )
         };
@@ -381,19 +381,28 @@ async fn fragment(
                     "_intent.html",
                     context! { intent => view::intent(&view::state(&w.loc)) },
                 )?,
-            "graph" | "board" => {
-                let plan = view::with_claims(view::plan(&view::state(&w.loc), &w.timeline()), &w.loc);
+            "graph" | "board" | "claims" => {
+                let leases = view::leases(&w.loc);
+                let plan = view::plan(&w.loc, &view::state(&w.loc), &w.timeline(), &leases);
                 app.templates
                     .render(&format!("_{name}.html"), context! { ws => i, plan })?
             }
             "task" => {
                 let id = q.get("task").cloned().unwrap_or_default();
-                let plan = view::plan(&view::state(&w.loc), &w.timeline());
+                let leases = view::leases(&w.loc);
+                let plan = view::plan(&w.loc, &view::state(&w.loc), &w.timeline(), &leases);
                 let Some(task) = plan.tasks.into_iter().find(|t| t.id == id) else {
                     return Err(Problem::NotFound("no such task in the plan".into()));
                 };
+                let ev = events_of(app, i, &HashMap::from([("task".to_string(), id.clone())]));
                 app.templates
-                    .render("_task.html", context! { ws => i, task })?
+                    .render("_task.html", context! { ws => i, task, ev })?
+            }
+            "recent" => {
+                let tl = view::recent(&w.timeline());
+                let ev = view::recent_events(&w.loc);
+                app.templates
+                    .render("_timeline.html", context! { ws => i, tl, ev })?
             }
             "timeline" => {
                 let tl = view::timeline(&w.timeline(), &filter_of(&q), offset_of(&q));

@@ -25,6 +25,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("_intent.html", include_str!("../templates/_intent.html")),
     ("_graph.html", include_str!("../templates/_graph.html")),
     ("_board.html", include_str!("../templates/_board.html")),
+    ("_claims.html", include_str!("../templates/_claims.html")),
+    ("_chip.html", include_str!("../templates/_chip.html")),
+    ("_when.html", include_str!("../templates/_when.html")),
     (
         "_timeline.html",
         include_str!("../templates/_timeline.html"),

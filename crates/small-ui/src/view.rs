@@ -1,9 +1,8 @@
 //! Every mapping from small-core's types to what the page shows lives here, and only here.
 //!
 //! The page never reads an artifact itself: it calls the same small-core operations as the
-//! commands (the project state `small_core::ops::state`, `gates::report::check`,
-//! `gates::timeline`, `history::runs`) and turns their typed results into the plain,
-//! serialisable values the templates render. Every string handed to a template is escaped
+//! commands (the project state `ops::state`, `ops::check`, `ops::timeline`, `ops::runs`) and
+//! turns their typed results into the plain, serialisable values the templates render. Every string handed to a template is escaped
 //! by the template engine; strings that came from artifacts are also masked as the gates mask
 //! secrets.
 
@@ -11,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use small_core::ops::claims::Lease;
 use small_core::ops::diag::Severity;
 use small_core::ops::formats::ArtifactKind;
 use small_core::ops::gate::{GateOptions, StageReport, StageStatus};
@@ -24,11 +24,16 @@ use small_core::ops::workspace::Location;
 
 /// Entries per timeline page.
 pub const PAGE_SIZE: usize = 50;
-/// Characters of a task title shown inside a graph node.
-const NODE_LABEL: usize = 26;
+/// Entries the workspace page lists (the full timeline keeps everything).
+pub const RECENT: usize = 10;
 
 fn mask(s: &str) -> String {
     redact(s).into_owned()
+}
+
+/// A long id shortened for narrow screens (the page gives the whole id as a tooltip).
+fn short_id(s: &str) -> String {
+    truncate(s, 20)
 }
 
 /// A status as words, so that no status is told by colour alone.
@@ -94,11 +99,16 @@ pub struct Summary {
     pub root: String,
     pub profile: &'static str,
     pub intent: String,
-    pub next_task: Option<String>,
+    /// The page's heading: the intent, else the folder's name.
+    pub heading: String,
+    /// The first ready task no lease holds (the rule of `claim --next` and `resume`).
+    pub next_task: Option<TaskRef>,
+    /// Ready tasks, all held (the next task is then none).
+    pub all_ready_held: bool,
     pub completed: usize,
     pub total: usize,
     pub by_status: Vec<(StatusView, usize)>,
-    pub last_activity: Option<String>,
+    pub last_activity: Option<When>,
     pub entries: usize,
     pub handoff_summary: Option<String>,
     pub handoff_stale: Option<String>,
@@ -159,14 +169,27 @@ pub fn summary(
         .as_ref()
         .map(|h| mask(&h.summary))
         .filter(|s| !s.is_empty());
+    // Cancelled and meta/* tasks are not counted as tasks.
+    let counted: Vec<&Task> = ps
+        .task_list()
+        .iter()
+        .filter(|t| small_core::ops::next::counts_as_task(*t))
+        .collect();
+    let leases = leases(loc);
+    let next_task = next_task(ps, &leases);
+    let all_ready_held = next_task.is_none()
+        && !small_core::ops::next::free_ready(ps.task_list(), |_| false).is_empty();
     let (completed, total, by_status) = match &st.plan {
         Some(p) => (
-            p.tasks_by_status.get("completed").copied().unwrap_or(0),
-            p.total_tasks,
+            counted.iter().filter(|t| t.status == "completed").count(),
+            counted.len(),
             p.tasks_by_status
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(s, n)| (status_view(s), *n))
+                .keys()
+                .map(|s| {
+                    let n = counted.iter().filter(|t| &t.status == s).count();
+                    (status_view(s), n)
+                })
+                .filter(|(_, n)| *n > 0)
                 .collect(),
         ),
         None => (0, 0, Vec::new()),
@@ -189,6 +212,10 @@ pub fn summary(
     }
     let mut sessions = None;
     if let Some(s) = &ps.sessions {
+        let labels = small_core::ops::session::labels(&small_core::ops::Workspace::from_small_dir(
+            loc.small_dir.clone(),
+        ));
+        let now = unix_now();
         for c in &s.conflicts {
             problems.push(mask(&format!(
                 "unresolved {} conflict{}: {} ({})",
@@ -216,8 +243,17 @@ pub fn summary(
                 .iter()
                 .map(|x| SessionView {
                     id: mask(&x.id),
+                    short: mask(&short_id(&x.id)),
                     label: mask(&x.label),
-                    created_at: mask(&x.created_at),
+                    actor: labels
+                        .get(&x.id)
+                        .map(|l| mask(&l.actor))
+                        .unwrap_or_default(),
+                    model: labels
+                        .get(&x.id)
+                        .map(|l| mask(&l.model))
+                        .unwrap_or_default(),
+                    started: when(&x.created_at, now),
                     events: x.events,
                     open: !x.closed && !x.superseded,
                     superseded: x.superseded,
@@ -237,15 +273,22 @@ pub fn summary(
         name: mask(&name),
         root: mask(&loc.root.display().to_string()),
         profile: ps.profile.version(),
+        heading: if intent.is_empty() {
+            mask(&name)
+        } else {
+            intent.clone()
+        },
         intent,
-        next_task: st.next_task.map(|s| mask(&s)),
+        next_task,
+        all_ready_held,
         completed,
         total,
         by_status,
         last_activity: timeline
             .last_timestamp()
             .or_else(|| st.recent_progress.first().map(|e| e.timestamp.clone()))
-            .filter(|s| !s.is_empty()),
+            .filter(|s| !s.is_empty())
+            .map(|s| when(&s, unix_now())),
         // A 2.0.0 workspace's entries are its events; a v1 one's its progress entries.
         entries: ps.sessions.as_ref().map_or(timeline.len(), |s| s.events),
         handoff_summary,
@@ -272,8 +315,14 @@ pub struct SessionsView {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionView {
     pub id: String,
+    /// The id shortened for narrow screens (the whole id is its tooltip).
+    pub short: String,
     pub label: String,
-    pub created_at: String,
+    /// `session start --actor-label`, `--model-label`.
+    pub actor: String,
+    pub model: String,
+    /// When it started; `—` for none (a migration's session carries the Unix epoch).
+    pub started: When,
     pub events: usize,
     pub open: bool,
     /// Taken over by another session.
@@ -320,7 +369,7 @@ pub fn intent(ps: &ProjectState) -> IntentView {
 }
 
 // ---------------------------------------------------------------------------------------
-// The plan: tasks, board, dependency graph
+// The plan: tasks, board, dependency graph, and the leases on its tasks
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskRef {
@@ -328,19 +377,37 @@ pub struct TaskRef {
     pub title: String,
     pub status: StatusView,
     pub exists: bool,
-    /// The live lease another agent (or this checkout) holds on it, as last seen.
+    /// The lease on it this checkout has seen (live, in its grace period, or a done record).
     pub claim: Option<ClaimView>,
+    /// Blocked: why (the newest blocking entry's notes or evidence).
+    pub reason: Option<String>,
+    /// Waiting: the dependencies not completed yet.
+    pub waiting_on: Vec<String>,
 }
 
-/// A live lease on a task: who holds it and how long it has left.
+/// A lease as the page shows it: on whom, by whom, until when.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClaimView {
+    /// The task's name and title (the title empty when the plan does not have the task).
+    pub task: String,
+    pub title: String,
     pub label: String,
-    pub ends: String,
-    /// The time left, e.g. `12m` (a done record: its outcome).
+    /// `held`, `grace` (past its end, still held for the skew margin), `expired`, `done`
+    /// or `damaged`.
+    pub state: &'static str,
+    /// The end (RFC 3339) and when it is, as Unix seconds, for the countdown in the browser;
+    /// `grace_unix`: when the grace period ends.
+    pub ends: When,
+    pub ends_unix: i64,
+    pub grace_unix: i64,
+    /// What is left, as words: `12m left`, `in grace period`, `expired`, `done (completed)`.
     pub left: String,
     /// A done record: finished, not yet on the default branch.
     pub done: bool,
+    /// Whether the task's dependencies are completed (`None`: the task is not in the plan).
+    pub deps_met: Option<bool>,
+    /// Whether it keeps others off the task now (held, in grace, done).
+    pub holds: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -354,11 +421,16 @@ pub struct TaskView {
     pub dependencies: Vec<TaskRef>,
     pub dependents: Vec<TaskRef>,
     pub entries: usize,
+    pub claim: Option<ClaimView>,
 }
 
+/// A board column.
 #[derive(Debug, Clone, Serialize)]
 pub struct Column {
-    pub status: StatusView,
+    pub key: &'static str,
+    pub label: &'static str,
+    pub mark: &'static str,
+    pub hint: &'static str,
     pub tasks: Vec<TaskRef>,
 }
 
@@ -373,13 +445,18 @@ pub struct Graph {
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphNode {
     pub id: String,
-    pub label: String,
+    /// The first line: mark, id (shortened when long) and status.
+    pub head: String,
+    /// The title's lines (wrapped, the last one shortened when it does not fit).
+    pub lines: Vec<(String, u32)>,
     pub title: String,
     pub status: StatusView,
     pub x: u32,
     pub y: u32,
     pub w: u32,
     pub h: u32,
+    /// The baseline of the holder's line.
+    pub claim_y: u32,
     pub claim: Option<ClaimView>,
 }
 
@@ -394,61 +471,170 @@ pub struct GraphEdge {
 pub struct PlanView {
     pub tasks: Vec<TaskView>,
     pub board: Vec<Column>,
+    /// Cancelled and `meta/*` tasks: not on the board, not counted.
+    pub not_counted: usize,
     pub graph: Graph,
+    /// Every lease this checkout has seen: held first (soonest end first), then in grace,
+    /// expired, done.
+    pub claims: Vec<ClaimView>,
     pub problem: Option<String>,
 }
 
-/// The plan with the live leases this checkout has seen on its tasks (board and graph).
-pub fn with_claims(mut plan: PlanView, loc: &Location) -> PlanView {
+/// The leases this checkout has seen (its own refs and each remote's mirror, no network),
+/// one per task: the most recently renewed.
+pub fn leases(loc: &Location) -> Vec<Lease> {
     let ws = small_core::ops::Workspace::from_small_dir(loc.small_dir.clone());
-    let leases = small_core::ops::claims::seen_all(&ws);
-    if leases.is_empty() {
-        return plan;
+    let mut by_task: BTreeMap<String, Lease> = BTreeMap::new();
+    for l in small_core::ops::claims::seen_all(&ws) {
+        match by_task.get(&l.task_id) {
+            Some(cur) if cur.renewed >= l.renewed => {}
+            _ => {
+                by_task.insert(l.task_id.clone(), l);
+            }
+        }
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let mut held: HashMap<String, ClaimView> = HashMap::new();
-    for l in leases.iter().filter(|l| l.holds()) {
-        let ends = small_core::ops::claims::record::parse_time(&l.ends)
-            .map_or(now, |t| t.unix_timestamp());
-        let left = match &l.done {
-            Some(d) => d.outcome.clone(),
-            None => time_left(ends - now),
-        };
-        let view = ClaimView {
-            label: mask(&l.label),
-            ends: l.ends.clone(),
-            left,
-            done: l.done.is_some(),
-        };
-        held.insert(mask(&l.task), view.clone());
-        held.insert(mask(&l.task_id), view);
-    }
-    for t in plan.board.iter_mut().flat_map(|c| c.tasks.iter_mut()) {
-        t.claim = held.get(&t.id).cloned();
-    }
-    for n in &mut plan.graph.nodes {
-        n.claim = held.get(&n.id).cloned();
-    }
-    plan
+    by_task.into_values().collect()
 }
 
-/// `45s`, `12m`, `1h 5m`; `ending` once the end has passed (the skew margin still holds it).
+/// The Unix time now.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn claim_view(l: &Lease, task: Option<(&Task, &[Task])>, now: i64) -> ClaimView {
+    let end = small_core::ops::claims::record::parse_time(&l.ends).map(|t| t.unix_timestamp());
+    let ends_unix = end.unwrap_or(0);
+    let grace_unix = ends_unix + small_core::ops::claims::grace().as_secs() as i64;
+    let state: &'static str = match l.state {
+        "done" => "done",
+        "damaged" => "damaged",
+        _ if l.live && end.is_some_and(|e| e <= now) => "grace",
+        _ if l.live => "held",
+        _ => "expired",
+    };
+    let left = match (state, &l.done) {
+        ("done", Some(d)) => format!("done ({})", mask(&d.outcome)),
+        ("done", None) => "done".into(),
+        ("grace", _) => "in grace period".into(),
+        ("held", _) => format!("{} left", time_left(ends_unix - now)),
+        ("damaged", _) => "damaged record".into(),
+        _ => "expired".into(),
+    };
+    ClaimView {
+        task: mask(task.map_or(l.task.as_str(), |(t, _)| t.name())),
+        title: task.map(|(t, _)| mask(&t.title)).unwrap_or_default(),
+        label: mask(&l.label),
+        state,
+        ends: when(&l.ends, now),
+        ends_unix,
+        grace_unix,
+        left,
+        done: state == "done",
+        deps_met: task.map(|(t, all)| small_core::ops::next::dependencies_met(all, t)),
+        holds: matches!(state, "held" | "grace" | "done"),
+    }
+}
+
+/// `45s`, `12m`, `1h 5m`.
 fn time_left(secs: i64) -> String {
     match secs {
-        s if s <= 0 => "ending".into(),
-        s if s < 60 => format!("{s}s"),
+        s if s < 60 => format!("{}s", s.max(0)),
         s if s < 3600 => format!("{}m", s / 60),
         s => format!("{}h {}m", s / 3600, (s % 3600) / 60),
     }
 }
 
-const NODE_W: u32 = 210;
-const NODE_H: u32 = 48;
-const GAP_X: u32 = 70;
-const GAP_Y: u32 = 18;
+/// The board's columns, in working order.
+const COLUMNS: [(&str, &str, &str, &str); 5] = [
+    ("ready", "Ready", "○", "dependencies met, nobody holds it"),
+    (
+        "in_progress",
+        "In progress",
+        "▶",
+        "held, or its newest entry is in progress",
+    ),
+    (
+        "waiting",
+        "Waiting on dependencies",
+        "◌",
+        "a dependency is not completed",
+    ),
+    ("blocked", "Blocked", "■", "with the reason"),
+    ("completed", "Done", "✓", "completed, or done elsewhere"),
+];
+
+/// The status a task is shown with: a v1 task still pending in the plan whose newest
+/// progress entry is in progress is in progress.
+fn shown_status(t: &Task, timeline: &Timeline, v1: bool) -> String {
+    if !v1 || t.status != "pending" || timeline.count_for_task(t.name()) == 0 {
+        return t.status.clone();
+    }
+    let f = Filter {
+        task: Some(t.name().to_string()),
+        ..Filter::default()
+    };
+    match timeline.page(&f, 0, 1).entries.first() {
+        Some(e) if e.status == "in_progress" => e.status.clone(),
+        _ => t.status.clone(),
+    }
+}
+
+/// Why a blocked task is blocked: its newest blocking entry's (or event's) notes, else its
+/// evidence.
+fn blocked_reason(loc: &Location, t: &Task, timeline: &Timeline, v1: bool) -> Option<String> {
+    let pick = |notes: Option<&String>, evidence: Option<&String>| {
+        notes
+            .or(evidence)
+            .map(|s| mask(s.trim()))
+            .filter(|s| !s.is_empty())
+    };
+    if v1 {
+        let f = Filter {
+            task: Some(t.name().to_string()),
+            status: Some("blocked".into()),
+            ..Filter::default()
+        };
+        // The newest that says why: `small plan --blocked` records only that it was set.
+        let page = timeline.page(&f, 0, 10);
+        let e = page.entries.iter().find(|e| {
+            !e.notes
+                .as_deref()
+                .is_some_and(|n| n.trim().starts_with("small plan --"))
+        })?;
+        return pick(e.notes.as_ref(), e.evidence.as_ref());
+    }
+    let filter = EventFilter {
+        task: Some(t.name().to_string()),
+        kind: Some("task_transitioned".into()),
+        ..EventFilter::default()
+    };
+    let ev = events(loc, &filter, 0)?;
+    let e = ev.entries.iter().find(|e| {
+        e.status.as_ref().is_some_and(|s| s.value == "blocked")
+            && !e
+                .notes
+                .as_deref()
+                .is_some_and(|n| n.trim().starts_with("small plan --"))
+    })?;
+    pick(e.notes.as_ref(), e.evidence.as_ref())
+}
+
+// The graph's measures: pixels per character (11 px monospace, 12 px sans), line height,
+// paddings and gaps.
+const ID_CHAR: f32 = 6.8;
+const TEXT_CHAR: f32 = 6.7;
+const LINE: u32 = 16;
+const NODE_PAD: u32 = 8;
+const NODE_MIN_W: u32 = 150;
+const NODE_MAX_W: u32 = 300;
+const TITLE_LINES: usize = 2;
+const GAP_X: u32 = 56;
+const GAP_Y: u32 = 16;
 const PAD: u32 = 12;
+/// Most characters of a task id shown in a box (the whole id is the box's tooltip).
+const NODE_ID_CHARS: usize = 28;
 
 fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -458,6 +644,62 @@ fn truncate(s: &str, n: usize) -> String {
         t.push('…');
         t
     }
+}
+
+fn px(chars: usize, per: f32) -> u32 {
+    (chars as f32 * per).ceil() as u32
+}
+
+/// `text` in lines of at most `width` characters, at most `max` lines, the last one
+/// shortened with `…` when the text does not fit.
+fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        let len = cur.chars().count();
+        if len == 0 && w.chars().count() > width {
+            // A word longer than a line: cut it.
+            let head: String = w.chars().take(width).collect();
+            let rest: String = w.chars().skip(width).collect();
+            lines.push(head);
+            if rest.is_empty() {
+                i += 1;
+            } else {
+                // Work on the rest as the next word.
+                let mut rest_words = vec![rest];
+                rest_words.extend(words[i + 1..].iter().map(|s| s.to_string()));
+                let joined = rest_words.join(" ");
+                let mut more = wrap(&joined, width, max.saturating_sub(lines.len()).max(1));
+                lines.append(&mut more);
+                break;
+            }
+        } else if len == 0 {
+            cur.push_str(w);
+            i += 1;
+        } else if len + 1 + w.chars().count() <= width {
+            cur.push(' ');
+            cur.push_str(w);
+            i += 1;
+        } else {
+            lines.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    if lines.len() > max {
+        lines.truncate(max);
+        if let Some(last) = lines.last_mut() {
+            *last = truncate(&format!("{last} …"), width);
+            if !last.ends_with('…') {
+                last.push('…');
+            }
+        }
+    }
+    lines
 }
 
 /// Each task's layer: one more than its deepest dependency (cycles and missing tasks ignored).
@@ -501,7 +743,155 @@ fn layers(tasks: &[Task], pos: &HashMap<&str, usize>) -> Vec<usize> {
     depth
 }
 
-pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
+/// The dependency graph: a column per layer, as wide as its widest box; boxes sized to
+/// their text. An arrow between neighbouring layers stays in the gap between them; a longer
+/// one runs below the boxes of the layers it passes, so no arrow crosses a box.
+fn graph(
+    all: &[Task],
+    shown: &[String],
+    pos: &HashMap<&str, usize>,
+    held: &HashMap<String, ClaimView>,
+) -> Graph {
+    let depth = layers(all, pos);
+    let layer_of = |i: usize| depth[i].min(10_000);
+    let max_layer = (0..all.len()).map(layer_of).max().unwrap_or(0);
+    let title_chars = ((NODE_MAX_W - 2 * NODE_PAD) as f32 / TEXT_CHAR) as usize;
+    struct Pre {
+        head: String,
+        lines: Vec<String>,
+        w: u32,
+        h: u32,
+    }
+    let pre: Vec<Pre> = all
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let sv = status_view(&shown[i]);
+            let head = format!(
+                "{} {} · {}",
+                sv.mark,
+                truncate(t.name(), NODE_ID_CHARS),
+                sv.label
+            );
+            let lines = wrap(&t.title, title_chars, TITLE_LINES);
+            let claim = held.get(t.name());
+            let claim_chars = claim.map_or(0, |c| c.label.chars().count() + 18);
+            let widest = px(head.chars().count(), ID_CHAR)
+                .max(
+                    lines
+                        .iter()
+                        .map(|l| px(l.chars().count(), TEXT_CHAR))
+                        .max()
+                        .unwrap_or(0),
+                )
+                .max(px(claim_chars, TEXT_CHAR));
+            let w = (widest + 2 * NODE_PAD).clamp(NODE_MIN_W, NODE_MAX_W);
+            let text_lines = 1 + lines.len().max(1) as u32 + u32::from(claim.is_some());
+            Pre {
+                head,
+                lines,
+                w,
+                h: 2 * NODE_PAD + text_lines * LINE,
+            }
+        })
+        .collect();
+    let mut col_w = vec![NODE_MIN_W; max_layer + 1];
+    for (i, p) in pre.iter().enumerate() {
+        col_w[layer_of(i)] = col_w[layer_of(i)].max(p.w);
+    }
+    let mut col_x = vec![PAD; max_layer + 1];
+    for l in 1..=max_layer {
+        col_x[l] = col_x[l - 1] + col_w[l - 1] + GAP_X;
+    }
+    let mut col_bottom = vec![PAD; max_layer + 1];
+    let mut nodes = Vec::with_capacity(all.len());
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for (i, t) in all.iter().enumerate() {
+        let l = layer_of(i);
+        let (x, y) = (col_x[l], col_bottom[l]);
+        let p = &pre[i];
+        let w = col_w[l];
+        col_bottom[l] = y + p.h + GAP_Y;
+        at.entry(t.name()).or_insert(nodes.len());
+        if !t.alias.is_empty() {
+            at.entry(t.id.as_str()).or_insert(nodes.len());
+        }
+        let first = y + NODE_PAD + 12;
+        let lines: Vec<(String, u32)> = p
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (mask(s), first + LINE * (k as u32 + 1)))
+            .collect();
+        let claim_y = first + LINE * (p.lines.len().max(1) as u32 + 1);
+        nodes.push(GraphNode {
+            id: mask(t.name()),
+            head: mask(&p.head),
+            lines,
+            title: mask(&t.title),
+            status: status_view(&shown[i]),
+            x,
+            y,
+            w,
+            h: p.h,
+            claim_y,
+            claim: held.get(t.name()).cloned(),
+        });
+    }
+    let mut edges = Vec::new();
+    let mut lanes: HashMap<(usize, usize), u32> = HashMap::new();
+    let mut lowest = nodes.iter().map(|n| n.y + n.h).max().unwrap_or(0);
+    for (ti, t) in all.iter().enumerate() {
+        let Some(&b) = at.get(t.name()) else {
+            continue;
+        };
+        for d in &t.dependencies {
+            let Some(&a) = at.get(d.as_str()) else {
+                continue;
+            };
+            let (na, nb) = (&nodes[a], &nodes[b]);
+            let (sx, sy) = (na.x + na.w, na.y + na.h / 2);
+            let (ex, ey) = (nb.x, nb.y + nb.h / 2);
+            let la = pos.get(d.as_str()).map_or(0, |&j| layer_of(j));
+            let lb = layer_of(ti);
+            let path = if lb > la + 1 {
+                // Below every box of the layers in between, one lane per pair of layers.
+                let k = lanes.entry((la, lb)).or_insert(0);
+                let base = (la + 1..lb).map(|l| col_bottom[l]).max().unwrap_or(PAD);
+                let ly = base + *k * 6;
+                *k += 1;
+                lowest = lowest.max(ly);
+                let g1 = sx + GAP_X / 2;
+                let g2 = ex.saturating_sub(GAP_X / 2);
+                format!("M{sx} {sy} L{g1} {sy} L{g1} {ly} L{g2} {ly} L{g2} {ey} L{ex} {ey}")
+            } else {
+                let bend = GAP_X / 2;
+                format!(
+                    "M{sx} {sy} C{} {sy} {} {ey} {ex} {ey}",
+                    sx + bend,
+                    ex.saturating_sub(bend)
+                )
+            };
+            let from = pos.get(d.as_str()).map_or(d.as_str(), |&j| all[j].name());
+            edges.push(GraphEdge {
+                from: mask(from),
+                to: mask(t.name()),
+                path,
+            });
+        }
+    }
+    let width = nodes.iter().map(|n| n.x + n.w).max().unwrap_or(0) + PAD;
+    let height = lowest + PAD;
+    Graph {
+        width,
+        height,
+        nodes,
+        edges,
+    }
+}
+
+/// The plan: its tasks, the board, the graph and the leases on its tasks.
+pub fn plan(loc: &Location, ps: &ProjectState, timeline: &Timeline, leases: &[Lease]) -> PlanView {
     let Some(all) = ps.tasks.as_deref() else {
         return PlanView {
             problem: Some(
@@ -511,9 +901,15 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
                     .map(|p| mask(p))
                     .unwrap_or_else(|| "there is no plan".into()),
             ),
+            claims: leases
+                .iter()
+                .map(|l| claim_view(l, None, unix_now()))
+                .collect(),
             ..PlanView::default()
         };
     };
+    let now = unix_now();
+    let v1 = ps.sessions.is_none();
     // Tasks are named as people and commands name them (a 2.0.0 task by its alias), and
     // dependencies may use either name.
     let mut pos: HashMap<&str, usize> = HashMap::new();
@@ -523,13 +919,43 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
             pos.entry(t.alias.as_str()).or_insert(i);
         }
     }
+    let shown: Vec<String> = all.iter().map(|t| shown_status(t, timeline, v1)).collect();
+    // The leases by task name.
+    let mut claims: Vec<ClaimView> = Vec::new();
+    let mut held: HashMap<String, ClaimView> = HashMap::new();
+    for l in leases {
+        let task = pos
+            .get(l.task_id.as_str())
+            .or_else(|| pos.get(l.task.as_str()))
+            .map(|&i| &all[i]);
+        let c = claim_view(l, task.map(|t| (t, all)), now);
+        if let Some(t) = task {
+            held.insert(t.name().to_string(), c.clone());
+        }
+        claims.push(c);
+    }
+    let rank = |s: &str| match s {
+        "held" => 0,
+        "grace" => 1,
+        "expired" => 2,
+        "done" => 3,
+        _ => 4,
+    };
+    claims.sort_by(|a, b| {
+        rank(a.state)
+            .cmp(&rank(b.state))
+            .then(a.ends_unix.cmp(&b.ends_unix))
+            .then_with(|| a.task.cmp(&b.task))
+    });
     let task_ref = |id: &str| match pos.get(id) {
         Some(&i) => TaskRef {
             id: mask(all[i].name()),
             title: mask(&all[i].title),
-            status: status_view(&all[i].status),
+            status: status_view(&shown[i]),
             exists: true,
-            claim: None,
+            claim: held.get(all[i].name()).filter(|c| c.holds).cloned(),
+            reason: None,
+            waiting_on: Vec::new(),
         },
         None => TaskRef {
             id: mask(id),
@@ -537,6 +963,8 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
             status: status_view("unknown"),
             exists: false,
             claim: None,
+            reason: None,
+            waiting_on: Vec::new(),
         },
     };
     let mut dependents: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -553,7 +981,7 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
         .map(|(i, t)| TaskView {
             id: mask(t.name()),
             title: mask(&t.title),
-            status: status_view(&t.status),
+            status: status_view(&shown[i]),
             description: mask(&t.description),
             steps: t.steps.iter().map(|x| mask(x)).collect(),
             acceptance: t.acceptance.iter().map(|x| mask(x)).collect(),
@@ -563,91 +991,153 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
                 .map(|v| v.iter().map(|&j| task_ref(all[j].name())).collect())
                 .unwrap_or_default(),
             entries: timeline.count_for_task(t.name()),
+            claim: held.get(t.name()).cloned(),
         })
         .collect();
-    // The board: known statuses in working order, then any other status.
-    let mut columns: BTreeMap<usize, Column> = BTreeMap::new();
-    let order = [
-        "in_progress",
-        "pending",
-        "blocked",
-        "completed",
-        "cancelled",
-    ];
-    for t in all {
-        let s = t.status.clone();
-        let k = order.iter().position(|o| *o == s).unwrap_or(order.len());
-        columns
-            .entry(k)
-            .or_insert_with(|| Column {
-                status: status_view(if k < order.len() { &s } else { "other" }),
-                tasks: Vec::new(),
-            })
-            .tasks
-            .push(task_ref(t.name()));
-    }
-    // The graph: a layer per dependency depth, tasks in plan order within a layer.
-    let depth = layers(all, &pos);
-    let mut rows: HashMap<usize, u32> = HashMap::new();
-    let mut nodes = Vec::with_capacity(all.len());
-    let mut at: HashMap<&str, (u32, u32)> = HashMap::new();
+    // The board: five columns; cancelled and meta/* tasks are not counted.
+    let mut board: Vec<Column> = COLUMNS
+        .iter()
+        .map(|&(key, label, mark, hint)| Column {
+            key,
+            label,
+            mark,
+            hint,
+            tasks: Vec::new(),
+        })
+        .collect();
+    let mut not_counted = 0;
     for (i, t) in all.iter().enumerate() {
-        let layer = depth[i].min(10_000) as u32;
-        let row = rows.entry(depth[i]).or_insert(0);
-        let x = PAD + layer * (NODE_W + GAP_X);
-        let y = PAD + *row * (NODE_H + GAP_Y);
-        *row += 1;
-        at.entry(t.name()).or_insert((x, y));
-        if !t.alias.is_empty() {
-            at.entry(t.id.as_str()).or_insert((x, y));
-        }
-        nodes.push(GraphNode {
-            id: mask(t.name()),
-            label: mask(&truncate(&t.title, NODE_LABEL)),
-            title: mask(&t.title),
-            status: status_view(&t.status),
-            x,
-            y,
-            w: NODE_W,
-            h: NODE_H,
-            claim: None,
-        });
-    }
-    let mut edges = Vec::new();
-    for t in all {
-        let Some(&(x2, y2)) = at.get(t.name()) else {
+        if !small_core::ops::next::counts_as_task(t) {
+            not_counted += 1;
             continue;
-        };
-        for d in &t.dependencies {
-            if let Some(&(x1, y1)) = at.get(d.as_str()) {
-                let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2);
-                let (ex, ey) = (x2, y2 + NODE_H / 2);
-                let bend = GAP_X / 2;
-                let from = pos.get(d.as_str()).map_or(d.as_str(), |&j| all[j].name());
-                edges.push(GraphEdge {
-                    from: mask(from),
-                    to: mask(t.name()),
-                    path: format!(
-                        "M{sx} {sy} C{} {sy} {} {ey} {ex} {ey}",
-                        sx + bend,
-                        ex.saturating_sub(bend)
-                    ),
-                });
+        }
+        let claim = held.get(t.name());
+        let holding = claim.is_some_and(|c| c.holds && !c.done);
+        let mut r = task_ref(t.name());
+        let key = match shown[i].as_str() {
+            "completed" => "completed",
+            _ if claim.is_some_and(|c| c.done) => "completed",
+            "blocked" => {
+                r.reason = blocked_reason(loc, t, timeline, v1);
+                "blocked"
             }
+            "in_progress" => "in_progress",
+            _ if holding => "in_progress",
+            _ if small_core::ops::next::dependencies_met(all, t) => "ready",
+            _ => {
+                r.waiting_on = t
+                    .dependencies
+                    .iter()
+                    .filter(|d| {
+                        pos.get(d.as_str())
+                            .is_none_or(|&j| all[j].status != "completed")
+                    })
+                    .map(|d| mask(pos.get(d.as_str()).map_or(d.as_str(), |&j| all[j].name())))
+                    .collect();
+                "waiting"
+            }
+        };
+        if let Some(c) = board.iter_mut().find(|c| c.key == key) {
+            c.tasks.push(r);
         }
     }
-    let width = nodes.iter().map(|n| n.x + n.w).max().unwrap_or(0) + PAD;
-    let height = nodes.iter().map(|n| n.y + n.h).max().unwrap_or(0) + PAD;
+    let graph = graph(all, &shown, &pos, &held);
     PlanView {
         tasks,
-        board: columns.into_values().collect(),
-        graph: Graph {
-            width,
-            height,
-            nodes,
-            edges,
-        },
+        board,
+        not_counted,
+        graph,
+        claims,
         problem: None,
+    }
+}
+
+/// The next task by the rule `claim --next` and `resume` follow
+/// ([`small_core::ops::next::next_free`]): the first ready task no lease holds.
+pub fn next_task(ps: &ProjectState, leases: &[Lease]) -> Option<TaskRef> {
+    let all = ps.tasks.as_deref()?;
+    let held = |t: &Task| {
+        leases
+            .iter()
+            .any(|l| l.holds() && (l.task_id == t.id || l.task_id == t.alias || l.task == t.name()))
+    };
+    let t = small_core::ops::next::next_free(all, held)?;
+    Some(TaskRef {
+        id: mask(t.name()),
+        title: mask(&t.title),
+        status: status_view(&t.status),
+        exists: true,
+        claim: None,
+        reason: None,
+        waiting_on: Vec::new(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Times
+
+/// A time as the page shows it.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct When {
+    /// RFC 3339 to the second (a `datetime` attribute); empty when the value is not a time.
+    pub iso: String,
+    /// `2026-12-06 08:23:21 UTC`; `—` when the value is not a time (or the Unix epoch,
+    /// which stands for "not known").
+    pub full: String,
+    /// `5 min ago`; empty when not a time.
+    pub rel: String,
+    /// The value as written.
+    pub raw: String,
+}
+
+/// `ts` (RFC 3339) as the page shows it, relative to `now` (Unix seconds).
+pub fn when(ts: &str, now: i64) -> When {
+    let raw = mask(ts.trim());
+    match small_core::ops::claims::record::parse_time(ts) {
+        Some(t) if t.unix_timestamp() > 0 => {
+            let t = t.to_offset(time::UtcOffset::UTC);
+            let t = t.replace_nanosecond(0).unwrap_or(t);
+            When {
+                iso: format!(
+                    "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                    t.year(),
+                    u8::from(t.month()),
+                    t.day(),
+                    t.hour(),
+                    t.minute(),
+                    t.second()
+                ),
+                full: format!(
+                    "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+                    t.year(),
+                    u8::from(t.month()),
+                    t.day(),
+                    t.hour(),
+                    t.minute(),
+                    t.second()
+                ),
+                rel: ago(now - t.unix_timestamp()),
+                raw,
+            }
+        }
+        _ => When {
+            full: "—".into(),
+            raw,
+            ..When::default()
+        },
+    }
+}
+
+/// `just now`, `5 min ago`, `3 h ago`, `2 days ago`.
+fn ago(secs: i64) -> String {
+    match secs {
+        s if s < 45 => "just now".into(),
+        s if s < 90 => "1 min ago".into(),
+        s if s < 3600 => format!("{} min ago", s / 60),
+        s if s < 2 * 3600 => "1 h ago".into(),
+        s if s < 86_400 => format!("{} h ago", s / 3600),
+        s if s < 2 * 86_400 => "1 day ago".into(),
+        s => format!("{} days ago", s / 86_400),
     }
 }
 
@@ -658,6 +1148,7 @@ pub fn plan(ps: &ProjectState, timeline: &Timeline) -> PlanView {
 pub struct EntryView {
     pub index: usize,
     pub timestamp: String,
+    pub when: When,
     pub task_id: String,
     pub status: StatusView,
     pub run: String,
@@ -693,6 +1184,7 @@ fn entry_view(e: TimelineEntry) -> EntryView {
         status: status_view(&e.status),
         run_short: runs::short_id(&e.replay_id, 12),
         run: e.replay_id,
+        when: when(&e.timestamp, unix_now()),
         timestamp: e.timestamp,
         task_id: e.task_id,
         evidence: e.evidence,
@@ -729,6 +1221,8 @@ pub struct TimelineView {
     pub last_shown: usize,
     pub newer: Option<usize>,
     pub older: Option<usize>,
+    /// The workspace page's list of recent work, not a page of the timeline.
+    pub recent: bool,
     pub task: String,
     pub status: String,
     pub run: String,
@@ -783,6 +1277,42 @@ fn pct(s: &str) -> String {
     out
 }
 
+/// Most entries read back while looking for the recent ones that record work.
+const RECENT_SCAN: usize = 1000;
+
+/// The newest [`RECENT`] progress entries that record work: the tool's bookkeeping
+/// (`plan --add`, added dependencies) and `meta/*` entries are left out.
+pub fn recent(t: &Timeline) -> TimelineView {
+    let mut v = timeline(t, &Filter::default(), 0);
+    let mut kept = Vec::new();
+    let mut offset = 0;
+    while kept.len() < RECENT && offset < RECENT_SCAN.min(t.len()) {
+        let page = t.page(&Filter::default(), offset, PAGE_SIZE);
+        if page.entries.is_empty() {
+            break;
+        }
+        offset += page.entries.len();
+        for e in page.entries {
+            let work = e.problem.is_some()
+                || small_core::ops::next::counts_as_work(
+                    &e.task_id,
+                    e.evidence.as_deref(),
+                    e.notes.as_deref(),
+                );
+            if work && kept.len() < RECENT {
+                kept.push(entry_view(e));
+            }
+        }
+    }
+    v.first_shown = usize::from(!kept.is_empty());
+    v.last_shown = kept.len();
+    v.entries = kept;
+    v.recent = true;
+    v.newer = None;
+    v.older = None;
+    v
+}
+
 pub fn timeline(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
     let page: Page = t.page(filter, offset, PAGE_SIZE);
     let facets: Facets = t.facets();
@@ -796,6 +1326,7 @@ pub fn timeline(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
         last_shown: offset + shown,
         newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
         older: (offset + PAGE_SIZE < page.matching).then_some(offset + PAGE_SIZE),
+        recent: false,
         task: mask(filter.task.as_deref().unwrap_or("")),
         status: filter.status.clone().unwrap_or_default(),
         run: filter.run.clone().unwrap_or_default(),
@@ -1181,6 +1712,132 @@ mod tests {
         assert!(d[3] <= 1 && d[4] <= 1);
     }
 
+    fn task(id: &str, title: &str, status: &str, deps: &[&str]) -> Task {
+        Task {
+            id: id.into(),
+            alias: String::new(),
+            title: title.into(),
+            description: String::new(),
+            status: status.into(),
+            revision: 0,
+            steps: Vec::new(),
+            acceptance: Vec::new(),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            evidence: Vec::new(),
+            attestation_count: 0,
+            source: None,
+        }
+    }
+
+    /// The points of a path made of `M` and `L` commands (`None` for a curve).
+    fn polyline(d: &str) -> Option<Vec<(u32, u32)>> {
+        if d.contains('C') {
+            return None;
+        }
+        let nums: Vec<u32> = d
+            .split(['M', 'L', ' '])
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap())
+            .collect();
+        Some(nums.chunks(2).map(|p| (p[0], p[1])).collect())
+    }
+
+    #[test]
+    fn arrows_do_not_cross_boxes_and_boxes_fit_their_text() {
+        let tasks = vec![
+            task("t1", "Set up the schema", "completed", &[]),
+            task(
+                "t2",
+                "Admin dashboard billing page with charts",
+                "pending",
+                &["t1"],
+            ),
+            task("t3", "x", "pending", &["t2"]),
+            task("t4", "A fourth task", "pending", &["t1", "t3"]),
+            task("t5", "Another one in the middle layer", "pending", &["t1"]),
+        ];
+        let pos: HashMap<&str, usize> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
+        let shown: Vec<String> = tasks.iter().map(|t| t.status.clone()).collect();
+        let g = graph(&tasks, &shown, &pos, &HashMap::new());
+        assert_eq!(g.edges.len(), 5);
+        // The whole title of a short task fits: nothing is cut.
+        let n2 = g.nodes.iter().find(|n| n.id == "t2").unwrap();
+        let text: Vec<&str> = n2.lines.iter().map(|l| l.0.as_str()).collect();
+        assert_eq!(text.join(" "), "Admin dashboard billing page with charts");
+        for n in &g.nodes {
+            assert!(n.x + n.w <= g.width && n.y + n.h <= g.height, "{n:?}");
+        }
+        let inside =
+            |x: u32, y: u32, n: &GraphNode| x > n.x && x < n.x + n.w && y > n.y && y < n.y + n.h;
+        for e in &g.edges {
+            let from = g.nodes.iter().find(|n| n.id == e.from).unwrap();
+            let to = g.nodes.iter().find(|n| n.id == e.to).unwrap();
+            match polyline(&e.path) {
+                Some(points) => {
+                    // Every point along every segment stays out of every box.
+                    for w in points.windows(2) {
+                        let ((x1, y1), (x2, y2)) = (w[0], w[1]);
+                        let steps = x1.abs_diff(x2).max(y1.abs_diff(y2)).max(1);
+                        for k in 0..=steps {
+                            let x = (x1 as i64 + (x2 as i64 - x1 as i64) * k as i64 / steps as i64)
+                                as u32;
+                            let y = (y1 as i64 + (y2 as i64 - y1 as i64) * k as i64 / steps as i64)
+                                as u32;
+                            for n in &g.nodes {
+                                assert!(!inside(x, y, n), "{} crosses {} at {x},{y}", e.path, n.id);
+                            }
+                        }
+                    }
+                }
+                None => {
+                    // A curve between neighbouring layers stays in the gap between them.
+                    assert!(from.x + from.w < to.x);
+                    for n in &g.nodes {
+                        assert!(
+                            n.x + n.w <= from.x + from.w || n.x >= to.x,
+                            "a box in the gap of {}",
+                            e.path
+                        );
+                    }
+                }
+            }
+        }
+        // t1 -> t4 skips a layer: it is routed, not drawn through t2, t3 or t5.
+        let long = g
+            .edges
+            .iter()
+            .find(|e| e.from == "t1" && e.to == "t4")
+            .unwrap();
+        assert!(polyline(&long.path).is_some(), "{}", long.path);
+    }
+
+    #[test]
+    fn a_long_title_wraps_and_a_long_word_is_cut() {
+        assert_eq!(wrap("a b c", 10, 2), ["a b c"]);
+        let lines = wrap("one two three four five six seven", 9, 2);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].ends_with('…'), "{lines:?}");
+        let id = "f".repeat(64);
+        let lines = wrap(&id, 20, 2);
+        assert!(lines.iter().all(|l| l.chars().count() <= 20), "{lines:?}");
+    }
+
+    #[test]
+    fn times_are_relative_with_no_epoch_and_no_nanoseconds() {
+        let w = when("2026-12-06T08:00:00.123456789Z", 1_796_544_000 + 300);
+        assert_eq!(w.iso, "2026-12-06T08:00:00Z");
+        assert_eq!(w.full, "2026-12-06 08:00:00 UTC");
+        assert_eq!(w.rel, "5 min ago");
+        assert_eq!(when("1970-01-01T00:00:00Z", 0).full, "—");
+        let odd = when("legacy-import-complete", 0);
+        assert_eq!((odd.full.as_str(), odd.iso.as_str()), ("—", ""));
+        assert_eq!(odd.raw, "legacy-import-complete");
+    }
+
     #[test]
     fn a_query_value_is_percent_encoded() {
         let f = Filter {
@@ -1200,7 +1857,19 @@ pub struct EventFilter {
     pub task: Option<String>,
     pub session: Option<String>,
     pub kind: Option<String>,
+    /// Only the events that record work (the overview's recent list): not task definitions,
+    /// the import of a v1 workspace, or mode and policy changes.
+    pub work_only: bool,
 }
+
+/// Event kinds that are bookkeeping rather than work.
+const BOOKKEEPING_KINDS: [&str; 5] = [
+    "task_created",
+    "task_updated",
+    "v1_imported",
+    "mode_changed",
+    "policy_changed",
+];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EventView {
@@ -1212,6 +1881,10 @@ pub struct EventView {
     pub kind: String,
     pub kind_label: String,
     pub timestamp: String,
+    pub when: When,
+    /// The session's actor and model labels.
+    pub actor: String,
+    pub model: String,
     pub task_id: String,
     /// A transition's status (with words and a mark), when the event is one.
     pub status: Option<StatusView>,
@@ -1232,6 +1905,8 @@ pub struct EventsView {
     pub last_shown: usize,
     pub newer: Option<usize>,
     pub older: Option<usize>,
+    /// The workspace page's list of recent work, not a page of the timeline.
+    pub recent: bool,
     pub task: String,
     pub session: String,
     pub kind: String,
@@ -1255,20 +1930,65 @@ fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
 /// The events of a 2.0.0 workspace, newest first, `PAGE_SIZE` a page from `offset`, filtered
 /// by task (alias or id), session and kind; a command receipt is marked verified or not.
 pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<EventsView> {
+    events_limited(loc, filter, offset, PAGE_SIZE)
+}
+
+/// The newest [`RECENT`] events that record work (the workspace page's timeline).
+pub fn recent_events(loc: &Location) -> Option<EventsView> {
+    let filter = EventFilter {
+        work_only: true,
+        ..EventFilter::default()
+    };
+    let mut v = events_limited(loc, &filter, 0, RECENT)?;
+    v.recent = true;
+    v.newer = None;
+    v.older = None;
+    Some(v)
+}
+
+/// [`events`], at most `limit` a page.
+fn events_limited(
+    loc: &Location,
+    filter: &EventFilter,
+    offset: usize,
+    limit: usize,
+) -> Option<EventsView> {
     let tl = small_core::ops::timeline::event_timeline(&loc.root, &loc.small_dir)?;
+    let labels = small_core::ops::session::labels(&small_core::ops::Workspace::from_small_dir(
+        loc.small_dir.clone(),
+    ));
+    let now = unix_now();
     let total = tl.entries.len();
     let keep = |e: &small_core::ops::timeline::EventEntry| {
         filter.task.as_deref().is_none_or(|t| e.entry.task_id == t)
             && filter.session.as_deref().is_none_or(|s| e.session_id == s)
             && filter.kind.as_deref().is_none_or(|k| e.kind == k)
+            && (!filter.work_only || !BOOKKEEPING_KINDS.contains(&e.kind.as_str()))
     };
-    let matching: Vec<&small_core::ops::timeline::EventEntry> =
-        tl.entries.iter().rev().filter(|e| keep(e)).collect();
+    let matching: Vec<&small_core::ops::timeline::EventEntry> = if filter.work_only {
+        // The payload says whether it is work: read it for the newest events only.
+        tl.entries
+            .iter()
+            .rev()
+            .filter(|e| keep(e))
+            .filter(|e| {
+                let f = tl.full(e);
+                small_core::ops::next::counts_as_work(
+                    &f.task_id,
+                    f.evidence.as_deref(),
+                    f.notes.as_deref(),
+                )
+            })
+            .take(offset + limit)
+            .collect()
+    } else {
+        tl.entries.iter().rev().filter(|e| keep(e)).collect()
+    };
     let n = matching.len();
     let entries: Vec<EventView> = matching
         .into_iter()
         .skip(offset)
-        .take(PAGE_SIZE)
+        .take(limit)
         .map(|e| {
             let full = tl.full(e);
             let r = &full;
@@ -1285,6 +2005,15 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<Eve
                 sequence: e.sequence,
                 kind_label: e.kind.replace('_', " "),
                 kind: mask(&e.kind),
+                when: when(&r.timestamp, now),
+                actor: labels
+                    .get(&e.session_id)
+                    .map(|l| mask(&l.actor))
+                    .unwrap_or_default(),
+                model: labels
+                    .get(&e.session_id)
+                    .map(|l| mask(&l.model))
+                    .unwrap_or_default(),
                 timestamp: mask(&r.timestamp),
                 task_id: mask(&r.task_id),
                 status: (e.kind == "task_transitioned").then(|| status_view(&r.status)),
@@ -1319,6 +2048,7 @@ pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<Eve
         last_shown: offset + shown,
         newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
         older: (offset + PAGE_SIZE < n).then_some(offset + PAGE_SIZE),
+        recent: false,
         task: mask(&sel(&filter.task)),
         session: mask(&sel(&filter.session)),
         kind: mask(&sel(&filter.kind)),

@@ -183,6 +183,90 @@ pub fn start_checker(app: Arc<App>, i: usize, rx: Receiver<()>) {
     }
 }
 
+/// The parts of a workspace page the leases feed.
+pub const LEASE_PARTS: [&str; 6] = ["claims", "board", "graph", "summary", "card", "task"];
+
+/// What the page shows of the leases: a change in it is worth telling the page.
+fn lease_marks(
+    loc: &small_core::ops::workspace::Location,
+) -> Vec<(String, String, u64, &'static str)> {
+    let now = view::unix_now();
+    let mut v: Vec<_> = view::leases(loc)
+        .iter()
+        .map(|l| {
+            let ends = small_core::ops::claims::record::parse_time(&l.ends)
+                .map_or(0, |t| t.unix_timestamp());
+            let state = match l.state {
+                "held" if ends <= now => "grace",
+                s => s,
+            };
+            (l.task_id.clone(), l.holder.clone(), l.generation, state)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The lease refresher of workspace `i`: every `every`, fetch the leases from the remote
+/// (when the repository has one; the git runner bounds each fetch in time) and read what
+/// this checkout has seen; when that changed (a lease taken, renewed, released, done, or
+/// ended), tell the page. It runs on its own thread, so a slow remote never holds up a
+/// page, and it stops with the server.
+pub fn start_lease_refresh(app: Arc<App>, i: usize, every: Duration) {
+    let loc = app.workspaces[i].loc.clone();
+    let ws = small_core::ops::Workspace::from_small_dir(loc.small_dir.clone());
+    if !small_core::ops::claims::in_repository(&ws) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name(format!("small-ui-leases-{i}"))
+        .spawn(move || {
+            let remote = small_core::ops::claims::has_remote(&ws, None);
+            let mut marks = lease_marks(&loc);
+            let mut warned = false;
+            loop {
+                let until = Instant::now() + every;
+                while Instant::now() < until {
+                    if *app.shutdown.borrow() {
+                        return;
+                    }
+                    std::thread::sleep(
+                        until
+                            .saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(200)),
+                    );
+                }
+                if *app.shutdown.borrow() {
+                    return;
+                }
+                if remote {
+                    let fetched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        small_core::ops::claims::list(&ws, None, false)
+                    }));
+                    match fetched {
+                        Ok(Err(e)) if !warned => {
+                            warned = true;
+                            tracing::warn!(target: "small::ui", "cannot refresh the leases from the remote (the page shows those last seen): {}", small_core::ops::secrets::redact(&e.diagnostic.message));
+                        }
+                        Ok(Ok(_)) => warned = false,
+                        _ => {}
+                    }
+                }
+                let now = lease_marks(&loc);
+                if now != marks {
+                    marks = now;
+                    let _ = app.events.send(Change {
+                        ws: Scope::Ws(i),
+                        parts: LEASE_PARTS.to_vec(),
+                    });
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(target: "small::ui", "the leases will not refresh: cannot start a thread: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,19 @@ pub struct Args {
     /// Longest time a page may take (e.g. 500ms, 30s)
     #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub request_timeout: Duration,
+    /// How often to fetch the leases (`small claim`) from the remote while the workspace is
+    /// in a git repository with one, so that a lease taken on another clone appears (e.g.
+    /// 10s, 2s; 0 turns it off; each fetch is bounded by SMALL_CLAIM_TIMEOUT)
+    #[arg(long, value_name = "SECS", default_value = "10s", value_parser = lease_refresh)]
+    pub lease_refresh: Duration,
+}
+
+/// A refresh interval: a duration (`10s`, `500ms`) or whole seconds (`10`, `0`, `0s`).
+fn lease_refresh(s: &str) -> Result<Duration, String> {
+    match s.trim().trim_end_matches('s').parse::<u64>() {
+        Ok(n) => Ok(Duration::from_secs(n)),
+        Err(_) => crate::units::parse_duration(s),
+    }
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
@@ -66,6 +79,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         addr: args.addr.clone(),
         request_timeout: args.request_timeout,
         store: args.store.clone(),
+        lease_refresh: args.lease_refresh,
         ..small_ui::UiConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -107,5 +121,22 @@ fn open_browser(url: &str, g: &GlobalArgs) {
         g.warn(format!(
             "cannot open a browser ({opener}: {e}); open {url} yourself"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_refresh_interval_is_seconds_or_a_duration_and_zero_turns_it_off() {
+        use std::time::Duration;
+        assert_eq!(super::lease_refresh("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(super::lease_refresh("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(super::lease_refresh("0"), Ok(Duration::ZERO));
+        assert_eq!(super::lease_refresh("0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            super::lease_refresh("500ms"),
+            Ok(Duration::from_millis(500))
+        );
+        assert!(super::lease_refresh("soon").is_err());
     }
 }

@@ -61,6 +61,20 @@ fn the_page_works_in_a_real_browser() {
         "store-xss",
         "methods",
         "hosts",
+        // The team's page, on both profiles: a lease taken in another clone appears live.
+        "team-board-v1",
+        "team-claims-live-v1",
+        "team-grace-v1",
+        "team-unmet-v1",
+        "team-task-v1",
+        "team-phone-v1",
+        "team-board-v2",
+        "team-claims-live-v2",
+        "team-grace-v2",
+        "team-unmet-v2",
+        "team-task-v2",
+        "team-v2-details",
+        "team-phone-v2",
     ]
     .into_iter()
     .chain(case.as_ref().map(|_| "v2-timeline"))

@@ -578,13 +578,42 @@ fn the_board_and_graph_show_who_holds_a_task_and_for_how_long() {
     let board = s.get("/w/0/fragment/board");
     let left = ["2h 0m left", "1h 59m left"];
     assert!(
-        left.iter().any(|l| board
-            .body
-            .contains(&format!("held by agent-&lt;b&gt;, {l}"))),
+        left.iter()
+            .any(|l| board.body.contains(&format!(">{l}</span>"))),
         "{}",
         board.body
     );
-    assert_eq!(board.body.matches("class=\"claim\"").count(), 1);
+    assert!(
+        board.body.contains("held by agent-&lt;b&gt; until "),
+        "{}",
+        board.body
+    );
+    assert_eq!(board.body.matches("class=\"holder held\"").count(), 1);
+    // The claims panel lists the lease with its task's title and its dependencies.
+    let claims = s.get("/w/0/fragment/claims");
+    assert!(
+        claims.body.contains("data-task=\"task-2\""),
+        "{}",
+        claims.body
+    );
+    assert!(claims.body.contains("Second"), "{}", claims.body);
+    assert!(claims.body.contains("agent-&lt;b&gt;"), "{}", claims.body);
+    // The task page names the holder.
+    let task = s.get("/w/0/task/task-2");
+    assert!(
+        task.body.contains("held by agent-&lt;b&gt; until "),
+        "{}",
+        task.body
+    );
+    // The next task is the first ready task nobody holds, with its title.
+    let summary = s.get("/w/0/fragment/summary");
+    assert!(
+        summary
+            .body
+            .contains("<code class=\"id\" title=\"task-1\">task-1</code> First"),
+        "{}",
+        summary.body
+    );
     let graph = s.get("/w/0/fragment/graph");
     assert!(
         graph.body.contains("held by agent-&lt;b&gt; for "),
@@ -596,4 +625,146 @@ fn the_board_and_graph_show_who_holds_a_task_and_for_how_long() {
         "{}",
         page.body
     );
+}
+
+/// The board's five columns over HTTP: a v1 task still pending in the plan whose newest entry
+/// is in progress is in progress (on its page too), a task whose dependency is open waits,
+/// cancelled and `meta/*` tasks are not counted, and the next task is the first ready one
+/// with its title (what `small resume` names).
+#[test]
+fn the_board_has_five_columns_and_the_next_task_follows_resume() {
+    let d = tempfile::tempdir().unwrap();
+    small(
+        d.path(),
+        &["init", "--intent", "Five columns", "--task", "First"],
+    );
+    for t in ["Second", "Third", "Fourth", "Dropped"] {
+        small(d.path(), &["plan", "--add", t]);
+    }
+    small(d.path(), &["plan", "--depends", "task-4:task-3"]);
+    small(d.path(), &["plan", "--cancel", "task-5"]);
+    small(
+        d.path(),
+        &[
+            "progress",
+            "add",
+            "--task",
+            "task-1",
+            "--status",
+            "in_progress",
+            "--evidence",
+            "started",
+        ],
+    );
+    let s = UiServer::start(&[], d.path());
+    let board = s.get("/w/0/fragment/board").body;
+    let column = |key: &str| -> Vec<String> {
+        let start = board
+            .find(&format!("data-column=\"{key}\""))
+            .unwrap_or_else(|| panic!("no {key} column: {board}"));
+        let end = board[start..]
+            .find("</section>")
+            .map_or(board.len(), |e| start + e);
+        board[start..end]
+            .split("<li data-task=\"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(column("in_progress"), ["task-1"], "{board}");
+    assert_eq!(column("ready"), ["task-2", "task-3"], "{board}");
+    assert_eq!(column("waiting"), ["task-4"], "{board}");
+    assert!(column("blocked").is_empty() && column("completed").is_empty());
+    assert!(board.contains("1 cancelled or"), "{board}");
+    let task = s.get("/w/0/task/task-1").body;
+    assert!(task.contains("▶ in progress"), "{task}");
+    let summary = s.get("/w/0/fragment/summary").body;
+    assert!(summary.contains("0/4"), "{summary}");
+    // The page's next task is the one `small resume` names.
+    let resume = Command::new(BIN)
+        .args(["resume", "--json"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&resume.stdout).unwrap();
+    let next = doc["next_task"]["id"].as_str().unwrap().to_string();
+    let title = doc["next_task"]["title"].as_str().unwrap().to_string();
+    assert!(
+        summary.contains(&format!("title=\"{next}\">{next}</code> {title}")),
+        "resume names {next}: {summary}"
+    );
+}
+
+/// A remote that accepts and never answers: the lease refresh waits on it on its own thread,
+/// pages are still served at once, SIGTERM stops the server, and the waiting git does not
+/// outlive it (the remote sees its connection closed).
+#[cfg(unix)]
+#[test]
+fn a_silent_remote_holds_up_no_page_and_no_shutdown() {
+    let remote = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = remote.local_addr().unwrap().port();
+    let d = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        &format!("git://127.0.0.1:{port}/silent.git"),
+    ]);
+    small(
+        d.path(),
+        &["init", "--intent", "Silent remote", "--task", "One"],
+    );
+    let mut s = UiServer::start(&["--lease-refresh", "1"], d.path());
+    // The refresh's fetch connects, and gets no answer.
+    remote.set_nonblocking(true).unwrap();
+    let start = Instant::now();
+    let mut conn = loop {
+        match remote.accept() {
+            Ok((c, _)) => break c,
+            Err(_) if start.elapsed() < Duration::from_secs(15) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("no fetch reached the remote: {e}"),
+        }
+    };
+    let t = Instant::now();
+    let page = s.get("/w/0/");
+    assert_eq!(page.status, 200);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t = Instant::now();
+    while s.child.try_wait().unwrap().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "small ui did not stop within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The fetch was killed with the server: its connection is closed.
+    conn.set_nonblocking(false).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the fetch outlived the server: {e}"),
+        }
+    }
 }

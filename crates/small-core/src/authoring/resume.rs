@@ -284,12 +284,7 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
         }
     }
     let held = |t: &crate::state::Task| opts.claimed.iter().any(|c| c.task_id == t.id);
-    let next = match st.preferred_task() {
-        Some(t) if held(t) => crate::spec::queue::ready(st.task_list())
-            .into_iter()
-            .find(|t| !held(t)),
-        other => other,
-    };
+    let next = crate::spec::next::resume_at(st.task_list(), held);
     let mine = next.is_some_and(|t| opts.held_here.contains(&t.id));
     if next.is_some() && opts.claims_available && !mine {
         r.claim_with = Some(CLAIM_NEXT.to_string());

@@ -22,6 +22,7 @@ pub mod handoff;
 pub mod health;
 pub mod lint;
 pub mod mode;
+pub mod next;
 pub mod plan;
 pub mod policy;
 pub mod progress_migrate;

@@ -121,6 +121,55 @@ pub(crate) fn damaged(diags: Vec<crate::diag::Diagnostic>) -> OpError {
     .with_details(diags)
 }
 
+/// Who works in a session, as its record says: `actor_label` and `model_label`
+/// (`session start --actor-label/--model-label`); empty when not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Labels {
+    pub actor: String,
+    pub model: String,
+}
+
+/// The most session records [`labels`] reads.
+const MAX_LABELLED_SESSIONS: usize = 10_000;
+
+/// The actor and model labels of every session of a 2.0.0 workspace, by session id (empty
+/// for a v1 workspace). A record that cannot be read is left out: the gates report it.
+pub fn labels(ws: &Workspace) -> std::collections::BTreeMap<String, Labels> {
+    let mut out = std::collections::BTreeMap::new();
+    if ws.profile != crate::ops::Profile::V2 {
+        return out;
+    }
+    let Ok(dir) = std::fs::read_dir(ws.small_dir.join("sessions")) else {
+        return out;
+    };
+    for entry in dir.flatten().take(MAX_LABELLED_SESSIONS) {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(text) = crate::fsio::read_string_bounded(&path, crate::v2::load::MAX_RECORD_BYTES)
+        else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let id = s("session_id");
+        if id.is_empty() {
+            continue;
+        }
+        out.insert(
+            id,
+            Labels {
+                actor: s("actor_label"),
+                model: s("model_label"),
+            },
+        );
+    }
+    out
+}
+
 /// The 2.0.0 documents the session commands and `reconstruct` print (built in `v2`).
 pub use crate::v2::inspect::SessionShow;
 pub use crate::v2::load::PROFILE_VERSION;

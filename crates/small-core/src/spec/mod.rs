@@ -6,6 +6,7 @@ pub mod command;
 pub mod consts;
 pub mod facts;
 pub mod model;
+pub mod next;
 pub mod plan;
 pub mod queue;
 pub mod replayid;

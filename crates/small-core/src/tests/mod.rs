@@ -6,5 +6,6 @@
 mod deep_nesting;
 mod gate_check;
 mod manifest_vectors;
+mod next;
 mod secrets_corpus;
 mod state;

@@ -115,6 +115,7 @@ impl Git {
             }))
         });
         let err = drain_to_string(child.stderr.take());
+        let _running = Running::add(child.id());
         let watchdog = Watchdog::start(&child, self.timeout);
         let mut out = BufReader::new(
             child
@@ -274,6 +275,39 @@ fn own_process_group(cmd: &mut Command) {
 
 #[cfg(not(unix))]
 fn own_process_group(_cmd: &mut Command) {}
+
+/// The git commands running now (their process ids, each its group's id), so that a
+/// process that stops (a server asked to shut down) can end them: its watchdogs end with
+/// it, and a git waiting on a silent remote would outlive it.
+static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// A running command, listed in [`RUNNING`] until it is dropped.
+struct Running(u32);
+
+impl Running {
+    fn add(pid: u32) -> Running {
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+        Running(pid)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != self.0);
+    }
+}
+
+/// Kill every git command this process runs now (with its process group). For a process
+/// about to exit: the commands' callers get a failure, as at their time bound.
+pub fn stop_running() {
+    let pids = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
+    for pid in pids {
+        kill_group(pid);
+    }
+}
 
 #[cfg(unix)]
 fn kill_group(pid: u32) {

@@ -37,7 +37,7 @@ use crate::state::Task;
 use crate::workspace::error::Error as AuthoringError;
 
 pub use done::Finish;
-pub use git::TIMEOUT_ENV;
+pub use git::{stop_running as stop_git, TIMEOUT_ENV};
 pub use record::Record;
 use store::{Store, Stored, Swap};
 
@@ -431,6 +431,18 @@ pub fn in_repository(ws: &Workspace) -> bool {
     Store::seen(ws).is_ok()
 }
 
+/// Whether the leases of `where_` (`None`: the remote `origin`) live on a remote this
+/// repository has: what [`list`] would fetch from. No network.
+pub fn has_remote(ws: &Workspace, where_: Option<&Where>) -> bool {
+    Store::open(ws, where_).is_ok_and(|s| s.remote.is_some())
+}
+
+/// How long past its end another checkout still treats a lease as held (the skew margin,
+/// `SMALL_CLAIM_SKEW`): a lease in it is in its grace period.
+pub fn grace() -> Duration {
+    skew_or_default()
+}
+
 /// Renew `holder`'s lease on `task` where it was seen, when half its TTL has passed since
 /// it was last renewed. `None`: not due, or not this holder's live lease.
 pub fn renew_if_due(ws: &Workspace, task: &str, holder: &str) -> OpResult<Option<ClaimOutcome>> {
@@ -701,15 +713,15 @@ fn next_on(
         );
     }
     let pin = (!fresh).then_some(&tip);
-    for task in &ready {
-        let cur = leases.remove(&task.id);
-        let taken = cur
-            .as_ref()
+    let now = record::now();
+    let free = crate::spec::next::free_ready(&view, |t| {
+        leases
+            .get(&t.id)
             .and_then(Stored::ok)
-            .is_some_and(|r| r.done.is_some() || r.live_at(record::now(), me.skew));
-        if taken {
-            continue;
-        }
+            .is_some_and(|r| r.done.is_some() || r.live_at(now, me.skew))
+    });
+    for task in free {
+        let cur = leases.remove(&task.id);
         if let Some(mut out) = try_swap(store, me, task, cur.as_ref(), pin)? {
             out.pull_first = done::to_pull(task, tasks, &view);
             return Ok(Some(out));
