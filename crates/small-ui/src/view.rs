@@ -241,22 +241,19 @@ pub fn summary(
             sessions: s
                 .sessions
                 .iter()
-                .map(|x| SessionView {
-                    id: mask(&x.id),
-                    short: mask(&short_id(&x.id)),
-                    label: mask(&x.label),
-                    actor: labels
-                        .get(&x.id)
-                        .map(|l| mask(&l.actor))
-                        .unwrap_or_default(),
-                    model: labels
-                        .get(&x.id)
-                        .map(|l| mask(&l.model))
-                        .unwrap_or_default(),
-                    started: when(&x.created_at, now),
-                    events: x.events,
-                    open: !x.closed && !x.superseded,
-                    superseded: x.superseded,
+                .map(|x| {
+                    let (actor, model) = session_labels(&labels, &x.id);
+                    SessionView {
+                        id: mask(&x.id),
+                        short: mask(&short_id(&x.id)),
+                        label: mask(&x.label),
+                        actor,
+                        model,
+                        started: when(&x.created_at, now),
+                        events: x.events,
+                        open: !x.closed && !x.superseded,
+                        superseded: x.superseded,
+                    }
                 })
                 .collect(),
             conflicts: s.conflicts.len(),
@@ -494,6 +491,16 @@ pub fn leases(loc: &Location) -> Vec<Lease> {
         }
     }
     by_task.into_values().collect()
+}
+
+/// The masked actor and model labels of session `id` (empty when it has none).
+fn session_labels(
+    labels: &BTreeMap<String, small_core::ops::session::Labels>,
+    id: &str,
+) -> (String, String) {
+    labels
+        .get(id)
+        .map_or_else(Default::default, |l| (mask(&l.actor), mask(&l.model)))
 }
 
 /// The Unix time now.
@@ -1992,6 +1999,7 @@ fn events_limited(
         .map(|e| {
             let full = tl.full(e);
             let r = &full;
+            let (actor, model) = session_labels(&labels, &e.session_id);
             EventView {
                 position: e.position,
                 event_id: mask(&e.event_id),
@@ -2006,14 +2014,8 @@ fn events_limited(
                 kind_label: e.kind.replace('_', " "),
                 kind: mask(&e.kind),
                 when: when(&r.timestamp, now),
-                actor: labels
-                    .get(&e.session_id)
-                    .map(|l| mask(&l.actor))
-                    .unwrap_or_default(),
-                model: labels
-                    .get(&e.session_id)
-                    .map(|l| mask(&l.model))
-                    .unwrap_or_default(),
+                actor,
+                model,
                 timestamp: mask(&r.timestamp),
                 task_id: mask(&r.task_id),
                 status: (e.kind == "task_transitioned").then(|| status_view(&r.status)),
