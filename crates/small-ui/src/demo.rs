@@ -1,53 +1,36 @@
-//! `small ui --demo`: a sample workspace written with small-core's own authoring operations
-//! (init, plan, checkpoint, handoff), so that a newcomer sees a full page at once.
+//! `small ui --demo`: a sample workspace written with the same operations the commands use
+//! (init, plan, progress add, checkpoint, handoff), so that a newcomer sees a full page at once.
 
 use std::path::Path;
 
+use small_core::ops::handoff::{self, HandoffRequest};
 use small_core::ops::init::{init, InitRequest};
-use small_core::ops::lifecycle::{self, RecordRequest};
-use small_core::ops::lifecycle::{edit_plan, EditPlanRequest as PlanRequest};
-use small_core::ops::lifecycle::{write_handoff, HandoffRequest};
-use small_core::ops::txn::Transaction;
+use small_core::ops::plan::{self, PlanRequest};
+use small_core::ops::record::{self, RecordRequest};
+use small_core::ops::{OpError, Workspace};
 
-fn tx(root: &Path, f: impl FnOnce(&mut Transaction) -> Result<(), String>) -> Result<(), String> {
-    let mut t = Transaction::begin(root).map_err(|e| e.to_string())?;
-    f(&mut t)?;
-    t.commit().map_err(|e| e.to_string())?;
-    Ok(())
+/// An operation's refusal, in words.
+fn words(e: OpError) -> String {
+    e.diagnostic.message
 }
 
-fn depends(root: &Path, task: &str, dep: &str) -> Result<(), String> {
-    tx(root, |t| {
-        edit_plan(
-            t,
-            &PlanRequest {
-                depends: vec![(task.into(), dep.into())],
-                ..PlanRequest::default()
-            },
-        )
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-    })
-}
-
-fn record(root: &Path, task: &str, status: &str, evidence: &[(&str, &str)]) -> Result<(), String> {
-    tx(root, |t| {
-        let req = RecordRequest {
-            task: task.into(),
-            status: status.into(),
-            evidence: evidence
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..RecordRequest::default()
-        };
-        let r = if status == "completed" || status == "blocked" {
-            lifecycle::checkpoint(t, &req)
-        } else {
-            lifecycle::add_progress(t, &req)
-        };
-        r.map(|_| ()).map_err(|e| e.to_string())
-    })
+/// Record work on `task` in `ws`: a checkpoint for a completed or blocked task, else a
+/// progress entry.
+fn work(ws: &Workspace, task: &str, status: &str, evidence: &[(&str, &str)]) -> Result<(), String> {
+    let req = RecordRequest {
+        task: task.into(),
+        status: status.into(),
+        evidence: evidence
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..RecordRequest::default()
+    };
+    if status == "completed" || status == "blocked" {
+        record::checkpoint(ws, &req).map(|_| ()).map_err(words)
+    } else {
+        record::progress_add(ws, &req).map(|_| ()).map_err(words)
+    }
 }
 
 /// Write the sample workspace into `root` (which must exist and hold no workspace).
@@ -71,18 +54,25 @@ pub fn generate(root: &Path) -> Result<(), String> {
         tasks: &tasks,
     })
     .map_err(|e| e.to_string())?;
-    for (task, dep) in [
-        ("task-2", "task-1"),
-        ("task-3", "task-2"),
-        ("task-4", "task-1"),
-        ("task-5", "task-3"),
-        ("task-5", "task-4"),
-        ("task-6", "task-5"),
-    ] {
-        depends(root, task, dep)?;
-    }
-    record(
-        root,
+    let ws = Workspace::at(root.to_path_buf());
+    let depends = [
+        "task-2:task-1",
+        "task-3:task-2",
+        "task-4:task-1",
+        "task-5:task-3",
+        "task-5:task-4",
+        "task-6:task-5",
+    ];
+    plan::plan(
+        &ws,
+        &PlanRequest {
+            depends: depends.iter().map(|d| d.to_string()).collect(),
+            ..PlanRequest::default()
+        },
+    )
+    .map_err(words)?;
+    work(
+        &ws,
         "task-1",
         "completed",
         &[
@@ -95,8 +85,8 @@ pub fn generate(root: &Path) -> Result<(), String> {
             ("commit", "3f2a9c1"),
         ],
     )?;
-    record(
-        root,
+    work(
+        &ws,
         "task-2",
         "completed",
         &[
@@ -108,8 +98,8 @@ pub fn generate(root: &Path) -> Result<(), String> {
             ("commit", "8b41d07"),
         ],
     )?;
-    record(
-        root,
+    work(
+        &ws,
         "task-4",
         "completed",
         &[
@@ -120,14 +110,14 @@ pub fn generate(root: &Path) -> Result<(), String> {
             ("link", "https://example.com/docs/flags#dry-run"),
         ],
     )?;
-    record(
-        root,
+    work(
+        &ws,
         "task-3",
         "in_progress",
         &[("evidence", "The summary prints; the diff view is next")],
     )?;
-    record(
-        root,
+    work(
+        &ws,
         "task-6",
         "blocked",
         &[(
@@ -135,20 +125,17 @@ pub fn generate(root: &Path) -> Result<(), String> {
             "Waiting for the release date from the maintainers",
         )],
     )?;
-    tx(root, |t| {
-        write_handoff(
-            t,
-            &HandoffRequest {
-                summary: Some(
-                    "Flag parsing, planning and docs are done; printing the changes is in progress."
-                        .into(),
-                ),
-                ..HandoffRequest::default()
-            },
-        )
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-    })?;
+    handoff::handoff(
+        &ws,
+        &HandoffRequest {
+            summary: Some(
+                "Flag parsing, planning and docs are done; printing the changes is in progress."
+                    .into(),
+            ),
+            ..HandoffRequest::default()
+        },
+    )
+    .map_err(words)?;
     Ok(())
 }
 

@@ -1,10 +1,7 @@
-//! Pieces of the v1 write side that front ends still compose themselves: the handoff's
-//! outcome and replay id as the writing commands print them, the artifact paths they name,
-//! and the writes the page's demo workspace is made with.
+//! What the writing commands print of the v1 write side's handoff: its outcome, where its
+//! summary came from and its replay id, and the artifact paths they name.
 
 pub use crate::authoring::handoff::ReplayId;
 pub use crate::authoring::plan::plan_rel;
-pub use crate::authoring::plan_edit::{edit_plan, PlanRequest as EditPlanRequest};
 pub use crate::authoring::progress::progress_rel;
-pub use crate::authoring::record::{add_progress, checkpoint, RecordRequest};
-pub use crate::authoring::session::{write_handoff, HandoffOutcome, HandoffRequest, SummarySource};
+pub use crate::authoring::session::{HandoffOutcome, SummarySource};

@@ -237,18 +237,15 @@ impl Transaction {
         &self.root
     }
 
-    /// Whether `begin` found and re-applied an interrupted commit.
-    pub fn recovered(&self) -> bool {
-        self.recovered
-    }
-
     /// How many times this transaction reached the disk for a workspace file (reads, stats
     /// and existence checks; staged content served from memory does not count).
+    #[cfg(test)]
     pub fn disk_reads(&self) -> usize {
         self.disk_reads_by_path().values().sum()
     }
 
     /// [`Transaction::disk_reads`] per workspace-relative path.
+    #[cfg(test)]
     pub fn disk_reads_by_path(&self) -> BTreeMap<String, usize> {
         self.disk_reads
             .lock()
@@ -263,11 +260,6 @@ impl Transaction {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *counts.entry(rel.to_string()).or_default() += 1;
-    }
-
-    /// Absolute path of a workspace-relative path.
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
     }
 
     /// The content of `rel` as this transaction sees it: staged content (plus staged appends)
@@ -429,15 +421,6 @@ impl Transaction {
         Ok(())
     }
 
-    /// Length of the on-disk file before any staged append (None if absent).
-    pub fn disk_len(&self, rel: &str) -> Option<u64> {
-        self.note_disk_read(rel);
-        fsio::regular_metadata(&self.root.join(rel))
-            .ok()
-            .flatten()
-            .map(|m| m.len())
-    }
-
     /// Drop whatever is staged for `rel` (write or append).
     pub fn discard(&mut self, rel: &str) {
         self.writes.remove(rel);
@@ -534,6 +517,7 @@ impl Transaction {
     }
 
     /// Drop every staged change and release the lock.
+    #[cfg(test)]
     pub fn abort(self) {}
 }
 
