@@ -200,7 +200,28 @@ fn no_tool_call_takes_the_mcp_server_down() {
         .block_on(client.call_tool(CallToolRequestParams::new("status")))
         .expect("status after the fuzzing");
     assert_ne!(status.is_error, Some(true));
-    ws.ok(&["check", "--strict"]);
+    // The tools write what the reference writes: an `http://` link a caller gives is
+    // accepted (a warning; an error only under --strict), secrets are refused (decision
+    // 0078). So the workspace passes `check`, and under --strict fails on nothing but links.
+    ws.ok(&["check"]);
+    let strict = ws.run(&["check", "--strict", "--json"]);
+    let doc: Value = serde_json::from_slice(&strict.stdout).expect("check --json");
+    let codes: Vec<&str> = ["validate", "lint", "verify"]
+        .iter()
+        .filter_map(|stage| doc[stage]["diagnostics"].as_array())
+        .flatten()
+        .filter(|d| d["severity"] == "error")
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(
+        codes.iter().all(|c| *c == "LINK"),
+        "check --strict fails on more than links: {codes:?}"
+    );
+    assert_eq!(
+        strict.status.code() == Some(0),
+        codes.is_empty(),
+        "{codes:?}"
+    );
     let (answered, tool_errors) = (answered.get(), tool_errors.get());
     assert!(
         answered > 0 && tool_errors > 0,
