@@ -108,12 +108,9 @@ pub struct ArchiveReport {
     pub warnings: Vec<String>,
 }
 
-/// Archive the workspace at `root`.
+/// Archive the v1 workspace at `root`.
 pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
     let small = runs::require_small_dir(root)?;
-    if runs::v2::is_v2(root) {
-        return v2::create(root, opts);
-    }
     let explicit = opts.include.is_some();
     let include = opts.include.clone().unwrap_or_else(default_include);
 

@@ -689,14 +689,11 @@ fn same_content(dir: &Path, files: &[CopiedFile]) -> Result<bool, RunError> {
     Ok(true)
 }
 
-/// Copy the workspace artifacts into the store. The first snapshot of a replay ID goes to
+/// Copy a v1 workspace's artifacts into the store. The first snapshot of a replay ID goes to
 /// `<store>/<replayId>/`; a different one of the same replay ID becomes a new generation
 /// (`<replayId>~N`); one identical to an existing generation writes nothing. With `force` the
 /// newest generation is replaced instead.
 pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
-    if v2::is_v2(root) {
-        return v2::snapshot(root, store, force);
-    }
     require_small_dir(root)?;
     check_store_location(root, store)?;
 
@@ -1203,27 +1200,10 @@ pub enum CheckedOut {
     V2(v2::CheckoutReport),
 }
 
-/// Restore the snapshot `query` names into the workspace at `root`, by the workspace's
-/// profile: a 2.0.0 tree as a whole ([`v2::checkout`]), a v1 workspace file by file
-/// ([`checkout`]).
-pub fn checkout_any(
-    root: &Path,
-    store: &Path,
-    query: &str,
-    force: bool,
-) -> Result<CheckedOut, RunError> {
-    if v2::is_v2(root) {
-        v2::checkout(root, store, query, force).map(CheckedOut::V2)
-    } else {
-        checkout(root, store, query, force).map(CheckedOut::V1)
-    }
-}
-
-/// Enforce `--workspace` for the run commands: a v1 workspace must exist and be of a kind
-/// `scope` allows; a 2.0.0 tree has no `workspace.small.yml`, and every scope accepts it (as
-/// `check` does).
+/// Enforce `--workspace` for the run commands on a v1 workspace: it must exist and be of a
+/// kind `scope` allows.
 pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
-    if scope == Scope::Any || v2::is_v2(root) {
+    if scope == Scope::Any {
         return Ok(());
     }
     require_small_dir(root)?;

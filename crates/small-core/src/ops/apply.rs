@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::authoring::apply::{self as v1, ApplyOutcome, RunSpec};
 use crate::ops::claims::fence;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Workspace};
 use crate::v2::write as v2w;
 
 pub use crate::authoring::apply::{ApplyRequest as RunRequest, ProgressMode, Step, NOT_EXECUTED};
@@ -123,10 +123,7 @@ pub fn apply(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
             record_override(ws, &seen, req, task, note)?;
         }
     }
-    let out = match ws.profile {
-        Profile::V1 => apply_v1(ws, req),
-        Profile::V2 => apply_v2(ws, req),
-    }?;
+    let out = ws.backend().apply(ws, req)?;
     // --auto-checkpoint completed the task (its lease becomes a done record) or blocked it
     // (its lease is given back).
     if let Some(task) = task.filter(|_| req.run.auto_checkpoint) {
@@ -160,7 +157,7 @@ fn record_override(
     crate::ops::record::progress_add_unfenced(ws, seen, &entry).map(|_| ())
 }
 
-fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
+pub(super) fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
     if req.session.is_some() {
         return Err(OpError::usage(
             "usage",
@@ -188,7 +185,7 @@ fn apply_v1(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
     Ok(Applied::V1(Box::new(out)))
 }
 
-fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
+pub(super) fn apply_v2(ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied> {
     let given = req.run.command.clone().filter(|c| !c.trim().is_empty());
     let Some(command) = given.clone().filter(|_| !req.run.dry_run) else {
         return dry_run_v2(ws, req, given);

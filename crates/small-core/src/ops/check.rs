@@ -47,12 +47,20 @@ pub fn check(req: &GateRequest) -> Checked {
             }
         }
     };
-    if let Some(c) = v2_checked(&loc) {
-        return Checked {
-            report: v2_check_report(&c.diagnostics),
-            workspace: None,
-        };
+    crate::ops::backend::of(&loc.small_dir).check(loc, req)
+}
+
+/// [`check`] of a 2.0.0 workspace.
+pub(super) fn check_v2(loc: crate::workspace::Location) -> Checked {
+    let c = crate::v2::check(&loc.root, &loc.small_dir);
+    Checked {
+        report: v2_check_report(&c.diagnostics),
+        workspace: None,
     }
+}
+
+/// [`check`] of a v1 workspace.
+pub(super) fn check_v1(loc: crate::workspace::Location, req: &GateRequest) -> Checked {
     let schemas = match schemas(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(d) => {

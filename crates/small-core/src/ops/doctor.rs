@@ -112,10 +112,17 @@ pub fn diagnose(
             return r;
         }
     };
-    if crate::v2::detect(&loc.small_dir) == crate::v2::Profile::V2 {
-        diagnose_state(&loc, &mut r);
-        return r;
-    }
+    crate::ops::backend::of(&loc.small_dir).doctor(loc, schemas, cache, &mut r);
+    r
+}
+
+/// [`diagnose`] of a v1 workspace.
+pub(super) fn diagnose_v1(
+    loc: crate::workspace::Location,
+    schemas: Result<Arc<SchemaSet>, Diagnostic>,
+    cache: bool,
+    r: &mut DoctorReport,
+) {
     let opts = GateOptions {
         scope: Scope::Any,
         cache,
@@ -141,7 +148,7 @@ pub fn diagnose(
             "`small init --force` recreates missing files and keeps existing ones",
         );
     }
-    layout_findings(&ws.root, &mut r);
+    layout_findings(&ws.root, r);
     match schema_set {
         Ok(s) => {
             let v: Vec<Diagnostic> = check::validate_stage(&loaded, &s)
@@ -169,8 +176,7 @@ pub fn diagnose(
         }
         Err(d) => r.diags("schema", &[d], ""),
     }
-    run_state(&loaded.state, &mut r);
-    r
+    run_state(&loaded.state, r);
 }
 
 /// Leftovers of the old runtime layout, and other paths strict mode rejects.
@@ -257,7 +263,7 @@ fn run_state(st: &ProjectState, r: &mut DoctorReport) {
 
 /// A 2.0.0 workspace, from its project state: the records and event graph, conflicts,
 /// open sessions, and the plan.
-fn diagnose_state(loc: &crate::workspace::Location, r: &mut DoctorReport) {
+pub(super) fn diagnose_v2(loc: &crate::workspace::Location, r: &mut DoctorReport) {
     let st = crate::state::load(
         loc,
         &crate::state::LoadOptions {

@@ -125,9 +125,19 @@ fn load(
 /// Build the document.
 pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
     let loc = crate::workspace::locate(req.dir.as_deref()).map_err(EmitError::NoWorkspace)?;
-    if crate::v2::detect(&loc.small_dir) == crate::v2::Profile::V2 {
-        return Ok(emit_state(req, &loc));
-    }
+    crate::ops::backend::of(&loc.small_dir).emit(loc, req)
+}
+
+/// [`emit`] of a 2.0.0 workspace.
+pub(super) fn emit_v2(loc: crate::workspace::Location, req: &EmitRequest) -> Emitted {
+    emit_state(req, &loc)
+}
+
+/// [`emit`] of a v1 workspace.
+pub(super) fn emit_v1(
+    loc: crate::workspace::Location,
+    req: &EmitRequest,
+) -> Result<Emitted, EmitError> {
     let has = |s: Section| req.sections.contains(&s);
     let loaded = load(req, loc, &has);
     let ws = &loaded.ws;

@@ -167,12 +167,6 @@ pub(crate) fn listing_failed(ws: &Workspace, e: std::io::Error) -> Diagnostic {
     Diagnostic::error("io", format!("cannot list {}: {e}", ws.small_dir.display()))
 }
 
-/// The 2.0.0 checks of the workspace at `loc`, when it holds profile 2.0.0 (docs/v2.md);
-/// `None` for a v1 workspace, which costs a few `lstat`s.
-pub fn v2_checked(loc: &Location) -> Option<v2::Checked> {
-    (v2::detect(&loc.small_dir) == v2::Profile::V2).then(|| v2::check(&loc.root, &loc.small_dir))
-}
-
 /// `lint` (`upto` Graph) or `verify` (`upto` State) of a 2.0.0 workspace.
 pub(crate) fn v2_outcome(c: v2::Checked, upto: v2::Stage) -> GateOutcome {
     let diagnostics: Vec<Diagnostic> = c

@@ -11,7 +11,7 @@ use crate::authoring::activity::LastEvidence;
 use crate::authoring::handoff::{self, ReplayId, RunStatus};
 use crate::authoring::session::{self, SummarySource, TaskRef};
 use crate::authoring::snapshot::Artifacts;
-use crate::ops::{members_json, OpError, OpResult, Profile, Workspace};
+use crate::ops::{members_json, OpError, OpResult, Workspace};
 use crate::v2::write as v2w;
 use crate::workspace::Scope;
 
@@ -97,13 +97,10 @@ pub enum HandedOff {
 
 /// Hand off.
 pub fn handoff(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
-    match ws.profile {
-        Profile::V1 => handoff_v1(ws, req),
-        Profile::V2 => handoff_v2(ws, req),
-    }
+    ws.backend().handoff(ws, req)
 }
 
-fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
+pub(super) fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     if req.session.is_some() {
         return Err(OpError::usage(
             "usage",
@@ -162,7 +159,7 @@ fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     })))
 }
 
-fn handoff_v2(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
+pub(super) fn handoff_v2(ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff> {
     if req.replay_id.is_some() || req.final_check {
         return Err(OpError::usage(
             "usage",

@@ -237,11 +237,7 @@ pub fn inspect_one(
     if let Err(e) = runs::check_scope(&root, opts.scope) {
         h.problem(StrictStatus::Error, e.message);
     }
-    if crate::v2::detect(&small) == crate::v2::Profile::V2 {
-        v2_strict(&root, &small, &mut h);
-    } else {
-        v1_state(&root, &small, schemas, &mut h);
-    }
+    crate::ops::backend::of(&small).health(&root, &small, schemas, &mut h);
 
     let store = runs::store_dir(&root, opts.store.as_deref());
     match runs::list(&store) {
@@ -270,7 +266,7 @@ pub fn inspect_one(
 }
 
 /// The strict verdict, current run, live digest and plan of a v1 workspace.
-fn v1_state(
+pub(super) fn v1_state(
     root: &Path,
     small: &Path,
     schemas: &Result<Arc<SchemaSet>, String>,
@@ -314,7 +310,7 @@ fn v1_state(
 /// A 2.0.0 workspace: the verdict of its strict check (every `V2-*` error, conflicts
 /// included), the frontier as its current run (when the records and graph are sound), and the digest of its records (SHA-256 over
 /// the sorted `path:sha256` lines of the records read).
-fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
+pub(super) fn v2_strict(root: &Path, small: &Path, h: &mut WorkspaceHealth) {
     use sha2::{Digest, Sha256};
     let (c, files) = crate::v2::check_listed(root, small);
     let errors: Vec<String> = c

@@ -3,7 +3,6 @@
 use crate::diag::{self};
 use crate::gates::check::{self};
 use crate::ops::gate::*;
-use crate::v2;
 
 /// `lint`: the protocol invariants (no schemas).
 pub fn lint(req: &GateRequest) -> GateOutcome {
@@ -11,9 +10,11 @@ pub fn lint(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
-    if let Some(c) = v2_checked(&loc) {
-        return v2_outcome(c, v2::Stage::Graph);
-    }
+    crate::ops::backend::of(&loc.small_dir).lint(loc, req)
+}
+
+/// [`lint`] of a v1 workspace.
+pub(super) fn lint_v1(loc: crate::workspace::Location, req: &GateRequest) -> GateOutcome {
     let loaded = check::load(loc, None, &req.options);
     let ws = &loaded.ws;
     let mut diags = check::artifact_load_diagnostics(ws);

@@ -1,8 +1,8 @@
 //! The operation layer: one function per protocol command, taking the workspace and a typed
 //! request and returning a typed outcome that serialises to the command's `--json` document.
 //!
-//! The profile (v1 files or 2.0.0 sessions) is decided here, once per operation, from the
-//! workspace; no front end asks. The CLI parses flags into a request and prints the outcome,
+//! The profile (v1 files or 2.0.0 sessions) is decided once, when a workspace is opened, by
+//! the profile back end (`backend`); no operation and no front end asks. The CLI parses flags into a request and prints the outcome,
 //! the MCP server returns the same outcome as its tool result, so the rules and the documents
 //! are the same from every front end (cargo's `ops` module is the model).
 //!
@@ -11,6 +11,7 @@
 //! document, and the findings behind it when there are several.
 
 pub mod apply;
+mod backend;
 pub mod check;
 pub mod claims;
 pub mod doctor;
@@ -71,7 +72,7 @@ pub struct Workspace {
     /// The directory that holds `.small/`.
     pub root: PathBuf,
     pub small_dir: PathBuf,
-    pub profile: Profile,
+    backend: &'static dyn backend::Backend,
 }
 
 /// The two profiles of the protocol.
@@ -102,43 +103,29 @@ impl Workspace {
     /// The workspace whose root is `root`.
     pub fn at(root: PathBuf) -> Workspace {
         let small_dir = root.join(SMALL_DIR);
-        let profile = match v2::detect(&small_dir) {
-            v2::Profile::V2 => Profile::V2,
-            _ => Profile::V1,
-        };
         Workspace {
+            backend: backend::of(&small_dir),
             root,
             small_dir,
-            profile,
         }
+    }
+
+    /// The workspace's profile.
+    pub fn profile(&self) -> Profile {
+        self.backend.profile()
+    }
+
+    /// The back end of the workspace's profile.
+    pub(crate) fn backend(&self) -> &'static dyn backend::Backend {
+        self.backend
     }
 
     /// The files that hold the workspace's state, relative to the root, the one a session
     /// resumes from first: v1's handoff, artifacts and metadata; 2.0.0's profile and policy
     /// (its sessions and events are read through the operations).
     pub fn state_files(&self) -> Vec<String> {
-        use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
-        let files: Vec<String> = match self.profile {
-            Profile::V1 => [
-                ArtifactKind::Handoff,
-                ArtifactKind::Intent,
-                ArtifactKind::Constraints,
-                ArtifactKind::Plan,
-                ArtifactKind::Progress,
-            ]
-            .iter()
-            .map(|k| k.file_name().to_string())
-            .chain([WORKSPACE_FILE.to_string()])
-            .collect(),
-            Profile::V2 => [
-                "profile.json",
-                "policy/intent.small.yml",
-                "policy/constraints.small.yml",
-            ]
-            .map(String::from)
-            .to_vec(),
-        };
-        files
+        self.backend
+            .state_files()
             .into_iter()
             .map(|f| format!("{SMALL_DIR}/{f}"))
             .collect()
@@ -179,10 +166,7 @@ impl Workspace {
 
     /// The profile's version string, as the documents name it.
     pub fn profile_version(&self) -> &'static str {
-        match self.profile {
-            Profile::V1 => crate::spec::consts::PROTOCOL_VERSION,
-            Profile::V2 => v2::PROFILE_VERSION,
-        }
+        self.backend.version()
     }
 }
 
@@ -237,14 +221,7 @@ pub fn members_json(m: &crate::v2::record::Members) -> serde_json::Value {
 
 /// Refuse a 2.0.0-only operation (`what`) on a v1 workspace.
 pub fn require_v2(ws: &Workspace, what: &str) -> OpResult<()> {
-    if ws.profile == Profile::V2 {
-        return Ok(());
-    }
-    Err(OpError::invalid(
-        crate::workspace::error::code::REFUSED,
-        format!("{what}: part of SMALL 2.0.0, and this is not a 2.0.0 workspace"),
-    )
-    .with_help("`small migrate --to 2.0.0 --preview` converts a v1 workspace"))
+    ws.backend.require_sessions(what)
 }
 
 /// The reference's error code for a refusal with the diagnostic code `code`.

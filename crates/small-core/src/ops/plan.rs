@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::authoring::plan_edit::{self, PlanOutcome};
 use crate::ops::members_json;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Workspace};
 use crate::v2::write::{self as v2w, PlanChange};
 use crate::workspace::Scope;
 
@@ -95,10 +95,7 @@ pub enum Planned {
 /// Change the plan.
 pub fn plan(ws: &Workspace, req: &PlanRequest) -> OpResult<Planned> {
     let depends = parse_depends(&req.depends)?;
-    match ws.profile {
-        Profile::V1 => plan_v1(ws, req, depends),
-        Profile::V2 => plan_v2(ws, req, depends),
-    }
+    ws.backend().plan(ws, req, depends)
 }
 
 /// Each `TASK:DEP`, in order; a malformed one refuses them all (a usage error).
@@ -115,7 +112,11 @@ fn parse_depends(specs: &[String]) -> OpResult<Vec<(String, String)>> {
         .collect()
 }
 
-fn plan_v1(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) -> OpResult<Planned> {
+pub(super) fn plan_v1(
+    ws: &Workspace,
+    req: &PlanRequest,
+    depends: Vec<(String, String)>,
+) -> OpResult<Planned> {
     if req.session.is_some() {
         return Err(OpError::usage(
             "usage",
@@ -156,7 +157,11 @@ fn plan_v1(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) ->
     })))
 }
 
-fn plan_v2(ws: &Workspace, req: &PlanRequest, depends: Vec<(String, String)>) -> OpResult<Planned> {
+pub(super) fn plan_v2(
+    ws: &Workspace,
+    req: &PlanRequest,
+    depends: Vec<(String, String)>,
+) -> OpResult<Planned> {
     if req.reset {
         return Err(OpError::invalid(
             crate::workspace::error::code::REFUSED,

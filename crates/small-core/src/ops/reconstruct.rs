@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::history::reconstruct as v1;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Workspace};
 use crate::v2::read as v2;
 use crate::workspace::error::ErrorKind;
 use crate::workspace::Scope;
@@ -53,13 +53,10 @@ pub enum Reconstructed {
 
 /// Reconstruct the workspace's evidence.
 pub fn reconstruct(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
-    match ws.profile {
-        Profile::V1 => reconstruct_v1(ws, req),
-        Profile::V2 => reconstruct_v2(ws, req),
-    }
+    ws.backend().reconstruct(ws, req)
 }
 
-fn reconstruct_v1(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
+pub(super) fn reconstruct_v1(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
     if req.resume || req.session.is_some() {
         return Err(OpError::usage(
             "usage",
@@ -79,7 +76,7 @@ fn reconstruct_v1(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstr
     )?)))
 }
 
-fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
+pub(super) fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed> {
     let opts = v2::ReconstructOptions {
         task: req.task.clone(),
         since: req.since.clone(),

@@ -11,7 +11,7 @@ use crate::authoring::record::{self, RecordOutcome};
 use crate::authoring::session::TaskRef;
 use crate::ops::claims::fence;
 use crate::ops::members_json;
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Workspace};
 use crate::v2::write as v2w;
 use crate::workspace::txn::{CommitReport, Transaction};
 use crate::workspace::Scope;
@@ -121,45 +121,51 @@ pub(crate) fn progress_add_unfenced(
     seen: &fence::Seen,
     req: &RecordRequest,
 ) -> OpResult<Progressed> {
-    match ws.profile {
-        Profile::V1 => {
-            let (out, report, root) =
-                v1_record(ws, seen, req, "progress add", record::add_progress)?;
-            Ok(Progressed::V1(Box::new(V1Progress {
-                workspace: root,
-                entry: out.entry.clone(),
-                task_exists_in_plan: out.task_exists_in_plan,
-                forced_past: out.forced_past.clone(),
-                written: report.written,
-                appended: report.appended,
-                outcome: out,
-            })))
-        }
-        Profile::V2 => {
-            let (session, mut w) = v2_open(ws, req)?;
-            let occurred = occurred_at(req)?;
-            let (t, e) = v2w::progress(
-                &mut w,
-                &session,
-                &req.task,
-                &req.status,
-                &evidence_text(req),
-                req.notes.as_deref().unwrap_or_default(),
-                occurred,
-            )?;
-            Ok(Progressed::V2(Box::new(V2Transition {
-                alias: t.task.alias,
-                event: members_json(&e.members),
-                profile: crate::v2::PROFILE_VERSION,
-                receipt: None,
-                status: None,
-                task_id: t.task.id,
-                validated: None,
-                event_id: e.draft.event_id,
-                receipt_digest: String::new(),
-            })))
-        }
-    }
+    ws.backend().progress(ws, seen, req)
+}
+
+/// [`progress_add`] on a v1 workspace.
+pub(super) fn progress_v1(
+    ws: &Workspace,
+    seen: &fence::Seen,
+    req: &RecordRequest,
+) -> OpResult<Progressed> {
+    let (out, report, root) = v1_record(ws, seen, req, "progress add", record::add_progress)?;
+    Ok(Progressed::V1(Box::new(V1Progress {
+        workspace: root,
+        entry: out.entry.clone(),
+        task_exists_in_plan: out.task_exists_in_plan,
+        forced_past: out.forced_past.clone(),
+        written: report.written,
+        appended: report.appended,
+        outcome: out,
+    })))
+}
+
+/// [`progress_add`] on a 2.0.0 workspace.
+pub(super) fn progress_v2(ws: &Workspace, req: &RecordRequest) -> OpResult<Progressed> {
+    let (session, mut w) = v2_open(ws, req)?;
+    let occurred = occurred_at(req)?;
+    let (t, e) = v2w::progress(
+        &mut w,
+        &session,
+        &req.task,
+        &req.status,
+        &evidence_text(req),
+        req.notes.as_deref().unwrap_or_default(),
+        occurred,
+    )?;
+    Ok(Progressed::V2(Box::new(V2Transition {
+        alias: t.task.alias,
+        event: members_json(&e.members),
+        profile: crate::v2::PROFILE_VERSION,
+        receipt: None,
+        status: None,
+        task_id: t.task.id,
+        validated: None,
+        event_id: e.draft.event_id,
+        receipt_digest: String::new(),
+    })))
 }
 
 /// Complete or block a task with evidence.
@@ -219,56 +225,63 @@ fn checkpoint_fenced(
     seen: &fence::Seen,
     req: &RecordRequest,
 ) -> OpResult<Checkpointed> {
-    match ws.profile {
-        Profile::V1 => {
-            let (out, report, root) = v1_record(ws, seen, req, "checkpoint", record::checkpoint)?;
-            Ok(Checkpointed::V1(Box::new(V1Checkpoint {
-                checkpoint: format!(
-                    "checkpoint: {} -> {} at {}",
-                    out.task_id, out.status, out.timestamp
-                ),
-                task_id: out.task_id,
-                status: out.status,
-                progress_entry: out.entry,
-                files: ["plan.small.yml", "progress.small.yml"],
-                validated: true,
-                workspace: root,
-                plan_status: out.plan_status,
-                checkpoint_at: out.timestamp,
-                forced_past: out.forced_past,
-                written: report.written,
-                appended: report.appended,
-            })))
-        }
-        Profile::V2 => {
-            if req.at.is_some() || req.after.is_some() {
-                return Err(OpError::usage(
-                    "usage",
-                    "--at and --after apply to `progress add` on a 2.0.0 workspace",
-                ));
-            }
-            let (session, mut w) = v2_open(ws, req)?;
-            let (t, e, receipt) = v2w::checkpoint(
-                &mut w,
-                &session,
-                &req.task,
-                &req.status,
-                &evidence_text(req),
-                req.notes.as_deref().unwrap_or_default(),
-            )?;
-            Ok(Checkpointed::V2(Box::new(V2Transition {
-                alias: t.task.alias,
-                event: members_json(&e.members),
-                profile: crate::v2::PROFILE_VERSION,
-                receipt: Some(members_json(&receipt.members)),
-                status: Some(req.status.trim().to_lowercase()),
-                task_id: t.task.id,
-                validated: Some(true),
-                event_id: e.draft.event_id,
-                receipt_digest: receipt.digest,
-            })))
-        }
+    ws.backend().checkpoint(ws, seen, req)
+}
+
+/// [`checkpoint`] on a v1 workspace.
+pub(super) fn checkpoint_v1(
+    ws: &Workspace,
+    seen: &fence::Seen,
+    req: &RecordRequest,
+) -> OpResult<Checkpointed> {
+    let (out, report, root) = v1_record(ws, seen, req, "checkpoint", record::checkpoint)?;
+    Ok(Checkpointed::V1(Box::new(V1Checkpoint {
+        checkpoint: format!(
+            "checkpoint: {} -> {} at {}",
+            out.task_id, out.status, out.timestamp
+        ),
+        task_id: out.task_id,
+        status: out.status,
+        progress_entry: out.entry,
+        files: ["plan.small.yml", "progress.small.yml"],
+        validated: true,
+        workspace: root,
+        plan_status: out.plan_status,
+        checkpoint_at: out.timestamp,
+        forced_past: out.forced_past,
+        written: report.written,
+        appended: report.appended,
+    })))
+}
+
+/// [`checkpoint`] on a 2.0.0 workspace.
+pub(super) fn checkpoint_v2(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed> {
+    if req.at.is_some() || req.after.is_some() {
+        return Err(OpError::usage(
+            "usage",
+            "--at and --after apply to `progress add` on a 2.0.0 workspace",
+        ));
     }
+    let (session, mut w) = v2_open(ws, req)?;
+    let (t, e, receipt) = v2w::checkpoint(
+        &mut w,
+        &session,
+        &req.task,
+        &req.status,
+        &evidence_text(req),
+        req.notes.as_deref().unwrap_or_default(),
+    )?;
+    Ok(Checkpointed::V2(Box::new(V2Transition {
+        alias: t.task.alias,
+        event: members_json(&e.members),
+        profile: crate::v2::PROFILE_VERSION,
+        receipt: Some(members_json(&receipt.members)),
+        status: Some(req.status.trim().to_lowercase()),
+        task_id: t.task.id,
+        validated: Some(true),
+        event_id: e.draft.event_id,
+        receipt_digest: receipt.digest,
+    })))
 }
 
 type V1Step = fn(

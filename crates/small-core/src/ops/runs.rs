@@ -2,7 +2,7 @@
 //! (built in `history`).
 
 pub use crate::history::archive::{
-    create as create_archive, verify as verify_archive, ArchiveOptions, FileState,
+    verify as verify_archive, ArchiveOptions, ArchiveReport, FileState,
 };
 pub use crate::history::reconstruct::Reconstruction;
 pub use crate::history::runs::diff::{
@@ -11,7 +11,44 @@ pub use crate::history::runs::diff::{
 pub use crate::history::runs::digest::VerifyStatus;
 pub use crate::history::runs::v2::{CheckoutReport as V2CheckoutReport, STATE_DIR, WORKSPACE_KIND};
 pub use crate::history::runs::{
-    check_run_scope, checkout_any, find, list, live_replay_id, short_id, short_name, snapshot,
-    store_dir, verify, CheckedOut, CheckoutReport, ErrorKind, Meta, RunError, Scope, Snapshot,
-    META_FILE,
+    find, list, live_replay_id, short_id, short_name, store_dir, verify, CheckedOut,
+    CheckoutReport, ErrorKind, Meta, RunError, Scope, Snapshot, SnapshotResult, META_FILE,
 };
+
+use std::path::Path;
+
+use crate::ops::backend;
+
+/// The back end of the workspace at `root`.
+fn at(root: &Path) -> &'static dyn backend::Backend {
+    backend::of(&root.join(crate::spec::consts::SMALL_DIR))
+}
+
+/// Snapshot the workspace at `root` into `store`: the first snapshot of a replay ID goes to
+/// `<store>/<replayId>/`, a different one of the same replay ID becomes a new generation
+/// (`<replayId>~N`), an identical one writes nothing; with `force` the newest generation is
+/// replaced.
+pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
+    at(root).snapshot(root, store, force)
+}
+
+/// Restore the snapshot `query` names into the workspace at `root`.
+pub fn checkout(
+    root: &Path,
+    store: &Path,
+    query: &str,
+    force: bool,
+) -> Result<CheckedOut, RunError> {
+    at(root).checkout(root, store, query, force)
+}
+
+/// Enforce `--workspace` for the run commands (a 2.0.0 workspace has no kind; every scope
+/// accepts it, as `check` does).
+pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
+    at(root).run_scope(root, scope)
+}
+
+/// Archive the workspace at `root`.
+pub fn create_archive(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
+    at(root).archive(root, opts)
+}

@@ -135,10 +135,12 @@ const MAX_LABELLED_SESSIONS: usize = 10_000;
 /// The actor and model labels of every session of a 2.0.0 workspace, by session id (empty
 /// for a v1 workspace). A record that cannot be read is left out: the gates report it.
 pub fn labels(ws: &Workspace) -> std::collections::BTreeMap<String, Labels> {
+    ws.backend().session_labels(ws)
+}
+
+/// [`labels`] of a 2.0.0 workspace.
+pub(super) fn labels_v2(ws: &Workspace) -> std::collections::BTreeMap<String, Labels> {
     let mut out = std::collections::BTreeMap::new();
-    if ws.profile != crate::ops::Profile::V2 {
-        return out;
-    }
     let Ok(dir) = std::fs::read_dir(ws.small_dir.join("sessions")) else {
         return out;
     };

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::ops::{Profile, Workspace};
+use crate::ops::Workspace;
 use crate::state::report::Status as V1Status;
 /// The v1 status document and its options, which the page builds from the loaded state.
 pub use crate::state::report::{Status, StatusOptions, KNOWN_STATUSES};
@@ -78,21 +78,28 @@ pub fn status(ws: &Workspace, req: &StatusRequest) -> StatusOutcome {
 }
 
 fn report(ws: &Workspace, req: &StatusRequest) -> StatusReport {
-    match ws.profile {
-        Profile::V1 => StatusReport::V1(Box::new(crate::state::status::status(
-            &ws.small_dir,
-            StatusOptions {
-                recent: req.recent,
-                tasks: req.tasks,
-                audit: req.audit,
-            },
-        ))),
-        Profile::V2 => StatusReport::V2(Box::new(crate::v2::status::status_with_cache(
-            &ws.root,
-            &ws.small_dir,
-            req.cache,
-        ))),
-    }
+    ws.backend().status(ws, req)
+}
+
+/// The report of a v1 workspace.
+pub(super) fn status_v1(ws: &Workspace, req: &StatusRequest) -> StatusReport {
+    StatusReport::V1(Box::new(crate::state::status::status(
+        &ws.small_dir,
+        StatusOptions {
+            recent: req.recent,
+            tasks: req.tasks,
+            audit: req.audit,
+        },
+    )))
+}
+
+/// The report of a 2.0.0 workspace.
+pub(super) fn status_v2(ws: &Workspace, req: &StatusRequest) -> StatusReport {
+    StatusReport::V2(Box::new(crate::v2::status::status_with_cache(
+        &ws.root,
+        &ws.small_dir,
+        req.cache,
+    )))
 }
 
 /// What an agent resuming work reads (`small resume`, the session hooks, MCP's `resume`):

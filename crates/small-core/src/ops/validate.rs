@@ -81,11 +81,19 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         Ok(l) => l,
         Err(d) => return Validated::stopped(None, *d),
     };
+    crate::ops::backend::of(&loc.small_dir).validate(loc, req)
+}
+
+/// [`validate`] of a 2.0.0 workspace.
+pub(super) fn validate_v2(loc: crate::workspace::Location) -> Validated {
     let root = Some(loc.root.display().to_string());
-    if v2::detect(&loc.small_dir) == v2::Profile::V2 {
-        let (c, files) = v2::check_listed(&loc.root, &loc.small_dir);
-        return v2_validated(root, c, files);
-    }
+    let (c, files) = v2::check_listed(&loc.root, &loc.small_dir);
+    v2_validated(root, c, files)
+}
+
+/// [`validate`] of a v1 workspace.
+pub(super) fn validate_v1(loc: crate::workspace::Location, req: &ValidateRequest) -> Validated {
+    let root = Some(loc.root.display().to_string());
     let schemas = match SchemaSet::resolve(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(e) => {

@@ -3,7 +3,6 @@
 use crate::diag::{self, Diagnostic};
 use crate::gates::check::{self};
 use crate::ops::gate::*;
-use crate::v2;
 
 /// `verify`: schemas, invariants and the verify-only rules, all reported together.
 pub fn verify(req: &GateRequest) -> GateOutcome {
@@ -11,9 +10,11 @@ pub fn verify(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
-    if let Some(c) = v2_checked(&loc) {
-        return v2_outcome(c, v2::Stage::State);
-    }
+    crate::ops::backend::of(&loc.small_dir).verify(loc, req)
+}
+
+/// [`verify`] of a v1 workspace.
+pub(super) fn verify_v1(loc: crate::workspace::Location, req: &GateRequest) -> GateOutcome {
     let schemas = match schemas(req.spec_dir.as_deref()) {
         Ok(s) => s,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),

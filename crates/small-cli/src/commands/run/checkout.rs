@@ -39,8 +39,7 @@ pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
 }
 
 fn body(args: Args, ctx: &Context, _g: &GlobalArgs, o: &mut String) -> CmdResult {
-    let out =
-        runs::checkout_any(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
+    let out = runs::checkout(&ctx.root, &ctx.store, &args.replay_id, args.force).map_err(to_cli)?;
     if args.json {
         return print_json(&out);
     }

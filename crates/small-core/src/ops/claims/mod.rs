@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::ops::{OpError, OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Workspace};
 use crate::state::Task;
 use crate::workspace::error::Error as AuthoringError;
 
@@ -560,9 +560,7 @@ impl Claimant {
             )));
         }
         let skew = skew()?;
-        let session = (ws.profile == Profile::V2)
-            .then(|| crate::v2::write::resolve_session(&ws.root, None).ok())
-            .flatten();
+        let session = ws.backend().claim_session(ws);
         Ok(Claimant {
             holder: match &req.holder {
                 Some(h) => h.clone(),

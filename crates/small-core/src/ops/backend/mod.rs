@@ -1,0 +1,134 @@
+//! The profile back end: where a workspace's profile is decided, once, and the one place
+//! that knows which profile does what.
+//!
+//! Opening a workspace ([`of`]) picks the back end of its profile; an operation asks the back
+//! end for each step that differs between v1.0.0 and SMALL 2.0.0 (load and check the state,
+//! record a transition, write a handoff, run a command, reconstruct). The v1 half of a step
+//! is in [`v1`], the 2.0.0 half in [`v2`]; the steps the profiles share stay in the
+//! operation's own module. No code outside this module matches on the profile (the model is
+//! jj's storage back end behind one trait).
+
+mod v1;
+mod v2;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::diag::Diagnostic;
+use crate::gates::schemas::SchemaSet;
+use crate::ops::apply::{Applied, ApplyRequest};
+use crate::ops::claims::fence;
+use crate::ops::doctor::DoctorReport;
+use crate::ops::emit::{EmitError, EmitRequest, Emitted};
+use crate::ops::gate::{GateOutcome, GateRequest};
+use crate::ops::handoff::{HandedOff, HandoffRequest};
+use crate::ops::health::WorkspaceHealth;
+use crate::ops::plan::{PlanRequest, Planned};
+use crate::ops::reconstruct::{ReconstructRequest, Reconstructed};
+use crate::ops::record::{Checkpointed, Progressed, RecordRequest};
+use crate::ops::runs::{
+    ArchiveOptions, ArchiveReport, CheckedOut, RunError, Scope, SnapshotResult,
+};
+use crate::ops::session::Labels;
+use crate::ops::status::{StatusReport, StatusRequest};
+use crate::ops::validate::{ValidateRequest, Validated};
+use crate::ops::{OpResult, Profile, Workspace};
+use crate::workspace::Location;
+
+/// The steps of the operations that differ by profile. One implementation per profile.
+pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
+    /// Which profile this is.
+    fn profile(&self) -> Profile;
+    /// The profile's version string, as the documents name it.
+    fn version(&self) -> &'static str;
+    /// The files a session resumes from first, relative to `.small/`.
+    fn state_files(&self) -> Vec<String>;
+    /// Refuse a 2.0.0-only operation (`what`) on a workspace of another profile.
+    fn require_sessions(&self, what: &str) -> OpResult<()>;
+
+    /// `status`'s report of the workspace.
+    fn status(&self, ws: &Workspace, req: &StatusRequest) -> StatusReport;
+    /// Change the plan (`depends` parsed from the request).
+    fn plan(
+        &self,
+        ws: &Workspace,
+        req: &PlanRequest,
+        depends: Vec<(String, String)>,
+    ) -> OpResult<Planned>;
+    /// Record progress on a task (the claim check made).
+    fn progress(
+        &self,
+        ws: &Workspace,
+        seen: &fence::Seen,
+        req: &RecordRequest,
+    ) -> OpResult<Progressed>;
+    /// Close a task (the claim check made).
+    fn checkpoint(
+        &self,
+        ws: &Workspace,
+        seen: &fence::Seen,
+        req: &RecordRequest,
+    ) -> OpResult<Checkpointed>;
+    /// Write the handoff.
+    fn handoff(&self, ws: &Workspace, req: &HandoffRequest) -> OpResult<HandedOff>;
+    /// Run a command and record it.
+    fn apply(&self, ws: &Workspace, req: &ApplyRequest) -> OpResult<Applied>;
+    /// Rebuild the record of the work.
+    fn reconstruct(&self, ws: &Workspace, req: &ReconstructRequest) -> OpResult<Reconstructed>;
+    /// The actor and model labels of the sessions, by session id (none without sessions).
+    fn session_labels(&self, ws: &Workspace) -> BTreeMap<String, Labels>;
+    /// The session a claim is made for, if the profile has sessions and one is current.
+    fn claim_session(&self, ws: &Workspace) -> Option<String>;
+
+    /// `validate` of the workspace at `loc`.
+    fn validate(&self, loc: Location, req: &ValidateRequest) -> Validated;
+    /// `lint` of the workspace at `loc`.
+    fn lint(&self, loc: Location, req: &GateRequest) -> GateOutcome;
+    /// `verify` of the workspace at `loc`.
+    fn verify(&self, loc: Location, req: &GateRequest) -> GateOutcome;
+    /// `check` of the workspace at `loc`.
+    fn check(&self, loc: Location, req: &GateRequest) -> crate::ops::check::Checked;
+    /// `emit` of the workspace at `loc`.
+    fn emit(&self, loc: Location, req: &EmitRequest) -> Result<Emitted, EmitError>;
+    /// `doctor`'s findings on the workspace at `loc` (which exists).
+    fn doctor(
+        &self,
+        loc: Location,
+        schemas: Result<Arc<SchemaSet>, Diagnostic>,
+        cache: bool,
+        r: &mut DoctorReport,
+    );
+    /// Snapshot the workspace at `root` into `store`.
+    fn snapshot(&self, root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError>;
+    /// Restore the snapshot `query` names into the workspace at `root`.
+    fn checkout(
+        &self,
+        root: &Path,
+        store: &Path,
+        query: &str,
+        force: bool,
+    ) -> Result<CheckedOut, RunError>;
+    /// Enforce the run commands' `--workspace` scope.
+    fn run_scope(&self, root: &Path, scope: Scope) -> Result<(), RunError>;
+    /// Archive the workspace at `root`.
+    fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError>;
+
+    /// `health`'s strict verdict on the state of the workspace at `root`.
+    fn health(
+        &self,
+        root: &Path,
+        small: &Path,
+        schemas: &Result<Arc<SchemaSet>, String>,
+        h: &mut WorkspaceHealth,
+    );
+}
+
+/// The back end of the workspace whose `.small/` is `small_dir`: 2.0.0 when it holds
+/// `profile.json` or 2.0.0 record directories, else v1 (also when there is nothing yet).
+pub(crate) fn of(small_dir: &Path) -> &'static dyn Backend {
+    match crate::v2::detect(small_dir) {
+        crate::v2::Profile::V2 => &v2::V2,
+        crate::v2::Profile::V1 => &v1::V1,
+    }
+}
