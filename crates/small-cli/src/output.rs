@@ -123,6 +123,19 @@ impl GlobalArgs {
         json(value)
     }
 
+    /// An outcome as asked: its `--json` document, else its human report (unless `--quiet`).
+    /// Every front end shows the same document and the same words (`small_core::ops::report`).
+    pub fn outcome<T>(&self, json: bool, out: &T) -> CmdResult
+    where
+        T: serde::Serialize + small_core::ops::report::Report,
+    {
+        if json {
+            return self.json(out);
+        }
+        self.info_raw(out.text());
+        Ok(())
+    }
+
     /// Each warning as `warning: ...` on stderr, unless `--quiet`.
     pub fn warnings(&self, warnings: &[String]) {
         for w in warnings {

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use small_core::ops::txn::CommitReport;
 use small_core::ops::workspace::{self, Scope};
 
+use small_core::ops::report;
+
 use crate::error::CliError;
 use crate::GlobalArgs;
 
@@ -31,12 +33,7 @@ pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
 
 /// Print the files an operation replaced and those it appended to (unless --quiet).
 pub fn print_files(g: &GlobalArgs, written: &[String], appended: &[String]) {
-    for f in written {
-        g.info(format!("  updated {f}"));
-    }
-    for f in appended {
-        g.info(format!("  appended to {f}"));
-    }
+    g.info_raw(report::files(written, appended));
 }
 
 /// Print a line unless --quiet.
@@ -47,76 +44,20 @@ pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
 /// The line naming the tasks open in this run (none when there are none), as `small
 /// handoff` prints it.
 pub fn print_open(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome) {
-    if out.open.is_empty() {
-        return;
-    }
-    let list: Vec<String> = out
-        .open
-        .iter()
-        .map(|t| format!("{} ({})", t.id, t.status))
-        .collect();
-    say(
-        g,
-        format!(
-            "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
-            list.join(", ")
-        ),
-    );
+    g.info_raw(report::open_tasks(&out.open));
 }
 
 /// The human lines of a handoff outcome.
 pub fn print_handoff(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome, verb: &str) {
-    print_handoff_lines(
-        g,
-        verb,
-        &HandoffLines {
-            summary: &out.summary,
-            current_task_id: out.run.current_task_id.as_deref(),
-            next_steps: out.run.next_steps.len(),
-            source: out.summary_source,
-            replaced: out.replaced_summary.as_deref(),
-            replay: &out.replay_id,
-        },
-    );
-}
-
-/// What the human lines of a handoff say.
-pub struct HandoffLines<'a> {
-    pub summary: &'a str,
-    pub current_task_id: Option<&'a str>,
-    pub next_steps: usize,
-    pub source: small_core::ops::lifecycle::SummarySource,
-    pub replaced: Option<&'a str>,
-    pub replay: &'a small_core::ops::lifecycle::ReplayId,
-}
-
-/// Print the human lines of a handoff.
-pub fn print_handoff_lines(g: &GlobalArgs, verb: &str, h: &HandoffLines) {
-    use small_core::ops::lifecycle::SummarySource;
-    say(
-        g,
-        format!(
-            "{verb}: {} (current task: {}; {} next step(s))",
-            h.summary,
-            h.current_task_id.unwrap_or("none"),
-            h.next_steps
-        ),
-    );
-    let source = match (h.source, h.replaced) {
-        (SummarySource::Given, _) => "summary: as given".to_string(),
-        (SummarySource::Kept, _) => {
-            "summary: kept (written with --summary; the run's state is unchanged)".to_string()
-        }
-        (SummarySource::Computed, Some(old)) => {
-            format!("summary: computed; replaced {old:?} because the run's state changed")
-        }
-        (SummarySource::Computed, None) => "summary: computed from the run's state".to_string(),
+    let lines = report::HandoffLines {
+        summary: &out.summary,
+        current_task_id: out.run.current_task_id.as_deref(),
+        next_steps: out.run.next_steps.len(),
+        source: out.summary_source,
+        replaced: out.replaced_summary.as_deref(),
+        replay: &out.replay_id,
     };
-    say(g, source);
-    say(
-        g,
-        format!("replayId: {} (source: {})", h.replay.value, h.replay.source),
-    );
+    g.info_raw(lines.text(verb));
 }
 
 /// Locate the workspace and enforce `--workspace` without locking it (`draft`, `accept`,

@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use small_core::ops::apply::{Applied, ApplyRequest, ProgressMode, Step, Watch};
+use small_core::ops::apply::{ApplyRequest, ProgressMode, Step, Watch};
 use small_core::ops::formats::TaskStatus;
+use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
@@ -96,8 +97,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let out = ops::apply::apply(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
         g.json(&out)?;
+    } else if out.exit_code() != 0 {
+        // A failed command is an error, said even under --quiet.
+        for line in out.text().lines() {
+            g.error(line);
+        }
     } else {
-        say_outcome(g, &out);
+        g.info_raw(out.text());
     }
     match out.exit_code() {
         0 => Ok(()),
@@ -158,25 +164,6 @@ impl Watch for Terminal<'_> {
 
     fn warning(&self, message: &str) {
         self.g.warn(format!("warning: {message}"));
-    }
-}
-
-/// The human lines of a 2.0.0 run (a v1 run said its lines as it went).
-fn say_outcome(g: &GlobalArgs, out: &Applied) {
-    match out {
-        Applied::V1(_) => {}
-        Applied::V2(o) if o.child_exit_code != 0 => g.error(format!(
-            "child command failed with exit code {} after evidence was recorded",
-            o.child_exit_code
-        )),
-        Applied::V2(o) => g.info(format!(
-            "Command completed successfully (exit code: 0); evidence {}",
-            o.receipt
-        )),
-        Applied::V2DryRun(d) => g.info(match &d.command {
-            Some(c) => format!("Dry run: would run `{c}` in {}", d.root.display()),
-            None => "Dry run: no command given (--cmd), nothing runs".to_string(),
-        }),
     }
 }
 

@@ -1,11 +1,10 @@
 //! `small checkpoint`: set a task's plan status and record it in progress, in one step.
 
-use small_core::ops::record::Checkpointed;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
-use crate::writes::{self as shared, RecordFlags};
+use crate::writes::RecordFlags;
 use crate::GlobalArgs;
 
 /// Close a task: set its status in the plan and append the matching progress entry.
@@ -41,34 +40,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = args.record.request(task, &args.status, &args.v2)?;
     let ws = Workspace::find(args.record.dir.as_deref());
     let out = ops::record::checkpoint(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.record.json {
-        return g.json(&out);
-    }
-    match out {
-        Checkpointed::V1(c) => {
-            shared::say(g, &c.checkpoint);
-            if !c.forced_past.is_empty() {
-                let ids: Vec<&str> = c.forced_past.iter().map(|t| t.id.as_str()).collect();
-                shared::say(
-                    g,
-                    format!(
-                        "forced: dependencies not completed ({}); recorded in the entry's notes",
-                        ids.join(", ")
-                    ),
-                );
-            }
-            shared::print_files(g, &c.written, &c.appended);
-        }
-        Checkpointed::V2(t) => shared::say(
-            g,
-            format!(
-                "checkpoint: {} -> {} [{} receipt:{}]",
-                t.alias,
-                t.status.as_deref().unwrap_or_default(),
-                t.event_id,
-                t.receipt_digest
-            ),
-        ),
-    }
-    Ok(())
+    g.outcome(args.record.json, &out)
 }

@@ -2,13 +2,12 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::handoff::{HandedOff, HandoffRequest, V1Handoff};
+use small_core::ops::handoff::HandoffRequest;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
-use crate::writes as shared;
 use crate::GlobalArgs;
 
 /// Generate or update .small/handoff.small.yml, the file every session resumes from.
@@ -57,51 +56,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         lock_timeout: args.v2.lock()?,
     };
     let out = ops::handoff::handoff(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    match out {
-        HandedOff::V1(h) => print_v1(g, &h, args.final_check),
-        HandedOff::V2(h) => g.info(format!(
-            "Handoff recorded: {} [{}]",
-            h.summary, h.handoff_event
-        )),
-    }
-    Ok(())
-}
-
-fn print_v1(g: &GlobalArgs, h: &V1Handoff, final_check: bool) {
-    shared::print_handoff_lines(
-        g,
-        "Wrote handoff",
-        &shared::HandoffLines {
-            summary: &h.summary,
-            current_task_id: h.current_task_id.as_deref(),
-            next_steps: h.next_steps.len(),
-            source: h.summary_source,
-            replaced: h.replaced_summary.as_deref(),
-            replay: &h.replay,
-        },
-    );
-    if !h.open.is_empty() && !final_check {
-        let list: Vec<String> = h
-            .open
-            .iter()
-            .map(|t| format!("{} ({})", t.id, t.status))
-            .collect();
-        shared::say(
-            g,
-            format!(
-                "Open in this run: {} (`small handoff --final` refuses until each is completed, blocked or cancelled)",
-                list.join(", ")
-            ),
-        );
-    }
-    shared::print_changes(
-        g,
-        &small_core::ops::txn::CommitReport {
-            written: h.files_written.clone(),
-            appended: h.appended.clone(),
-        },
-    );
+    g.outcome(args.json, &out)
 }

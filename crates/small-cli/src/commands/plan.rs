@@ -2,14 +2,13 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::lifecycle;
-use small_core::ops::plan::{PlanRequest, Planned, V1Plan};
+use small_core::ops::plan::PlanRequest;
+use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CliError, CmdResult};
 use crate::v2writes::SessionFlags;
-use crate::writes as shared;
 use crate::GlobalArgs;
 
 /// Create or change .small/plan.small.yml.
@@ -105,87 +104,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = request(&args)?;
     let ws = Workspace::find(args.dir.as_deref());
     let out = ops::plan::plan(&ws, &req).map_err(|e| from_op(e, g))?;
-    match out {
-        Planned::V2Tasks { tasks, .. } if !args.json => {
-            let mut o = String::new();
-            for t in &tasks {
-                o.push_str(&format!(
-                    "{}\t{}\t{}\t{}\n",
-                    t.alias, t.id, t.status, t.title
-                ));
-            }
-            crate::output::data(&crate::render::escape_controls(&o))
-        }
-        _ if args.json => g.json(&out),
-        Planned::V1(p) => {
-            print_v1(g, &p);
-            Ok(())
-        }
-        Planned::V2(p) => {
-            let ev = &p.event_id;
-            match p.kind {
-                "added" => shared::say(
-                    g,
-                    format!(
-                        "Added task {} ({}): {} [{ev}]",
-                        p.alias, p.task_id, p.detail
-                    ),
-                ),
-                "status" => {
-                    shared::say(g, format!("Marked task {} as {} [{ev}]", p.alias, p.detail))
-                }
-                _ => {
-                    for (alias, ev) in &p.changes {
-                        shared::say(g, format!("Updated {alias} dependencies [{ev}]"));
-                    }
-                }
-            }
-            Ok(())
-        }
-        Planned::V2Tasks { .. } => Ok(()),
+    if out.is_listing() && !args.json {
+        // The task list is data a script reads (printed under --quiet too).
+        return crate::output::data(&crate::render::escape_controls(&out.text()));
     }
-}
-
-fn print_v1(g: &GlobalArgs, p: &V1Plan) {
-    let out = &p.outcome;
-    if out.unchanged {
-        shared::say(
-            g,
-            "No changes to the plan (use --add, --title, --done, --pending, --blocked, --cancel or --depends)",
-        );
-        return;
-    }
-    if out.created {
-        shared::say(g, "No plan yet: creating one from the template");
-    }
-    for c in &out.changes {
-        let line = match c.kind.as_str() {
-            "added" => format!(
-                "Added task {}: {}",
-                c.task_id,
-                c.title.as_deref().unwrap_or("")
-            ),
-            "retitled" => format!(
-                "Retitled task {}: {}",
-                c.task_id,
-                c.title.as_deref().unwrap_or("")
-            ),
-            "status" => format!(
-                "Marked task {} {}",
-                c.task_id,
-                c.status.as_deref().unwrap_or("")
-            ),
-            "dependency" => format!(
-                "Added dependency: {} depends on {}",
-                c.task_id,
-                c.dependency.as_deref().unwrap_or("")
-            ),
-            _ => "Plan reset to the template (one placeholder task, task-1)".to_string(),
-        };
-        shared::say(g, line);
-    }
-    if out.created {
-        shared::say(g, format!("Created {}", lifecycle::plan_rel()));
-    }
-    shared::print_files(g, &p.written, &p.appended);
+    g.outcome(args.json, &out)
 }

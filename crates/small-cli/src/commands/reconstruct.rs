@@ -2,14 +2,12 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::reconstruct::{ReconstructRequest, Reconstructed};
-use small_core::ops::runs::Reconstruction;
-use small_core::ops::session;
+use small_core::ops::reconstruct::ReconstructRequest;
+use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CmdResult};
-use crate::outln;
 use crate::GlobalArgs;
 
 /// Reconstruct the evidence of a task or of the run from plan, progress and handoff.
@@ -79,132 +77,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         return g.json(&r);
     }
-    let text = match &r {
-        Reconstructed::V1(r) => render(r),
-        Reconstructed::V2(r) => render_v2(r),
-    };
-    crate::output::data(&crate::render::escape_controls(&text))
-}
-
-fn render_v2(r: &session::Reconstruction) -> String {
-    let mut o = String::new();
-    outln!(o, "Profile: {} ({} mode)", r.profile, r.mode);
-    outln!(o, "Frontier: {}", r.frontier);
-    if let Some(t) = &r.task {
-        let name = if t.task.alias.is_empty() {
-            &t.task.id
-        } else {
-            &t.task.alias
-        };
-        outln!(o, "Task: {name} - {} ({})", t.task.title, t.task.status);
-    }
-    if !r.obligations.is_empty() {
-        outln!(o, "Obligations:");
-        for t in &r.obligations {
-            let name = if t.task.alias.is_empty() {
-                &t.task.id
-            } else {
-                &t.task.alias
-            };
-            outln!(o, "  - {name} ({}): {}", t.task.status, t.task.title);
-        }
-    }
-    if let Some(h) = r.handoffs.last() {
-        if let Some(sum) = h.payload.get("summary").and_then(|v| v.as_str()) {
-            outln!(o, "Handoff: {}", indented(sum));
-        }
-    }
-    for c in &r.conflicts {
-        outln!(o, "Conflict: {} {} ({})", c.id, c.kind, c.message);
-    }
-    if r.truncated {
-        outln!(
-            o,
-            "Events: {} of {} (the newest; older ones left out by --limit or the size cap)",
-            r.returned_events,
-            r.matched_events
-        );
-    } else {
-        outln!(o, "Events: {}", r.returned_events);
-    }
-    for e in &r.events {
-        let mut line = format!(
-            "  {} {} #{} {}",
-            e.occurred_at, e.session_id, e.sequence, e.kind
-        );
-        if !e.task_id.is_empty() {
-            line.push(' ');
-            line.push_str(&e.task_id);
-        }
-        outln!(o, "{line}");
-    }
-    o
-}
-
-/// Continuation lines of a multi-line value, indented under their field.
-fn indented(text: &str) -> String {
-    text.trim_end().replace('\n', "\n        ")
-}
-
-fn render(r: &Reconstruction) -> String {
-    let mut o = String::new();
-    outln!(o, "Workspace: {}", r.workspace);
-    if let Some(t) = &r.task {
-        let status = if t.status.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", t.status)
-        };
-        outln!(o, "Task: {} - {}{status}", t.id, t.title);
-        for (label, items) in [
-            ("Steps", &t.steps),
-            ("Acceptance", &t.acceptance),
-            ("Depends on", &t.dependencies),
-        ] {
-            if !items.is_empty() {
-                outln!(o, "{label}: {}", items.join("; "));
-            }
-        }
-    }
-    let h = &r.handoff;
-    if !h.summary.is_empty() {
-        outln!(o, "Handoff: {}", indented(&h.summary));
-    }
-    if !h.replay_id.is_empty() {
-        outln!(o, "ReplayId: {}", h.replay_id);
-    }
-    if !h.next_steps.is_empty() {
-        outln!(o, "Next steps:");
-        for s in &h.next_steps {
-            outln!(o, "  - {s}");
-        }
-    }
-    if r.truncated {
-        outln!(
-            o,
-            "Progress entries: {} of {} (the newest; older ones left out by --limit)",
-            r.returned_entries,
-            r.matched_entries
-        );
-    } else {
-        outln!(o, "Progress entries: {}", r.returned_entries);
-    }
-    for e in &r.entries {
-        let mut line = format!("  [{}] {} {} {}", e.index, e.timestamp, e.task_id, e.status);
-        if let Some(ev) = &e.evidence {
-            line.push_str(" - ");
-            line.push_str(&indented(ev));
-        }
-        outln!(o, "{line}");
-        if let Some(n) = &e.notes {
-            outln!(o, "      notes: {}", indented(n));
-        }
-        if let Some(c) = &e.command_summary {
-            outln!(o, "      command: {c}");
-        }
-        if let Some(c) = &e.command_ref {
-            outln!(o, "      command_ref: {c}");
-        }
-    }
-    o
+    crate::output::data(&crate::render::escape_controls(&r.text()))
 }

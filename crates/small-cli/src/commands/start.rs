@@ -78,18 +78,15 @@ fn print_human(g: &GlobalArgs, out: &Started) {
         shared::say(g, format!("Created {c} from the template"));
     }
     let h = &out.handoff;
-    shared::print_handoff_lines(
-        g,
-        "Handoff ready",
-        &shared::HandoffLines {
-            summary: &h.summary,
-            current_task_id: h.current_task_id.as_deref(),
-            next_steps: h.next_steps.len(),
-            source: h.summary_source,
-            replaced: h.replaced_summary.as_deref(),
-            replay: &h.replay_id,
-        },
-    );
+    let lines = small_core::ops::report::HandoffLines {
+        summary: &h.summary,
+        current_task_id: h.current_task_id.as_deref(),
+        next_steps: h.next_steps.len(),
+        source: h.summary_source,
+        replaced: h.replaced_summary.as_deref(),
+        replay: &h.replay_id,
+    };
+    g.info_raw(lines.text("Handoff ready"));
     shared::print_files(g, &out.written, &out.appended);
     for r in &out.repaired {
         shared::say(g, r);

@@ -1190,6 +1190,9 @@ pub struct CheckoutReport {
     /// restored (the file is kept as it is; the caller may point this out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace_run: Option<String>,
+    /// The `.small/` directory restored into (for the human report).
+    #[serde(skip)]
+    pub small_dir: String,
 }
 
 /// A checkout of either profile's snapshot.
@@ -1239,6 +1242,10 @@ pub fn checkout(
     let mut report = CheckoutReport {
         replay_id: snap.replay_id.clone(),
         snapshot: snap.name.clone(),
+        small_dir: root
+            .join(crate::spec::consts::SMALL_DIR)
+            .display()
+            .to_string(),
         ..Default::default()
     };
     let mut txn = crate::workspace::txn::Transaction::begin(root).map_err(txn_error)?;

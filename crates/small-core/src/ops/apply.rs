@@ -96,17 +96,6 @@ pub enum Applied {
     V2DryRun(Box<V2DryRun>),
 }
 
-impl Applied {
-    /// The command's exit code (0 when nothing ran).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Applied::V1(o) => o.exit_code,
-            Applied::V2(o) => o.child_exit_code,
-            Applied::V2DryRun(_) => 0,
-        }
-    }
-}
-
 /// Run the command and record it (or, for a dry run, say what would run). Refusals come
 /// before anything runs; the workspace lock is never held while the command runs, so the
 /// command may itself run `small`.

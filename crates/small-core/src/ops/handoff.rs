@@ -68,6 +68,9 @@ pub struct V1Handoff {
     /// The files the commit replaced, and those it appended to.
     pub files_written: Vec<String>,
     pub appended: Vec<String>,
+    /// Whether `--final` was asked for (the open tasks go unsaid then: it refused them).
+    #[serde(skip)]
+    pub final_check: bool,
 }
 
 /// A 2.0.0 handoff: the reference's keys, then the event as written.
@@ -156,6 +159,7 @@ pub(super) fn handoff_v1(ws: &Workspace, req: &HandoffRequest) -> OpResult<Hande
         strict_problem: out.run.strict_problem,
         files_written: report.written,
         appended: report.appended,
+        final_check: req.final_check,
     })))
 }
 

@@ -30,6 +30,7 @@ pub mod progress_migrate;
 pub mod reconcile;
 pub mod reconstruct;
 pub mod record;
+pub mod report;
 pub mod reset;
 pub mod session;
 pub mod start;

@@ -90,6 +90,9 @@ pub struct V2Transition {
     pub event_id: String,
     #[serde(skip)]
     pub receipt_digest: String,
+    /// The status recorded (for the human lines).
+    #[serde(skip)]
+    pub recorded_status: String,
 }
 
 /// A progress entry of either profile.
@@ -165,6 +168,7 @@ pub(super) fn progress_v2(ws: &Workspace, req: &RecordRequest) -> OpResult<Progr
         validated: None,
         event_id: e.draft.event_id,
         receipt_digest: String::new(),
+        recorded_status: req.status.trim().to_lowercase(),
     })))
 }
 
@@ -175,22 +179,7 @@ pub fn checkpoint(ws: &Workspace, req: &RecordRequest) -> OpResult<Checkpointed>
     let seen = fence::Seen::read(ws);
     let req = &fenced(ws, &seen, &with_task(&seen, req)?)?;
     let out = checkpoint_fenced(ws, &seen, req)?;
-    let (task, how) = match &out {
-        Checkpointed::V1(c) => (
-            c.task_id.as_str(),
-            fence::Finish {
-                entry: c.checkpoint_at.clone(),
-                ..Default::default()
-            },
-        ),
-        Checkpointed::V2(t) => (
-            t.task_id.as_str(),
-            fence::Finish {
-                event: t.event_id.clone(),
-                ..Default::default()
-            },
-        ),
-    };
+    let (task, how) = out.finish();
     fence::after_checkpoint(ws, &seen, task, &req.status, &how);
     Ok(out)
 }
@@ -281,6 +270,7 @@ pub(super) fn checkpoint_v2(ws: &Workspace, req: &RecordRequest) -> OpResult<Che
         validated: Some(true),
         event_id: e.draft.event_id,
         receipt_digest: receipt.digest,
+        recorded_status: req.status.trim().to_lowercase(),
     })))
 }
 

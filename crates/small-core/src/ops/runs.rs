@@ -6,7 +6,7 @@ pub use crate::history::archive::{
 };
 pub use crate::history::reconstruct::Reconstruction;
 pub use crate::history::runs::diff::{
-    compare as compare_runs, diff_runs, live_side, AnyDiff, DiffSide, V2RunDiff,
+    compare as compare_runs, diff_runs, live_side, AnyDiff, DiffSide, RunDiff, V2RunDiff,
 };
 pub use crate::history::runs::digest::VerifyStatus;
 pub use crate::history::runs::v2::{CheckoutReport as V2CheckoutReport, STATE_DIR, WORKSPACE_KIND};

@@ -41,17 +41,6 @@ pub enum StatusReport {
     V2(Box<V2Status>),
 }
 
-impl StatusReport {
-    /// 0, or for a 2.0.0 workspace whose records cannot be read, its check's exit code. A v1
-    /// status is advice and always 0 (as the reference's).
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            StatusReport::V1(_) => 0,
-            StatusReport::V2(s) => s.exit_code,
-        }
-    }
-}
-
 /// The status and the leases this checkout has seen (docs/json-output.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusOutcome {
@@ -66,6 +55,31 @@ pub struct StatusOutcome {
 impl StatusOutcome {
     pub fn exit_code(&self) -> u8 {
         self.report.exit_code()
+    }
+}
+
+impl crate::ops::report::Report for StatusOutcome {
+    /// The status, then the leases seen, one line each.
+    fn text(&self) -> String {
+        use crate::ops::report::pad;
+        let mut o = self.report.text();
+        if self.claims.is_empty() {
+            return o;
+        }
+        o.push_str("\nClaims (as last seen; `small claims` asks the remote):\n");
+        for l in &self.claims {
+            let when = match (l.state, &l.done) {
+                ("done", Some(d)) if d.commit.is_empty() => {
+                    format!("{} (not pushed yet)", d.outcome)
+                }
+                ("done", Some(d)) => format!("{} (on {})", d.outcome, d.branch),
+                ("damaged", _) => "damaged record".to_string(),
+                ("held", _) => format!("held until {}", l.ends),
+                _ => format!("ended {}", l.ends),
+            };
+            o.push_str(&format!("  {}  {}  {when}\n", pad(&l.task, 10), l.label));
+        }
+        o
     }
 }
 

@@ -1,11 +1,10 @@
 //! `small progress add`: append one entry to the progress log.
 
-use small_core::ops::record::Progressed;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
-use crate::writes::{self as shared, RecordFlags};
+use crate::writes::RecordFlags;
 use crate::GlobalArgs;
 
 /// Append a progress entry to .small/progress.small.yml.
@@ -37,30 +36,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = args.record.request(&args.task, &args.status, &args.v2)?;
     let ws = Workspace::find(args.record.dir.as_deref());
     let out = ops::record::progress_add(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.record.json {
-        return g.json(&out);
-    }
-    match out {
-        Progressed::V1(p) => {
-            let o = &p.outcome;
-            shared::say(
-                g,
-                format!(
-                    "Recorded progress: {} {} at {}",
-                    o.task_id, o.status, o.timestamp
-                ),
-            );
-            shared::print_files(g, &p.written, &p.appended);
-        }
-        Progressed::V2(t) => shared::say(
-            g,
-            format!(
-                "progress added: {} {} {}",
-                t.alias,
-                args.status.trim().to_lowercase(),
-                t.event_id
-            ),
-        ),
-    }
-    Ok(())
+    g.outcome(args.record.json, &out)
 }

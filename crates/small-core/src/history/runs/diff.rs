@@ -104,6 +104,9 @@ pub struct RunDiff {
     pub to: String,
     pub files: Vec<FileDiff>,
     pub progress: ProgressDiff,
+    /// Whether the complete progress diff was asked for (`--full`).
+    #[serde(skip)]
+    pub full: bool,
 }
 
 impl RunDiff {
@@ -153,6 +156,7 @@ pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, 
         to: to.label(),
         files,
         progress,
+        full,
     })
 }
 

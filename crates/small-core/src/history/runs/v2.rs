@@ -375,6 +375,9 @@ pub struct CheckoutReport {
     /// Where the replaced tree was kept (only when something was discarded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<String>,
+    /// The `.small/` directory restored into (for the human report).
+    #[serde(skip)]
+    pub small_dir: String,
 }
 
 /// (path, sha256) of every file of every readable 2.0.0 snapshot in the store.
@@ -445,6 +448,7 @@ pub fn checkout(
         replay_id: snap.replay_id.clone(),
         snapshot: snap.name.clone(),
         profile: "2.0.0",
+        small_dir: root.join(SMALL_DIR).display().to_string(),
         ..Default::default()
     };
     if live_agg == snap.meta.artifact_digest {

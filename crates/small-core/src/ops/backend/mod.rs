@@ -8,6 +8,7 @@
 //! operation's own module. No code outside this module matches on the profile (the model is
 //! jj's storage back end behind one trait).
 
+mod outcome;
 mod v1;
 mod v2;
 
