@@ -196,18 +196,22 @@ fn task_ref(t: &crate::state::Task) -> TaskRef {
     }
 }
 
-/// Gather the resume context of the workspace at `loc` (either profile), from its
-/// [`ProjectState`](crate::state::ProjectState).
-pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
-    let st = crate::state::load_with_cache(
-        loc,
-        &crate::state::LoadOptions {
+/// What [`resume`] reads of the state: the newest `opts.recent` entries, and the cached
+/// 2.0.0 state unless a verdict checked now is asked for (`--check`).
+pub fn load_options(opts: &ResumeOptions) -> (crate::state::LoadOptions, bool) {
+    (
+        crate::state::LoadOptions {
             recent: opts.recent,
             audit: false,
         },
-        // --check asks for a verdict checked now: the records are read.
         opts.cache && opts.gates != GateMode::Always,
-    );
+    )
+}
+
+/// Gather the resume context (either profile) from the workspace's
+/// [`ProjectState`](crate::state::ProjectState); the profile's own checks complete it
+/// ([`v1_checks`], [`v2_checks`]).
+pub fn resume(st: &crate::state::ProjectState, opts: &ResumeOptions) -> Resume {
     let mut r = Resume {
         intent: st
             .intent
@@ -272,10 +276,6 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
             });
         }
     }
-    if st.handoff.is_none() && st.profile == crate::state::ProfileName::V1 {
-        r.problems
-            .push(format!("{} is missing", ArtifactKind::Handoff.file_name()));
-    }
     for t in st.task_list() {
         match t.status.as_str() {
             "in_progress" => r.in_progress.push(task_ref(t)),
@@ -310,11 +310,21 @@ pub fn resume(loc: &Location, opts: &ResumeOptions) -> Resume {
                 .collect(),
         });
     }
-    r.gates = match st.profile {
-        crate::state::ProfileName::V1 => gates(loc, opts.gates),
-        crate::state::ProfileName::V2 => v2_verdict(&st),
-    };
     r
+}
+
+/// A v1 resume context's checks: the handoff it resumes from, and the gates (as `mode` says).
+pub fn v1_checks(loc: &Location, st: &crate::state::ProjectState, mode: GateMode, r: &mut Resume) {
+    if st.handoff.is_none() {
+        r.problems
+            .push(format!("{} is missing", ArtifactKind::Handoff.file_name()));
+    }
+    r.gates = gates(loc, mode);
+}
+
+/// A 2.0.0 resume context's checks: the verdict of the checks its state was loaded with.
+pub fn v2_checks(st: &crate::state::ProjectState, r: &mut Resume) {
+    r.gates = v2_verdict(st);
 }
 
 /// The strict verdict of a 2.0.0 workspace, from the checks its state was loaded with:

@@ -264,12 +264,13 @@ fn run_state(st: &ProjectState, r: &mut DoctorReport) {
 /// A 2.0.0 workspace, from its project state: the records and event graph, conflicts,
 /// open sessions, and the plan.
 pub(super) fn diagnose_v2(loc: &crate::workspace::Location, r: &mut DoctorReport) {
-    let st = crate::state::load(
+    let st = crate::state::load_v2(
         loc,
         &crate::state::LoadOptions {
             recent: 0,
             audit: false,
         },
+        false,
     );
     r.ok(
         "workspace",

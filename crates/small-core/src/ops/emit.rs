@@ -363,12 +363,13 @@ fn enforcement_of(report: check::CheckReport) -> (Value, Verdict) {
 /// for progress, and the 2.0.0 checks as `enforcement`.
 fn emit_state(req: &EmitRequest, loc: &crate::workspace::Location) -> Emitted {
     let has = |s: Section| req.sections.contains(&s);
-    let st = crate::state::load(
+    let st = crate::state::load_v2(
         loc,
         &crate::state::LoadOptions {
             recent: req.recent,
             audit: true,
         },
+        false,
     );
     let mut out = Map::new();
     out.insert("cliVersion".into(), json!(TOOL_VERSION));

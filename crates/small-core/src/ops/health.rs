@@ -278,7 +278,7 @@ pub(super) fn v1_state(
     }
 
     // The current run and the plan come from the project state, as status reports them.
-    let st = crate::state::load_dir(
+    let st = crate::state::load_dir_v1(
         small,
         &crate::state::LoadOptions {
             recent: 0,

@@ -130,5 +130,9 @@ pub fn resume(
         claims_available: crate::ops::claims::in_repository(&ws),
         ..opts.clone()
     };
-    crate::authoring::resume::resume(loc, &opts)
+    let (load, use_cache) = crate::authoring::resume::load_options(&opts);
+    let st = crate::ops::state::load_with_cache(loc, &load, use_cache);
+    let mut r = crate::authoring::resume::resume(&st, &opts);
+    ws.backend().resume_checks(loc, &st, opts.gates, &mut r);
+    r
 }

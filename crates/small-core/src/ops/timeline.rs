@@ -2,4 +2,13 @@
 //! events in order.
 
 pub use crate::gates::timeline::{Facets, Filter, Page, Timeline, TimelineEntry};
-pub use crate::state::{event_timeline, EventEntry};
+pub use crate::state::{EventEntry, EventTimeline};
+
+/// Every event of the workspace under `small_dir`, in timeline order; `None` for a profile
+/// without events (a v1 workspace's timeline is its progress log).
+pub fn event_timeline(
+    root: &std::path::Path,
+    small_dir: &std::path::Path,
+) -> Option<EventTimeline> {
+    crate::ops::backend::of(small_dir).events(root, small_dir)
+}

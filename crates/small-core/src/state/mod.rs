@@ -16,7 +16,7 @@ pub mod status;
 pub mod v1;
 mod v2view;
 
-pub use v2view::{event_timeline, EventEntry};
+pub use v2view::{event_timeline, EventEntry, EventTimeline};
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,6 @@ use crate::spec::model::TaskStatus;
 use crate::spec::queue::{self, QueueTask};
 use crate::state::report::RecentEntry;
 use crate::v2::reduce::{Conflict, ReceiptState, SessionState};
-use crate::v2::Profile;
 use crate::workspace::Location;
 
 /// One task, whichever profile holds it.
@@ -263,15 +262,6 @@ impl ProjectState {
     }
 }
 
-impl From<Profile> for ProfileName {
-    fn from(p: Profile) -> Self {
-        match p {
-            Profile::V1 => ProfileName::V1,
-            Profile::V2 => ProfileName::V2,
-        }
-    }
-}
-
 /// What to load.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadOptions {
@@ -329,15 +319,32 @@ impl ProjectState {
     }
 }
 
-/// Load the state of the workspace at `loc`. Never fails: what cannot be read is listed in
-/// `problems` (and, for 2.0.0 records, `record_problems`).
-pub fn load(loc: &Location, opts: &LoadOptions) -> ProjectState {
-    load_with_cache(loc, opts, false)
+/// Load the state of the v1 workspace at `loc`. Never fails: what cannot be read is listed
+/// in `problems`. (The profile back end chooses between this and [`load_v2`].)
+pub fn load_v1(loc: &Location, opts: &LoadOptions) -> ProjectState {
+    let (mut st, readable) = opened(loc);
+    if readable {
+        v1::load(&mut st, opts);
+    }
+    st
 }
 
-/// [`load`]; a 2.0.0 state comes from the cache in `.small-cache/` when `use_cache` and no
-/// record changed since it was written ([`crate::v2::snapshot`]; the same value either way).
-pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
+/// Load the state of the 2.0.0 workspace at `loc`; what cannot be read is listed in
+/// `problems` and `record_problems`. The state comes from the cache in `.small-cache/` when
+/// `use_cache` and no record changed since it was written ([`crate::v2::snapshot`]; the same
+/// value either way).
+pub fn load_v2(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
+    let (mut st, readable) = opened(loc);
+    if readable {
+        st.profile = ProfileName::V2;
+        v2view::load(&mut st, opts, use_cache);
+    }
+    st
+}
+
+/// The state of `loc` before any record is read, and whether there are records to read: a
+/// missing `.small/`, or a linked one (refused), is the whole state.
+fn opened(loc: &Location) -> (ProjectState, bool) {
     let small = &loc.small_dir;
     let mut st = ProjectState {
         profile: ProfileName::V1,
@@ -364,27 +371,20 @@ pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> P
             "{} is a symbolic link; small works only on a real .small/ directory",
             small.display()
         ));
-        return st;
+        return (st, false);
     }
     if !st.small_dir_exists {
-        return st;
+        return (st, false);
     }
     st.artifacts = v1::presence(small);
-    match crate::v2::detect(small) {
-        Profile::V1 => v1::load(&mut st, opts),
-        Profile::V2 => {
-            st.profile = ProfileName::V2;
-            v2view::load(&mut st, opts, use_cache);
-        }
-    }
-    st
+    (st, true)
 }
 
-/// [`load`] of the `.small/` directory `small_dir` (its parent is the root).
-pub fn load_dir(small_dir: &Path, opts: &LoadOptions) -> ProjectState {
+/// [`load_v1`] of the `.small/` directory `small_dir` (its parent is the root).
+pub fn load_dir_v1(small_dir: &Path, opts: &LoadOptions) -> ProjectState {
     let loc = Location {
         root: small_dir.parent().unwrap_or(small_dir).to_path_buf(),
         small_dir: small_dir.to_path_buf(),
     };
-    load(&loc, opts)
+    load_v1(&loc, opts)
 }

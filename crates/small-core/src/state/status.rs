@@ -42,7 +42,7 @@ pub fn plan_status(st: &ProjectState, next: usize) -> Option<PlanStatus> {
 
 /// The status of the v1 workspace whose `.small/` directory is `small_dir`.
 pub fn status(small_dir: &Path, opts: StatusOptions) -> Status {
-    let st = state::load_dir(
+    let st = state::load_dir_v1(
         small_dir,
         &LoadOptions {
             recent: opts.recent,

@@ -229,19 +229,8 @@ impl EventTimeline {
     }
 }
 
-/// Every event of the workspace under `small_dir`, in timeline order; `None` when it is not
-/// a 2.0.0 workspace (a v1 workspace's timeline is its progress log).
-pub fn event_timeline(
-    root: &std::path::Path,
-    small_dir: &std::path::Path,
-) -> Option<EventTimeline> {
-    if crate::v2::detect(small_dir) != crate::v2::Profile::V2 {
-        return None;
-    }
-    Some(events_of(root, small_dir))
-}
-
-fn events_of(root: &std::path::Path, small_dir: &std::path::Path) -> EventTimeline {
+/// Every event of the 2.0.0 workspace under `small_dir`, in timeline order.
+pub fn event_timeline(root: &std::path::Path, small_dir: &std::path::Path) -> EventTimeline {
     let (checked, store) = crate::v2::check_store_ordered(root, small_dir);
     let problems = checked
         .diagnostics

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::ops::state::load;
 use crate::state::*;
 use crate::workspace::Location;
 
@@ -190,7 +191,8 @@ fn the_event_timeline_lists_every_event_in_order_with_its_session() {
             audit: true,
         },
     );
-    let tl = event_timeline(dir.path(), &dir.path().join(".small")).expect("a 2.0.0 workspace");
+    let tl = crate::ops::timeline::event_timeline(dir.path(), &dir.path().join(".small"))
+        .expect("a 2.0.0 workspace");
     assert!(tl.problems.is_empty(), "{:?}", tl.problems);
     assert_eq!(tl.entries.len(), st.sessions.as_ref().unwrap().events);
     let positions: Vec<usize> = tl.entries.iter().map(|e| e.position).collect();

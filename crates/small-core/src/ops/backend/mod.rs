@@ -28,10 +28,12 @@ use crate::ops::health::WorkspaceHealth;
 use crate::ops::plan::{PlanRequest, Planned};
 use crate::ops::reconstruct::{ReconstructRequest, Reconstructed};
 use crate::ops::record::{Checkpointed, Progressed, RecordRequest};
+use crate::ops::resume::{GateMode, Resume};
 use crate::ops::runs::{
     ArchiveOptions, ArchiveReport, CheckedOut, RunError, Scope, SnapshotResult,
 };
 use crate::ops::session::Labels;
+use crate::ops::state::{LoadOptions, ProjectState};
 use crate::ops::status::{StatusReport, StatusRequest};
 use crate::ops::validate::{ValidateRequest, Validated};
 use crate::ops::{OpResult, Profile, Workspace};
@@ -81,6 +83,16 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     fn session_labels(&self, ws: &Workspace) -> BTreeMap<String, Labels>;
     /// The session a claim is made for, if the profile has sessions and one is current.
     fn claim_session(&self, ws: &Workspace) -> Option<String>;
+
+    /// The project state of the workspace at `loc` (2.0.0: from the cache when `use_cache`
+    /// and nothing changed).
+    fn load_state(&self, loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState;
+    /// Complete a resume context from the state it was built from: the gate verdict (checked
+    /// as `mode` says) and what the profile requires that is missing.
+    fn resume_checks(&self, loc: &Location, st: &ProjectState, mode: GateMode, r: &mut Resume);
+
+    /// Every event of the workspace, in timeline order (`None` without events).
+    fn events(&self, root: &Path, small_dir: &Path) -> Option<crate::ops::timeline::EventTimeline>;
 
     /// `validate` of the workspace at `loc`.
     fn validate(&self, loc: Location, req: &ValidateRequest) -> Validated;

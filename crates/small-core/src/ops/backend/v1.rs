@@ -91,6 +91,22 @@ impl Backend for V1 {
         None
     }
 
+    fn load_state(&self, loc: &Location, opts: &LoadOptions, _use_cache: bool) -> ProjectState {
+        crate::state::load_v1(loc, opts)
+    }
+
+    fn resume_checks(&self, loc: &Location, st: &ProjectState, mode: GateMode, r: &mut Resume) {
+        crate::authoring::resume::v1_checks(loc, st, mode, r)
+    }
+
+    fn events(
+        &self,
+        _root: &Path,
+        _small_dir: &Path,
+    ) -> Option<crate::ops::timeline::EventTimeline> {
+        None
+    }
+
     fn validate(&self, loc: Location, req: &ValidateRequest) -> Validated {
         validate::validate_v1(loc, req)
     }

@@ -83,6 +83,18 @@ impl Backend for V2 {
         crate::v2::write::resolve_session(&ws.root, None).ok()
     }
 
+    fn load_state(&self, loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
+        crate::state::load_v2(loc, opts, use_cache)
+    }
+
+    fn resume_checks(&self, _loc: &Location, st: &ProjectState, _mode: GateMode, r: &mut Resume) {
+        crate::authoring::resume::v2_checks(st, r)
+    }
+
+    fn events(&self, root: &Path, small_dir: &Path) -> Option<crate::ops::timeline::EventTimeline> {
+        Some(crate::state::event_timeline(root, small_dir))
+    }
+
     fn validate(&self, loc: Location, _req: &ValidateRequest) -> Validated {
         validate::validate_v2(loc)
     }

@@ -132,7 +132,7 @@ fn load_tree(store: &Store, tree: &str) -> OpResult<BTreeMap<String, String>> {
         recent: 0,
         audit: false,
     };
-    let st = crate::state::load_with_cache(&loc, &opts, false);
+    let st = crate::ops::state::load(&loc, &opts);
     let mut tasks = BTreeMap::new();
     for t in st.tasks.unwrap_or_default() {
         let status = t.status.trim();

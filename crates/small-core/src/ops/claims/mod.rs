@@ -889,7 +889,7 @@ fn load_tasks(ws: &Workspace) -> OpResult<Vec<Task>> {
         recent: 0,
         audit: false,
     };
-    Ok(crate::state::load_with_cache(&loc, &opts, true)
+    Ok(crate::ops::state::load_with_cache(&loc, &opts, true)
         .tasks
         .unwrap_or_default())
 }
