@@ -12,6 +12,7 @@ mod render;
 mod settings;
 mod units;
 mod v2writes;
+mod workspace_dir;
 mod writes;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};

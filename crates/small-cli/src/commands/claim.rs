@@ -1,11 +1,9 @@
 //! `small claim`: take the lease on a task (or the next free one) so that no other agent
 //! starts it (docs/agents.md, "Claims: one agent per task").
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use small_core::ops::claims::{self, ClaimOutcome, ClaimRequest, Where};
-use small_core::ops::Workspace;
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -51,9 +49,8 @@ pub struct Args {
     pub label: Option<String>,
     #[command(flatten)]
     pub place: Place,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the lease as JSON (docs/json-output.md)
     #[arg(long)]
     pub json: bool,
@@ -78,7 +75,7 @@ impl Place {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let req = ClaimRequest {
         task: args.task,
         next: args.next,

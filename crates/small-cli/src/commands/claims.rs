@@ -1,10 +1,7 @@
 //! `small claims`: every lease on the workspace's tasks, live or ended, as the remote (or
 //! the local refs) holds them.
 
-use std::path::PathBuf;
-
 use small_core::ops::claims::{self, ClaimsOutcome};
-use small_core::ops::Workspace;
 
 use crate::commands::claim::Place;
 use crate::error::{from_op, CmdResult};
@@ -26,16 +23,15 @@ pub struct Args {
     pub prune: bool,
     #[command(flatten)]
     pub place: Place,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the leases as JSON (docs/json-output.md)
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out =
         claims::list(&ws, args.place.where_().as_ref(), args.prune).map_err(|e| from_op(e, g))?;
     if args.json {

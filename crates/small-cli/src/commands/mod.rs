@@ -1,4 +1,30 @@
 //! One module per command (see STYLE: one command, one file).
+
+/// A command made of subcommands, one module each: its arguments (`Args`, the doc comments
+/// given being its help), the `Sub` enum clap parses, and the `run` that hands the
+/// arguments to the chosen module's own `run`.
+macro_rules! subcommands {
+    ($(#[$meta:meta])* $($variant:ident => $module:ident),+ $(,)?) => {
+        $(#[$meta])*
+        #[derive(clap::Args, Debug)]
+        pub struct Args {
+            #[command(subcommand)]
+            pub command: Sub,
+        }
+
+        #[derive(clap::Subcommand, Debug)]
+        pub enum Sub {
+            $($variant($module::Args),)+
+        }
+
+        pub fn run(args: Args, g: &$crate::GlobalArgs) -> $crate::error::CmdResult {
+            match args.command {
+                $(Sub::$variant(a) => $module::run(a, g),)+
+            }
+        }
+    };
+}
+
 pub mod accept;
 pub mod agents;
 pub mod apply;

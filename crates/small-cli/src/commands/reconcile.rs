@@ -35,16 +35,15 @@ pub struct Args {
     pub expect_state: Option<String>,
     #[command(flatten)]
     pub v2: SessionFlags,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let Some(file) = args.apply else {
         return preview(&ws, args.json, g);
     };

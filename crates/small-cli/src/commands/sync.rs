@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use small_core::ops::sync::{self, SyncOutcome, SyncRequest};
-use small_core::ops::Workspace;
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -36,16 +35,15 @@ pub struct Args {
     /// How many pushes to try before giving up
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub attempts: u32,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print what was done as JSON (docs/json-output.md)
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("small"));
     let req = SyncRequest {
         commit: args.commit,

@@ -1,9 +1,6 @@
 //! `small unclaim`: release a lease this checkout holds, so another agent can take the task.
 
-use std::path::PathBuf;
-
 use small_core::ops::claims::{self, UnclaimRequest};
-use small_core::ops::Workspace;
 
 use crate::commands::claim::{line, Place};
 use crate::error::{from_op, CmdResult};
@@ -21,16 +18,15 @@ pub struct Args {
     pub task: String,
     #[command(flatten)]
     pub place: Place,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the released lease as JSON (docs/json-output.md)
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let req = UnclaimRequest {
         task: args.task,
         holder: None,

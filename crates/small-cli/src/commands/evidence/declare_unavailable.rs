@@ -1,9 +1,7 @@
 //! `small evidence declare-unavailable`: record that a task's evidence cannot be produced here.
 
-use std::path::PathBuf;
-
 use small_core::ops::evidence::DeclareRequest;
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -24,9 +22,8 @@ pub struct Args {
     /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
     #[arg(long, value_name = "DURATION")]
     pub lock_timeout: Option<String>,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the receipt as JSON
     #[arg(long)]
     pub json: bool,
@@ -38,7 +35,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         task: args.task,
         reason: args.reason,
     };
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::evidence::declare_unavailable(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::ops::evidence::SaveRequest;
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -31,9 +31,8 @@ pub struct Args {
     /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
     #[arg(long, value_name = "DURATION")]
     pub lock_timeout: Option<String>,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the receipt as JSON
     #[arg(long)]
     pub json: bool,
@@ -47,7 +46,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         validator: args.validator,
         outcome: args.outcome,
     };
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::evidence::save(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);

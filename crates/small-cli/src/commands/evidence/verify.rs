@@ -1,8 +1,6 @@
 //! `small evidence verify`: check every receipt's evidence.
 
-use std::path::PathBuf;
-
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CliError, CmdResult, EXIT_INVALID};
 use crate::GlobalArgs;
@@ -17,16 +15,15 @@ use crate::GlobalArgs;
 /// error), or damaged records; 2 bad flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let report = ops::evidence::verify(&ws).map_err(|e| from_op(e, g))?;
     let refusal = report.refusal().map(|e| from_op(e, g));
     if args.json {

@@ -6,27 +6,12 @@
 mod replay_id;
 mod validate;
 
-use crate::error::{CliError, CmdResult};
-use crate::GlobalArgs;
+use crate::error::CliError;
 
-/// Validate API manifests and compute replay IDs (the logic `small serve` uses)
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    pub command: Sub,
-}
-
-#[derive(clap::Subcommand, Debug)]
-pub enum Sub {
-    Validate(validate::Args),
-    ReplayId(replay_id::Args),
-}
-
-pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    match args.command {
-        Sub::Validate(a) => validate::run(a, g),
-        Sub::ReplayId(a) => replay_id::run(a, g),
-    }
+subcommands! {
+    /// Validate API manifests and compute replay IDs (the logic `small serve` uses)
+    Validate => validate,
+    ReplayId => replay_id,
 }
 
 /// Read a file, or standard input for `-` or no file.

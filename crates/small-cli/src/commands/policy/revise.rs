@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::ops::policy::PolicyRequest;
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
@@ -35,9 +35,8 @@ pub struct Args {
     pub expect_state: String,
     #[command(flatten)]
     pub v2: SessionFlags,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
@@ -53,7 +52,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         lock_timeout: Some(args.v2.timeout()?),
         session: args.v2.session,
     };
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::policy::revise(&ws, &req).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);

@@ -1,8 +1,6 @@
 //! `small policy show`: the policy revision in force and its material digests.
 
-use std::path::PathBuf;
-
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -13,16 +11,15 @@ use crate::GlobalArgs;
 /// Exit codes: 0 shown; 1 a v1 workspace or damaged records; 2 bad flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print it as JSON
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::policy::show(&ws).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);

@@ -1,8 +1,6 @@
 //! `small session close`: record a handoff and close a session.
 
-use std::path::PathBuf;
-
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::v2writes::SessionFlags;
@@ -20,9 +18,8 @@ pub struct Args {
     pub summary: String,
     #[command(flatten)]
     pub v2: SessionFlags,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the events as JSON
     #[arg(long)]
     pub json: bool,
@@ -30,7 +27,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let lock = args.v2.timeout()?;
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::session::close(&ws, args.v2.session.as_deref(), &args.summary, Some(lock))
         .map_err(|e| from_op(e, g))?;
     if args.json {

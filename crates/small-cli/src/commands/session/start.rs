@@ -1,9 +1,7 @@
 //! `small session start`: start a session in a 2.0.0 workspace.
 
-use std::path::PathBuf;
-
 use small_core::ops::session::StartRequest;
-use small_core::ops::{self, Workspace};
+use small_core::ops::{self};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -44,9 +42,8 @@ pub struct Args {
     /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
     #[arg(long, value_name = "DURATION")]
     pub lock_timeout: Option<String>,
-    /// Directory containing .small/ [default: search upward from the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the session and its events as JSON
     #[arg(long)]
     pub json: bool,
@@ -63,7 +60,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         takeover: args.takeover,
         reason: args.reason,
     };
-    let ws = Workspace::find(args.dir.as_deref());
+    let ws = args.at.open();
     let out = ops::session::start(&ws, &req, Some(lock)).map_err(|e| from_op(e, g))?;
     if args.json {
         return g.json(&out);
