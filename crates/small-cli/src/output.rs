@@ -136,6 +136,18 @@ impl GlobalArgs {
         Ok(())
     }
 
+    /// An outcome that is data a script reads (a listing, a reconstruction): its `--json`
+    /// document, else its report on stdout even under `--quiet`.
+    pub fn listing<T>(&self, json: bool, out: &T) -> CmdResult
+    where
+        T: serde::Serialize + small_core::ops::report::Report,
+    {
+        if json {
+            return self.json(out);
+        }
+        self.data(crate::render::escape_controls(&out.text()))
+    }
+
     /// Each warning as `warning: ...` on stderr, unless `--quiet`.
     pub fn warnings(&self, warnings: &[String]) {
         for w in warnings {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use small_core::ops::claims::{self, ClaimOutcome, ClaimRequest, Where};
+use small_core::ops::claims::{self, ClaimRequest, Where};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -86,29 +86,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         where_: args.place.where_(),
     };
     let out = claims::claim(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(line(&out));
-    if !out.pull_first.is_empty() {
-        g.info(crate::render::escape_controls(&format!(
-            "{} depends on {}, finished on the remote but not here: run `small sync` before you start",
-            out.lease.task,
-            out.pull_first.join(", ")
-        )));
-    }
-    Ok(())
-}
-
-/// `claimed task-3 until 2026-11-29T04:00:00Z (holder alice, generation 1)`.
-pub fn line(out: &ClaimOutcome) -> String {
-    let l = &out.lease;
-    let text = match out.status {
-        "released" => format!("released {} (holder {})", l.task, l.label),
-        status => format!(
-            "{status} {} until {} (holder {}, generation {})",
-            l.task, l.ends, l.label, l.generation
-        ),
-    };
-    crate::render::escape_controls(&text).into_owned()
+    g.outcome(args.json, &out)
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use small_core::ops::plan::PlanRequest;
-use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
@@ -104,9 +103,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = request(&args)?;
     let ws = Workspace::find(args.dir.as_deref());
     let out = ops::plan::plan(&ws, &req).map_err(|e| from_op(e, g))?;
-    if out.is_listing() && !args.json {
-        // The task list is data a script reads (printed under --quiet too).
-        return crate::output::data(&crate::render::escape_controls(&out.text()));
+    if out.is_listing() {
+        return g.listing(args.json, &out);
     }
     g.outcome(args.json, &out)
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use small_core::ops::reconstruct::ReconstructRequest;
-use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
@@ -74,8 +73,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         scope: args.workspace,
     };
     let r = ops::reconstruct::reconstruct(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&r);
-    }
-    crate::output::data(&crate::render::escape_controls(&r.text()))
+    g.listing(args.json, &r)
 }

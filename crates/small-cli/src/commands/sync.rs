@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::sync::{self, SyncOutcome, SyncRequest};
+use small_core::ops::sync::{self, SyncRequest};
 
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
@@ -53,43 +53,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         driver_command: Some(small_core::ops::sync::driver_command_for(&exe)),
     };
     let out = sync::sync(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(crate::render::escape_controls(&summary(&out)));
-    Ok(())
-}
-
-/// `pushed 3f2a9c1 to origin/main (rebased, 2 attempts); committed …`.
-fn summary(out: &SyncOutcome) -> String {
-    let short = |s: &str| s[..s.len().min(12)].to_string();
-    let mut s = match out.status {
-        "up-to-date" => format!("{}/{} is up to date", out.remote, out.branch),
-        _ => format!(
-            "pushed {} to {}/{}",
-            short(&out.head),
-            out.remote,
-            out.branch
-        ),
-    };
-    let mut notes = Vec::new();
-    if let Some(c) = &out.committed {
-        notes.push(format!("committed .small/ as {}", short(c)));
-    }
-    if out.rebased {
-        notes.push("rebased onto the others' work".to_string());
-    }
-    if out.attempts > 1 {
-        notes.push(format!("{} attempts", out.attempts));
-    }
-    if out.installed_merge_driver {
-        notes.push("installed the merge driver".to_string());
-    }
-    for l in &out.finished {
-        notes.push(format!("{} done", l.task));
-    }
-    if !notes.is_empty() {
-        s.push_str(&format!(" ({})", notes.join("; ")));
-    }
-    s
+    g.outcome(args.json, &out)
 }

@@ -2,7 +2,7 @@
 
 use small_core::ops::claims::{self, UnclaimRequest};
 
-use crate::commands::claim::{line, Place};
+use crate::commands::claim::Place;
 use crate::error::{from_op, CmdResult};
 use crate::GlobalArgs;
 
@@ -33,9 +33,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         where_: args.place.where_(),
     };
     let out = claims::unclaim(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(line(&out));
-    Ok(())
+    g.outcome(args.json, &out)
 }

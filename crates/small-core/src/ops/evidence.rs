@@ -157,3 +157,18 @@ fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
             .is_some_and(|f| f.starts_with(".small/receipts/"));
     (in_store && BLOB_CODES.contains(&d.code.as_str())) || about_a_receipts_blob
 }
+
+impl crate::ops::report::Report for EvidenceSaved {
+    fn text(&self) -> String {
+        format!(
+            "Saved evidence {} ({} bytes); receipt {}\n",
+            self.blob, self.size, self.digest
+        )
+    }
+}
+
+impl crate::ops::report::Report for EvidenceDeclared {
+    fn text(&self) -> String {
+        format!("Declared evidence unavailable; receipt {}\n", self.digest)
+    }
+}

@@ -80,3 +80,26 @@ pub fn set(ws: &Workspace, req: &ModeRequest) -> OpResult<ModeSet> {
         event_id: e.map(|e| e.draft.event_id),
     })
 }
+
+impl crate::ops::report::Report for ModeShown {
+    fn text(&self) -> String {
+        let active = if self.active_sessions.is_empty() {
+            "none".to_string()
+        } else {
+            self.active_sessions.join(", ")
+        };
+        format!(
+            "Mode: {}\nActive sessions: {active}\nFrontier: {}\n",
+            self.mode, self.frontier
+        )
+    }
+}
+
+impl crate::ops::report::Report for ModeSet {
+    fn text(&self) -> String {
+        match &self.event_id {
+            Some(id) => format!("Mode set to {} [{id}]\n", self.mode),
+            None => format!("Mode is already {}; nothing recorded\n", self.mode),
+        }
+    }
+}

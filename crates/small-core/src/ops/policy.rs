@@ -96,3 +96,21 @@ pub fn revise(ws: &Workspace, req: &PolicyRequest) -> OpResult<PolicyRevised> {
         event_id: e.draft.event_id,
     })
 }
+
+impl crate::ops::report::Report for PolicyShown {
+    fn text(&self) -> String {
+        format!(
+            "Policy revision: {}\n  intent:      {}\n  constraints: {}\nFrontier: {}\n",
+            self.policy_revision, self.intent_digest, self.constraints_digest, self.frontier
+        )
+    }
+}
+
+impl crate::ops::report::Report for PolicyRevised {
+    fn text(&self) -> String {
+        format!(
+            "Policy revised to {} [{}]\n",
+            self.policy_revision, self.event_id
+        )
+    }
+}

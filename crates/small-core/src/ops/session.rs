@@ -173,6 +173,46 @@ pub(super) fn labels_v2(ws: &Workspace) -> std::collections::BTreeMap<String, La
 }
 
 /// The 2.0.0 documents the session commands and `reconstruct` print (built in `v2`).
+impl crate::ops::report::Report for SessionStarted {
+    fn text(&self) -> String {
+        let mut o = format!("Started session {} ({} mode)\n", self.session_id, self.mode);
+        if let Some(prior) = &self.took_over {
+            o.push_str(&format!("  took over {prior}\n"));
+        }
+        o
+    }
+}
+
+impl crate::ops::report::Report for SessionClosed {
+    fn text(&self) -> String {
+        format!(
+            "Closed session {}; handoff {}\n",
+            self.session_id, self.handoff_event
+        )
+    }
+}
+
+impl crate::ops::report::Report for SessionList {
+    /// The sessions, one a line: id, status, events, when it began, its label.
+    fn text(&self) -> String {
+        use crate::ops::report::outln;
+        let mut o = String::new();
+        outln!(o, "Sessions: {} ({} mode)", self.sessions.len(), self.mode);
+        for s in &self.sessions {
+            let label = if s.label.is_empty() { "-" } else { &s.label };
+            outln!(
+                o,
+                "  {}  {:<10}  {:>4} events  {}  {label}",
+                s.session_id,
+                s.status,
+                s.events,
+                s.created_at
+            );
+        }
+        o
+    }
+}
+
 pub use crate::v2::inspect::SessionShow;
 pub use crate::v2::load::PROFILE_VERSION;
 pub use crate::v2::read::{Reconstruction, SessionList};

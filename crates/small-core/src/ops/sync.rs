@@ -74,6 +74,43 @@ pub struct SyncOutcome {
     pub stamped: Vec<Lease>,
 }
 
+impl crate::ops::report::Report for SyncOutcome {
+    /// `pushed 3f2a9c1 to origin/main (rebased, 2 attempts); committed …`.
+    fn text(&self) -> String {
+        let short = |s: &str| s[..s.len().min(12)].to_string();
+        let mut s = match self.status {
+            "up-to-date" => format!("{}/{} is up to date", self.remote, self.branch),
+            _ => format!(
+                "pushed {} to {}/{}",
+                short(&self.head),
+                self.remote,
+                self.branch
+            ),
+        };
+        let mut notes = Vec::new();
+        if let Some(c) = &self.committed {
+            notes.push(format!("committed .small/ as {}", short(c)));
+        }
+        if self.rebased {
+            notes.push("rebased onto the others' work".to_string());
+        }
+        if self.attempts > 1 {
+            notes.push(format!("{} attempts", self.attempts));
+        }
+        if self.installed_merge_driver {
+            notes.push("installed the merge driver".to_string());
+        }
+        for l in &self.finished {
+            notes.push(format!("{} done", l.task));
+        }
+        if !notes.is_empty() {
+            s.push_str(&format!(" ({})", notes.join("; ")));
+        }
+        s.push('\n');
+        s
+    }
+}
+
 const DEFAULT_ATTEMPTS: u32 = 10;
 
 /// Fetch, rebase, push (with retries); see the module's description.

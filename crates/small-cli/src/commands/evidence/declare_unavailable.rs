@@ -37,12 +37,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = args.at.open();
     let out = ops::evidence::declare_unavailable(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "Declared evidence unavailable; receipt {}",
-        out.digest
-    ));
-    Ok(())
+    g.outcome(args.json, &out)
 }

@@ -48,12 +48,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = args.at.open();
     let out = ops::evidence::save(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "Saved evidence {} ({} bytes); receipt {}",
-        out.blob, out.size, out.digest
-    ));
-    Ok(())
+    g.outcome(args.json, &out)
 }

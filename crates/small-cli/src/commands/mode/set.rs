@@ -48,12 +48,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = args.at.open();
     let out = ops::mode::set(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    match &out.event_id {
-        Some(id) => g.info(format!("Mode set to {} [{id}]", out.mode)),
-        None => g.info(format!("Mode is already {}; nothing recorded", out.mode)),
-    }
-    Ok(())
+    g.outcome(args.json, &out)
 }

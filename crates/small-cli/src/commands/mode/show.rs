@@ -21,18 +21,5 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
     let out = ops::mode::show(&ws).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!("Mode: {}", out.mode));
-    g.info(format!(
-        "Active sessions: {}",
-        if out.active_sessions.is_empty() {
-            "none".to_string()
-        } else {
-            out.active_sessions.join(", ")
-        }
-    ));
-    g.info(format!("Frontier: {}", out.frontier));
-    Ok(())
+    g.outcome(args.json, &out)
 }

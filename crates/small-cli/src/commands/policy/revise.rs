@@ -54,12 +54,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = args.at.open();
     let out = ops::policy::revise(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "Policy revised to {} [{}]",
-        out.policy_revision, out.event_id
-    ));
-    Ok(())
+    g.outcome(args.json, &out)
 }

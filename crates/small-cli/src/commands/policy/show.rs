@@ -21,12 +21,5 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
     let out = ops::policy::show(&ws).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!("Policy revision: {}", out.policy_revision));
-    g.info(format!("  intent:      {}", out.intent_digest));
-    g.info(format!("  constraints: {}", out.constraints_digest));
-    g.info(format!("Frontier: {}", out.frontier));
-    Ok(())
+    g.outcome(args.json, &out)
 }

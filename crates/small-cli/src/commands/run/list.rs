@@ -43,10 +43,7 @@ struct Out<'a> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
-    let mut o = String::new();
-    let result = body(args, ctx, g, &mut o);
-    g.info_raw(&o);
-    result
+    super::buffered(g, |o| body(args, ctx, g, o))
 }
 
 fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {

@@ -123,6 +123,18 @@ macro_rules! outln {
     }};
 }
 
+/// Run `body`, which writes its human lines into a buffer, and print what it wrote (unless
+/// --quiet), also when it then fails; a body that wrote nothing (a refusal) leaves stdout to
+/// the error document of --json.
+pub fn buffered(g: &GlobalArgs, body: impl FnOnce(&mut String) -> CmdResult) -> CmdResult {
+    let mut o = String::new();
+    let result = body(&mut o);
+    if !o.is_empty() {
+        g.info_raw(&o);
+    }
+    result
+}
+
 /// Print a value as pretty JSON on stdout (through the output helper).
 pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
     crate::output::json(value)

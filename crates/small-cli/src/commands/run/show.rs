@@ -41,13 +41,7 @@ struct Out<'a> {
 }
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
-    let mut o = String::new();
-    let result = body(args, ctx, g, &mut o);
-    // Nothing printed (a refusal) leaves stdout to the error document of --json.
-    if !o.is_empty() {
-        g.info_raw(&o);
-    }
-    result
+    super::buffered(g, |o| body(args, ctx, g, o))
 }
 
 fn body(args: Args, ctx: &Context, g: &GlobalArgs, o: &mut String) -> CmdResult {

@@ -30,12 +30,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
     let out = ops::session::close(&ws, args.v2.session.as_deref(), &args.summary, Some(lock))
         .map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "Closed session {}; handoff {}",
-        out.session_id, out.handoff_event
-    ));
-    Ok(())
+    g.outcome(args.json, &out)
 }

@@ -2,11 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::session;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CmdResult};
-use crate::outln;
 use crate::GlobalArgs;
 
 /// List the sessions: id, label, status (active; closed by a session_closed event; or
@@ -28,25 +26,5 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = Workspace::find(args.dir.as_deref());
     let l = ops::session::list(&ws).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&l);
-    }
-    crate::output::data(&crate::render::escape_controls(&render(&l)))
-}
-
-fn render(l: &session::SessionList) -> String {
-    let mut o = String::new();
-    outln!(o, "Sessions: {} ({} mode)", l.sessions.len(), l.mode);
-    for s in &l.sessions {
-        let label = if s.label.is_empty() { "-" } else { &s.label };
-        outln!(
-            o,
-            "  {}  {:<10}  {:>4} events  {}  {label}",
-            s.session_id,
-            s.status,
-            s.events,
-            s.created_at
-        );
-    }
-    o
+    g.listing(args.json, &l)
 }

@@ -62,15 +62,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let ws = args.at.open();
     let out = ops::session::start(&ws, &req, Some(lock)).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "Started session {} ({} mode)",
-        out.session_id, out.mode
-    ));
-    if let Some(prior) = &out.took_over {
-        g.info(format!("  took over {prior}"));
-    }
-    Ok(())
+    g.outcome(args.json, &out)
 }

@@ -135,6 +135,29 @@ pub struct ClaimOutcome {
     pub pull_first: Vec<String>,
 }
 
+impl crate::ops::report::Report for ClaimOutcome {
+    /// `claimed task-3 until 2026-11-29T04:00:00Z (holder alice, generation 1)`, and the
+    /// dependencies to pull first.
+    fn text(&self) -> String {
+        let l = &self.lease;
+        let mut o = match self.status {
+            "released" => format!("released {} (holder {})\n", l.task, l.label),
+            status => format!(
+                "{status} {} until {} (holder {}, generation {})\n",
+                l.task, l.ends, l.label, l.generation
+            ),
+        };
+        if !self.pull_first.is_empty() {
+            o.push_str(&format!(
+                "{} depends on {}, finished on the remote but not here: run `small sync` before you start\n",
+                l.task,
+                self.pull_first.join(", ")
+            ));
+        }
+        o
+    }
+}
+
 /// One lease as read (docs/json-output.md, "Claims").
 #[derive(Debug, Clone, Serialize)]
 pub struct Lease {
@@ -172,6 +195,30 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// One lease as a line: `task-3  alice  held until …  generation 2`.
+    pub fn row(&self) -> String {
+        match (self.state, &self.done, &self.problem) {
+            ("done", Some(d), _) => {
+                let place = if d.commit.is_empty() {
+                    "not pushed yet".to_string()
+                } else {
+                    format!("commit {}", &d.commit[..d.commit.len().min(12)])
+                };
+                format!(
+                    "{}  {}  done ({} at {}, {place})  generation {}",
+                    self.task, self.label, d.outcome, d.at, self.generation
+                )
+            }
+            ("damaged", _, Some(p)) => format!("{}  damaged: {p}", self.task),
+            (state, _, _) => format!(
+                "{}  {}  {state} until {}  generation {}",
+                self.task, self.label, self.ends, self.generation
+            ),
+        }
+    }
+}
+
+impl Lease {
     /// Whether it keeps other checkouts off the task now: a live lease or a done record.
     pub fn holds(&self) -> bool {
         self.live || self.state == "done"
@@ -194,6 +241,36 @@ pub struct ClaimsOutcome {
     /// Refs past the most one read considers, not read.
     #[serde(skip_serializing_if = "is_zero")]
     pub unread_refs: usize,
+}
+
+impl crate::ops::report::Report for ClaimsOutcome {
+    /// The leases, one a line, after what was pruned; stray and unread refs last.
+    fn text(&self) -> String {
+        use crate::ops::report::outln;
+        let mut o = String::new();
+        let place = self.remote.as_deref().unwrap_or("local refs");
+        if let Some(pruned) = &self.pruned {
+            outln!(
+                o,
+                "Pruned: {} done record(s) the default branch shows",
+                pruned.len()
+            );
+            for c in pruned {
+                outln!(o, "  {}  {}", c.task, c.label);
+            }
+        }
+        outln!(o, "Claims: {} ({place})", self.claims.len());
+        for c in &self.claims {
+            outln!(o, "  {}", c.row());
+        }
+        for r in &self.stray_refs {
+            outln!(o, "  (stray ref {r}: names no task; ignored)");
+        }
+        if self.unread_refs > 0 {
+            outln!(o, "  ({} more refs not read)", self.unread_refs);
+        }
+        o
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
