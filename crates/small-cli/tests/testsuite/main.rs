@@ -36,6 +36,7 @@ mod conformance_v11_commands;
 mod conformance_v2;
 mod conformance_v2_artifacts;
 mod conformance_v2_migrate;
+mod conformance_v2_reconstruct;
 mod conformance_v2_state;
 mod docs;
 mod gate_cache;

@@ -207,7 +207,8 @@ impl OpError {
     }
 
     /// The reference's error code for the `{"error":{"code","message"}}` document:
-    /// `stale_state` when an expected frontier or state is not the current one, else
+    /// `stale_state` when an expected frontier or state is not the current one,
+    /// `ambiguous_session` when no session was named and none is active, else
     /// `invalid_request`.
     pub fn reference_code(&self) -> &'static str {
         reference_code(&self.diagnostic.code)
@@ -229,6 +230,7 @@ pub fn require_v2(ws: &Workspace, what: &str) -> OpResult<()> {
 pub fn reference_code(code: &str) -> &'static str {
     match code {
         v2::write::code::STALE => "stale_state",
+        v2::write::code::NO_SESSION => "ambiguous_session",
         _ => "invalid_request",
     }
 }

@@ -96,9 +96,9 @@ pub(super) fn reconstruct_v2(ws: &Workspace, req: &ReconstructRequest) -> OpResu
             crate::workspace::error::code::UNKNOWN_TASK,
             format!("task {t} not found (no task has this id or alias)"),
         )),
-        Err(v2::ReconstructError::Session(message)) => Err(OpError {
+        Err(v2::ReconstructError::Session(code, message)) => Err(OpError {
             kind: ErrorKind::Invalid,
-            diagnostic: Box::new(Diagnostic::error("V2-SESSION-STATE", message).with_help(
+            diagnostic: Box::new(Diagnostic::error(code, message).with_help(
                 "`small session list` shows the recorded sessions; name one with --session",
             )),
             details: Vec::new(),

@@ -172,9 +172,11 @@ pub struct Reconstruction {
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskView>,
-    /// The tasks not completed, and the tasks in an unresolved conflict.
+    /// The tasks not completed, and the tasks in an unresolved conflict, by id (as the
+    /// reference orders them).
     pub obligations: Vec<TaskView>,
-    /// The handoff_recorded events.
+    /// The handoff_recorded events; `null` when there is none (as the reference prints it).
+    #[serde(serialize_with = "null_if_empty")]
     pub handoffs: Vec<EventView>,
     pub conflicts: Vec<Conflict>,
     pub evidence: Vec<EvidenceView>,
@@ -195,8 +197,9 @@ pub enum ReconstructError {
     Damaged(Vec<Diagnostic>),
     /// No task has this id or alias.
     UnknownTask(String),
-    /// The session named is not in the records, or none was named and none is active.
-    Session(String),
+    /// The session named is not in the records, or none was named and none is active: the
+    /// refusal's code and message.
+    Session(&'static str, String),
 }
 
 /// Reconstruct the 2.0.0 tree at `root/.small`.
@@ -262,12 +265,7 @@ pub fn reconstruct(
         mode: s.mode.clone(),
         frontier: s.frontier.clone(),
         task: task.map(TaskView::from),
-        obligations: s
-            .tasks
-            .iter()
-            .filter(|t| t.status != "completed" || s.conflicts.iter().any(|c| c.task_id == t.id))
-            .map(TaskView::from)
-            .collect(),
+        obligations: obligations(s),
         handoffs: ordered
             .iter()
             .filter(|e| e.kind == "handoff_recorded")
@@ -286,14 +284,43 @@ pub fn reconstruct(
     })
 }
 
+/// The tasks not completed, and the tasks in an unresolved conflict, by id.
+fn obligations(s: &State) -> Vec<TaskView> {
+    let mut open: Vec<&Task> = s
+        .tasks
+        .iter()
+        .filter(|t| t.status != "completed" || s.conflicts.iter().any(|c| c.task_id == t.id))
+        .collect();
+    open.sort_by(|a, b| a.id.cmp(&b.id));
+    open.into_iter().map(TaskView::from).collect()
+}
+
+/// An empty list as `null`, a list as itself.
+fn null_if_empty<T: Serialize, S: serde::Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+    if v.is_empty() {
+        s.serialize_none()
+    } else {
+        v.serialize(s)
+    }
+}
+
 /// The session a reconstruction names: `named`, else the active one; it must be recorded.
 fn session_of(root: &Path, store: &Store, named: Option<&str>) -> Result<String, ReconstructError> {
-    let id = crate::v2::write::resolve_session(root, named)
-        .map_err(|e| ReconstructError::Session(e.diagnostic.message.clone()))?;
+    let id = crate::v2::write::resolve_session(root, named).map_err(|e| {
+        let code = if e.diagnostic.code == crate::v2::write::code::NO_SESSION {
+            crate::v2::write::code::NO_SESSION
+        } else {
+            crate::v2::write::code::SESSION_STATE
+        };
+        ReconstructError::Session(code, e.diagnostic.message.clone())
+    })?;
     if store.sessions.iter().any(|x| x.id == id) {
         Ok(id)
     } else {
-        Err(ReconstructError::Session(format!("session {id} not found")))
+        Err(ReconstructError::Session(
+            crate::v2::write::code::SESSION_STATE,
+            format!("session {id} not found"),
+        ))
     }
 }
 
