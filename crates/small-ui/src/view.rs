@@ -1221,15 +1221,8 @@ pub struct Choice {
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineView {
     pub entries: Vec<EntryView>,
-    pub matching: usize,
-    pub total: usize,
-    pub offset: usize,
-    pub first_shown: usize,
-    pub last_shown: usize,
-    pub newer: Option<usize>,
-    pub older: Option<usize>,
-    /// The workspace page's list of recent work, not a page of the timeline.
-    pub recent: bool,
+    #[serde(flatten)]
+    pub paging: Paging,
     pub task: String,
     pub status: String,
     pub run: String,
@@ -1239,6 +1232,49 @@ pub struct TimelineView {
     /// The query string of the filter (no offset), for links and live refreshes.
     pub query: String,
     pub problem: Option<String>,
+}
+
+/// Where a page of a timeline (progress entries or events) stands among the entries that
+/// match its filter, and the offsets of the pages before and after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Paging {
+    pub matching: usize,
+    pub total: usize,
+    pub offset: usize,
+    pub first_shown: usize,
+    pub last_shown: usize,
+    pub newer: Option<usize>,
+    pub older: Option<usize>,
+    /// The workspace page's list of recent work, not a page of the timeline.
+    pub recent: bool,
+}
+
+impl Paging {
+    /// The page of `shown` entries from `offset`, of `matching` of `total`.
+    fn of(offset: usize, shown: usize, matching: usize, total: usize) -> Paging {
+        Paging {
+            matching,
+            total,
+            offset,
+            first_shown: if shown > 0 { offset + 1 } else { 0 },
+            last_shown: offset + shown,
+            newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
+            older: (offset + PAGE_SIZE < matching).then_some(offset + PAGE_SIZE),
+            recent: false,
+        }
+    }
+
+    /// The list of the `shown` most recent entries that record work, with no pages around.
+    fn recent(self, shown: usize) -> Paging {
+        Paging {
+            first_shown: usize::from(shown > 0),
+            last_shown: shown,
+            newer: None,
+            older: None,
+            recent: true,
+            ..self
+        }
+    }
 }
 
 /// Most choices a filter list offers (the most frequent values).
@@ -1311,12 +1347,8 @@ pub fn recent(t: &Timeline) -> TimelineView {
             }
         }
     }
-    v.first_shown = usize::from(!kept.is_empty());
-    v.last_shown = kept.len();
+    v.paging = v.paging.recent(kept.len());
     v.entries = kept;
-    v.recent = true;
-    v.newer = None;
-    v.older = None;
     v
 }
 
@@ -1325,15 +1357,8 @@ pub fn timeline(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
     let facets: Facets = t.facets();
     let shown = page.entries.len();
     TimelineView {
+        paging: Paging::of(offset, shown, page.matching, page.total),
         entries: page.entries.into_iter().map(entry_view).collect(),
-        matching: page.matching,
-        total: page.total,
-        offset,
-        first_shown: if shown > 0 { offset + 1 } else { 0 },
-        last_shown: offset + shown,
-        newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
-        older: (offset + PAGE_SIZE < page.matching).then_some(offset + PAGE_SIZE),
-        recent: false,
         task: mask(filter.task.as_deref().unwrap_or("")),
         status: filter.status.clone().unwrap_or_default(),
         run: filter.run.clone().unwrap_or_default(),
@@ -1905,15 +1930,8 @@ pub struct EventView {
 #[derive(Debug, Clone, Serialize)]
 pub struct EventsView {
     pub entries: Vec<EventView>,
-    pub matching: usize,
-    pub total: usize,
-    pub offset: usize,
-    pub first_shown: usize,
-    pub last_shown: usize,
-    pub newer: Option<usize>,
-    pub older: Option<usize>,
-    /// The workspace page's list of recent work, not a page of the timeline.
-    pub recent: bool,
+    #[serde(flatten)]
+    pub paging: Paging,
     pub task: String,
     pub session: String,
     pub kind: String,
@@ -1947,9 +1965,7 @@ pub fn recent_events(loc: &Location) -> Option<EventsView> {
         ..EventFilter::default()
     };
     let mut v = events_limited(loc, &filter, 0, RECENT)?;
-    v.recent = true;
-    v.newer = None;
-    v.older = None;
+    v.paging = v.paging.recent(v.entries.len());
     Some(v)
 }
 
@@ -2042,15 +2058,8 @@ fn events_limited(
         }
     }
     Some(EventsView {
+        paging: Paging::of(offset, shown, n, total),
         entries,
-        matching: n,
-        total,
-        offset,
-        first_shown: if shown > 0 { offset + 1 } else { 0 },
-        last_shown: offset + shown,
-        newer: (offset > 0).then(|| offset.saturating_sub(PAGE_SIZE)),
-        older: (offset + PAGE_SIZE < n).then_some(offset + PAGE_SIZE),
-        recent: false,
         task: mask(&sel(&filter.task)),
         session: mask(&sel(&filter.session)),
         kind: mask(&sel(&filter.kind)),
