@@ -17,14 +17,11 @@
 //! `document.root` is always a mapping.
 //!
 //! ```text
-//! use small_core::workspace::{LoadOptions, Workspace};
-//! use small_core::spec::consts::ArtifactKind;
 //! let ws = Workspace::open(None, &LoadOptions::all())?;          // everything
 //! let ws2 = Workspace::open(None, &LoadOptions::only(&[ArtifactKind::Plan]))?; // just the plan
 //! if let Some(plan) = &ws.plan {
 //!     let tasks = plan.document.root.get("tasks");
 //! }
-//! # Ok::<(), small_core::workspace::LocateError>(())
 //! ```
 //!
 //! Schema validation of what was loaded is in the gates (`gates::validate`,

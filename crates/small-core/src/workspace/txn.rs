@@ -3,15 +3,12 @@
 //! Every command that writes workspace state does so through a [`Transaction`]:
 //!
 //! ```text
-//! use small_core::authoring::txn::Transaction;
-//! # fn main() -> Result<(), small_core::authoring::txn::TxnError> {
 //! let root = std::path::Path::new("."); // the directory that contains `.small/`
 //! let mut txn = Transaction::begin(root)?; // exclusive workspace lock (waits, with a timeout)
 //! let plan = txn.read_string(".small/plan.small.yml")?; // staged content if written, else disk
 //! txn.write(".small/plan.small.yml", plan.replace("pending", "completed"));
 //! txn.append(".small/progress.small.yml", b"  - task_id: task-1\n".to_vec())?;
 //! let report = txn.commit()?; // every staged change, durably, or none
-//! # let _ = report; Ok(()) }
 //! ```
 //!
 //! Progress entries are appended with `txn.append_progress(..)` (the progress writer of `authoring`),
