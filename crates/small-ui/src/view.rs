@@ -1611,7 +1611,7 @@ pub fn runs(loc: &Location, from: Option<&str>, to: Option<&str>) -> RunsView {
         v.to = mask(to);
         let side = |q: &str| -> Result<DiffSide, String> {
             if q == "live" {
-                Ok(DiffSide::Live(loc.small_dir.clone()))
+                runs::live_side(&loc.root).map_err(|e| mask(&e.message))
             } else {
                 runs::find(&store, q)
                     .map(|s| DiffSide::Snapshot(Box::new(s)))

@@ -6,7 +6,7 @@ pub use crate::history::archive::{
 };
 pub use crate::history::reconstruct::Reconstruction;
 pub use crate::history::runs::diff::{
-    compare as compare_runs, diff_runs, live_side, AnyDiff, DiffSide, RunDiff, V2RunDiff,
+    compare as compare_runs, diff_runs, AnyDiff, DiffSide, RunDiff, V2RunDiff,
 };
 pub use crate::history::runs::digest::VerifyStatus;
 pub use crate::history::runs::v2::{CheckoutReport as V2CheckoutReport, STATE_DIR, WORKSPACE_KIND};
@@ -46,6 +46,11 @@ pub fn checkout(
 /// accepts it, as `check` does).
 pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
     at(root).run_scope(root, scope)
+}
+
+/// The live workspace at `root` as a side of `run diff`.
+pub fn live_side(root: &Path) -> Result<DiffSide, RunError> {
+    at(root).live_side(root)
 }
 
 /// Archive the workspace at `root`.

@@ -19,8 +19,12 @@ use super::{read_artifact, safe, RunError, Snapshot};
 #[derive(Debug, Clone)]
 pub enum DiffSide {
     Snapshot(Box<Snapshot>),
-    /// The live workspace: the `.small/` directory.
-    Live(PathBuf),
+    /// The live workspace: the `.small/` directory, and whether it holds a 2.0.0 tree (its
+    /// profile, as the back end found it).
+    Live {
+        dir: PathBuf,
+        v2: bool,
+    },
 }
 
 impl DiffSide {
@@ -28,7 +32,7 @@ impl DiffSide {
     pub fn is_v2(&self) -> bool {
         match self {
             DiffSide::Snapshot(s) => super::v2::is_v2_snapshot(&s.dir),
-            DiffSide::Live(dir) => dir.parent().is_some_and(super::v2::is_v2),
+            DiffSide::Live { v2, .. } => *v2,
         }
     }
 
@@ -39,7 +43,7 @@ impl DiffSide {
                 s.dir.join(super::v2::STATE_DIR)
             }
             DiffSide::Snapshot(s) => s.dir.clone(),
-            DiffSide::Live(dir) => dir.parent().map(Path::to_path_buf).unwrap_or_default(),
+            DiffSide::Live { dir, .. } => dir.parent().map(Path::to_path_buf).unwrap_or_default(),
         }
     }
     /// The label used in output: the snapshot's address (`<replayId>` or `<replayId>~N`), or
@@ -47,14 +51,14 @@ impl DiffSide {
     pub fn label(&self) -> String {
         match self {
             DiffSide::Snapshot(s) => s.name.clone(),
-            DiffSide::Live(_) => "live".to_string(),
+            DiffSide::Live { .. } => "live".to_string(),
         }
     }
 
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>, RunError> {
         match self {
             DiffSide::Snapshot(s) => read_artifact(s, name),
-            DiffSide::Live(dir) => safe::read_live_file(&dir.join(name)),
+            DiffSide::Live { dir, .. } => safe::read_live_file(&dir.join(name)),
         }
     }
 
@@ -63,7 +67,7 @@ impl DiffSide {
             DiffSide::Snapshot(s) => {
                 format!("{name} in snapshot {}", super::short_name(&s.name, 16))
             }
-            DiffSide::Live(_) => crate::spec::consts::small_rel(name),
+            DiffSide::Live { .. } => crate::spec::consts::small_rel(name),
         }
     }
 }
@@ -305,8 +309,11 @@ fn diff_progress(from: &DiffSide, to: &DiffSide, full: bool) -> Result<ProgressD
 }
 
 /// The live side for a workspace root.
-pub fn live_side(root: &Path) -> Result<DiffSide, RunError> {
-    Ok(DiffSide::Live(super::require_small_dir(root)?))
+pub fn live_side(root: &Path, v2: bool) -> Result<DiffSide, RunError> {
+    Ok(DiffSide::Live {
+        dir: super::require_small_dir(root)?,
+        v2,
+    })
 }
 
 /// The comparison of two 2.0.0 trees: both labels (the snapshot addresses, or `live`, as for
@@ -369,7 +376,7 @@ fn open_v2(side: &DiffSide) -> Result<crate::v2::read::Opened, RunError> {
             problems.len()
         ))
         .with_help(match side {
-            DiffSide::Live(_) => "`small check --strict` names every problem",
+            DiffSide::Live { .. } => "`small check --strict` names every problem",
             DiffSide::Snapshot(_) => "`small run verify` checks the snapshot against its digests",
         })
     })

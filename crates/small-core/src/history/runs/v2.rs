@@ -35,11 +35,6 @@ const MAX_FILES: usize = 4_000_000;
 /// The deepest directory nesting walked (`.small/events/<session>/<event>.json` is 2).
 const MAX_DEPTH: usize = 16;
 
-/// Whether `root/.small` is a 2.0.0 tree.
-pub fn is_v2(root: &Path) -> bool {
-    crate::v2::detect(&root.join(SMALL_DIR)) == crate::v2::Profile::V2
-}
-
 /// Whether the snapshot directory `dir` holds a 2.0.0 tree (`state/.small/profile.json`).
 pub fn is_v2_snapshot(dir: &Path) -> bool {
     safe::entry_type(&dir.join(STATE_DIR).join(SMALL_DIR).join("profile.json")).ok()

@@ -124,6 +124,8 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     ) -> Result<CheckedOut, RunError>;
     /// Enforce the run commands' `--workspace` scope.
     fn run_scope(&self, root: &Path, scope: Scope) -> Result<(), RunError>;
+    /// The live workspace at `root` as a side of `run diff`.
+    fn live_side(&self, root: &Path) -> Result<crate::ops::runs::DiffSide, RunError>;
     /// Archive the workspace at `root`.
     fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError>;
 

@@ -155,6 +155,10 @@ impl Backend for V1 {
         crate::history::runs::check_run_scope(root, scope)
     }
 
+    fn live_side(&self, root: &Path) -> Result<crate::ops::runs::DiffSide, RunError> {
+        crate::history::runs::diff::live_side(root, false)
+    }
+
     fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
         crate::history::archive::create(root, opts)
     }

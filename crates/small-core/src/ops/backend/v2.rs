@@ -149,6 +149,10 @@ impl Backend for V2 {
         Ok(())
     }
 
+    fn live_side(&self, root: &Path) -> Result<crate::ops::runs::DiffSide, RunError> {
+        crate::history::runs::diff::live_side(root, true)
+    }
+
     fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
         crate::history::runs::require_small_dir(root)?;
         crate::history::archive::v2::create(root, opts)
