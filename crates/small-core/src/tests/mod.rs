@@ -8,4 +8,5 @@ mod gate_check;
 mod manifest_vectors;
 mod next;
 mod secrets_corpus;
+mod layers;
 mod state;

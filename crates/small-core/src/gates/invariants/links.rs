@@ -5,8 +5,9 @@
 //! only: `http://localhost.evil`, `http://localhost@evil.example` and `http://127.0.0.12` are
 //! external (as v1.1.2 judges them; a prefix match took them for local).
 
-use super::{diag, display, escape_pointer, severity};
+use super::{diag, display, severity};
 use crate::diag::Diagnostic;
+use crate::json::pointer::escape as escape_pointer;
 use crate::spec::consts::ArtifactKind;
 use crate::spec::url::has_http;
 pub use crate::spec::url::{has_external_http, insecure_urls, is_local_http, quote_local_literals};

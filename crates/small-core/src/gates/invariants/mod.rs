@@ -84,8 +84,6 @@ pub fn show(n: &Node) -> String {
     }
 }
 
-pub use crate::json::pointer::escape as escape_pointer;
-
 pub(super) fn need(
     out: &mut Vec<Diagnostic>,
     kind: ArtifactKind,

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{diag, escape_pointer, is_seq, need, non_empty_str, show};
+use super::{diag, is_seq, need, non_empty_str, show};
 use crate::diag::Diagnostic;
+use crate::json::pointer::escape as escape_pointer;
 use crate::spec::consts::{ArtifactKind, PROTOCOL_VERSION};
 use crate::yaml::{Node, Value};
 
