@@ -194,7 +194,7 @@ pub fn summary(
         ),
         None => (0, 0, Vec::new()),
     };
-    let handoff_stale = ps.handoff_staleness(&loc.small_dir);
+    let handoff_stale = small_core::ops::state::handoff_staleness(loc, ps);
     let mut problems: Vec<String> = st.problems.iter().map(|p| mask(p)).collect();
     problems.extend(
         ps.record_problems
@@ -269,7 +269,8 @@ pub fn summary(
         index,
         name: mask(&name),
         root: mask(&loc.root.display().to_string()),
-        profile: ps.profile.version(),
+        profile: small_core::ops::Workspace::from_small_dir(loc.small_dir.clone())
+            .profile_version(),
         heading: if intent.is_empty() {
             mask(&name)
         } else {
@@ -572,62 +573,6 @@ const COLUMNS: [(&str, &str, &str, &str); 5] = [
     ("completed", "Done", "✓", "completed, or done elsewhere"),
 ];
 
-/// The status a task is shown with: a v1 task still pending in the plan whose newest
-/// progress entry is in progress is in progress.
-fn shown_status(t: &Task, timeline: &Timeline, v1: bool) -> String {
-    if !v1 || t.status != "pending" || timeline.count_for_task(t.name()) == 0 {
-        return t.status.clone();
-    }
-    let f = Filter {
-        task: Some(t.name().to_string()),
-        ..Filter::default()
-    };
-    match timeline.page(&f, 0, 1).entries.first() {
-        Some(e) if e.status == "in_progress" => e.status.clone(),
-        _ => t.status.clone(),
-    }
-}
-
-/// Why a blocked task is blocked: its newest blocking entry's (or event's) notes, else its
-/// evidence.
-fn blocked_reason(loc: &Location, t: &Task, timeline: &Timeline, v1: bool) -> Option<String> {
-    let pick = |notes: Option<&String>, evidence: Option<&String>| {
-        notes
-            .or(evidence)
-            .map(|s| mask(s.trim()))
-            .filter(|s| !s.is_empty())
-    };
-    if v1 {
-        let f = Filter {
-            task: Some(t.name().to_string()),
-            status: Some("blocked".into()),
-            ..Filter::default()
-        };
-        // The newest that says why: `small plan --blocked` records only that it was set.
-        let page = timeline.page(&f, 0, 10);
-        let e = page.entries.iter().find(|e| {
-            !e.notes
-                .as_deref()
-                .is_some_and(|n| n.trim().starts_with("small plan --"))
-        })?;
-        return pick(e.notes.as_ref(), e.evidence.as_ref());
-    }
-    let filter = EventFilter {
-        task: Some(t.name().to_string()),
-        kind: Some("task_transitioned".into()),
-        ..EventFilter::default()
-    };
-    let ev = events(loc, &filter, 0)?;
-    let e = ev.entries.iter().find(|e| {
-        e.status.as_ref().is_some_and(|s| s.value == "blocked")
-            && !e
-                .notes
-                .as_deref()
-                .is_some_and(|n| n.trim().starts_with("small plan --"))
-    })?;
-    pick(e.notes.as_ref(), e.evidence.as_ref())
-}
-
 // The graph's measures: pixels per character (11 px monospace, 12 px sans), line height,
 // paddings and gaps.
 const ID_CHAR: f32 = 6.8;
@@ -916,7 +861,6 @@ pub fn plan(loc: &Location, ps: &ProjectState, timeline: &Timeline, leases: &[Le
         };
     };
     let now = unix_now();
-    let v1 = ps.sessions.is_none();
     // Tasks are named as people and commands name them (a 2.0.0 task by its alias), and
     // dependencies may use either name.
     let mut pos: HashMap<&str, usize> = HashMap::new();
@@ -926,7 +870,8 @@ pub fn plan(loc: &Location, ps: &ProjectState, timeline: &Timeline, leases: &[Le
             pos.entry(t.alias.as_str()).or_insert(i);
         }
     }
-    let shown: Vec<String> = all.iter().map(|t| shown_status(t, timeline, v1)).collect();
+    let task_shown = small_core::ops::state::shown_tasks(loc, all, timeline);
+    let shown: Vec<String> = task_shown.iter().map(|s| s.status.clone()).collect();
     // The leases by task name.
     let mut claims: Vec<ClaimView> = Vec::new();
     let mut held: HashMap<String, ClaimView> = HashMap::new();
@@ -1025,7 +970,7 @@ pub fn plan(loc: &Location, ps: &ProjectState, timeline: &Timeline, leases: &[Le
             "completed" => "completed",
             _ if claim.is_some_and(|c| c.done) => "completed",
             "blocked" => {
-                r.reason = blocked_reason(loc, t, timeline, v1);
+                r.reason = task_shown[i].blocked_reason.as_deref().map(mask);
                 "blocked"
             }
             "in_progress" => "in_progress",

@@ -92,14 +92,6 @@ pub fn init(req: &InitRequest) -> Result<InitOutcome, Error> {
             "`small init --force` rewrites its files from the templates (the progress log is kept)",
         ));
     }
-    if existed && crate::v2::detect(&small_dir) == crate::v2::Profile::V2 {
-        return Err(Error::invalid(
-            code::REFUSED,
-            "`small init --force` writes the v1 artifacts; this is a SMALL 2.0.0 workspace, whose \
-             events are its one source of truth (v1 files beside them would damage it)",
-        )
-        .with_help("begin work with `small session start`; nothing was changed"));
-    }
     if root.exists() && !root.is_dir() {
         return Err(Error::system(
             code::IO,

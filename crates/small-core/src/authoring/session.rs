@@ -623,10 +623,9 @@ pub struct StartOutcome {
 }
 
 /// Create missing artifacts and metadata from the templates (existing files are never
-/// changed). Returns the files created. The caller checks the scope after this. Refused in a
-/// 2.0.0 workspace (see [`refuse_v2_start`]).
+/// changed). Returns the files created. The caller checks the scope after this, and has made
+/// sure the workspace is a v1 one (the profile's back end refuses `start` on 2.0.0).
 pub fn create_missing(txn: &mut Transaction) -> Result<Vec<String>, Error> {
-    refuse_v2_start(txn.root())?;
     let mut created = Vec::new();
     for f in templates::base_artifacts(None) {
         let rel = format!("{SMALL_DIR}/{}", f.name);
@@ -644,47 +643,6 @@ pub fn create_missing(txn: &mut Transaction) -> Result<Vec<String>, Error> {
         created.push(wrel);
     }
     Ok(created)
-}
-
-/// Whether `root` holds a SMALL 2.0.0 workspace, whose events are its one source of truth:
-/// the v1 artifacts `start` and `reset` write would be a second, stale one beside them
-/// (`V2-MIXED`), and the history they would reset is immutable.
-fn is_v2(root: &Path) -> bool {
-    crate::v2::detect(&root.join(SMALL_DIR)) == crate::v2::Profile::V2
-}
-
-/// Refuse `small start` in a 2.0.0 workspace (its work begins with a session).
-pub fn refuse_v2_start(root: &Path) -> Result<(), Error> {
-    if !is_v2(root) {
-        return Ok(());
-    }
-    Err(Error::invalid(
-        code::REFUSED,
-        "`small start` prepares a v1 run (the v1 artifacts and their handoff); this is a SMALL \
-         2.0.0 workspace, whose events are its one source of truth",
-    )
-    .with_help(
-        "begin work with `small session start`; `small resume` shows where the work stands. \
-         Nothing was changed",
-    ))
-}
-
-/// Refuse `small reset` in a 2.0.0 workspace: its history is authoritative and never
-/// rewritten. Front ends may call this before asking for confirmation; [`reset`] calls it.
-pub fn refuse_v2_reset(root: &Path) -> Result<(), Error> {
-    if !is_v2(root) {
-        return Ok(());
-    }
-    Err(Error::invalid(
-        code::REFUSED,
-        "a SMALL 2.0.0 workspace's history cannot be reset: its events are authoritative and \
-         never rewritten",
-    )
-    .with_help(
-        "record each change as an event instead (`small plan --add`, `small plan --pending ID`, \
-         `small progress add`), or begin new work in a new session (`small session start`). \
-         Nothing was changed",
-    ))
 }
 
 fn intent_and_plan_valid(txn: &Transaction) -> bool {
@@ -710,7 +668,6 @@ fn intent_and_plan_valid(txn: &Transaction) -> bool {
 /// `small start`: give the run a handoff with `run` metadata (after [`create_missing`]).
 /// A handoff without a valid replayId gets one, recorded as `meta/replayid-self-heal`.
 pub fn start(txn: &mut Transaction, req: &StartRequest) -> Result<StartOutcome, Error> {
-    refuse_v2_start(txn.root())?;
     let existing_id = existing(txn)?.and_then(|e| e.replay_id);
     let self_heal = existing_id.is_none() && intent_and_plan_valid(txn);
     let replay_id = match existing_id {
@@ -807,7 +764,6 @@ pub struct ResetOutcome {
 /// run; progress and constraints stay. The new handoff records the previous replayId, and a
 /// `meta/reset` entry opens the new run in the progress log.
 pub fn reset(txn: &mut Transaction, req: &ResetRequest) -> Result<ResetOutcome, Error> {
-    refuse_v2_reset(txn.root())?;
     let previous = existing(txn)
         .ok()
         .flatten()
@@ -905,26 +861,6 @@ mod tests {
             status: status.into(),
             dependencies: Vec::new(),
         }
-    }
-
-    /// `reset` and `start` refuse a 2.0.0 workspace, whatever front end calls them, and stage
-    /// nothing (the tree stays one profile).
-    #[test]
-    fn reset_and_start_refuse_a_v2_workspace() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join(".small/events")).unwrap();
-        let mut txn = Transaction::begin(d.path()).unwrap();
-        let req = ResetRequest { keep_intent: true };
-        let e = reset(&mut txn, &req).unwrap_err();
-        assert_eq!(e.kind, crate::workspace::error::ErrorKind::Invalid);
-        assert!(e.message().contains("cannot be reset"), "{}", e.message());
-        let e = create_missing(&mut txn).unwrap_err();
-        assert!(e.message().contains("small start"), "{}", e.message());
-        let e = start(&mut txn, &StartRequest::default()).unwrap_err();
-        assert_eq!(e.code(), code::REFUSED);
-        let report = txn.commit().unwrap();
-        assert!(report.written.is_empty() && report.appended.is_empty());
-        assert!(refuse_v2_reset(&d.path().join("elsewhere")).is_ok());
     }
 
     #[test]

@@ -10,18 +10,24 @@
 //! the system failed, the reference's error code for the `{"error":{"code","message"}}`
 //! document, and the findings behind it when there are several.
 
+pub mod agents;
 pub mod apply;
+pub mod archive;
 mod backend;
 pub mod check;
 pub mod claims;
 pub mod doctor;
+pub mod draft;
 pub mod emit;
 pub mod evidence;
 pub mod fix;
 pub mod gate;
 pub mod handoff;
 pub mod health;
+pub mod init;
 pub mod lint;
+pub mod merge;
+pub mod migrate;
 pub mod mode;
 pub mod next;
 pub mod plan;
@@ -32,6 +38,7 @@ pub mod reconstruct;
 pub mod record;
 pub mod report;
 pub mod reset;
+pub mod runs;
 pub mod session;
 pub mod start;
 pub mod status;
@@ -39,19 +46,15 @@ pub mod sync;
 pub mod validate;
 pub mod verify;
 
-// The commands whose work still lives below `ops`: each module names, item by item, what its
-// front ends call, so `ops` stays the only way into the library.
-pub mod agents;
+// What the front ends need of the lower layers besides the commands, named item by item:
+// the formats and limits the protocol fixes, the HTTP API's rules, the diagnostic, the v1
+// write side's handoff words, the resume context, masking, the self-test's scenario, the
+// project state, the timeline, the lock wait, locating a workspace.
 pub mod api;
 pub mod diag;
-pub mod draft;
 pub mod formats;
-pub mod init;
 pub mod lifecycle;
-pub mod merge;
-pub mod migrate;
 pub mod resume;
-pub mod runs;
 pub mod secrets;
 pub mod selftest;
 pub mod state;
@@ -144,7 +147,8 @@ impl Workspace {
     }
 
     /// Lock a v1 workspace for writing, waiting `lock` (default: `SMALL_LOCK_TIMEOUT`, else
-    /// 60 s): its root and the transaction.
+    /// 60 s): its root and the transaction. A workspace that changed profile while the lock
+    /// was awaited (a migration finished) is refused, with nothing written.
     pub(crate) fn transaction(
         &self,
         lock: Option<Duration>,
@@ -155,14 +159,27 @@ impl Workspace {
             Some(t) => Transaction::begin_with_timeout(&root, t)?,
             None => Transaction::begin(&root)?,
         };
+        if backend::changed(self.backend, &root.join(SMALL_DIR)) {
+            return Err(OpError::invalid(
+                crate::workspace::error::code::REFUSED,
+                "the workspace changed profile while this command waited for its lock (a \
+                 migration finished)",
+            )
+            .with_help("nothing was changed; run the command again"));
+        }
         Ok((root, txn))
     }
 
     /// Lock a 2.0.0 workspace for writing and read its records, waiting `lock` (default:
-    /// `SMALL_LOCK_TIMEOUT`, else 60 s).
+    /// `SMALL_LOCK_TIMEOUT`, else 60 s); refused on a v1 workspace.
     pub(crate) fn writer(&self, lock: Option<Duration>) -> OpResult<v2::write::Writer> {
         let wait = lock.unwrap_or_else(crate::workspace::txn::lock_timeout_from_env);
-        Ok(v2::write::Writer::open(&self.root, wait)?)
+        self.backend.writer(&self.root, wait)
+    }
+
+    /// Refuse a command that writes a v1 run on a workspace whose profile has none.
+    pub(crate) fn allow_v1_run(&self, run: backend::V1Run) -> OpResult<()> {
+        Ok(self.backend.allow_v1_run(run)?)
     }
 
     /// The profile's version string, as the documents name it.

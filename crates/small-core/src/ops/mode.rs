@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::ops::members_json;
 use crate::ops::{require_v2, OpResult, Workspace};
-use crate::v2::write::{self as v2w, Writer, DEFAULT_READ_WAIT};
+use crate::v2::write::{self as v2w, DEFAULT_READ_WAIT};
 
 /// The mode, the active sessions and the frontier `mode set` compares with (the reference's
 /// keys, in its order).
@@ -49,7 +49,7 @@ pub struct ModeSet {
 /// Show the mode. Read under the lock, as a writer would see it.
 pub fn show(ws: &Workspace) -> OpResult<ModeShown> {
     require_v2(ws, "the mode")?;
-    let mut w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
+    let mut w = ws.writer(Some(DEFAULT_READ_WAIT))?;
     Ok(ModeShown {
         frontier: w.frontier()?,
         active_sessions: w.active_sessions(),

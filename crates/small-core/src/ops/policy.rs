@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::ops::members_json;
 use crate::ops::{require_v2, OpResult, Workspace};
-use crate::v2::write::{self as v2w, PolicyMaterial, Writer, DEFAULT_READ_WAIT};
+use crate::v2::write::{self as v2w, PolicyMaterial, DEFAULT_READ_WAIT};
 
 /// The policy revision in force, its material digests, the frontier `policy revise`
 /// compares with, and the unresolved conflicts (the reference's keys, in its order).
@@ -57,7 +57,7 @@ pub struct PolicyRevised {
 /// Show the policy in force. Read under the lock, as a writer would see it.
 pub fn show(ws: &Workspace) -> OpResult<PolicyShown> {
     require_v2(ws, "the policy")?;
-    let mut w = Writer::open(&ws.root, DEFAULT_READ_WAIT)?;
+    let mut w = ws.writer(Some(DEFAULT_READ_WAIT))?;
     let store = w.store()?;
     let (constraints_digest, intent_digest) = (
         store.policy_constraints_digest.clone(),

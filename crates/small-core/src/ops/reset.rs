@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::authoring::handoff::check_command_scope;
 use crate::authoring::session::{self, ResetRequest as SessionReset};
+use crate::ops::backend::V1Run;
 use crate::ops::{OpResult, Workspace};
 use crate::workspace::Scope;
 
@@ -34,11 +35,13 @@ pub struct Reset {
 
 /// Refuse a workspace whose history cannot be reset (2.0.0), before anyone is asked.
 pub fn check(ws: &Workspace) -> OpResult<()> {
-    Ok(session::refuse_v2_reset(&ws.v1_root()?)?)
+    ws.v1_root()?;
+    ws.allow_v1_run(V1Run::Reset)
 }
 
 /// Reset the run of `ws`.
 pub fn reset(ws: &Workspace, req: &ResetRequest) -> OpResult<Reset> {
+    check(ws)?;
     let (_, mut txn) = ws.transaction(None)?;
     check_command_scope(&txn, req.scope, "reset", false)?;
     let out = session::reset(
@@ -57,4 +60,24 @@ pub fn reset(ws: &Workspace, req: &ResetRequest) -> OpResult<Reset> {
         written: report.written,
         appended: report.appended,
     })
+}
+
+impl crate::ops::report::Report for Reset {
+    /// The files reset, the new run and the one before, what was kept, the changes.
+    fn text(&self) -> String {
+        use crate::ops::report::{files, outln};
+        let mut o = String::new();
+        for f in &self.reset {
+            outln!(o, "Reset {f}");
+        }
+        outln!(
+            o,
+            "New run: replayId {} (previous: {})",
+            self.replay_id,
+            self.previous_replay_id.as_deref().unwrap_or("none")
+        );
+        outln!(o, "Kept {}", self.kept.join(", "));
+        o.push_str(&files(&self.written, &self.appended));
+        o
+    }
 }

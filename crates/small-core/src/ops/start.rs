@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::authoring::handoff::{check_command_scope, handoff_rel};
 use crate::authoring::session::{self, HandoffOutcome, StartRequest as SessionStart};
+use crate::ops::backend::V1Run;
 use crate::ops::{OpResult, Workspace};
 use crate::workspace::Scope;
 
@@ -83,6 +84,8 @@ pub struct Started {
 
 /// Start a v1 run in `ws`.
 pub fn start(ws: &Workspace, req: &StartRequest) -> OpResult<Started> {
+    ws.v1_root()?;
+    ws.allow_v1_run(V1Run::Start)?;
     let (root, mut txn) = ws.transaction(None)?;
     // Missing files first, so that the scope check sees fresh metadata.
     let created = session::create_missing(&mut txn)?;
@@ -107,4 +110,50 @@ pub fn start(ws: &Workspace, req: &StartRequest) -> OpResult<Started> {
         appended: report.appended,
         fixed: checked.fixed,
     })
+}
+
+impl Started {
+    /// Why the strict check of the started run failed, with the fix (the command exits 1
+    /// after its report).
+    pub fn strict_failure(&self) -> Option<String> {
+        (!self.handoff.strict_ok).then(|| {
+            format!(
+                "strict check failed: {}\n  help: run `small check --strict` for every problem; `small start --fix` repairs orphan progress and legacy runtime directories",
+                self.handoff.strict_problem
+            )
+        })
+    }
+}
+
+impl crate::ops::report::Report for Started {
+    /// The repairs' changes, the files created, the handoff, the changes, what was repaired,
+    /// and that the start is complete when the strict check passed.
+    fn text(&self) -> String {
+        use crate::ops::report::{files, outln, HandoffLines};
+        let mut o = String::new();
+        if let Some(fixed) = &self.fixed {
+            o.push_str(&files(&fixed.written, &fixed.appended));
+        }
+        for c in &self.created {
+            outln!(o, "Created {c} from the template");
+        }
+        let h = &self.handoff;
+        let lines = HandoffLines {
+            summary: &h.summary,
+            current_task_id: h.current_task_id.as_deref(),
+            next_steps: h.next_steps.len(),
+            source: h.summary_source,
+            replaced: h.replaced_summary.as_deref(),
+            replay: &h.replay_id,
+        };
+        o.push_str(&lines.text("Handoff ready"));
+        o.push_str(&files(&self.written, &self.appended));
+        for r in &self.repaired {
+            outln!(o, "{r}");
+        }
+        if h.strict_ok {
+            outln!(o, "Strict check passed. Start complete.");
+        }
+        o
+    }
 }

@@ -224,44 +224,6 @@ pub enum ProfileName {
     V2,
 }
 
-impl ProfileName {
-    /// The profile's version, as its files name it.
-    pub fn version(self) -> &'static str {
-        match self {
-            ProfileName::V1 => "1.0.0",
-            ProfileName::V2 => "2.0.0",
-        }
-    }
-}
-
-impl ProjectState {
-    /// Why the handoff no longer describes the run, if it does not: it belongs to another
-    /// run, or progress was recorded after it was written (v1, whose handoff is a file the
-    /// agent rewrites; a 2.0.0 handoff is an event and cannot go stale).
-    pub fn handoff_staleness(&self, small_dir: &std::path::Path) -> Option<String> {
-        if self.profile != ProfileName::V1 {
-            return None;
-        }
-        let h = self.handoff.as_ref()?;
-        if let (Some(h), Some(r)) = (&h.replay_id, &self.run_replay_id) {
-            if h != r {
-                return Some("the handoff belongs to another run".to_string());
-            }
-        }
-        let modified = |k: crate::spec::consts::ArtifactKind| {
-            std::fs::metadata(small_dir.join(k.file_name()))
-                .and_then(|m| m.modified())
-                .ok()
-        };
-        let handoff_at = modified(crate::spec::consts::ArtifactKind::Handoff)?;
-        let progress_at = modified(crate::spec::consts::ArtifactKind::Progress)?;
-        progress_at
-            .duration_since(handoff_at)
-            .is_ok_and(|d| d.as_secs() >= 1)
-            .then(|| "progress was recorded after this handoff was written".to_string())
-    }
-}
-
 /// What to load.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadOptions {

@@ -263,3 +263,26 @@ pub(super) fn load(st: &mut ProjectState, opts: &LoadOptions) {
         }
     }
 }
+
+/// Why the handoff of a v1 state `st` no longer describes the run, if it does not: it belongs
+/// to another run, or progress was recorded after it was written (a v1 handoff is a file the
+/// agent rewrites).
+pub(crate) fn handoff_staleness(st: &ProjectState, small_dir: &Path) -> Option<String> {
+    let h = st.handoff.as_ref()?;
+    if let (Some(h), Some(r)) = (&h.replay_id, &st.run_replay_id) {
+        if h != r {
+            return Some("the handoff belongs to another run".to_string());
+        }
+    }
+    let modified = |k: ArtifactKind| {
+        std::fs::metadata(small_dir.join(k.file_name()))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let handoff_at = modified(ArtifactKind::Handoff)?;
+    let progress_at = modified(ArtifactKind::Progress)?;
+    progress_at
+        .duration_since(handoff_at)
+        .is_ok_and(|d| d.as_secs() >= 1)
+        .then(|| "progress was recorded after this handoff was written".to_string())
+}

@@ -5,8 +5,9 @@
 
 mod deep_nesting;
 mod gate_check;
+mod layers;
 mod manifest_vectors;
 mod next;
+mod profile_guards;
 mod secrets_corpus;
-mod layers;
 mod state;

@@ -28,29 +28,16 @@ use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 pub use load::{Store, MAX_RECORD_BYTES, PROFILE_VERSION};
 pub use reduce::{Conflict, State, Task};
 
-/// Which profile a `.small/` directory holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    /// The v1 YAML artifacts (or nothing yet).
-    V1,
-    /// Profile 2.0.0: `profile.json`, or 2.0.0 record directories without it.
-    V2,
-}
-
 /// The entries whose presence makes a tree 2.0.0 even without `profile.json`.
 const V2_DIRS: &[&str] = &["sessions", "events", "receipts", "policy"];
 
-/// Tell the profile of `small_dir` by its entries (no file is read): `profile.json`, else
-/// any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one `lstat` on a v1 tree
-/// that has none of them besides the first. A `small_dir` that is not a directory is V1 (no
-/// entry under it can be found).
-pub fn detect(small_dir: &Path) -> Profile {
+/// Whether `small_dir` holds a 2.0.0 tree, told by its entries (no file is read):
+/// `profile.json`, else any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one
+/// `lstat` on a v1 tree that has none of them besides the first. A `small_dir` that is not a
+/// directory holds none (no entry under it can be found).
+pub fn holds_sessions(small_dir: &Path) -> bool {
     let has = |name: &str| std::fs::symlink_metadata(small_dir.join(name)).is_ok();
-    if has("profile.json") || V2_DIRS.iter().any(|d| has(d)) {
-        Profile::V2
-    } else {
-        Profile::V1
-    }
+    has("profile.json") || V2_DIRS.iter().any(|d| has(d))
 }
 
 /// Which gate stage a `V2-*` rule belongs to (for `check`'s staged report).

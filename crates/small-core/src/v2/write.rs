@@ -182,15 +182,10 @@ impl Drop for Writer {
 
 impl Writer {
     /// Lock the 2.0.0 workspace at `root`, waiting up to `timeout`, and read it. Damaged
-    /// records are refused (conflicts are not: they are resolved by writing).
+    /// records are refused (conflicts are not: they are resolved by writing). The caller has
+    /// made sure the workspace is a 2.0.0 one (the profile's back end opens writers).
     pub fn open(root: &Path, timeout: Duration) -> Result<Writer> {
         let small_dir = root.join(crate::spec::consts::SMALL_DIR);
-        if v2::detect(&small_dir) != v2::Profile::V2 {
-            return Err(refused(
-                acode::REFUSED,
-                "this is not a SMALL 2.0.0 workspace (`small migrate` converts a v1 one)",
-            ));
-        }
         let lock = Transaction::begin_with_timeout(root, timeout)?;
         // Proven before anything is read (the records read are at least this new).
         let carry = Carry::begin(&small_dir);

@@ -39,6 +39,14 @@ use crate::ops::validate::{ValidateRequest, Validated};
 use crate::ops::{OpResult, Profile, Workspace};
 use crate::workspace::Location;
 
+/// The commands that write a v1 run from the templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum V1Run {
+    Start,
+    Reset,
+    Reinit,
+}
+
 /// The steps of the operations that differ by profile. One implementation per profile.
 pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// Which profile this is.
@@ -49,6 +57,21 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     fn state_files(&self) -> Vec<String>;
     /// Refuse a 2.0.0-only operation (`what`) on a workspace of another profile.
     fn require_sessions(&self, what: &str) -> OpResult<()>;
+    /// Refuse a command that writes a v1 run (`start`, `reset`, `init --force`) on a profile
+    /// whose history is its events.
+    fn allow_v1_run(&self, run: V1Run) -> Result<(), crate::workspace::error::Error>;
+    /// Lock the workspace for a 2.0.0 write, waiting `wait`, and read its records.
+    fn writer(&self, root: &Path, wait: std::time::Duration) -> OpResult<crate::v2::write::Writer>;
+    /// Why the handoff no longer describes the run, if it does not (a v1 handoff is a file
+    /// the agent rewrites; a 2.0.0 handoff is an event and cannot go stale).
+    fn handoff_staleness(&self, st: &ProjectState, small_dir: &Path) -> Option<String>;
+    /// How each task is shown on a board (`progress`: the v1 progress timeline).
+    fn shown_tasks(
+        &self,
+        loc: &Location,
+        tasks: &[crate::ops::state::Task],
+        progress: &crate::gates::timeline::Timeline,
+    ) -> Vec<crate::ops::state::Shown>;
 
     /// `status`'s report of the workspace.
     fn status(&self, ws: &Workspace, req: &StatusRequest) -> StatusReport;
@@ -142,8 +165,15 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
 /// The back end of the workspace whose `.small/` is `small_dir`: 2.0.0 when it holds
 /// `profile.json` or 2.0.0 record directories, else v1 (also when there is nothing yet).
 pub(crate) fn of(small_dir: &Path) -> &'static dyn Backend {
-    match crate::v2::detect(small_dir) {
-        crate::v2::Profile::V2 => &v2::V2,
-        crate::v2::Profile::V1 => &v1::V1,
+    if crate::v2::holds_sessions(small_dir) {
+        &v2::V2
+    } else {
+        &v1::V1
     }
+}
+
+/// Whether the workspace whose `.small/` is `small_dir` holds another profile than `was`
+/// (a migration finished since it was opened).
+pub(crate) fn changed(was: &dyn Backend, small_dir: &Path) -> bool {
+    of(small_dir).profile() != was.profile()
 }

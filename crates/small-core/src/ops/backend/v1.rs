@@ -40,6 +40,34 @@ impl Backend for V1 {
         .with_help("`small migrate --to 2.0.0 --preview` converts a v1 workspace"))
     }
 
+    fn allow_v1_run(&self, _run: V1Run) -> Result<(), crate::workspace::error::Error> {
+        Ok(())
+    }
+
+    fn writer(
+        &self,
+        _root: &Path,
+        _wait: std::time::Duration,
+    ) -> OpResult<crate::v2::write::Writer> {
+        Err(OpError::invalid(
+            crate::workspace::error::code::REFUSED,
+            "this is not a SMALL 2.0.0 workspace (`small migrate` converts a v1 one)",
+        ))
+    }
+
+    fn handoff_staleness(&self, st: &ProjectState, small_dir: &Path) -> Option<String> {
+        crate::state::v1::handoff_staleness(st, small_dir)
+    }
+
+    fn shown_tasks(
+        &self,
+        _loc: &Location,
+        tasks: &[crate::ops::state::Task],
+        progress: &crate::gates::timeline::Timeline,
+    ) -> Vec<crate::ops::state::Shown> {
+        crate::ops::state::shown_v1(tasks, progress)
+    }
+
     fn status(&self, ws: &Workspace, req: &StatusRequest) -> StatusReport {
         status::status_v1(ws, req)
     }

@@ -32,6 +32,54 @@ impl Backend for V2 {
         Ok(())
     }
 
+    fn allow_v1_run(&self, run: V1Run) -> Result<(), crate::workspace::error::Error> {
+        use crate::workspace::error::{code, Error};
+        Err(match run {
+            V1Run::Start => Error::invalid(
+                code::REFUSED,
+                "`small start` prepares a v1 run (the v1 artifacts and their handoff); this is a \
+                 SMALL 2.0.0 workspace, whose events are its one source of truth",
+            )
+            .with_help(
+                "begin work with `small session start`; `small resume` shows where the work \
+                 stands. Nothing was changed",
+            ),
+            V1Run::Reset => Error::invalid(
+                code::REFUSED,
+                "a SMALL 2.0.0 workspace's history cannot be reset: its events are authoritative \
+                 and never rewritten",
+            )
+            .with_help(
+                "record each change as an event instead (`small plan --add`, `small plan \
+                 --pending ID`, `small progress add`), or begin new work in a new session \
+                 (`small session start`). Nothing was changed",
+            ),
+            V1Run::Reinit => Error::invalid(
+                code::REFUSED,
+                "`small init --force` writes the v1 artifacts; this is a SMALL 2.0.0 workspace, \
+                 whose events are its one source of truth (v1 files beside them would damage it)",
+            )
+            .with_help("begin work with `small session start`; nothing was changed"),
+        })
+    }
+
+    fn writer(&self, root: &Path, wait: std::time::Duration) -> OpResult<crate::v2::write::Writer> {
+        Ok(crate::v2::write::Writer::open(root, wait)?)
+    }
+
+    fn handoff_staleness(&self, _st: &ProjectState, _small_dir: &Path) -> Option<String> {
+        None
+    }
+
+    fn shown_tasks(
+        &self,
+        loc: &Location,
+        tasks: &[crate::ops::state::Task],
+        _progress: &crate::gates::timeline::Timeline,
+    ) -> Vec<crate::ops::state::Shown> {
+        crate::ops::state::shown_v2(loc, tasks)
+    }
+
     fn status(&self, ws: &Workspace, req: &StatusRequest) -> StatusReport {
         status::status_v2(ws, req)
     }
