@@ -39,7 +39,7 @@ impl CliError {
     /// An authoring error as a plain message (its diagnostic on one or two lines), exit 1
     /// for a refusal, 2 for a system or usage error.
     pub fn plain(e: AuthoringError) -> Self {
-        let message = crate::render::render_plain(&e.diagnostic);
+        let message = e.diagnostic.plain();
         match e.kind {
             ErrorKind::Invalid => CliError::invalid(message),
             ErrorKind::System | ErrorKind::Usage => CliError::usage(message),

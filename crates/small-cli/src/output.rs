@@ -136,6 +136,22 @@ impl GlobalArgs {
         Ok(())
     }
 
+    /// An operation's result: its outcome as [`Self::outcome`] shows it, or its refusal.
+    pub fn op<T>(&self, json: bool, out: small_core::ops::OpResult<T>) -> CmdResult
+    where
+        T: serde::Serialize + small_core::ops::report::Report,
+    {
+        self.outcome(json, &out.map_err(|e| crate::error::from_op(e, self))?)
+    }
+
+    /// An operation's listing as [`Self::listing`] shows it, or its refusal.
+    pub fn op_listing<T>(&self, json: bool, out: small_core::ops::OpResult<T>) -> CmdResult
+    where
+        T: serde::Serialize + small_core::ops::report::Report,
+    {
+        self.listing(json, &out.map_err(|e| crate::error::from_op(e, self))?)
+    }
+
     /// An outcome that is data a script reads (a listing, a reconstruction): its `--json`
     /// document, else its report on stdout even under `--quiet`.
     pub fn listing<T>(&self, json: bool, out: &T) -> CmdResult
@@ -146,6 +162,17 @@ impl GlobalArgs {
             return self.json(out);
         }
         self.data(crate::render::escape_controls(&out.text()))
+    }
+
+    /// What an operation said beside its document: its report on stdout and its warnings
+    /// on stderr (unless `--quiet`), its errors on stderr always.
+    pub fn say(&self, said: small_core::ops::report::Said) {
+        use small_core::ops::report::Said;
+        match said {
+            Said::Info(t) => self.info(t),
+            Said::Warning(t) => self.warn(t),
+            Said::Error(t) => self.error(t),
+        }
     }
 
     /// Each warning as `warning: ...` on stderr, unless `--quiet`.
@@ -204,11 +231,6 @@ impl GlobalArgs {
             self.diagnostics(std::slice::from_ref(d), |_| None, compact);
         }
     }
-}
-
-/// "3 errors", "1 warning".
-pub fn count(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Machine output on stdout (see [`GlobalArgs::data`]). A closed pipe (`small ... | head`)

@@ -88,24 +88,6 @@ struct SourceLine<'a> {
     secret: Vec<std::ops::Range<usize>>,
 }
 
-/// A diagnostic on one or two lines, for error messages: `file:line:col: [CODE] message`
-/// and its help.
-pub fn render_plain(d: &Diagnostic) -> String {
-    let mut s = String::new();
-    if let Some(f) = &d.file {
-        s.push_str(f);
-        if let Some(sp) = &d.span {
-            s.push_str(&format!(":{}:{}", sp.start.line, sp.start.column));
-        }
-        s.push_str(": ");
-    }
-    s.push_str(&format!("[{}] {}", d.code, d.message));
-    if let Some(h) = &d.help {
-        s.push_str(&format!("\n  help: {h}"));
-    }
-    s
-}
-
 /// Render one diagnostic; `source` is the text of its file, if available.
 pub fn render(d: &Diagnostic, source: Option<&str>, color: bool) -> String {
     let line = match (source, d.span) {

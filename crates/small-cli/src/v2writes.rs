@@ -11,12 +11,19 @@ pub struct SessionFlags {
     /// 2.0.0 workspaces: the session to record in [default: the active one, in .small-cache/active-session]
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    #[command(flatten)]
+    pub wait: LockWait,
+}
+
+// No doc comment here: clap would take it for the help of every command that flattens this.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LockWait {
     /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
     #[arg(long, value_name = "DURATION")]
     pub lock_timeout: Option<String>,
 }
 
-impl SessionFlags {
+impl LockWait {
     /// The lock wait: `--lock-timeout`, else `SMALL_LOCK_TIMEOUT`, else 60 s.
     pub fn timeout(&self) -> Result<std::time::Duration, CliError> {
         lock_timeout(self.lock_timeout.as_deref())
@@ -32,8 +39,20 @@ impl SessionFlags {
     }
 }
 
+impl SessionFlags {
+    /// See [`LockWait::timeout`].
+    pub fn timeout(&self) -> Result<std::time::Duration, CliError> {
+        self.wait.timeout()
+    }
+
+    /// See [`LockWait::lock`].
+    pub fn lock(&self) -> Result<Option<std::time::Duration>, CliError> {
+        self.wait.lock()
+    }
+}
+
 /// Parse a `--lock-timeout` value (`None`: `SMALL_LOCK_TIMEOUT`, else 60 s).
-pub fn lock_timeout(flag: Option<&str>) -> Result<std::time::Duration, CliError> {
+fn lock_timeout(flag: Option<&str>) -> Result<std::time::Duration, CliError> {
     match flag {
         None => Ok(txn::lock_timeout_from_env()),
         Some(s) => txn::parse_lock_timeout(s).ok_or_else(|| {

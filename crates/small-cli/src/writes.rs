@@ -1,17 +1,12 @@
-//! Helpers shared by the writing commands (progress, plan, checkpoint, handoff, start,
-//! reset, fix, merge-driver): finding the workspace, the `--workspace` scope, error mapping,
-//! the "what changed" report every writing command prints, and the flags `checkpoint` and
+//! What the writing commands share of their flags: finding the workspace (`merge-driver`),
+//! the `--workspace` scope (`draft`, `accept`, `apply`), and the flags `checkpoint` and
 //! `progress add` share.
 
 use std::path::{Path, PathBuf};
 
-use small_core::ops::txn::CommitReport;
 use small_core::ops::workspace::{self, Scope};
 
-use small_core::ops::report;
-
 use crate::error::CliError;
-use crate::GlobalArgs;
 
 /// The root of the workspace named by `--dir` (or the current directory); exit 2 if none,
 /// reported as the diagnostic (`no-workspace`, with the fix) like every other error.
@@ -24,40 +19,6 @@ pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
             diagnostic: Some(Box::new(d)),
         }
     })
-}
-
-/// Print which files a commit changed (unless --quiet).
-pub fn print_changes(g: &GlobalArgs, report: &CommitReport) {
-    print_files(g, &report.written, &report.appended);
-}
-
-/// Print the files an operation replaced and those it appended to (unless --quiet).
-pub fn print_files(g: &GlobalArgs, written: &[String], appended: &[String]) {
-    g.info_raw(report::files(written, appended));
-}
-
-/// Print a line unless --quiet.
-pub fn say(g: &GlobalArgs, line: impl AsRef<str>) {
-    g.info(line);
-}
-
-/// The line naming the tasks open in this run (none when there are none), as `small
-/// handoff` prints it.
-pub fn print_open(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome) {
-    g.info_raw(report::open_tasks(&out.open));
-}
-
-/// The human lines of a handoff outcome.
-pub fn print_handoff(g: &GlobalArgs, out: &small_core::ops::lifecycle::HandoffOutcome, verb: &str) {
-    let lines = report::HandoffLines {
-        summary: &out.summary,
-        current_task_id: out.run.current_task_id.as_deref(),
-        next_steps: out.run.next_steps.len(),
-        source: out.summary_source,
-        replaced: out.replaced_summary.as_deref(),
-        replay: &out.replay_id,
-    };
-    g.info_raw(lines.text(verb));
 }
 
 /// Locate the workspace and enforce `--workspace` without locking it (`draft`, `accept`,

@@ -70,6 +70,24 @@ pub struct SecretNote {
 }
 
 impl Diagnostic {
+    /// The diagnostic on one or two lines, for messages: `file:line:col: [CODE] message` and
+    /// its help.
+    pub fn plain(&self) -> String {
+        let mut s = String::new();
+        if let Some(f) = &self.file {
+            s.push_str(f);
+            if let Some(sp) = &self.span {
+                s.push_str(&format!(":{}:{}", sp.start.line, sp.start.column));
+            }
+            s.push_str(": ");
+        }
+        s.push_str(&format!("[{}] {}", self.code, self.message));
+        if let Some(h) = &self.help {
+            s.push_str(&format!("\n  help: {h}"));
+        }
+        s
+    }
+
     pub fn error(code: impl Into<String>, message: impl Into<String>) -> Self {
         Diagnostic {
             code: code.into(),

@@ -95,6 +95,16 @@ fn op_result<T: serde::Serialize>(r: ops::OpResult<T>) -> ToolResult {
     }
 }
 
+/// An outcome's document with the warnings the CLI prints beside it (`warnings`, always
+/// present, so that a tool result carries everything the command said).
+fn with_warnings<T: serde::Serialize>(doc: &T, warnings: &[String]) -> Value {
+    let mut v = serde_json::to_value(doc).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("warnings".into(), json!(warnings));
+    }
+    v
+}
+
 /// A library diagnostic as a tool error: its own code, message and help.
 fn from_diagnostic(d: &small_core::ops::diag::Diagnostic) -> CallToolResult {
     diag(&d.code, d.message.clone(), d.help.clone())
@@ -702,13 +712,8 @@ impl SmallMcp {
     async fn run_snapshot(&self, Parameters(req): Parameters<RunSnapshotRequest>) -> ToolResult {
         let loc = tri!(self.locate());
         let store = runs::store_dir(&loc.root, None);
-        match runs::snapshot(&loc.root, &store, req.force) {
-            Ok(res) => ok(json!({
-                "replay_id": res.snapshot.replay_id,
-                "replaced": res.replaced,
-                "artifacts": res.snapshot.artifacts,
-                "warnings": res.warnings,
-            })),
+        match runs::snapshot::take(&loc.root, &store, req.force) {
+            Ok(taken) => ok(with_warnings(&taken, &taken.warnings)),
             Err(e) => Ok(diag("run", e.message, e.help)),
         }
     }
@@ -756,33 +761,16 @@ impl SmallMcp {
     )]
     async fn health(&self) -> ToolResult {
         let loc = tri!(self.locate());
-        let all = health::inspect(std::slice::from_ref(&loc.root), &HealthOptions::default());
-        ok(json!({ "workspaces": all }))
+        let report = health::report(std::slice::from_ref(&loc.root), &HealthOptions::default());
+        ok(serde_json::to_value(&report).unwrap_or_default())
     }
 
     #[tool(description = "List the run history, newest first (same as `small run list --json`).")]
     async fn run_list(&self, Parameters(req): Parameters<RunListRequest>) -> ToolResult {
         let loc = tri!(self.locate());
         let store = runs::store_dir(&loc.root, None);
-        match runs::list(&store) {
-            Ok((mut snaps, warnings)) => {
-                if let Some(n) = req.limit.filter(|&n| n > 0) {
-                    snaps.truncate(n);
-                }
-                let current = runs::live_replay_id(&loc.root).unwrap_or_default();
-                let items: Vec<Value> = snaps
-                    .iter()
-                    .map(|s| {
-                        json!({
-                            "replay_id": s.replay_id,
-                            "created_at": s.meta.created_at,
-                            "summary": s.summary,
-                            "current": s.replay_id.eq_ignore_ascii_case(&current),
-                        })
-                    })
-                    .collect();
-                ok(json!({"runs": items, "warnings": warnings}))
-            }
+        match runs::list::list(&loc.root, &store, req.limit.unwrap_or(0)) {
+            Ok(listed) => ok(with_warnings(&listed, &listed.warnings)),
             Err(e) => Ok(diag("run", e.message, e.help)),
         }
     }

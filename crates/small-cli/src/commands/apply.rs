@@ -4,13 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use small_core::ops::apply::{ApplyRequest, ProgressMode, Step, Watch};
-use small_core::ops::formats::TaskStatus;
 use small_core::ops::report::Report;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
 use crate::error::{from_op, CliError, CmdResult};
-use crate::writes as shared;
 use crate::GlobalArgs;
 
 /// Run a shell command in the workspace root and record what it did as progress
@@ -167,66 +165,7 @@ impl Watch for Terminal<'_> {
     }
 }
 
-/// The human line(s) of one step of the run.
+/// One step of the run: its lines (unless --quiet), or its warning.
 fn say(g: &GlobalArgs, step: Step<'_>) {
-    match step {
-        Step::DryRun {
-            summary,
-            root,
-            task,
-            handoff,
-        } => {
-            g.info(match summary {
-                Some(c) => format!("Dry run: would run `{c}` in {}", root.display()),
-                None => "Dry run: no command given (--cmd), nothing runs".to_string(),
-            });
-            if let Some(t) = task {
-                g.info(format!("  task: {t}"));
-            }
-            if handoff {
-                g.info("  would regenerate the handoff after a successful run");
-            }
-        }
-        Step::NotRecorded { mode, dry_run: true } => g.info(format!(
-            "  nothing recorded ({} mode records dry runs only for plan tasks; SMALL_PROGRESS_MODE=audit records all)",
-            mode.as_str()
-        )),
-        Step::NotRecorded { .. } => g.info("Nothing recorded in progress (signal mode records runs of plan tasks only; pass --task task-N, or set SMALL_PROGRESS_MODE=audit)"),
-        Step::Recorded { task, timestamp, start: true, .. } => {
-            g.info(format!("Recorded the start of the run for {task} at {timestamp}"))
-        }
-        Step::Recorded { task, status: TaskStatus::Pending, timestamp, .. } => g.info(format!(
-            "Recorded a pending progress entry for {task} at {timestamp}"
-        )),
-        Step::Recorded { task, timestamp, .. } => g.info(format!(
-            "Recorded the outcome of the run for {task} at {timestamp} (task acceptance unchanged: `small checkpoint` accepts it)"
-        )),
-        Step::Running { summary } => g.info(format!("Running: {summary}")),
-        Step::Finished { code, elapsed, output_ref } => g.info(format!(
-            "{} (exit code {code}, {:.2} s); full output in {output_ref}",
-            if code == 0 { "Command succeeded" } else { "Command failed" },
-            elapsed.as_secs_f64(),
-        )),
-        Step::EndNotRecorded { error } => g.warn(format!(
-            "warning: the run's result was not recorded: {}",
-            error.message()
-        )),
-        Step::Checkpointed { outcome, report } => {
-            g.info(format!(
-                "checkpoint: {} -> {} at {}",
-                outcome.task_id, outcome.status, outcome.timestamp
-            ));
-            shared::print_changes(g, report);
-        }
-        Step::HandoffWritten { outcome, report } => {
-            shared::print_handoff(g, outcome, "Wrote handoff");
-            shared::print_open(g, outcome);
-            shared::print_changes(g, report);
-        }
-        Step::HandoffFailed { error } => g.warn(format!(
-            "warning: the handoff was not regenerated: {}",
-            error.message()
-        )),
-        Step::HandoffSkipped => g.info("Handoff not regenerated: the command failed"),
-    }
+    g.say(ops::apply::said(&step));
 }

@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
-use crate::commands::run::{emit, print_json, to_cli, warn_all};
+use crate::commands::run::{to_cli, warn_all};
 use crate::error::{CliError, CmdResult};
-use crate::outln;
 use crate::GlobalArgs;
-use small_core::ops::runs::{self, ArchiveOptions, FileState};
+use small_core::ops::runs::{self, ArchiveOptions};
 
 /// Archive the current run for lineage retention, or verify an archive.
 ///
@@ -65,16 +64,13 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let mut o = String::new();
-    let result = match args.command {
-        Some(Sub::Verify(v)) => verify(v, g, &mut o),
-        None => create(args, g, &mut o),
-    };
-    emit(&o)?;
-    result
+    match args.command {
+        Some(Sub::Verify(v)) => verify(v, g),
+        None => create(args, g),
+    }
 }
 
-fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
+fn create(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
         return Err(CliError::usage("--out needs a directory path"));
     }
@@ -90,97 +86,15 @@ fn create(args: Args, g: &GlobalArgs, o: &mut String) -> CmdResult {
     };
     let r = runs::create_archive(&root, &opts).map_err(to_cli)?;
     warn_all(g, &r.warnings);
-    if args.json {
-        return print_json(&r);
-    }
-    if g.quiet() {
-        return Ok(());
-    }
-    if let Some(frontier) = &r.frontier {
-        if r.unchanged {
-            outln!(
-                o,
-                "Archive at {} is already up to date ({} files)",
-                r.dir.display(),
-                r.files.len()
-            );
-        } else {
-            let verb = if r.replaced {
-                "Replaced the archive with"
-            } else {
-                "Archived"
-            };
-            outln!(o, "{verb} {} files to {}", r.files.len(), r.dir.display());
-        }
-        outln!(o, "Frontier: {frontier}");
-        return Ok(());
-    }
-    let short = runs::short_id(&r.replay_id, 16);
-    if r.unchanged {
-        outln!(
-            o,
-            "Archive of run {short} at {} is already up to date ({} files)",
-            r.dir.display(),
-            r.files.len()
-        );
-    } else {
-        let verb = if r.replaced {
-            "Replaced the archive"
-        } else {
-            "Archived"
-        };
-        outln!(
-            o,
-            "{verb} {} files of run {short} to {}",
-            r.files.len(),
-            r.dir.display()
-        );
-    }
-    for f in &r.files {
-        outln!(o, "  {}  {}", &f.sha256[..12.min(f.sha256.len())], f.name);
-    }
-    Ok(())
+    g.outcome(args.json, &r)
 }
 
-fn verify(v: VerifyArgs, g: &GlobalArgs, o: &mut String) -> CmdResult {
+fn verify(v: VerifyArgs, g: &GlobalArgs) -> CmdResult {
     let r = runs::verify_archive(&v.path).map_err(to_cli)?;
-    if v.json {
-        print_json(&r)?;
-    } else if !g.quiet() || !r.ok {
-        for c in &r.files {
-            let line = match c.state {
-                FileState::Ok => format!("ok        {}", c.name),
-                FileState::Changed => format!(
-                    "CHANGED   {} (expected sha256 {}, found {})",
-                    c.name,
-                    c.expected.as_deref().unwrap_or("-"),
-                    c.actual.as_deref().unwrap_or("-")
-                ),
-                FileState::Missing => format!("MISSING   {}", c.name),
-                FileState::Unlisted => format!("UNLISTED  {} (not in archive.small.yml)", c.name),
-                FileState::Unsafe => format!("UNSAFE    {} (not a regular file)", c.name),
-            };
-            if c.state == FileState::Ok && g.quiet() {
-                continue;
-            }
-            outln!(o, "{line}");
-        }
-    }
-    let bad = r.files.iter().filter(|c| c.state != FileState::Ok).count();
-    if bad == 0 {
-        if !v.json && !g.quiet() {
-            outln!(
-                o,
-                "Archive {} is intact ({} files).",
-                v.path.display(),
-                r.files.len()
-            );
-        }
-        Ok(())
+    if g.quiet() && !v.json {
+        g.data(crate::render::escape_controls(&r.lines(true)))?;
     } else {
-        Err(CliError::invalid(format!(
-            "archive {} does not match its manifest: {bad} file(s) changed, missing or added",
-            v.path.display()
-        )))
+        g.listing(v.json, &r)?;
     }
+    r.refusal().map_or(Ok(()), |e| Err(to_cli(e)))
 }

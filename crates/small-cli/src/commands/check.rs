@@ -5,12 +5,11 @@ use std::path::PathBuf;
 
 use small_core::ops::check::{self, Checked};
 use small_core::ops::diag::Diagnostic;
+use small_core::ops::gate::GateOptions;
 use small_core::ops::gate::GateRequest;
-use small_core::ops::gate::{GateOptions, StageStatus};
 use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CmdResult};
-use crate::output::count;
 use crate::GlobalArgs;
 
 /// Run validate, lint and verify; stop at the first stage that fails.
@@ -76,30 +75,7 @@ fn print_human(checked: &Checked, compact: bool, g: &GlobalArgs) {
     let diags: Vec<Diagnostic> = r.diagnostics.iter().map(|(_, d)| d.clone()).collect();
     let ws = checked.workspace.as_ref();
     g.diagnostics(&diags, |f| ws.and_then(|w| w.source_of(f)), compact);
-    let Some((name, stage, skipped)) = checked.failed_stage() else {
-        let warnings = diags.iter().filter(|d| !d.is_error()).count();
-        if r.exit_code == 0 && !compact {
-            match warnings {
-                0 => g.info("Check passed: validate, lint and verify ok"),
-                n => g.info(format!(
-                    "Check passed: validate, lint and verify ok ({})",
-                    count(n, "warning")
-                )),
-            }
-        }
-        return;
-    };
-    let tail = if skipped.is_empty() {
-        String::new()
-    } else {
-        format!("; {} not run", skipped.join(" and "))
-    };
-    if stage.status == StageStatus::Error {
-        g.error(format!("check could not run {name}{tail}"));
-    } else {
-        g.error(format!(
-            "check failed at {name}: {}{tail}",
-            count(stage.errors.len(), "error")
-        ));
+    if let Some(s) = checked.summary(compact) {
+        g.say(s);
     }
 }

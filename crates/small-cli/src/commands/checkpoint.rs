@@ -2,7 +2,7 @@
 
 use small_core::ops::{self, Workspace};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::v2writes::SessionFlags;
 use crate::writes::RecordFlags;
 use crate::GlobalArgs;
@@ -39,6 +39,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let task = args.task.as_deref().unwrap_or("");
     let req = args.record.request(task, &args.status, &args.v2)?;
     let ws = Workspace::find(args.record.dir.as_deref());
-    let out = ops::record::checkpoint(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.record.json, &out)
+    g.op(args.record.json, ops::record::checkpoint(&ws, &req))
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use small_core::ops::claims::{self, ClaimRequest, Where};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Claim a task: a lease held as a git ref (refs/small/claims/<project>/<task>) on the
@@ -85,6 +85,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         holder: None,
         where_: args.place.where_(),
     };
-    let out = claims::claim(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, claims::claim(&ws, &req))
 }

@@ -4,7 +4,7 @@
 use small_core::ops::claims::{self};
 
 use crate::commands::claim::Place;
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// List the leases: task, who holds it, until when, its state and its generation. A lease is
@@ -31,7 +31,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
-    let out =
-        claims::list(&ws, args.place.where_().as_ref(), args.prune).map_err(|e| from_op(e, g))?;
-    g.listing(args.json, &out)
+    g.op_listing(
+        args.json,
+        claims::list(&ws, args.place.where_().as_ref(), args.prune),
+    )
 }

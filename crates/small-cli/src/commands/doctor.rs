@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::doctor::{self, Level};
+use small_core::ops::doctor;
 
 use crate::error::CmdResult;
 use crate::GlobalArgs;
@@ -37,30 +37,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         return g.json(&r);
     }
-    // As the reference does: the report and what passed on stdout, warnings and errors
-    // (and a summary that is not all clear) on stderr. --quiet leaves only the errors.
-    g.info("SMALL doctor");
-    g.info("");
-    for f in &r.findings {
-        let (tag, say): (&str, &dyn Fn(String)) = match f.level {
-            Level::Ok => ("[ok]   ", &|t| g.info(t)),
-            Level::Warning => ("[warn] ", &|t| g.warn(t)),
-            Level::Error => ("[error]", &|t| g.error(t)),
-        };
-        say(format!("{tag} {}: {}", f.area, f.message));
-        if !f.fix.is_empty() {
-            say(format!("        -> {}", f.fix));
-        }
-    }
-    g.info("");
-    match (r.errors, r.warnings) {
-        (0, 0) => g.info("Summary: all checks passed"),
-        (0, w) => g.warn(format!(
-            "Summary: {w} warning(s); review the suggestions above"
-        )),
-        (e, w) => g.error(format!(
-            "Summary: {e} error(s), {w} warning(s); see the suggestions above, then run `small check`"
-        )),
+    for said in r.lines() {
+        g.say(said);
     }
     Ok(())
 }

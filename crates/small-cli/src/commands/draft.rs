@@ -1,7 +1,6 @@
 //! `small draft intent|constraints`: propose a new human-owned artifact for review.
 
 use crate::error::{CliError, CmdResult};
-use crate::render::render_plain;
 use crate::writes::{open_scoped, TargetArgs};
 use crate::GlobalArgs;
 use small_core::ops::draft::{self, DraftRequest};
@@ -80,32 +79,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         content: &content,
     })
     .map_err(CliError::plain)?;
-    if a.json {
-        return g.json(&out);
-    }
-    let (file, name) = (kind.file_name(), kind.name());
-    g.info(format!(
-        "{} draft {} ({} bytes) for .small/{file}",
-        if out.replaced {
-            "Replaced the"
-        } else {
-            "Saved the"
-        },
-        out.draft,
-        out.bytes,
-    ));
-    if out.valid {
-        g.info(format!(
-            "The draft is a valid {file}. A human reviews it, then runs: small accept {name}"
-        ));
-        return Ok(());
-    }
-    g.warn(format!(
-        "warning: the draft has {} problem(s); `small accept {name}` will refuse it until they are fixed:",
-        out.errors.len()
-    ));
-    for d in &out.errors {
-        g.warn(format!("  {}", render_plain(d).replace('\n', "\n  ")));
+    g.outcome(a.json, &out)?;
+    if !a.json {
+        for line in out.problem_lines() {
+            g.warn(line);
+        }
     }
     Ok(())
 }

@@ -9,7 +9,6 @@ use small_core::ops::formats::{KIND_EXAMPLES, KIND_REPO_ROOT};
 use small_core::ops::Workspace;
 
 use crate::error::{from_op, CmdResult};
-use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
 
@@ -91,13 +90,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         }
     }
     .map_err(|e| from_op(e, g))?;
-    if args.json {
-        return crate::output::json(&out);
-    }
-    for line in out.repairs.iter().flat_map(|r| &r.lines) {
-        shared::say(g, line);
-    }
-    shared::print_files(g, &out.written, &out.appended);
-    shared::say(g, "Next: small check --strict");
-    Ok(())
+    g.outcome(args.json, &out)
 }

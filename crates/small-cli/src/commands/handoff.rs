@@ -6,7 +6,7 @@ use small_core::ops::handoff::HandoffRequest;
 use small_core::ops::workspace::Scope;
 use small_core::ops::{self, Workspace};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
@@ -55,6 +55,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         session: args.v2.session.clone(),
         lock_timeout: args.v2.lock()?,
     };
-    let out = ops::handoff::handoff(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::handoff::handoff(&ws, &req))
 }

@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::health::{self, HealthOptions, WorkspaceHealth};
+use small_core::ops::health::{self, HealthOptions};
 use small_core::ops::workspace::Scope;
 
 use crate::error::{CliError, CmdResult};
-use crate::outln;
-use crate::render::pad;
 use crate::GlobalArgs;
 
 /// Report the health of one or more workspaces: strict verdict, current run, live artifact
@@ -42,11 +40,6 @@ pub struct Args {
     pub spec_dir: Option<PathBuf>,
 }
 
-#[derive(serde::Serialize)]
-struct Report<'a> {
-    workspaces: &'a [WorkspaceHealth],
-}
-
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args
         .store
@@ -66,82 +59,11 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         scope: args.workspace,
         threads: 0,
     };
-    let all = health::inspect(&dirs, &opts);
-    if args.json {
-        g.json(&Report { workspaces: &all })?;
-    } else {
-        crate::output::data(&crate::render::escape_controls(&render(&all)))?;
-    }
-    let bad = all.iter().filter(|h| !h.healthy()).count();
-    if bad == 0 || !args.gate {
+    let report = health::report(&dirs, &opts);
+    g.listing(args.json, &report)?;
+    if report.all_healthy() || !args.gate {
         Ok(())
     } else {
         Err(CliError::silent(crate::error::EXIT_INVALID))
     }
-}
-
-fn short(s: Option<&str>) -> String {
-    match s {
-        Some(s) if s.len() > 8 => format!("{}...", &s[..8]),
-        Some(s) if !s.is_empty() => s.to_string(),
-        _ => "-".to_string(),
-    }
-}
-
-fn render(all: &[WorkspaceHealth]) -> String {
-    let header = [
-        "strict",
-        "snapshots",
-        "stale",
-        "replayId",
-        "artifact_digest",
-        "next_task",
-        "path",
-    ];
-    let rows: Vec<[String; 7]> = all
-        .iter()
-        .map(|h| {
-            [
-                h.strict_status.as_str().to_string(),
-                h.snapshot_count.to_string(),
-                h.latest_snapshot_stale.to_string(),
-                short(h.replay_id.as_deref()),
-                short(h.artifact_digest.as_deref()),
-                h.next_task().unwrap_or("-").to_string(),
-                h.path.clone(),
-            ]
-        })
-        .collect();
-    let mut width = header.map(str::len);
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut o = String::new();
-    let line = |o: &mut String, cells: &[&str]| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&pad(c, width[i]));
-                s.push_str("  ");
-            }
-        }
-        outln!(o, "{}", s.trim_end());
-    };
-    line(&mut o, &header);
-    for r in &rows {
-        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
-        line(&mut o, &cells);
-    }
-    for h in all.iter().filter(|h| !h.strict_errors.is_empty()) {
-        outln!(o);
-        outln!(o, "{} ({}):", h.path, h.strict_status.as_str());
-        for e in &h.strict_errors {
-            outln!(o, "  - {e}");
-        }
-    }
-    o
 }

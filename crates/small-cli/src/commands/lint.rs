@@ -7,7 +7,6 @@ use small_core::ops::gate::GateOptions;
 use small_core::ops::gate::GateRequest;
 
 use crate::error::{self, CmdResult};
-use crate::output::count;
 use crate::GlobalArgs;
 
 /// Check the protocol invariants: versions, owners, known keys, progress evidence and
@@ -58,21 +57,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return error::verdict(out.verdict);
     }
     g.gate(&out, false);
-    if out.fatal.is_some() {
-        return error::verdict(out.verdict);
-    }
-    match out.counts() {
-        (0, 0) => g.info("All invariants satisfied"),
-        (0, w) => g.info(format!(
-            "All invariants satisfied ({})",
-            count(w, "warning")
-        )),
-        (e, 0) => g.error(format!("lint failed: {}", count(e, "error"))),
-        (e, w) => g.error(format!(
-            "lint failed: {}, {}",
-            count(e, "error"),
-            count(w, "warning")
-        )),
+    if let Some(s) = ops::lint::summary(&out) {
+        g.say(s);
     }
     error::verdict(out.verdict)
 }

@@ -46,14 +46,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             .map_err(|e| CliError::usage(format!("cannot find the small binary: {e}")))?;
         let report = merge::install(&root, &merge::driver_command_for(&exe))
             .map_err(|e| CliError::usage(e.to_string()))?;
-        g.info(format!(
-            "Merge driver for SMALL artifacts in {}",
-            report.repo.display()
-        ));
-        for line in report.lines() {
-            g.info(format!("  {line}"));
-        }
-        return Ok(());
+        return g.outcome(false, &report);
     }
     let (Some(base), Some(ours), Some(theirs)) = (args.base, args.ours, args.theirs) else {
         return Err(CliError::usage(

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use small_core::ops::migrate::{self, MigrateError};
+use small_core::ops::report::Report;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -79,24 +80,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         None => PathBuf::from("."),
     };
     if args.recover {
-        let r = migrate::recover(&root).map_err(cli_error)?;
-        if args.json {
-            return g.json(&serde_json::json!({
-                "recovered": true,
-                "completed": r.completed,
-                "rolled_back": r.rolled_back,
-            }));
-        }
-        for id in &r.completed {
-            g.info(format!("Completed the interrupted migration {id}"));
-        }
-        for id in &r.rolled_back {
-            g.info(format!(
-                "Restored the v1 workspace of the interrupted migration {id}"
-            ));
-        }
-        g.info("Migration recovery complete");
-        return Ok(());
+        let r = migrate::Recovered::from(migrate::recover(&root).map_err(cli_error)?);
+        return g.outcome(args.json, &r);
     }
     if args.preview {
         check_target(args.to.as_deref())?;
@@ -106,16 +91,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         if args.json {
             return g.data(plan.to_json());
         }
-        g.info(format!(
-            "Migration {} -> {}; input {}; mode {}",
-            plan.import_id, plan.to, plan.expected_input_digest, plan.mode
-        ));
-        g.info(format!(
-            "{} file(s), {} task(s); apply with: small migrate --apply PLAN --expect-state {}",
-            plan.files.len(),
-            plan.tasks.as_ref().map_or(0, Vec::len),
-            plan.expected_input_digest
-        ));
+        g.info_raw(plan.text());
         return Ok(());
     }
     let Some(expect) = args.expect_state else {
@@ -129,23 +105,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json {
         return g.data(out.to_json());
     }
-    if out.idempotent {
-        g.info(format!(
-            "Already migrated to {}; import {}; frontier {}",
-            migrate::PROFILE_VERSION,
-            out.import_id,
-            out.frontier
-        ));
-    } else {
-        g.info(format!(
-            "Migrated to {}; import {}; frontier {}",
-            migrate::PROFILE_VERSION,
-            out.import_id,
-            out.frontier
-        ));
-        if let Some(b) = &out.backup_path {
-            g.info(format!("The v1 tree is kept in {}", b.display()));
-        }
-    }
+    g.info_raw(out.text());
     Ok(())
 }

@@ -65,19 +65,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
 }
 
 fn preview(ws: &Workspace, json: bool, g: &GlobalArgs) -> CmdResult {
-    let out = ops::reconcile::preview(ws).map_err(|e| from_op(e, g))?;
-    if json {
-        return g.json(&out);
-    }
-    g.info(format!(
-        "frontier {}; conflicts {}",
-        out.frontier, out.conflict_count
-    ));
-    for c in &out.conflicts {
-        g.info(format!("{}\t{}\t{}", c.id, c.kind, c.message));
-    }
-    for n in &out.next_steps {
-        g.info(format!("next: {n}"));
-    }
-    Ok(())
+    g.op(json, ops::reconcile::preview(ws))
 }

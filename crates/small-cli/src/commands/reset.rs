@@ -7,7 +7,6 @@ use small_core::ops::reset::{self, ResetRequest};
 use small_core::ops::Workspace;
 
 use crate::error::{from_op, CliError, CmdResult};
-use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
 
@@ -79,21 +78,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         scope: args.workspace,
     };
     let out = reset::reset(&ws, &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return crate::output::json(&out);
-    }
-    for f in &out.reset {
-        shared::say(g, format!("Reset {f}"));
-    }
-    shared::say(
-        g,
-        format!(
-            "New run: replayId {} (previous: {})",
-            out.replay_id,
-            out.previous_replay_id.as_deref().unwrap_or("none")
-        ),
-    );
-    shared::say(g, format!("Kept {}", out.kept.join(", ")));
-    shared::print_files(g, &out.written, &out.appended);
-    Ok(())
+    g.outcome(args.json, &out)
 }

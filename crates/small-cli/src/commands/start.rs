@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::start::{self, StartRequest, Started};
+use small_core::ops::start::{self, StartRequest};
 use small_core::ops::Workspace;
 
 use crate::error::{from_op, CliError, CmdResult};
-use crate::writes as shared;
 use crate::GlobalArgs;
 use small_core::ops::workspace::Scope;
 
@@ -50,45 +49,7 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     };
     let out =
         start::start(&Workspace::find(args.dir.as_deref()), &req).map_err(|e| from_op(e, g))?;
-    if args.json {
-        crate::output::json(&out)?;
-    } else {
-        print_human(g, &out);
-    }
-    let strict = &out.handoff;
-    if !strict.strict_ok {
-        return Err(CliError::invalid(format!(
-            "strict check failed: {}\n  help: run `small check --strict` for every problem; `small start --fix` repairs orphan progress and legacy runtime directories",
-            strict.strict_problem
-        )));
-    }
-    if !args.json {
-        shared::say(g, "Strict check passed. Start complete.");
-    }
-    Ok(())
-}
-
-/// The human lines: the repairs' changes, the files created, the handoff, the changes, what
-/// was repaired.
-fn print_human(g: &GlobalArgs, out: &Started) {
-    if let Some(fixed) = &out.fixed {
-        shared::print_changes(g, fixed);
-    }
-    for c in &out.created {
-        shared::say(g, format!("Created {c} from the template"));
-    }
-    let h = &out.handoff;
-    let lines = small_core::ops::report::HandoffLines {
-        summary: &h.summary,
-        current_task_id: h.current_task_id.as_deref(),
-        next_steps: h.next_steps.len(),
-        source: h.summary_source,
-        replaced: h.replaced_summary.as_deref(),
-        replay: &h.replay_id,
-    };
-    g.info_raw(lines.text("Handoff ready"));
-    shared::print_files(g, &out.written, &out.appended);
-    for r in &out.repaired {
-        shared::say(g, r);
-    }
+    g.outcome(args.json, &out)?;
+    out.strict_failure()
+        .map_or(Ok(()), |m| Err(CliError::invalid(m)))
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use small_core::ops::sync::{self, SyncRequest};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Publish the work: fetch the remote branch, rebase this branch onto it (the SMALL records
@@ -52,6 +52,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         attempts: Some(args.attempts),
         driver_command: Some(small_core::ops::sync::driver_command_for(&exe)),
     };
-    let out = sync::sync(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, sync::sync(&ws, &req))
 }

@@ -3,7 +3,7 @@
 use small_core::ops::claims::{self, UnclaimRequest};
 
 use crate::commands::claim::Place;
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Release the lease on a task: delete its claim ref by compare-and-swap on the record this
@@ -32,6 +32,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         holder: None,
         where_: args.place.where_(),
     };
-    let out = claims::unclaim(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, claims::unclaim(&ws, &req))
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use small_core::ops::validate::{self, ValidateRequest};
 
 use crate::error::{self, CmdResult};
-use crate::output::count;
 use crate::GlobalArgs;
 
 /// Validate the five canonical artifacts against their JSON Schemas.
@@ -48,26 +47,12 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     }
     let ws = v.workspace.as_ref();
     g.diagnostics(&v.diagnostics, |f| ws.and_then(|w| w.source_of(f)), false);
-    if v.stopped {
-        return error::verdict(v.verdict);
+    if let Some(s) = v.summary() {
+        g.say(s);
     }
-    if !v.ok {
-        g.error(format!(
-            "validation failed: {} in {}",
-            count(v.errors, "error"),
-            count(v.failed_files, "file")
-        ));
-        return error::verdict(v.verdict);
-    }
-    let extra = if v.has_metadata {
-        " and workspace metadata"
+    if v.ok && !v.stopped {
+        Ok(())
     } else {
-        ""
-    };
-    g.info(format!(
-        "All {} artifacts{extra} are valid ({}).",
-        v.files.len() - usize::from(v.has_metadata),
-        v.schemas.as_deref().unwrap_or_default()
-    ));
-    Ok(())
+        error::verdict(v.verdict)
+    }
 }

@@ -9,7 +9,6 @@ use small_core::ops::gate::GateRequest;
 use small_core::ops::workspace::Scope;
 
 use crate::error::{self, CmdResult};
-use crate::output::count;
 use crate::GlobalArgs;
 
 /// Verify the workspace: every file present and schema-valid, the invariants, workspace
@@ -68,13 +67,8 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         return error::verdict(out.verdict);
     }
     g.gate(&out, args.ci);
-    if out.fatal.is_some() || args.ci {
-        return error::verdict(out.verdict);
-    }
-    match out.counts() {
-        (0, 0) => g.info("Verification passed"),
-        (0, w) => g.info(format!("Verification passed ({})", count(w, "warning"))),
-        (e, _) => g.error(format!("Verification failed: {}", count(e, "error"))),
+    if let Some(s) = ops::verify::summary(&out).filter(|_| !args.ci) {
+        g.say(s);
     }
     error::verdict(out.verdict)
 }

@@ -865,6 +865,10 @@ pub struct Applied {
     pub composed: Composed,
     /// Whether the file was written.
     pub written: bool,
+    /// The file's name as the words show it (`--file`, else AGENTS.md).
+    pub name: String,
+    /// Whether this was a dry run (nothing written).
+    pub dry_run: bool,
 }
 
 /// Why [`apply`] did nothing.
@@ -898,6 +902,8 @@ pub fn apply(req: &ApplyRequest) -> Result<Applied, ApplyError> {
         existing,
         composed,
         written,
+        name: name.to_string(),
+        dry_run: req.dry_run,
     })
 }
 

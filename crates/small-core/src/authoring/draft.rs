@@ -95,6 +95,9 @@ pub struct Drafted {
     /// The same errors, as diagnostics.
     #[serde(skip)]
     pub errors: Vec<Diagnostic>,
+    /// The artifact drafted.
+    #[serde(skip)]
+    pub kind: ArtifactKind,
 }
 
 /// Save a draft (even an invalid one) and say whether `accept` would take it.
@@ -117,6 +120,7 @@ pub fn draft(req: &DraftRequest) -> Result<Drafted, Error> {
         written: vec![rel.clone()],
         draft: rel,
         errors,
+        kind: req.kind,
     })
 }
 
@@ -154,6 +158,9 @@ pub struct Accepted {
     /// The timestamp of the progress entry recorded.
     #[serde(skip)]
     pub timestamp: Option<String>,
+    /// The artifact accepted.
+    #[serde(skip)]
+    pub kind: ArtifactKind,
 }
 
 /// Why a draft was not accepted.
@@ -226,6 +233,7 @@ pub fn accept(req: &AcceptRequest) -> Result<Accepted, AcceptError> {
         old_lines: old.as_deref().map(lines),
         new_lines: lines(&bytes),
         timestamp: None,
+        kind: req.kind,
     };
     if !out.changed {
         return Ok(out);

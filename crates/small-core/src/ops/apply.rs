@@ -350,3 +350,114 @@ mod tests {
         assert!(!tmp.path().join("ran").exists());
     }
 }
+
+/// The words of one step of a run, as every front end says them.
+pub fn said(step: &Step<'_>) -> crate::ops::report::Said {
+    use crate::ops::report::Said;
+    use crate::ops::report::{files, open_tasks, outln, HandoffLines};
+    use crate::spec::model::TaskStatus;
+    let mut o = String::new();
+    match step {
+        Step::DryRun {
+            summary,
+            root,
+            task,
+            handoff,
+        } => {
+            match summary {
+                Some(c) => outln!(o, "Dry run: would run `{c}` in {}", root.display()),
+                None => outln!(o, "Dry run: no command given (--cmd), nothing runs"),
+            }
+            if let Some(t) = task {
+                outln!(o, "  task: {t}");
+            }
+            if *handoff {
+                outln!(o, "  would regenerate the handoff after a successful run");
+            }
+        }
+        Step::NotRecorded {
+            mode,
+            dry_run: true,
+        } => outln!(
+            o,
+            "  nothing recorded ({} mode records dry runs only for plan tasks; SMALL_PROGRESS_MODE=audit records all)",
+            mode.as_str()
+        ),
+        Step::NotRecorded { .. } => outln!(
+            o,
+            "Nothing recorded in progress (signal mode records runs of plan tasks only; pass --task task-N, or set SMALL_PROGRESS_MODE=audit)"
+        ),
+        Step::Recorded {
+            task,
+            timestamp,
+            start: true,
+            ..
+        } => outln!(o, "Recorded the start of the run for {task} at {timestamp}"),
+        Step::Recorded {
+            task,
+            status: TaskStatus::Pending,
+            timestamp,
+            ..
+        } => outln!(o, "Recorded a pending progress entry for {task} at {timestamp}"),
+        Step::Recorded {
+            task, timestamp, ..
+        } => outln!(
+            o,
+            "Recorded the outcome of the run for {task} at {timestamp} (task acceptance unchanged: `small checkpoint` accepts it)"
+        ),
+        Step::Running { summary } => outln!(o, "Running: {summary}"),
+        Step::Finished {
+            code,
+            elapsed,
+            output_ref,
+        } => outln!(
+            o,
+            "{} (exit code {code}, {:.2} s); full output in {output_ref}",
+            if *code == 0 {
+                "Command succeeded"
+            } else {
+                "Command failed"
+            },
+            elapsed.as_secs_f64(),
+        ),
+        Step::EndNotRecorded { error } => {
+            return Said::Warning(format!(
+                "warning: the run's result was not recorded: {}",
+                error.message()
+            ))
+        }
+        Step::Checkpointed { outcome, report } => {
+            outln!(
+                o,
+                "checkpoint: {} -> {} at {}",
+                outcome.task_id,
+                outcome.status,
+                outcome.timestamp
+            );
+            o.push_str(&files(&report.written, &report.appended));
+        }
+        Step::HandoffWritten { outcome, report } => {
+            let lines = HandoffLines {
+                summary: &outcome.summary,
+                current_task_id: outcome.run.current_task_id.as_deref(),
+                next_steps: outcome.run.next_steps.len(),
+                source: outcome.summary_source,
+                replaced: outcome.replaced_summary.as_deref(),
+                replay: &outcome.replay_id,
+            };
+            o.push_str(&lines.text("Wrote handoff"));
+            o.push_str(&open_tasks(&outcome.open));
+            o.push_str(&files(&report.written, &report.appended));
+        }
+        Step::HandoffFailed { error } => {
+            return Said::Warning(format!(
+                "warning: the handoff was not regenerated: {}",
+                error.message()
+            ))
+        }
+        Step::HandoffSkipped => outln!(o, "Handoff not regenerated: the command failed"),
+    }
+    // Every step says at least one line; the front end ends the last.
+    o.pop();
+    Said::Info(o)
+}

@@ -77,3 +77,38 @@ pub(super) fn check_v1(loc: crate::workspace::Location, req: &GateRequest) -> Ch
         workspace: Some(loaded.ws),
     }
 }
+
+impl Checked {
+    /// The verdict line after the findings: the stage that failed or could not run (and
+    /// those not run), else that all passed (`compact`: nothing on success).
+    pub fn summary(&self, compact: bool) -> Option<crate::ops::report::Said> {
+        use crate::ops::report::{count, Said};
+        let r = &self.report;
+        let Some((name, stage, skipped)) = self.failed_stage() else {
+            let warnings = r.diagnostics.iter().filter(|(_, d)| !d.is_error()).count();
+            if r.exit_code != 0 || compact {
+                return None;
+            }
+            return Some(Said::Info(match warnings {
+                0 => "Check passed: validate, lint and verify ok".to_string(),
+                n => format!(
+                    "Check passed: validate, lint and verify ok ({})",
+                    count(n, "warning")
+                ),
+            }));
+        };
+        let tail = if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} not run", skipped.join(" and "))
+        };
+        Some(Said::Error(if stage.status == StageStatus::Error {
+            format!("check could not run {name}{tail}")
+        } else {
+            format!(
+                "check failed at {name}: {}{tail}",
+                count(stage.errors.len(), "error")
+            )
+        }))
+    }
+}

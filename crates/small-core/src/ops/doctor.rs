@@ -55,6 +55,44 @@ pub struct DoctorReport {
 }
 
 impl DoctorReport {
+    /// The report as lines, each with the level that says where it goes (as the reference
+    /// prints it: the report and what passed on stdout, warnings and errors on stderr): a
+    /// heading, one line a finding and one its fix, and a summary.
+    pub fn lines(&self) -> Vec<crate::ops::report::Said> {
+        use crate::ops::report::Said;
+        let said = |level: Level, text: String| match level {
+            Level::Ok => Said::Info(text),
+            Level::Warning => Said::Warning(text),
+            Level::Error => Said::Error(text),
+        };
+        let mut out = vec![
+            Said::Info("SMALL doctor".to_string()),
+            Said::Info(String::new()),
+        ];
+        for f in &self.findings {
+            let tag = match f.level {
+                Level::Ok => "[ok]   ",
+                Level::Warning => "[warn] ",
+                Level::Error => "[error]",
+            };
+            out.push(said(f.level, format!("{tag} {}: {}", f.area, f.message)));
+            if !f.fix.is_empty() {
+                out.push(said(f.level, format!("        -> {}", f.fix)));
+            }
+        }
+        out.push(Said::Info(String::new()));
+        out.push(match (self.errors, self.warnings) {
+            (0, 0) => Said::Info("Summary: all checks passed".to_string()),
+            (0, w) => Said::Warning(format!(
+                "Summary: {w} warning(s); review the suggestions above"
+            )),
+            (e, w) => Said::Error(format!(
+                "Summary: {e} error(s), {w} warning(s); see the suggestions above, then run `small check`"
+            )),
+        });
+        out
+    }
+
     fn push(&mut self, level: Level, area: &str, message: impl Into<String>, fix: &str) {
         match level {
             Level::Ok => {}

@@ -158,6 +158,33 @@ fn is_blob_finding(d: &crate::diag::Diagnostic) -> bool {
     (in_store && BLOB_CODES.contains(&d.code.as_str())) || about_a_receipts_blob
 }
 
+impl crate::ops::report::Report for EvidenceReport {
+    /// One line a receipt (its digest, status and why), then whether all are verified.
+    fn text(&self) -> String {
+        use crate::ops::report::outln;
+        let mut o = String::new();
+        for v in &self.receipts {
+            let reason = if v.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", v.reason)
+            };
+            outln!(o, "{}  {}{reason}", v.receipt_digest, v.status);
+        }
+        outln!(
+            o,
+            "{} receipt(s); {}",
+            self.receipts.len(),
+            if self.all_verified {
+                "all verified"
+            } else {
+                "not all verified"
+            }
+        );
+        o
+    }
+}
+
 impl crate::ops::report::Report for EvidenceSaved {
     fn text(&self) -> String {
         format!(

@@ -50,3 +50,17 @@ pub fn fix_workspace(ws: &Workspace, kind: WorkspaceKind, force: bool) -> OpResu
         appended: report.appended,
     })
 }
+
+impl crate::ops::report::Report for Fixed {
+    /// Each repair's lines, the changes, and the check to run next.
+    fn text(&self) -> String {
+        use crate::ops::report::{files, outln};
+        let mut o = String::new();
+        for line in self.repairs.iter().flat_map(|r| &r.lines) {
+            outln!(o, "{line}");
+        }
+        o.push_str(&files(&self.written, &self.appended));
+        outln!(o, "Next: small check --strict");
+        o
+    }
+}

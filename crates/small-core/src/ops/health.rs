@@ -150,6 +150,103 @@ impl Default for HealthOptions {
     }
 }
 
+/// The health of several workspaces: the `health --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthReport {
+    pub workspaces: Vec<WorkspaceHealth>,
+}
+
+impl HealthReport {
+    /// Whether every workspace is healthy.
+    pub fn all_healthy(&self) -> bool {
+        self.workspaces.iter().all(WorkspaceHealth::healthy)
+    }
+}
+
+/// The health of every directory in `dirs`, as [`inspect`] finds it.
+pub fn report(dirs: &[PathBuf], opts: &HealthOptions) -> HealthReport {
+    HealthReport {
+        workspaces: inspect(dirs, opts),
+    }
+}
+
+/// The first 8 characters of a digest or ID, `...` marking a cut; `-` for none.
+fn short(s: Option<&str>) -> String {
+    match s {
+        Some(s) if s.chars().count() > 8 => format!("{}...", s.chars().take(8).collect::<String>()),
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => "-".to_string(),
+    }
+}
+
+impl crate::ops::report::Report for HealthReport {
+    /// A table, one workspace a row (strict verdict, snapshots, whether the newest is stale,
+    /// replay ID, artifact digest, next task, path), then each failing workspace's errors.
+    fn text(&self) -> String {
+        use crate::ops::report::{outln, pad};
+        let header = [
+            "strict",
+            "snapshots",
+            "stale",
+            "replayId",
+            "artifact_digest",
+            "next_task",
+            "path",
+        ];
+        let rows: Vec<[String; 7]> = self
+            .workspaces
+            .iter()
+            .map(|h| {
+                [
+                    h.strict_status.as_str().to_string(),
+                    h.snapshot_count.to_string(),
+                    h.latest_snapshot_stale.to_string(),
+                    short(h.replay_id.as_deref()),
+                    short(h.artifact_digest.as_deref()),
+                    h.next_task().unwrap_or("-").to_string(),
+                    h.path.clone(),
+                ]
+            })
+            .collect();
+        let mut width = header.map(str::len);
+        for r in &rows {
+            for (w, c) in width.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut o = String::new();
+        let line = |o: &mut String, cells: &[&str]| {
+            let mut s = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i + 1 == cells.len() {
+                    s.push_str(c);
+                } else {
+                    s.push_str(&pad(c, width[i]));
+                    s.push_str("  ");
+                }
+            }
+            outln!(o, "{}", s.trim_end());
+        };
+        line(&mut o, &header);
+        for r in &rows {
+            let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+            line(&mut o, &cells);
+        }
+        for h in self
+            .workspaces
+            .iter()
+            .filter(|h| !h.strict_errors.is_empty())
+        {
+            outln!(o);
+            outln!(o, "{} ({}):", h.path, h.strict_status.as_str());
+            for e in &h.strict_errors {
+                outln!(o, "  - {e}");
+            }
+        }
+        o
+    }
+}
+
 /// Inspect every directory in `dirs` (each a workspace root or its `.small` directory), in
 /// parallel; the results are in the order given, duplicates kept.
 pub fn inspect(dirs: &[PathBuf], opts: &HealthOptions) -> Vec<WorkspaceHealth> {

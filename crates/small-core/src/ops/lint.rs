@@ -25,3 +25,24 @@ pub(super) fn lint_v1(loc: crate::workspace::Location, req: &GateRequest) -> Gat
     diag::sort(&mut diags);
     GateOutcome::finished(diags, loaded.ws)
 }
+
+/// The verdict line after lint's findings (`None` when a fatal problem stopped it).
+pub fn summary(out: &GateOutcome) -> Option<crate::ops::report::Said> {
+    use crate::ops::report::{count, Said};
+    if out.fatal.is_some() {
+        return None;
+    }
+    Some(match out.counts() {
+        (0, 0) => Said::Info("All invariants satisfied".into()),
+        (0, w) => Said::Info(format!(
+            "All invariants satisfied ({})",
+            count(w, "warning")
+        )),
+        (e, 0) => Said::Error(format!("lint failed: {}", count(e, "error"))),
+        (e, w) => Said::Error(format!(
+            "lint failed: {}, {}",
+            count(e, "error"),
+            count(w, "warning")
+        )),
+    })
+}

@@ -38,3 +38,28 @@ pub fn migrate(ws: &Workspace, scope: Scope) -> OpResult<Migrated> {
         appended: report.appended,
     })
 }
+
+impl crate::ops::report::Report for Migrated {
+    /// How many timestamps were rewritten (or that none needed it), and the changes.
+    fn text(&self) -> String {
+        use crate::ops::report::{files, outln};
+        let mut o = String::new();
+        let rel = crate::authoring::progress::progress_rel();
+        if !self.changed {
+            outln!(
+                o,
+                "{rel} already has canonical, strictly increasing timestamps ({} entries); nothing to do",
+                self.entries
+            );
+            return o;
+        }
+        outln!(
+            o,
+            "Rewrote {} of {} progress timestamps in {rel}",
+            self.rewritten,
+            self.entries
+        );
+        o.push_str(&files(&self.written, &self.appended));
+        o
+    }
+}

@@ -134,6 +134,27 @@ fn read_resolution(file: &std::path::Path) -> OpResult<Vec<u8>> {
     })
 }
 
+impl crate::ops::report::Report for Preview {
+    /// The frontier and how many conflicts, each conflict (id, kind, why), the next steps.
+    fn text(&self) -> String {
+        use crate::ops::report::outln;
+        let mut o = String::new();
+        outln!(
+            o,
+            "frontier {}; conflicts {}",
+            self.frontier,
+            self.conflict_count
+        );
+        for c in &self.conflicts {
+            outln!(o, "{}\t{}\t{}", c.id, c.kind, c.message);
+        }
+        for n in &self.next_steps {
+            outln!(o, "next: {n}");
+        }
+        o
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,21 @@ pub trait Report {
     fn text(&self) -> String;
 }
 
+/// A line (or lines) an operation says beside its document, and where it belongs: the
+/// report itself, a warning, or an error (which front ends show even when asked to be
+/// quiet). The text has no trailing newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    Info(String),
+    Warning(String),
+    Error(String),
+}
+
+/// "3 errors", "1 warning".
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Append a line (`format!` arguments) and a newline to a `String`.
 macro_rules! outln {
     ($buf:expr) => {
@@ -25,6 +40,15 @@ macro_rules! outln {
     }};
 }
 pub(crate) use outln;
+
+/// `v`, or `-` when it is empty.
+pub(crate) fn or_dash(v: &str) -> &str {
+    if v.is_empty() {
+        "-"
+    } else {
+        v
+    }
+}
 
 /// `s` followed by spaces up to `width` characters, for any width (the formatter's `{:<w$}`
 /// panics past 65 535, and a task id read from the files can be longer).

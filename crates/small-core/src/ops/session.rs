@@ -218,3 +218,91 @@ pub use crate::v2::load::PROFILE_VERSION;
 pub use crate::v2::read::{Reconstruction, SessionList};
 pub use crate::v2::status::Status;
 pub use crate::v2::write::StartRequest;
+
+impl crate::ops::report::Report for SessionShow {
+    /// The session's record and status, its events by kind, first and last, the tasks it
+    /// named, the receipts it cited and its handoff.
+    fn text(&self) -> String {
+        use crate::ops::report::{or_dash, outln};
+        let s = self;
+        let mut o = String::new();
+        outln!(
+            o,
+            "Session {}{}",
+            s.session_id,
+            if s.selected { " (selected here)" } else { "" }
+        );
+        outln!(o, "  label:      {}", or_dash(&s.label));
+        if !s.actor_label.is_empty() {
+            outln!(o, "  actor:      {}", s.actor_label);
+        }
+        if s.superseded_by.is_empty() {
+            outln!(o, "  status:     {}", s.status);
+        } else {
+            outln!(
+                o,
+                "  status:     {} (taken over by {})",
+                s.status,
+                s.superseded_by
+            );
+        }
+        outln!(o, "  created:    {}", s.created_at);
+        outln!(o, "  observed:   {}", or_dash(&s.observed_frontier));
+        let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        if kinds.is_empty() {
+            outln!(o, "Events: {}", s.events);
+        } else {
+            outln!(o, "Events: {} ({})", s.events, kinds.join(", "));
+        }
+        for (what, e) in [("first", &s.first_event), ("last", &s.last_event)] {
+            if let Some(e) = e {
+                outln!(
+                    o,
+                    "  {what:<5} #{:<4} {}  {}  {}",
+                    e.sequence,
+                    e.kind,
+                    e.occurred_at,
+                    e.event_id
+                );
+            }
+        }
+        if !s.tasks.is_empty() {
+            outln!(o, "Tasks ({}):", s.tasks.len());
+            for t in &s.tasks {
+                let name = if t.alias.is_empty() {
+                    &t.task_id
+                } else {
+                    &t.alias
+                };
+                outln!(
+                    o,
+                    "  [{}] {name}  {}  ({} event(s))",
+                    t.status,
+                    t.title,
+                    t.events
+                );
+            }
+        }
+        if !s.receipts.is_empty() {
+            outln!(o, "Receipts ({}):", s.receipts.len());
+            for r in &s.receipts {
+                outln!(
+                    o,
+                    "  {}  {} {}{}",
+                    crate::ops::runs::short_id(&r.digest, 12),
+                    r.strength,
+                    r.availability,
+                    if r.outcome.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  {}", r.outcome)
+                    }
+                );
+            }
+        }
+        if let Some(h) = &s.handoff {
+            outln!(o, "Handoff: {h}");
+        }
+        o
+    }
+}

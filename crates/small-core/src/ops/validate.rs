@@ -206,3 +206,30 @@ fn v2_validated(root: Option<String>, c: v2::Checked, files: Vec<String>) -> Val
         workspace: None,
     }
 }
+
+impl Validated {
+    /// The verdict line after the findings (`None` when a fatal problem stopped it).
+    pub fn summary(&self) -> Option<crate::ops::report::Said> {
+        use crate::ops::report::{count, Said};
+        if self.stopped {
+            return None;
+        }
+        if !self.ok {
+            return Some(Said::Error(format!(
+                "validation failed: {} in {}",
+                count(self.errors, "error"),
+                count(self.failed_files, "file")
+            )));
+        }
+        let extra = if self.has_metadata {
+            " and workspace metadata"
+        } else {
+            ""
+        };
+        Some(Said::Info(format!(
+            "All {} artifacts{extra} are valid ({}).",
+            self.files.len() - usize::from(self.has_metadata),
+            self.schemas.as_deref().unwrap_or_default()
+        )))
+    }
+}

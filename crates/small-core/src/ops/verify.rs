@@ -40,3 +40,16 @@ pub(super) fn verify_v1(loc: crate::workspace::Location, req: &GateRequest) -> G
     diags.dedup();
     GateOutcome::finished(diags, loaded.ws)
 }
+
+/// The verdict line after verify's findings (`None` when a fatal problem stopped it).
+pub fn summary(out: &GateOutcome) -> Option<crate::ops::report::Said> {
+    use crate::ops::report::{count, Said};
+    if out.fatal.is_some() {
+        return None;
+    }
+    Some(match out.counts() {
+        (0, 0) => Said::Info("Verification passed".into()),
+        (0, w) => Said::Info(format!("Verification passed ({})", count(w, "warning"))),
+        (e, _) => Said::Error(format!("Verification failed: {}", count(e, "error"))),
+    })
+}

@@ -1,9 +1,10 @@
 //! `small agents apply`: create or update the SMALL harness block.
 
 use crate::error::{CliError, CmdResult};
-use crate::harness::{describe, display_name, ModeArg};
+use crate::harness::ModeArg;
 use crate::GlobalArgs;
-use small_core::ops::agents::{self, Action, ApplyError, ApplyRequest, Request};
+use small_core::ops::agents::{self, ApplyError, ApplyRequest, Request};
+use small_core::ops::report::Report;
 use std::path::PathBuf;
 
 /// Write or update the SMALL harness block in AGENTS.md
@@ -47,7 +48,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let name = display_name(args.file.as_deref());
     let request = if args.force || args.overwrite_agents {
         Request::Overwrite
     } else if let Some(m) = args.agents_mode {
@@ -65,41 +65,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         ApplyError::Compose(e) => CliError::from(e),
         ApplyError::File(e) => CliError::bare(e),
     })?;
-    let composed = &out.composed;
     if args.print {
-        return g.data(&composed.text);
+        return g.data(&out.composed.text);
     }
-    if !args.dry_run {
-        g.info(describe(composed, &name, false));
-    } else if composed.action == Action::Unchanged {
-        g.info(describe(composed, &name, true));
-    } else {
-        g.info(format!(
-            "Dry run: {} (nothing written)",
-            describe(composed, &name, true)
-        ));
-        g.info_raw(unified_diff(
-            out.existing.as_deref().unwrap_or(""),
-            &composed.text,
-            &name,
-        ));
-    }
+    g.info_raw(out.text());
     Ok(())
-}
-
-/// A unified diff of the change, with a few lines of context.
-fn unified_diff(old: &str, new: &str, name: &str) -> String {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let mut out = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &format!("{name} (current)"),
-            &format!("{name} (after apply)"),
-        )
-        .to_string();
-    if !out.ends_with('\n') && !out.is_empty() {
-        out.push('\n');
-    }
-    out
 }

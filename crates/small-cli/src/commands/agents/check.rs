@@ -3,7 +3,8 @@
 use crate::error::{CliError, CmdResult, EXIT_INVALID};
 use crate::harness::display_name;
 use crate::GlobalArgs;
-use small_core::ops::agents::{check, read_target, target_path, CheckOptions, CheckReport};
+use small_core::ops::agents::{check, read_target, target_path, CheckOptions};
+use small_core::ops::report::Report;
 use std::path::PathBuf;
 
 /// Check the SMALL harness block in AGENTS.md (read-only; writes nothing)
@@ -58,55 +59,13 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     if args.json || args.format == Format::Json {
         g.json(&report)?;
     } else if report.failed {
-        g.error(render_text(&report).trim_end());
+        g.error(report.text().trim_end());
     } else {
-        g.info(render_text(&report).trim_end());
+        g.info(report.text().trim_end());
     }
     if report.failed {
         Err(CliError::silent(EXIT_INVALID))
     } else {
         Ok(())
     }
-}
-
-fn render_text(r: &CheckReport) -> String {
-    let mut out = String::new();
-    let status = if r.has_file { "exists" } else { "missing" };
-    out.push_str(&format!("file:      {} ({status})\n", r.file_path));
-    if r.has_block {
-        let lines = r
-            .block_lines
-            .map(|[a, b]| format!(", lines {a}-{b}"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "block:     v{}{lines}\n",
-            r.block_version.as_deref().unwrap_or("?")
-        ));
-        out.push_str(&format!(
-            "structure: {}\n",
-            if r.block_valid { "valid" } else { "invalid" }
-        ));
-        out.push_str(&format!(
-            "drift:     {}\n",
-            if r.has_drift {
-                "yes, the block differs from the canonical one"
-            } else {
-                "none"
-            }
-        ));
-    } else if r.has_file {
-        out.push_str("block:     none\n");
-    }
-    if let Some(e) = &r.error {
-        out.push_str(&format!("error:     {e}\n"));
-    }
-    if let Some(h) = &r.recommendation {
-        out.push_str(&format!("help:      {h}\n"));
-    }
-    out.push_str(if r.failed {
-        "result:    FAILED\n"
-    } else {
-        "result:    ok\n"
-    });
-    out
 }

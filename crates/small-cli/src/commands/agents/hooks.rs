@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use small_core::ops::agents::{self, Host, InstallRequest};
 use small_core::ops::merge;
+use small_core::ops::report::Report;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -53,28 +54,9 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         dry_run: args.dry_run,
     })
     .map_err(CliError::bare)?;
-    let rel = out.rel;
-    if out.unchanged() {
-        g.info(format!(
-            "{rel}: the SessionStart hook is already installed; nothing to change"
-        ));
-    } else if args.dry_run {
-        let diff = similar::TextDiff::from_lines(out.old.as_deref().unwrap_or(""), &out.new);
-        let text = diff
-            .unified_diff()
-            .header(&format!("a/{rel}"), &format!("b/{rel}"))
-            .to_string();
-        g.data(text)?;
-    } else {
-        g.info(format!(
-            "{} {rel}: SessionStart hook runs `{}`",
-            if out.old.is_some() {
-                "Updated"
-            } else {
-                "Created"
-            },
-            out.command
-        ));
+    if args.dry_run && !out.unchanged() {
+        return g.data(out.diff());
     }
+    g.info_raw(out.text());
     Ok(())
 }

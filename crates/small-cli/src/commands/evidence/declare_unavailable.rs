@@ -3,7 +3,7 @@
 use small_core::ops::evidence::DeclareRequest;
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Record that evidence for a task is unavailable, and why: a narrative_assertion receipt
@@ -19,9 +19,8 @@ pub struct Args {
     /// Why the evidence is unavailable (required)
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
-    /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
-    #[arg(long, value_name = "DURATION")]
-    pub lock_timeout: Option<String>,
+    #[command(flatten)]
+    pub wait: crate::v2writes::LockWait,
     #[command(flatten)]
     pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the receipt as JSON
@@ -31,11 +30,10 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = DeclareRequest {
-        lock_timeout: Some(crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?),
+        lock_timeout: Some(args.wait.timeout()?),
         task: args.task,
         reason: args.reason,
     };
     let ws = args.at.open();
-    let out = ops::evidence::declare_unavailable(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::evidence::declare_unavailable(&ws, &req))
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use small_core::ops::evidence::SaveRequest;
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Store a file as evidence: its bytes as `.small/evidence/blobs/sha256/<digest>` and a
@@ -28,9 +28,8 @@ pub struct Args {
     /// The outcome it shows [default: passed]
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub outcome: String,
-    /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
-    #[arg(long, value_name = "DURATION")]
-    pub lock_timeout: Option<String>,
+    #[command(flatten)]
+    pub wait: crate::v2writes::LockWait,
     #[command(flatten)]
     pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the receipt as JSON
@@ -40,13 +39,12 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let req = SaveRequest {
-        lock_timeout: Some(crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?),
+        lock_timeout: Some(args.wait.timeout()?),
         file: args.file,
         task: args.task,
         validator: args.validator,
         outcome: args.outcome,
     };
     let ws = args.at.open();
-    let out = ops::evidence::save(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::evidence::save(&ws, &req))
 }

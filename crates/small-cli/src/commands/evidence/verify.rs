@@ -38,22 +38,6 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
             None => Ok(()),
         };
     }
-    for v in &report.receipts {
-        let reason = if v.reason.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", v.reason)
-        };
-        g.info(format!("{}  {}{reason}", v.receipt_digest, v.status));
-    }
-    g.info(format!(
-        "{} receipt(s); {}",
-        report.receipts.len(),
-        if report.all_verified {
-            "all verified"
-        } else {
-            "not all verified"
-        }
-    ));
+    g.outcome(false, &report)?;
     refusal.map_or(Ok(()), Err)
 }

@@ -3,7 +3,7 @@
 use small_core::ops::mode::ModeRequest;
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
@@ -47,6 +47,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         session: args.v2.session,
     };
     let ws = args.at.open();
-    let out = ops::mode::set(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::mode::set(&ws, &req))
 }

@@ -2,7 +2,7 @@
 
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Show the mode (solo or collaborative), the active sessions and the frontier (the value
@@ -20,6 +20,5 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
-    let out = ops::mode::show(&ws).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::mode::show(&ws))
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use small_core::ops::policy::PolicyRequest;
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
@@ -53,6 +53,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         session: args.v2.session,
     };
     let ws = args.at.open();
-    let out = ops::policy::revise(&ws, &req).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::policy::revise(&ws, &req))
 }

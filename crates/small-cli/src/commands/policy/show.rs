@@ -2,7 +2,7 @@
 
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Show the policy revision in force, the digests of the policy files, the frontier (the
@@ -20,6 +20,5 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = args.at.open();
-    let out = ops::policy::show(&ws).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::policy::show(&ws))
 }

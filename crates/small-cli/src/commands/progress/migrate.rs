@@ -1,10 +1,9 @@
 //! `small progress migrate`: rewrite progress timestamps into canonical form.
 
-use small_core::ops::lifecycle;
 use small_core::ops::{progress_migrate, Workspace};
 
 use crate::error::{from_op, CmdResult};
-use crate::writes::{self as shared, TargetArgs};
+use crate::writes::TargetArgs;
 use crate::GlobalArgs;
 
 /// Rewrite progress timestamps to RFC 3339 UTC with nanoseconds, strictly increasing.
@@ -24,27 +23,5 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = Workspace::find(args.target.dir.as_deref());
     let out = progress_migrate::migrate(&ws, args.target.workspace).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return crate::output::json(&out);
-    }
-    let rel = lifecycle::progress_rel();
-    if !out.changed {
-        shared::say(
-            g,
-            format!(
-                "{rel} already has canonical, strictly increasing timestamps ({} entries); nothing to do",
-                out.entries
-            ),
-        );
-        return Ok(());
-    }
-    shared::say(
-        g,
-        format!(
-            "Rewrote {} of {} progress timestamps in {rel}",
-            out.rewritten, out.entries
-        ),
-    );
-    shared::print_files(g, &out.written, &out.appended);
-    Ok(())
+    g.outcome(args.json, &out)
 }

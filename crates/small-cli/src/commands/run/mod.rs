@@ -8,7 +8,7 @@ pub mod show;
 pub mod snapshot;
 pub mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::{CliError, CmdResult};
 use crate::GlobalArgs;
@@ -103,47 +103,4 @@ pub fn to_cli(e: RunError) -> CliError {
 /// Print warnings on stderr (they never change the exit code; `--quiet` hides them).
 pub fn warn_all(g: &GlobalArgs, warnings: &[String]) {
     g.warnings(warnings);
-}
-
-/// Write human text to stdout (through the output helper), control characters escaped
-/// (see [`crate::render::escape_controls`]).
-pub fn emit(text: &str) -> CmdResult {
-    crate::output::data(&crate::render::escape_controls(text))
-}
-
-/// Append one formatted line to a `String` buffer.
-#[macro_export]
-macro_rules! outln {
-    ($buf:expr) => {
-        $buf.push('\n')
-    };
-    ($buf:expr, $($arg:tt)*) => {{
-        use std::fmt::Write as _;
-        let _ = writeln!($buf, $($arg)*);
-    }};
-}
-
-/// Run `body`, which writes its human lines into a buffer, and print what it wrote (unless
-/// --quiet), also when it then fails; a body that wrote nothing (a refusal) leaves stdout to
-/// the error document of --json.
-pub fn buffered(g: &GlobalArgs, body: impl FnOnce(&mut String) -> CmdResult) -> CmdResult {
-    let mut o = String::new();
-    let result = body(&mut o);
-    if !o.is_empty() {
-        g.info_raw(&o);
-    }
-    result
-}
-
-/// Print a value as pretty JSON on stdout (through the output helper).
-pub fn print_json<T: serde::Serialize>(value: &T) -> CmdResult {
-    crate::output::json(value)
-}
-
-/// A path for display: relative to the workspace root when it is inside it.
-pub fn shown(root: &Path, p: &Path) -> String {
-    match p.strip_prefix(root) {
-        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
-        _ => p.display().to_string(),
-    }
 }

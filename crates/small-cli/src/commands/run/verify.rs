@@ -1,10 +1,9 @@
 //! `small run verify`
 
-use super::{print_json, to_cli, Context};
-use crate::error::{CliError, CmdResult};
-use crate::outln;
+use super::{to_cli, Context};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
-use small_core::ops::runs::{self, VerifyStatus};
+use small_core::ops::runs;
 
 /// Check a snapshot's files against the digests recorded when it was taken.
 ///
@@ -29,50 +28,9 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Context, g: &GlobalArgs) -> CmdResult {
     let v = runs::verify(&ctx.store, &args.replay_id).map_err(to_cli)?;
-    if args.json {
-        print_json(&v)?;
-    } else {
-        let mut o = String::new();
-        outln!(o, "ReplayId: {}", v.replay_id);
-        if v.snapshot != v.replay_id {
-            outln!(o, "Snapshot: {}", v.snapshot);
-        }
-        match v.status {
-            VerifyStatus::Ok => outln!(o, "Status: ok (artifacts match recorded digest)"),
-            VerifyStatus::Mismatch => outln!(
-                o,
-                "Status: MISMATCH (snapshot artifacts differ from recorded digest)"
-            ),
-            VerifyStatus::Unverifiable => outln!(
-                o,
-                "Status: unverifiable (snapshot predates digest recording)"
-            ),
-        }
-        if let Some(r) = &v.recorded_digest {
-            outln!(o, "Recorded digest: {r}");
-        }
-        outln!(o, "Computed digest: {}", v.computed_digest);
-        for m in &v.mismatches {
-            outln!(o, "  - {}: {}", m.filename, m.reason.as_str());
-        }
-        super::emit(&o)?;
+    g.listing(args.json, &v)?;
+    if let Some(warning) = runs::verify::verdict(&v, args.allow_unverifiable).map_err(to_cli)? {
+        g.warn(warning);
     }
-    match v.status {
-        VerifyStatus::Ok => Ok(()),
-        VerifyStatus::Unverifiable if args.allow_unverifiable => {
-            g.warn(format!(
-                "warning: snapshot {} records no digests; its files were not checked",
-                v.snapshot
-            ));
-            Ok(())
-        }
-        VerifyStatus::Unverifiable => Err(CliError::invalid(format!(
-            "snapshot {} records no digests, so its files cannot be checked\n  help: take a new snapshot with `small run snapshot`, or pass --allow-unverifiable to accept it unchecked",
-            v.snapshot
-        ))),
-        VerifyStatus::Mismatch => Err(CliError::invalid(format!(
-            "snapshot {} does not match the digests recorded when it was taken",
-            v.snapshot
-        ))),
-    }
+    Ok(())
 }

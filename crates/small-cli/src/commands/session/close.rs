@@ -2,7 +2,7 @@
 
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::v2writes::SessionFlags;
 use crate::GlobalArgs;
 
@@ -28,7 +28,8 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let lock = args.v2.timeout()?;
     let ws = args.at.open();
-    let out = ops::session::close(&ws, args.v2.session.as_deref(), &args.summary, Some(lock))
-        .map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(
+        args.json,
+        ops::session::close(&ws, args.v2.session.as_deref(), &args.summary, Some(lock)),
+    )
 }

@@ -2,12 +2,9 @@
 
 use std::path::PathBuf;
 
-use small_core::ops::runs;
-use small_core::ops::session;
 use small_core::ops::{self, Workspace};
 
-use crate::error::{from_op, CmdResult};
-use crate::outln;
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Show one session: its record (label, actor, when it started, the frontier it observed),
@@ -34,98 +31,5 @@ pub struct Args {
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
     let ws = Workspace::find(args.dir.as_deref());
-    let s = ops::session::show(&ws, args.id.as_deref()).map_err(|e| from_op(e, g))?;
-    if args.json {
-        return g.json(&s);
-    }
-    crate::output::data(&crate::render::escape_controls(&render(&s)))
-}
-
-fn render(s: &session::SessionShow) -> String {
-    let mut o = String::new();
-    let or_dash = |v: &str| {
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            v.to_string()
-        }
-    };
-    outln!(
-        o,
-        "Session {}{}",
-        s.session_id,
-        if s.selected { " (selected here)" } else { "" }
-    );
-    outln!(o, "  label:      {}", or_dash(&s.label));
-    if !s.actor_label.is_empty() {
-        outln!(o, "  actor:      {}", s.actor_label);
-    }
-    if s.superseded_by.is_empty() {
-        outln!(o, "  status:     {}", s.status);
-    } else {
-        outln!(
-            o,
-            "  status:     {} (taken over by {})",
-            s.status,
-            s.superseded_by
-        );
-    }
-    outln!(o, "  created:    {}", s.created_at);
-    outln!(o, "  observed:   {}", or_dash(&s.observed_frontier));
-    let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    if kinds.is_empty() {
-        outln!(o, "Events: {}", s.events);
-    } else {
-        outln!(o, "Events: {} ({})", s.events, kinds.join(", "));
-    }
-    for (what, e) in [("first", &s.first_event), ("last", &s.last_event)] {
-        if let Some(e) = e {
-            outln!(
-                o,
-                "  {what:<5} #{:<4} {}  {}  {}",
-                e.sequence,
-                e.kind,
-                e.occurred_at,
-                e.event_id
-            );
-        }
-    }
-    if !s.tasks.is_empty() {
-        outln!(o, "Tasks ({}):", s.tasks.len());
-        for t in &s.tasks {
-            let name = if t.alias.is_empty() {
-                &t.task_id
-            } else {
-                &t.alias
-            };
-            outln!(
-                o,
-                "  [{}] {name}  {}  ({} event(s))",
-                t.status,
-                t.title,
-                t.events
-            );
-        }
-    }
-    if !s.receipts.is_empty() {
-        outln!(o, "Receipts ({}):", s.receipts.len());
-        for r in &s.receipts {
-            outln!(
-                o,
-                "  {}  {} {}{}",
-                runs::short_id(&r.digest, 12),
-                r.strength,
-                r.availability,
-                if r.outcome.is_empty() {
-                    String::new()
-                } else {
-                    format!("  {}", r.outcome)
-                }
-            );
-        }
-    }
-    if let Some(h) = &s.handoff {
-        outln!(o, "Handoff: {h}");
-    }
-    o
+    g.op_listing(args.json, ops::session::show(&ws, args.id.as_deref()))
 }

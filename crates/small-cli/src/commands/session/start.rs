@@ -3,7 +3,7 @@
 use small_core::ops::session::StartRequest;
 use small_core::ops::{self};
 
-use crate::error::{from_op, CmdResult};
+use crate::error::CmdResult;
 use crate::GlobalArgs;
 
 /// Start a session: its record, a session_started event (and ownership_taken_over with
@@ -39,9 +39,8 @@ pub struct Args {
     /// Why the session is taken over (recorded)
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
-    /// How long to wait for the workspace lock (seconds, or 90s, 2m) [default: SMALL_LOCK_TIMEOUT, else 60s]
-    #[arg(long, value_name = "DURATION")]
-    pub lock_timeout: Option<String>,
+    #[command(flatten)]
+    pub wait: crate::v2writes::LockWait,
     #[command(flatten)]
     pub at: crate::workspace_dir::WorkspaceDir,
     /// Print the session and its events as JSON
@@ -50,7 +49,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
-    let lock = crate::v2writes::lock_timeout(args.lock_timeout.as_deref())?;
+    let lock = args.wait.timeout()?;
     let req = StartRequest {
         label: args.label,
         actor_label: args.actor_label,
@@ -61,6 +60,5 @@ pub fn run(args: Args, g: &GlobalArgs) -> CmdResult {
         reason: args.reason,
     };
     let ws = args.at.open();
-    let out = ops::session::start(&ws, &req, Some(lock)).map_err(|e| from_op(e, g))?;
-    g.outcome(args.json, &out)
+    g.op(args.json, ops::session::start(&ws, &req, Some(lock)))
 }

@@ -15,6 +15,11 @@ pub use crate::history::runs::{
     CheckoutReport, ErrorKind, Meta, RunError, Scope, Snapshot, SnapshotResult, META_FILE,
 };
 
+pub mod list;
+pub mod show;
+pub mod snapshot;
+pub mod verify;
+
 use std::path::Path;
 
 use crate::ops::backend;

@@ -319,13 +319,7 @@ pub(super) fn run_diff(d: &crate::ops::runs::RunDiff) -> String {
         );
     }
     if !p.latest_before.is_empty() || !p.latest_after.is_empty() {
-        let or_dash = |v: &str| {
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                v.to_string()
-            }
-        };
+        use crate::ops::report::or_dash;
         outln!(
             o,
             "  newest entry: {} -> {}",
