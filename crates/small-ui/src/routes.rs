@@ -33,10 +33,26 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/w/{ws}/timeline", get(timeline))
         .route("/w/{ws}/runs", get(runs))
         .route("/w/{ws}/fragment/{name}", get(fragment))
-        .route("/store", get(store_list))
-        .route("/store/artifact", get(store_artifact))
-        .route("/store/fragment", get(store_list_fragment))
-        .route("/store/fragment/artifact", get(store_artifact_fragment))
+        .route(
+            "/store",
+            get(|State(a): State<Arc<App>>, Query(q): StoreQuery| store(a, q, StorePage::List)),
+        )
+        .route(
+            "/store/artifact",
+            get(|State(a): State<Arc<App>>, Query(q): StoreQuery| store(a, q, StorePage::Artifact)),
+        )
+        .route(
+            "/store/fragment",
+            get(|State(a): State<Arc<App>>, Query(q): StoreQuery| {
+                store(a, q, StorePage::ListFragment)
+            }),
+        )
+        .route(
+            "/store/fragment/artifact",
+            get(|State(a): State<Arc<App>>, Query(q): StoreQuery| {
+                store(a, q, StorePage::ArtifactFragment)
+            }),
+        )
         .route("/events", get(events))
         .route("/assets/ui.css", get(css))
         .route("/assets/ui.js", get(js))
@@ -461,52 +477,46 @@ fn artifact_view(
     }
 }
 
-async fn store_list(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    blocking(&app, move |app| {
-        let st = store_view(app, &q)?;
-        Ok(app.templates.render(
-            "store.html",
-            context! { title => "Store", st, nav => nav(app) },
-        )?)
-    })
-    .await
+/// The store's pages: the list or an artifact, whole or as the fragment a live refresh
+/// swaps in.
+#[derive(Debug, Clone, Copy)]
+enum StorePage {
+    List,
+    ListFragment,
+    Artifact,
+    ArtifactFragment,
 }
 
-async fn store_list_fragment(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    blocking(&app, move |app| {
-        let st = store_view(app, &q)?;
-        Ok(app.templates.render("_store.html", context! { st })?)
-    })
-    .await
-}
+type StoreQuery = Query<HashMap<String, String>>;
 
-async fn store_artifact(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
+/// `GET /store…`: the store page `page`, built from the query.
+async fn store(app: Arc<App>, q: HashMap<String, String>, page: StorePage) -> Response {
     blocking(&app, move |app| {
-        let a = artifact_view(app, &q)?;
-        Ok(app.templates.render(
-            "artifact.html",
-            context! { title => a.id.clone(), a, nav => nav(app) },
-        )?)
-    })
-    .await
-}
-
-async fn store_artifact_fragment(
-    State(app): State<Arc<App>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    blocking(&app, move |app| {
-        let a = artifact_view(app, &q)?;
-        Ok(app.templates.render("_artifact.html", context! { a })?)
+        let t = &app.templates;
+        Ok(match page {
+            StorePage::List => {
+                let st = store_view(app, &q)?;
+                t.render(
+                    "store.html",
+                    context! { title => "Store", st, nav => nav(app) },
+                )?
+            }
+            StorePage::ListFragment => {
+                let st = store_view(app, &q)?;
+                t.render("_store.html", context! { st })?
+            }
+            StorePage::Artifact => {
+                let a = artifact_view(app, &q)?;
+                t.render(
+                    "artifact.html",
+                    context! { title => a.id.clone(), a, nav => nav(app) },
+                )?
+            }
+            StorePage::ArtifactFragment => {
+                let a = artifact_view(app, &q)?;
+                t.render("_artifact.html", context! { a })?
+            }
+        })
     })
     .await
 }
