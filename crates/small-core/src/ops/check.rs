@@ -47,7 +47,7 @@ pub fn check(req: &GateRequest) -> Checked {
             }
         }
     };
-    crate::ops::backend::of(&loc.small_dir).check(loc, req)
+    loc.backend().check(loc, req)
 }
 
 /// [`check`] of a 2.0.0 workspace.

@@ -150,7 +150,7 @@ pub fn diagnose(
             return r;
         }
     };
-    crate::ops::backend::of(&loc.small_dir).doctor(loc, schemas, cache, &mut r);
+    loc.backend().doctor(loc, schemas, cache, &mut r);
     r
 }
 

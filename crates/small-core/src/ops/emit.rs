@@ -125,7 +125,7 @@ fn load(
 /// Build the document.
 pub fn emit(req: &EmitRequest) -> Result<Emitted, EmitError> {
     let loc = crate::workspace::locate(req.dir.as_deref()).map_err(EmitError::NoWorkspace)?;
-    crate::ops::backend::of(&loc.small_dir).emit(loc, req)
+    loc.backend().emit(loc, req)
 }
 
 /// [`emit`] of a 2.0.0 workspace.

@@ -334,7 +334,9 @@ pub fn inspect_one(
     if let Err(e) = runs::check_scope(&root, opts.scope) {
         h.problem(StrictStatus::Error, e.message);
     }
-    crate::ops::backend::of(&small).health(&root, &small, schemas, &mut h);
+    crate::ops::Workspace::from_small_dir(small.clone())
+        .backend()
+        .health(&root, &small, schemas, &mut h);
 
     let store = runs::store_dir(&root, opts.store.as_deref());
     match runs::list(&store) {

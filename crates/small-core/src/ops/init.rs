@@ -12,16 +12,17 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::authoring::init::{InitWorkspaceOutcome, MergeDriverOutcome};
-use crate::ops::backend::{self, V1Run};
 use crate::ops::report::{outln, pad, Report};
+use crate::ops::{V1Run, Workspace};
 use crate::spec::consts::{AGENTS_FILE, PROTOCOL_VERSION, SMALL_DIR};
 use crate::workspace::error::Error;
 
 /// Refuse to rewrite the workspace at `root` (`force`) when its profile has no v1 run.
 fn allow(root: &Path, force: bool) -> Result<(), Error> {
-    let small_dir = root.join(SMALL_DIR);
-    if force && small_dir.is_dir() {
-        backend::of(&small_dir).allow_v1_run(V1Run::Reinit)?;
+    if force && root.join(SMALL_DIR).is_dir() {
+        Workspace::at(root.to_path_buf())
+            .backend()
+            .allow_v1_run(V1Run::Reinit)?;
     }
     Ok(())
 }

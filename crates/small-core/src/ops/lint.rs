@@ -10,7 +10,7 @@ pub fn lint(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
-    crate::ops::backend::of(&loc.small_dir).lint(loc, req)
+    loc.backend().lint(loc, req)
 }
 
 /// [`lint`] of a v1 workspace.

@@ -62,21 +62,22 @@ pub mod timeline;
 pub mod txn;
 pub mod workspace;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use crate::diag::Diagnostic;
-use crate::spec::consts::SMALL_DIR;
 use crate::v2;
 use crate::workspace::error::{Error as AuthoringError, ErrorKind};
 
-/// A workspace as the operations see it: where it is, and which profile it holds.
+/// A workspace as the operations see it: where it is, and which profile it holds. It is
+/// opened by the profile back end (`Workspace::find`, `at`, `from_small_dir` are there), which
+/// decides the profile once; the operations ask it for each step through
+/// `Workspace::backend`.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     /// The directory that holds `.small/`.
     pub root: PathBuf,
     pub small_dir: PathBuf,
-    backend: &'static dyn backend::Backend,
+    profile: Profile,
 }
 
 /// The two profiles of the protocol.
@@ -88,51 +89,18 @@ pub enum Profile {
     V2,
 }
 
+/// The commands that write a v1 run from the templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum V1Run {
+    Start,
+    Reset,
+    Reinit,
+}
+
 impl Workspace {
-    /// The workspace at `dir` (the directory holding `.small/`, or `.small` itself), else the
-    /// nearest one upward from the current directory. A directory without `.small/` is a v1
-    /// workspace that is missing; operations report that in their own terms.
-    pub fn find(dir: Option<&Path>) -> Workspace {
-        Workspace::at(crate::workspace::discover_root(dir))
-    }
-
-    /// The workspace whose `.small` directory is `small_dir` (its parent is the root).
-    pub fn from_small_dir(small_dir: PathBuf) -> Workspace {
-        let root = small_dir
-            .parent()
-            .map_or_else(|| small_dir.clone(), Path::to_path_buf);
-        Workspace::at(root)
-    }
-
-    /// The workspace whose root is `root`.
-    pub fn at(root: PathBuf) -> Workspace {
-        let small_dir = root.join(SMALL_DIR);
-        Workspace {
-            backend: backend::of(&small_dir),
-            root,
-            small_dir,
-        }
-    }
-
     /// The workspace's profile.
     pub fn profile(&self) -> Profile {
-        self.backend.profile()
-    }
-
-    /// The back end of the workspace's profile.
-    pub(crate) fn backend(&self) -> &'static dyn backend::Backend {
-        self.backend
-    }
-
-    /// The files that hold the workspace's state, relative to the root, the one a session
-    /// resumes from first: v1's handoff, artifacts and metadata; 2.0.0's profile and policy
-    /// (its sessions and events are read through the operations).
-    pub fn state_files(&self) -> Vec<String> {
-        self.backend
-            .state_files()
-            .into_iter()
-            .map(|f| format!("{SMALL_DIR}/{f}"))
-            .collect()
+        self.profile
     }
 
     /// The root of a v1 workspace that must exist (`no-workspace` otherwise, a system error).
@@ -144,47 +112,6 @@ impl Workspace {
                 diagnostic: Box::new(e.to_diagnostic()),
                 details: Vec::new(),
             })
-    }
-
-    /// Lock a v1 workspace for writing, waiting `lock` (default: `SMALL_LOCK_TIMEOUT`, else
-    /// 60 s): its root and the transaction. A workspace that changed profile while the lock
-    /// was awaited (a migration finished) is refused, with nothing written.
-    pub(crate) fn transaction(
-        &self,
-        lock: Option<Duration>,
-    ) -> OpResult<(PathBuf, crate::workspace::txn::Transaction)> {
-        use crate::workspace::txn::Transaction;
-        let root = self.v1_root()?;
-        let txn = match lock {
-            Some(t) => Transaction::begin_with_timeout(&root, t)?,
-            None => Transaction::begin(&root)?,
-        };
-        if backend::changed(self.backend, &root.join(SMALL_DIR)) {
-            return Err(OpError::invalid(
-                crate::workspace::error::code::REFUSED,
-                "the workspace changed profile while this command waited for its lock (a \
-                 migration finished)",
-            )
-            .with_help("nothing was changed; run the command again"));
-        }
-        Ok((root, txn))
-    }
-
-    /// Lock a 2.0.0 workspace for writing and read its records, waiting `lock` (default:
-    /// `SMALL_LOCK_TIMEOUT`, else 60 s); refused on a v1 workspace.
-    pub(crate) fn writer(&self, lock: Option<Duration>) -> OpResult<v2::write::Writer> {
-        let wait = lock.unwrap_or_else(crate::workspace::txn::lock_timeout_from_env);
-        self.backend.writer(&self.root, wait)
-    }
-
-    /// Refuse a command that writes a v1 run on a workspace whose profile has none.
-    pub(crate) fn allow_v1_run(&self, run: backend::V1Run) -> OpResult<()> {
-        Ok(self.backend.allow_v1_run(run)?)
-    }
-
-    /// The profile's version string, as the documents name it.
-    pub fn profile_version(&self) -> &'static str {
-        self.backend.version()
     }
 }
 
@@ -240,7 +167,7 @@ pub fn members_json(m: &crate::v2::record::Members) -> serde_json::Value {
 
 /// Refuse a 2.0.0-only operation (`what`) on a v1 workspace.
 pub fn require_v2(ws: &Workspace, what: &str) -> OpResult<()> {
-    ws.backend.require_sessions(what)
+    ws.backend().require_sessions(what)
 }
 
 /// The reference's error code for a refusal with the diagnostic code `code`.

@@ -4,7 +4,7 @@
 //! A report is plain text, newline-terminated lines with no colour or terminal control; the
 //! front end decides where it goes (stdout, stderr, a tool result) and escapes what it
 //! quotes. The reports of outcomes whose documents differ by profile are built by the
-//! profile back end (`backend::text`); this module holds what both profiles share.
+//! profile back end (`backend::outcome`); this module holds what both profiles share.
 
 use crate::ops::lifecycle::{ReplayId, SummarySource};
 

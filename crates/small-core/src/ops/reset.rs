@@ -6,8 +6,7 @@ use serde::Serialize;
 
 use crate::authoring::handoff::check_command_scope;
 use crate::authoring::session::{self, ResetRequest as SessionReset};
-use crate::ops::backend::V1Run;
-use crate::ops::{OpResult, Workspace};
+use crate::ops::{OpResult, V1Run, Workspace};
 use crate::workspace::Scope;
 
 /// What to reset.

@@ -6,8 +6,7 @@ use serde::Serialize;
 
 use crate::authoring::handoff::{check_command_scope, handoff_rel};
 use crate::authoring::session::{self, HandoffOutcome, StartRequest as SessionStart};
-use crate::ops::backend::V1Run;
-use crate::ops::{OpResult, Workspace};
+use crate::ops::{OpResult, V1Run, Workspace};
 use crate::workspace::Scope;
 
 /// What to start.

@@ -16,12 +16,12 @@ pub fn load(loc: &Location, opts: &LoadOptions) -> ProjectState {
 /// [`load`]; a 2.0.0 state comes from the cache in `.small-cache/` when `use_cache` and no
 /// record changed since it was written (the same value either way).
 pub fn load_with_cache(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
-    crate::ops::backend::of(&loc.small_dir).load_state(loc, opts, use_cache)
+    loc.backend().load_state(loc, opts, use_cache)
 }
 
 /// Why the handoff of `st` (loaded from `loc`) no longer describes the run, if it does not.
 pub fn handoff_staleness(loc: &Location, st: &ProjectState) -> Option<String> {
-    crate::ops::backend::of(&loc.small_dir).handoff_staleness(st, &loc.small_dir)
+    loc.backend().handoff_staleness(st, &loc.small_dir)
 }
 
 /// A task as a board shows it: the status it is in now, and why it is blocked.
@@ -35,7 +35,7 @@ pub struct Shown {
 /// How each of `tasks` of the workspace at `loc` is shown, in order. `progress` is the
 /// progress timeline the caller keeps; a 2.0.0 workspace reads its events instead.
 pub fn shown_tasks(loc: &Location, tasks: &[Task], progress: &Timeline) -> Vec<Shown> {
-    crate::ops::backend::of(&loc.small_dir).shown_tasks(loc, tasks, progress)
+    loc.backend().shown_tasks(loc, tasks, progress)
 }
 
 /// Transitions of one task read for its blocking reason, newest first.

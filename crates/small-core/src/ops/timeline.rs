@@ -10,5 +10,7 @@ pub fn event_timeline(
     root: &std::path::Path,
     small_dir: &std::path::Path,
 ) -> Option<EventTimeline> {
-    crate::ops::backend::of(small_dir).events(root, small_dir)
+    crate::ops::Workspace::from_small_dir(small_dir.to_path_buf())
+        .backend()
+        .events(root, small_dir)
 }

@@ -81,7 +81,7 @@ pub fn validate(req: &ValidateRequest) -> Validated {
         Ok(l) => l,
         Err(d) => return Validated::stopped(None, *d),
     };
-    crate::ops::backend::of(&loc.small_dir).validate(loc, req)
+    loc.backend().validate(loc, req)
 }
 
 /// [`validate`] of a 2.0.0 workspace.

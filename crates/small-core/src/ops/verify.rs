@@ -10,7 +10,7 @@ pub fn verify(req: &GateRequest) -> GateOutcome {
         Ok(l) => l,
         Err(d) => return GateOutcome::stopped(*d, Vec::new(), None),
     };
-    crate::ops::backend::of(&loc.small_dir).verify(loc, req)
+    loc.backend().verify(loc, req)
 }
 
 /// [`verify`] of a v1 workspace.

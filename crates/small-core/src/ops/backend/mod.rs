@@ -15,6 +15,7 @@ mod v2;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::diag::Diagnostic;
 use crate::gates::schemas::SchemaSet;
@@ -36,16 +37,9 @@ use crate::ops::session::Labels;
 use crate::ops::state::{LoadOptions, ProjectState};
 use crate::ops::status::{StatusReport, StatusRequest};
 use crate::ops::validate::{ValidateRequest, Validated};
-use crate::ops::{OpResult, Profile, Workspace};
+use crate::ops::{OpError, OpResult, Profile, V1Run, Workspace};
+use crate::spec::consts::SMALL_DIR;
 use crate::workspace::Location;
-
-/// The commands that write a v1 run from the templates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum V1Run {
-    Start,
-    Reset,
-    Reinit,
-}
 
 /// The steps of the operations that differ by profile. One implementation per profile.
 pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
@@ -164,7 +158,7 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
 
 /// The back end of the workspace whose `.small/` is `small_dir`: 2.0.0 when it holds
 /// `profile.json` or 2.0.0 record directories, else v1 (also when there is nothing yet).
-pub(crate) fn of(small_dir: &Path) -> &'static dyn Backend {
+fn of(small_dir: &Path) -> &'static dyn Backend {
     if crate::v2::holds_sessions(small_dir) {
         &v2::V2
     } else {
@@ -172,8 +166,102 @@ pub(crate) fn of(small_dir: &Path) -> &'static dyn Backend {
     }
 }
 
-/// Whether the workspace whose `.small/` is `small_dir` holds another profile than `was`
-/// (a migration finished since it was opened).
-pub(crate) fn changed(was: &dyn Backend, small_dir: &Path) -> bool {
-    of(small_dir).profile() != was.profile()
+/// The back end of `profile`.
+fn of_profile(profile: Profile) -> &'static dyn Backend {
+    match profile {
+        Profile::V1 => &v1::V1,
+        Profile::V2 => &v2::V2,
+    }
+}
+
+/// Opening a workspace: the one place its profile is decided.
+impl Workspace {
+    /// The workspace at `dir` (the directory holding `.small/`, or `.small` itself), else the
+    /// nearest one upward from the current directory. A directory without `.small/` is a v1
+    /// workspace that is missing; operations report that in their own terms.
+    pub fn find(dir: Option<&Path>) -> Workspace {
+        Workspace::at(crate::workspace::discover_root(dir))
+    }
+
+    /// The workspace whose `.small` directory is `small_dir` (its parent is the root).
+    pub fn from_small_dir(small_dir: std::path::PathBuf) -> Workspace {
+        let root = small_dir
+            .parent()
+            .map_or_else(|| small_dir.clone(), Path::to_path_buf);
+        Workspace::at(root)
+    }
+
+    /// The workspace whose root is `root`.
+    pub fn at(root: std::path::PathBuf) -> Workspace {
+        let small_dir = root.join(SMALL_DIR);
+        Workspace {
+            profile: of(&small_dir).profile(),
+            root,
+            small_dir,
+        }
+    }
+
+    /// The back end of the workspace's profile.
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
+        of_profile(self.profile)
+    }
+
+    /// The files that hold the workspace's state, relative to the root, the one a session
+    /// resumes from first: v1's handoff, artifacts and metadata; 2.0.0's profile and policy
+    /// (its sessions and events are read through the operations).
+    pub fn state_files(&self) -> Vec<String> {
+        self.backend()
+            .state_files()
+            .into_iter()
+            .map(|f| format!("{SMALL_DIR}/{f}"))
+            .collect()
+    }
+
+    /// Lock a v1 workspace for writing, waiting `lock` (default: `SMALL_LOCK_TIMEOUT`, else
+    /// 60 s): its root and the transaction. A workspace that changed profile while the lock
+    /// was awaited (a migration finished) is refused, with nothing written.
+    pub(crate) fn transaction(
+        &self,
+        lock: Option<Duration>,
+    ) -> OpResult<(std::path::PathBuf, crate::workspace::txn::Transaction)> {
+        use crate::workspace::txn::Transaction;
+        let root = self.v1_root()?;
+        let txn = match lock {
+            Some(t) => Transaction::begin_with_timeout(&root, t)?,
+            None => Transaction::begin(&root)?,
+        };
+        if of(&root.join(SMALL_DIR)).profile() != self.profile {
+            return Err(OpError::invalid(
+                crate::workspace::error::code::REFUSED,
+                "the workspace changed profile while this command waited for its lock (a \
+                 migration finished)",
+            )
+            .with_help("nothing was changed; run the command again"));
+        }
+        Ok((root, txn))
+    }
+
+    /// Lock a 2.0.0 workspace for writing and read its records, waiting `lock` (default:
+    /// `SMALL_LOCK_TIMEOUT`, else 60 s); refused on a v1 workspace.
+    pub(crate) fn writer(&self, lock: Option<Duration>) -> OpResult<crate::v2::write::Writer> {
+        let wait = lock.unwrap_or_else(crate::workspace::txn::lock_timeout_from_env);
+        self.backend().writer(&self.root, wait)
+    }
+
+    /// Refuse a command that writes a v1 run on a workspace whose profile has none.
+    pub(crate) fn allow_v1_run(&self, run: V1Run) -> OpResult<()> {
+        Ok(self.backend().allow_v1_run(run)?)
+    }
+
+    /// The profile's version string, as the documents name it.
+    pub fn profile_version(&self) -> &'static str {
+        self.backend().version()
+    }
+}
+
+/// The back end of the workspace a location names (the gates and the page take a location).
+impl Location {
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
+        of(&self.small_dir)
+    }
 }

@@ -22,11 +22,11 @@ pub mod verify;
 
 use std::path::Path;
 
-use crate::ops::backend;
+use crate::ops::Workspace;
 
-/// The back end of the workspace at `root`.
-fn at(root: &Path) -> &'static dyn backend::Backend {
-    backend::of(&root.join(crate::spec::consts::SMALL_DIR))
+/// The workspace at `root`, its profile decided.
+fn at(root: &Path) -> Workspace {
+    Workspace::at(root.to_path_buf())
 }
 
 /// Snapshot the workspace at `root` into `store`: the first snapshot of a replay ID goes to
@@ -34,7 +34,7 @@ fn at(root: &Path) -> &'static dyn backend::Backend {
 /// (`<replayId>~N`), an identical one writes nothing; with `force` the newest generation is
 /// replaced.
 pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult, RunError> {
-    at(root).snapshot(root, store, force)
+    at(root).backend().snapshot(root, store, force)
 }
 
 /// Restore the snapshot `query` names into the workspace at `root`.
@@ -44,21 +44,21 @@ pub fn checkout(
     query: &str,
     force: bool,
 ) -> Result<CheckedOut, RunError> {
-    at(root).checkout(root, store, query, force)
+    at(root).backend().checkout(root, store, query, force)
 }
 
 /// Enforce `--workspace` for the run commands (a 2.0.0 workspace has no kind; every scope
 /// accepts it, as `check` does).
 pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
-    at(root).run_scope(root, scope)
+    at(root).backend().run_scope(root, scope)
 }
 
 /// The live workspace at `root` as a side of `run diff`.
 pub fn live_side(root: &Path) -> Result<DiffSide, RunError> {
-    at(root).live_side(root)
+    at(root).backend().live_side(root)
 }
 
 /// Archive the workspace at `root`.
 pub fn create_archive(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
-    at(root).archive(root, opts)
+    at(root).backend().archive(root, opts)
 }
