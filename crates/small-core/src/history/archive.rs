@@ -212,7 +212,9 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     if let Some(m) = existing {
         let same = m.replay_id.eq_ignore_ascii_case(&replay_id)
             && m.files == listed
-            && verify(&dest).map(|r| r.ok).unwrap_or(false);
+            && verify_by(&dest, check_files_v1)
+                .map(|r| r.ok)
+                .unwrap_or(false);
         if same {
             return Ok(ArchiveReport {
                 dir: dest,
@@ -374,8 +376,24 @@ pub struct VerifyReport {
     pub files: Vec<FileCheck>,
 }
 
-/// Re-hash every file of the archive in `dir` against its manifest.
-pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
+/// What checking an archive does that depends on its format, told apart by the profile back
+/// end (`ops::backend`) from the manifest, and handed here as a value.
+pub trait StoredArchives {
+    /// Re-hash the files the archive in `dir` lists in `manifest`, and name what it does not.
+    fn check_archive(&self, dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, RunError>;
+}
+
+/// Re-hash every file of the archive in `dir` against its manifest, the way its format (as
+/// `stored` tells it) lists them.
+pub fn verify(dir: &Path, stored: &dyn StoredArchives) -> Result<VerifyReport, RunError> {
+    verify_by(dir, |d, m| stored.check_archive(d, m))
+}
+
+/// [`verify`], with the files of the archive checked by `check`.
+pub(super) fn verify_by(
+    dir: &Path,
+    check: impl FnOnce(&Path, &Manifest) -> Result<Vec<FileCheck>, RunError>,
+) -> Result<VerifyReport, RunError> {
     match safe::entry_type(dir)? {
         safe::Entry::Dir => {}
         safe::Entry::Missing => {
@@ -389,16 +407,19 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
         }
     }
     let manifest = read_manifest(dir)?;
-    if v2::is_v2_manifest(&manifest) {
-        let checks = v2::check_files(dir, &manifest)?;
-        return Ok(VerifyReport {
-            dir: dir.to_path_buf(),
-            ok: checks.iter().all(|c| c.state == FileState::Ok),
-            replay_id: manifest.replay_id,
-            archived_at: manifest.archived_at,
-            files: checks,
-        });
-    }
+    let checks = check(dir, &manifest)?;
+    Ok(VerifyReport {
+        dir: dir.to_path_buf(),
+        ok: checks.iter().all(|c| c.state == FileState::Ok),
+        replay_id: manifest.replay_id,
+        archived_at: manifest.archived_at,
+        files: checks,
+    })
+}
+
+/// Re-hash the files a v1 archive's manifest lists (in bounded memory), and name the files
+/// of `dir` it does not list.
+pub fn check_files_v1(dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, RunError> {
     let mut checks = Vec::new();
     for f in &manifest.files {
         let path = dir.join(&f.name);
@@ -439,14 +460,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, RunError> {
             actual: None,
         });
     }
-    let ok = checks.iter().all(|c| c.state == FileState::Ok);
-    Ok(VerifyReport {
-        dir: dir.to_path_buf(),
-        replay_id: manifest.replay_id,
-        archived_at: manifest.archived_at,
-        ok,
-        files: checks,
-    })
+    Ok(checks)
 }
 
 /// The manifest of the archive already at `dest`, `None` when nothing is there; refused
@@ -497,7 +511,7 @@ mod tests {
         }
         let m = read_manifest(&r.dir).unwrap();
         assert_eq!(m.replay_id, r.replay_id);
-        assert!(verify(&r.dir).unwrap().ok);
+        assert!(verify_by(&r.dir, check_files_v1).unwrap().ok);
 
         // Archiving the same state again changes nothing.
         assert!(
@@ -512,7 +526,7 @@ mod tests {
         let tmp = fresh();
         let r = create(tmp.path(), &ArchiveOptions::default()).unwrap();
         std::fs::write(r.dir.join("plan.small.yml"), "changed\n").unwrap();
-        let v = verify(&r.dir).unwrap();
+        let v = verify_by(&r.dir, check_files_v1).unwrap();
         assert!(!v.ok);
         assert!(v
             .files

@@ -44,17 +44,27 @@ use crate::yaml;
 pub use index::IndexEntry;
 
 /// Verify the snapshot a replay ID (or prefix, or `ID~N`) names against the digests its
-/// `meta.json` recorded: a 2.0.0 snapshot by its state's digests, a v1 one by its artifacts'.
-pub fn verify(store: &Path, query: &str) -> Result<digest::SnapshotVerification, RunError> {
-    let o = digest::open(store, query)?;
-    if v2::is_v2_snapshot(&o.dir) {
-        let copy = o
-            .dir
-            .join(v2::STATE_DIR)
-            .join(crate::spec::consts::SMALL_DIR);
-        return v2::compare(&o.id, &o.name, &o.meta, &copy);
-    }
-    digest::verify_v1(&o)
+/// `meta.json` recorded, the way its format (as `stored` tells it) records them.
+pub fn verify(
+    store: &Path,
+    query: &str,
+    stored: &dyn StoredRuns,
+) -> Result<digest::SnapshotVerification, RunError> {
+    stored.verify(&digest::open(store, query)?)
+}
+
+/// What the run store does that depends on the format a snapshot holds, told apart by the
+/// profile back end (`ops::backend`): a store outlives a workspace's profile (a migrated
+/// workspace keeps its v1 snapshots beside its 2.0.0 ones), so the choice is made per
+/// snapshot directory by the one module that decides profiles, and handed here as a value.
+pub trait StoredRuns {
+    /// Load the snapshot in `<store>/<name>` (`name` already checked). With `verify`, every
+    /// file is checked against its recorded digest; without it (listing), only what the
+    /// listing shows is read.
+    fn load(&self, store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError>;
+
+    /// Verify an opened snapshot against the digests its `meta.json` recorded.
+    fn verify(&self, opened: &digest::Opened) -> Result<digest::SnapshotVerification, RunError>;
 }
 
 /// The metadata file of a snapshot.
@@ -750,7 +760,7 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
         let dir = store.join(name);
         if safe::entry_type(&dir)? == safe::Entry::Dir && same_content(&dir, &files)? {
             return Ok(SnapshotResult {
-                snapshot: load_dir(store, name, false)?,
+                snapshot: load_v1(store, name, false)?,
                 replaced: false,
                 unchanged: true,
                 warnings: Vec::new(),
@@ -840,14 +850,11 @@ fn exists_error(replay_id: &str, dest: &Path) -> RunError {
 // ---------------------------------------------------------------------------------------
 // Reading the store
 
-/// Load the snapshot in directory `<store>/<name>` (`name` already checked).
+/// Load the v1 snapshot in directory `<store>/<name>` (`name` already checked).
 /// With `verify`, every artifact is read and checked against its recorded hash; without it
 /// (listing), only the handoff is read.
-fn load_dir(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
+pub fn load_v1(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError> {
     let dir = store.join(name);
-    if safe::entry_type(&dir)? == safe::Entry::Dir && v2::is_v2_snapshot(&dir) {
-        return v2::load(store, name, verify);
-    }
     let (id, generation) = parse_snapshot_name(name).ok_or_else(|| {
         RunError::usage(format!("`{}` is not a snapshot name", name.escape_debug()))
     })?;
@@ -1032,11 +1039,14 @@ fn scan_store(store: &Path) -> Result<(Vec<String>, Vec<String>), RunError> {
 
 /// The snapshots of a store, newest first, and warnings for entries that could not be read.
 /// A store that does not exist yet is empty.
-pub fn list(store: &Path) -> Result<(Vec<Snapshot>, Vec<String>), RunError> {
+pub fn list(
+    store: &Path,
+    stored: &dyn StoredRuns,
+) -> Result<(Vec<Snapshot>, Vec<String>), RunError> {
     let (names, mut warnings) = scan_store(store)?;
     let mut snaps = Vec::new();
     for name in names {
-        match load_dir(store, &name, false) {
+        match stored.load(store, &name, false) {
             Ok(s) => snaps.push(s),
             Err(e) => warnings.push(format!("skipped {}: {}", short_id(&name, 16), e.message)),
         }
@@ -1082,9 +1092,9 @@ pub fn check_query(query: &str) -> Result<String, RunError> {
 
 /// Find the snapshot a replay ID or unambiguous prefix names (its newest generation, or
 /// generation N with `~N`), and load it.
-pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
+pub fn find(store: &Path, query: &str, stored: &dyn StoredRuns) -> Result<Snapshot, RunError> {
     let name = resolve(store, query)?;
-    load_dir(store, &name, true)
+    stored.load(store, &name, true)
 }
 
 /// The directory name of the snapshot a replay ID or unambiguous prefix names (its newest
@@ -1213,24 +1223,16 @@ pub fn check_run_scope(root: &Path, scope: Scope) -> Result<(), RunError> {
     check_scope(root, scope)
 }
 
-/// Restore a snapshot's artifacts into `.small/`. `workspace.small.yml` is never touched.
-/// A live file that differs from the snapshot is overwritten only when its content is kept
-/// in some snapshot of the store (so nothing is lost), or with `force`.
-pub fn checkout(
+/// Restore a v1 snapshot's artifacts into the `.small/` of `root` (which the caller found
+/// to be a v1 workspace, and `snap` a v1 snapshot of `store`). `workspace.small.yml` is
+/// never touched. A live file that differs from the snapshot is overwritten only when its
+/// content is kept in some snapshot of the store (so nothing is lost), or with `force`.
+pub fn restore(
     root: &Path,
     store: &Path,
-    query: &str,
+    snap: Snapshot,
     force: bool,
 ) -> Result<CheckoutReport, RunError> {
-    let snap = find(store, query)?;
-    require_small_dir(root)?;
-    if v2::is_v2_snapshot(&snap.dir) {
-        return Err(RunError::invalid(format!(
-            "snapshot {} holds a 2.0.0 tree; this workspace is v1",
-            short_name(&snap.name, 16)
-        ))
-        .with_help("restore it into a 2.0.0 workspace (`small migrate` converts a v1 one)"));
-    }
     if !snap.problems.is_empty() && !force {
         return Err(RunError::invalid(format!(
             "snapshot {} is damaged ({}); refusing to restore it",

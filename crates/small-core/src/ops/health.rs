@@ -17,6 +17,7 @@ use crate::gates::check::{self, GateOptions};
 use crate::gates::schemas::SchemaSet;
 use crate::history::runs::{self, digest};
 use crate::ops::gate::{self, compact_line};
+use crate::ops::Stored;
 use crate::spec::consts::SMALL_DIR;
 use crate::workspace::Scope;
 
@@ -339,7 +340,7 @@ pub fn inspect_one(
         .health(&root, &small, schemas, &mut h);
 
     let store = runs::store_dir(&root, opts.store.as_deref());
-    match runs::list(&store) {
+    match runs::list(&store, &Stored) {
         Ok((snaps, warnings)) => {
             // A damaged snapshot is a problem of the workspace's history worth seeing here.
             for w in warnings {

@@ -89,6 +89,12 @@ pub enum Profile {
     V2,
 }
 
+/// The stored formats of runs and archives, as the profile back end tells them apart (its
+/// methods are written there): what `history` is handed where a stored directory's format
+/// decides what is done.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stored;
+
 /// The commands that write a v1 run from the templates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum V1Run {

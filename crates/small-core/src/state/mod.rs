@@ -215,9 +215,11 @@ pub struct ProjectState {
     pub log: Option<ProgressFacts>,
 }
 
-/// The profile, as JSON names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The profile, as JSON names it. The profile back end that loads a state labels it; a
+/// state built below it (the gates' v1 state) carries the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub enum ProfileName {
+    #[default]
     #[serde(rename = "1.0.0")]
     V1,
     #[serde(rename = "2.0.0")]
@@ -298,7 +300,6 @@ pub fn load_v1(loc: &Location, opts: &LoadOptions) -> ProjectState {
 pub fn load_v2(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
     let (mut st, readable) = opened(loc);
     if readable {
-        st.profile = ProfileName::V2;
         v2view::load(&mut st, opts, use_cache);
     }
     st
@@ -309,7 +310,7 @@ pub fn load_v2(loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectSt
 fn opened(loc: &Location) -> (ProjectState, bool) {
     let small = &loc.small_dir;
     let mut st = ProjectState {
-        profile: ProfileName::V1,
+        profile: ProfileName::default(),
         root: loc.root.clone(),
         small_dir: small.clone(),
         small_dir_exists: small.is_dir(),

@@ -161,7 +161,7 @@ fn handoff(h: &Node, source: &str) -> Handoff {
 /// current run and the handoff's merge mark are the caller's ([`from_workspace`]).
 pub fn from_docs(docs: &Docs, plan: &PlanIndex, log: Option<ProgressFacts>) -> ProjectState {
     ProjectState {
-        profile: ProfileName::V1,
+        profile: ProfileName::default(),
         root: PathBuf::new(),
         small_dir: PathBuf::new(),
         small_dir_exists: true,

@@ -25,7 +25,7 @@ const LAYERS: &[&str] = &[
     "ops",
 ];
 
-fn src() -> PathBuf {
+pub(super) fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
@@ -46,6 +46,26 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// Every source file of the library (path relative to `src/`) with its code: test files
+/// left out, and a file's unit tests, which follow its code and may reach anywhere, cut off.
+pub(super) fn library_code() -> Vec<(PathBuf, String)> {
+    let root = src();
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let rel = file.strip_prefix(&root).unwrap().to_path_buf();
+            if is_test_file(&rel) {
+                return None;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            Some((rel, code))
+        })
+        .collect()
 }
 
 fn ident_at(s: &str) -> &str {
@@ -101,14 +121,10 @@ fn lib_declares_the_layers_in_order() {
 
 #[test]
 fn no_module_imports_one_above_it() {
-    let root = src();
-    let mut files = Vec::new();
-    sources(&root, &mut files);
     let mut upward = Vec::new();
     let mut counted = 0;
-    for file in files {
-        let rel = file.strip_prefix(&root).unwrap();
-        if is_test_file(rel) || rel == Path::new("lib.rs") {
+    for (rel, code) in library_code() {
+        if rel == Path::new("lib.rs") {
             continue;
         }
         let top = rel
@@ -121,10 +137,7 @@ fn no_module_imports_one_above_it() {
         let Some(level) = LAYERS.iter().position(|l| *l == top) else {
             panic!("{} is in no layer", rel.display());
         };
-        let text = std::fs::read_to_string(&file).unwrap();
-        // A file's unit tests follow its code; they may reach anywhere.
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        for m in named_modules(code) {
+        for m in named_modules(&code) {
             if let Some(l) = LAYERS.iter().position(|x| *x == m) {
                 counted += 1;
                 if l > level {

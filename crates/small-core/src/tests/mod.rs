@@ -8,6 +8,7 @@ mod gate_check;
 mod layers;
 mod manifest_vectors;
 mod next;
+mod profile_choice;
 mod profile_guards;
 mod secrets_corpus;
 mod state;

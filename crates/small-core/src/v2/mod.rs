@@ -28,18 +28,6 @@ use crate::spec::consts::{ArtifactKind, WORKSPACE_FILE};
 pub use load::{Store, MAX_RECORD_BYTES, PROFILE_VERSION};
 pub use reduce::{Conflict, State, Task};
 
-/// The entries whose presence makes a tree 2.0.0 even without `profile.json`.
-const V2_DIRS: &[&str] = &["sessions", "events", "receipts", "policy"];
-
-/// Whether `small_dir` holds a 2.0.0 tree, told by its entries (no file is read):
-/// `profile.json`, else any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one
-/// `lstat` on a v1 tree that has none of them besides the first. A `small_dir` that is not a
-/// directory holds none (no entry under it can be found).
-pub fn holds_sessions(small_dir: &Path) -> bool {
-    let has = |name: &str| std::fs::symlink_metadata(small_dir.join(name)).is_ok();
-    has("profile.json") || V2_DIRS.iter().any(|d| has(d))
-}
-
 /// Which gate stage a `V2-*` rule belongs to (for `check`'s staged report).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
@@ -325,6 +313,6 @@ fn mixed_profile(root: &Path, small_dir: &Path) -> Vec<Diagnostic> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_fastevent;

@@ -204,7 +204,6 @@ fn v2_valid_tree_passes_and_reduces() {
     let dir = valid();
     let c = run(&dir);
     assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
-    assert!(holds_sessions(&small(&dir)));
     let s = c.state;
     assert_eq!(s.tasks.len(), 2);
     assert_eq!(
@@ -280,18 +279,9 @@ fn v2_event_file_order_is_the_listing_order() {
 }
 
 #[test]
-fn v2_detects_v1_and_profile_missing() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".small")).unwrap();
-    assert!(!holds_sessions(&small(&dir)));
-    // `.small` as a file, or missing: nothing under it, so v1 (the callers rely on it).
-    let file = tempfile::tempdir().unwrap();
-    std::fs::write(file.path().join(".small"), "x").unwrap();
-    assert!(!holds_sessions(&small(&file)));
-    assert!(!holds_sessions(&file.path().join("missing")));
+fn v2_profile_missing_is_reported() {
     let dir = valid();
     std::fs::remove_file(small(&dir).join("profile.json")).unwrap();
-    assert!(holds_sessions(&small(&dir)));
     has(&dir, "V2-PROFILE");
 }
 

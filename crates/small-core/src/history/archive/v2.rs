@@ -18,8 +18,8 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::{
-    default_include, verify as verify_archive, ArchiveFile, ArchiveOptions, ArchiveReport,
-    FileCheck, FileState, Manifest, MANIFEST_FILE,
+    default_include, ArchiveFile, ArchiveOptions, ArchiveReport, FileCheck, FileState, Manifest,
+    MANIFEST_FILE,
 };
 use crate::history::runs::index::{self, IndexEntry};
 use crate::history::runs::v2::{self as runs_v2, STATE_DIR};
@@ -131,7 +131,9 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
         let same = m.replay_id.eq_ignore_ascii_case(&frontier)
             && is_v2_manifest(&m)
             && m.files == hashed
-            && verify_archive(&dest).map(|r| r.ok).unwrap_or(false);
+            && super::verify_by(&dest, check_files)
+                .map(|r| r.ok)
+                .unwrap_or(false);
         if same {
             return Ok(ArchiveReport {
                 dir: dest,

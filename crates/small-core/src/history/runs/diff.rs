@@ -28,21 +28,11 @@ pub enum DiffSide {
 }
 
 impl DiffSide {
-    /// Whether this side holds a 2.0.0 tree.
-    pub fn is_v2(&self) -> bool {
-        match self {
-            DiffSide::Snapshot(s) => super::v2::is_v2_snapshot(&s.dir),
-            DiffSide::Live { v2, .. } => *v2,
-        }
-    }
-
-    /// The directory holding this side's `.small/` (2.0.0 snapshots keep it under `state/`).
+    /// The directory holding this side's `.small/`, the side being a 2.0.0 tree (whose
+    /// snapshots keep it under `state/`).
     fn tree_root(&self) -> PathBuf {
         match self {
-            DiffSide::Snapshot(s) if super::v2::is_v2_snapshot(&s.dir) => {
-                s.dir.join(super::v2::STATE_DIR)
-            }
-            DiffSide::Snapshot(s) => s.dir.clone(),
+            DiffSide::Snapshot(s) => s.dir.join(super::v2::STATE_DIR),
             DiffSide::Live { dir, .. } => dir.parent().map(Path::to_path_buf).unwrap_or_default(),
         }
     }
@@ -131,19 +121,9 @@ const DIFFED: [ArtifactKind; 4] = [
     ArtifactKind::Handoff,
 ];
 
-/// Compare two runs. With `full`, the progress diff is included too.
+/// Compare two v1 runs (the caller has found both sides to be v1). With `full`, the
+/// progress diff is included too.
 pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, RunError> {
-    for side in [from, to] {
-        if side.is_v2() {
-            return Err(RunError::invalid(format!(
-                "`run diff` of v1 runs: {} is a 2.0.0 tree",
-                side.label()
-            ))
-            .with_help(
-                "compare two 2.0.0 snapshots (or one and `live`) with `small run diff A B`",
-            ));
-        }
-    }
     let mut files = Vec::new();
     for kind in DIFFED {
         let name = kind.file_name();
@@ -335,31 +315,16 @@ pub enum AnyDiff {
     V2(Box<V2RunDiff>),
 }
 
-/// Compare two sides of one profile: v1 runs by their artifacts ([`diff_runs`]), 2.0.0 trees
-/// by their states. A v1 side against a 2.0.0 one is refused.
-pub fn compare(from: &DiffSide, to: &DiffSide, full: bool) -> Result<AnyDiff, RunError> {
-    match (from.is_v2(), to.is_v2()) {
-        (false, false) => diff_runs(from, to, full).map(AnyDiff::V1),
-        (true, true) => {
-            let a = open_v2(from)?;
-            let b = open_v2(to)?;
-            Ok(AnyDiff::V2(Box::new(V2RunDiff {
-                from: from.label(),
-                to: to.label(),
-                profile: crate::v2::PROFILE_VERSION,
-                state: crate::v2::inspect::diff_states(&a, &b),
-            })))
-        }
-        (v2_from, _) => {
-            let (v2, v1) = if v2_from { (from, to) } else { (to, from) };
-            Err(RunError::invalid(format!(
-                "cannot compare {} (a 2.0.0 tree) with {} (a v1 run): `run diff` compares two runs of one profile",
-                v2.label(),
-                v1.label()
-            ))
-            .with_help("`small migrate` converts a v1 workspace; compare its snapshots taken after that"))
-        }
-    }
+/// Compare two 2.0.0 trees (the caller has found both sides to be 2.0.0) by their states.
+pub fn diff_trees(from: &DiffSide, to: &DiffSide) -> Result<V2RunDiff, RunError> {
+    let a = open_v2(from)?;
+    let b = open_v2(to)?;
+    Ok(V2RunDiff {
+        from: from.label(),
+        to: to.label(),
+        profile: crate::v2::PROFILE_VERSION,
+        state: crate::v2::inspect::diff_states(&a, &b),
+    })
 }
 
 fn open_v2(side: &DiffSide) -> Result<crate::v2::read::Opened, RunError> {

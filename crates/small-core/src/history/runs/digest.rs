@@ -329,7 +329,7 @@ pub fn live_digests(root: &Path) -> Result<(String, BTreeMap<String, String>), R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::runs::verify;
+    use crate::ops::runs::verify;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

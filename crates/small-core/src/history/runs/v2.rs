@@ -331,6 +331,17 @@ pub fn load(store: &Path, name: &str, verify: bool) -> Result<Snapshot, RunError
     })
 }
 
+/// Verify an opened 2.0.0 snapshot: its copied tree against the digests `meta.json`
+/// recorded.
+pub fn verify(o: &digest::Opened) -> Result<digest::SnapshotVerification, RunError> {
+    compare(
+        &o.id,
+        &o.name,
+        &o.meta,
+        &o.dir.join(STATE_DIR).join(SMALL_DIR),
+    )
+}
+
 /// Compare the copy under `copy` with the digests `meta` recorded.
 pub fn compare(
     replay_id: &str,
@@ -395,33 +406,23 @@ fn stored_v2_hashes(store: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// Replace the live 2.0.0 tree with the snapshot `query` names. The snapshot must match its
-/// digests (always: a damaged snapshot is never restored); a live file that no snapshot of
-/// the store holds is dropped only with `force` (the replaced tree is then kept under
-/// `.small-cache/checkout/`). The new tree is staged in `.small-cache/`, checked against the
-/// snapshot's digests, and swapped in with one rename.
-pub fn checkout(
+/// Replace the live 2.0.0 tree of `root` with the 2.0.0 snapshot `<store>/<name>` (the
+/// caller found both to be 2.0.0). The snapshot must match its digests (always: a damaged
+/// snapshot is never restored); a live file that no snapshot of the store holds is dropped
+/// only with `force` (the replaced tree is then kept under `.small-cache/checkout/`). The new
+/// tree is staged in `.small-cache/`, checked against the snapshot's digests, and swapped in
+/// with one rename.
+pub fn restore(
     root: &Path,
     store: &Path,
-    query: &str,
+    name: &str,
     force: bool,
 ) -> Result<CheckoutReport, RunError> {
-    let name = super::resolve(store, query)?;
-    let dir = store.join(&name);
-    if safe::entry_type(&dir)? != safe::Entry::Dir || !is_v2_snapshot(&dir) {
-        return Err(RunError::invalid(format!(
-            "snapshot {} is not a 2.0.0 snapshot; this workspace is 2.0.0",
-            super::short_name(&name, 16)
-        ))
-        .with_help(
-            "a v1 snapshot restores into a v1 workspace; `small run list` shows the snapshots",
-        ));
-    }
-    let snap = load(store, &name, true)?;
+    let snap = load(store, name, true)?;
     if !snap.problems.is_empty() {
         return Err(RunError::invalid(format!(
             "snapshot {} does not match the digests recorded when it was taken ({}); refusing to restore it",
-            super::short_name(&name, 16),
+            super::short_name(name, 16),
             snap.problems.join("; ")
         ))
         .with_help("`small run verify` shows the differences; take a new snapshot instead"));

@@ -9,6 +9,7 @@
 //! jj's storage back end behind one trait).
 
 mod outcome;
+mod stored;
 mod v1;
 mod v2;
 
@@ -156,10 +157,22 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     );
 }
 
+/// The entries whose presence makes a tree 2.0.0 even without `profile.json`.
+const V2_DIRS: &[&str] = &["sessions", "events", "receipts", "policy"];
+
+/// Whether `small_dir` holds a 2.0.0 tree, told by its entries (no file is read):
+/// `profile.json`, else any of `sessions/`, `events/`, `receipts/`, `policy/`. Costs one
+/// `lstat` on a v1 tree that has none of them besides the first. A `small_dir` that is not a
+/// directory holds none (no entry under it can be found).
+fn holds_sessions(small_dir: &Path) -> bool {
+    let has = |name: &str| std::fs::symlink_metadata(small_dir.join(name)).is_ok();
+    has("profile.json") || V2_DIRS.iter().any(|d| has(d))
+}
+
 /// The back end of the workspace whose `.small/` is `small_dir`: 2.0.0 when it holds
 /// `profile.json` or 2.0.0 record directories, else v1 (also when there is nothing yet).
 fn of(small_dir: &Path) -> &'static dyn Backend {
-    if crate::v2::holds_sessions(small_dir) {
+    if holds_sessions(small_dir) {
         &v2::V2
     } else {
         &v1::V1
@@ -263,5 +276,33 @@ impl Workspace {
 impl Location {
     pub(crate) fn backend(&self) -> &'static dyn Backend {
         of(&self.small_dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_sessions;
+    use crate::v2::tests::valid;
+
+    #[test]
+    fn a_tree_is_2_0_0_by_its_entries() {
+        let dir = valid();
+        let small = dir.path().join(".small");
+        assert!(holds_sessions(&small));
+        // Without `profile.json`, its record directories still make it 2.0.0.
+        std::fs::remove_file(small.join("profile.json")).unwrap();
+        assert!(holds_sessions(&small));
+    }
+
+    #[test]
+    fn a_tree_without_records_is_v1() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".small")).unwrap();
+        assert!(!holds_sessions(&dir.path().join(".small")));
+        // `.small` as a file, or missing: nothing under it, so v1 (the callers rely on it).
+        let file = tempfile::tempdir().unwrap();
+        std::fs::write(file.path().join(".small"), "x").unwrap();
+        assert!(!holds_sessions(&file.path().join(".small")));
+        assert!(!holds_sessions(&file.path().join("missing")));
     }
 }

@@ -120,7 +120,9 @@ impl Backend for V1 {
     }
 
     fn load_state(&self, loc: &Location, opts: &LoadOptions, _use_cache: bool) -> ProjectState {
-        crate::state::load_v1(loc, opts)
+        let mut st = crate::state::load_v1(loc, opts);
+        st.profile = crate::state::ProfileName::V1;
+        st
     }
 
     fn resume_checks(&self, loc: &Location, st: &ProjectState, mode: GateMode, r: &mut Resume) {
@@ -176,7 +178,7 @@ impl Backend for V1 {
         query: &str,
         force: bool,
     ) -> Result<CheckedOut, RunError> {
-        crate::history::runs::checkout(root, store, query, force).map(CheckedOut::V1)
+        super::stored::checkout_v1(root, store, query, force).map(CheckedOut::V1)
     }
 
     fn run_scope(&self, root: &Path, scope: Scope) -> Result<(), RunError> {

@@ -132,7 +132,13 @@ impl Backend for V2 {
     }
 
     fn load_state(&self, loc: &Location, opts: &LoadOptions, use_cache: bool) -> ProjectState {
-        crate::state::load_v2(loc, opts, use_cache)
+        let mut st = crate::state::load_v2(loc, opts, use_cache);
+        // A `.small/` that could not be read (a link, refused) keeps the state's default
+        // label, as it holds no records.
+        if st.small_dir_exists {
+            st.profile = crate::state::ProfileName::V2;
+        }
+        st
     }
 
     fn resume_checks(&self, _loc: &Location, st: &ProjectState, _mode: GateMode, r: &mut Resume) {
@@ -190,7 +196,7 @@ impl Backend for V2 {
         query: &str,
         force: bool,
     ) -> Result<CheckedOut, RunError> {
-        crate::history::runs::v2::checkout(root, store, query, force).map(CheckedOut::V2)
+        super::stored::checkout_v2(root, store, query, force).map(CheckedOut::V2)
     }
 
     fn run_scope(&self, _root: &Path, _scope: Scope) -> Result<(), RunError> {

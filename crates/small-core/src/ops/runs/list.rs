@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::history::runs::{self, RunError};
 use crate::ops::report::{outln, pad, Report};
+use crate::ops::Stored;
 
 /// One snapshot as `run list --json` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -41,7 +42,7 @@ pub struct RunList {
 /// The snapshots in `store` of the workspace at `root`, newest first, at most `limit` (0:
 /// all).
 pub fn list(root: &Path, store: &Path, limit: usize) -> Result<RunList, RunError> {
-    let (mut snaps, warnings) = runs::list(store)?;
+    let (mut snaps, warnings) = runs::list(store, &Stored)?;
     let live = runs::live_replay_id(root).unwrap_or_default();
     let current = snaps
         .iter()

@@ -1,18 +1,14 @@
 //! `run …`, `archive` and the v1 reconstruction: run snapshots, their diffs and archives
 //! (built in `history`).
 
-pub use crate::history::archive::{
-    verify as verify_archive, ArchiveOptions, ArchiveReport, FileState,
-};
+pub use crate::history::archive::{ArchiveOptions, ArchiveReport, FileState, VerifyReport};
 pub use crate::history::reconstruct::Reconstruction;
-pub use crate::history::runs::diff::{
-    compare as compare_runs, diff_runs, AnyDiff, DiffSide, RunDiff, V2RunDiff,
-};
-pub use crate::history::runs::digest::VerifyStatus;
+pub use crate::history::runs::diff::{AnyDiff, DiffSide, RunDiff, V2RunDiff};
+pub use crate::history::runs::digest::{SnapshotVerification, VerifyStatus};
 pub use crate::history::runs::v2::{CheckoutReport as V2CheckoutReport, STATE_DIR, WORKSPACE_KIND};
 pub use crate::history::runs::{
-    find, list, live_replay_id, short_id, short_name, store_dir, verify, CheckedOut,
-    CheckoutReport, ErrorKind, Meta, RunError, Scope, Snapshot, SnapshotResult, META_FILE,
+    live_replay_id, short_id, short_name, store_dir, CheckedOut, CheckoutReport, ErrorKind, Meta,
+    RunError, Scope, Snapshot, SnapshotResult, META_FILE,
 };
 
 pub mod list;
@@ -22,7 +18,8 @@ pub mod verify;
 
 use std::path::Path;
 
-use crate::ops::Workspace;
+use crate::history::{archive, runs};
+use crate::ops::{Stored, Workspace};
 
 /// The workspace at `root`, its profile decided.
 fn at(root: &Path) -> Workspace {
@@ -61,4 +58,38 @@ pub fn live_side(root: &Path) -> Result<DiffSide, RunError> {
 /// Archive the workspace at `root`.
 pub fn create_archive(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
     at(root).backend().archive(root, opts)
+}
+
+/// The snapshots of `store`, newest first, and warnings for entries that could not be read.
+/// A store that does not exist yet is empty.
+pub fn list(store: &Path) -> Result<(Vec<Snapshot>, Vec<String>), RunError> {
+    runs::list(store, &Stored)
+}
+
+/// The snapshot a replay ID or unambiguous prefix names (its newest generation, or
+/// generation N with `~N`), loaded and checked against its digests.
+pub fn find(store: &Path, query: &str) -> Result<Snapshot, RunError> {
+    runs::find(store, query, &Stored)
+}
+
+/// Verify the snapshot `query` names against the digests its `meta.json` recorded.
+pub fn verify(store: &Path, query: &str) -> Result<SnapshotVerification, RunError> {
+    runs::verify(store, query, &Stored)
+}
+
+/// Re-hash every file of the archive in `dir` against its manifest.
+pub fn verify_archive(dir: &Path) -> Result<VerifyReport, RunError> {
+    archive::verify(dir, &Stored)
+}
+
+/// Compare two sides of one profile (`run diff`): v1 runs by their artifacts, 2.0.0 trees
+/// by their states; a v1 side against a 2.0.0 one is refused.
+pub fn compare_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<AnyDiff, RunError> {
+    Stored::compare(from, to, full)
+}
+
+/// Compare two v1 runs (a 2.0.0 side is refused). With `full`, the progress diff is
+/// included too.
+pub fn diff_runs(from: &DiffSide, to: &DiffSide, full: bool) -> Result<RunDiff, RunError> {
+    Stored::diff_runs(from, to, full)
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::history::runs::{self, Meta, RunError};
 use crate::ops::report::{or_dash, outln, Report};
+use crate::ops::Stored;
 
 /// A snapshot shown: the `run show --json` document.
 #[derive(Debug, Clone, Serialize)]
@@ -33,7 +34,7 @@ pub struct RunShown {
 
 /// The snapshot `query` names in `store`.
 pub fn show(store: &Path, query: &str) -> Result<RunShown, RunError> {
-    let s = runs::find(store, query)?;
+    let s = runs::find(store, query, &Stored)?;
     let mut artifacts = vec![s.dir.join(runs::META_FILE).display().to_string()];
     artifacts.extend(
         s.artifacts
