@@ -14,7 +14,6 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::StreamExt as _;
 use minijinja::context;
-use small_core::ops::timeline::Filter;
 use tokio::sync::broadcast::error::RecvError;
 
 use small_core::ops::state::ProjectState;
@@ -257,26 +256,9 @@ async fn workspace_redirect(Path(ws): Path<String>) -> Response {
     }
 }
 
-fn filter_of(q: &HashMap<String, String>) -> Filter {
-    let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
-    Filter {
-        task: v("task"),
-        status: v("status"),
-        run: v("run"),
-    }
-}
-
-/// The 2.0.0 event timeline of workspace `i`, when it is a 2.0.0 workspace.
-fn events_of(app: &App, i: usize, q: &HashMap<String, String>) -> Option<view::EventsView> {
-    let loc = &app.workspaces[i].loc;
-    let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
-    let filter = view::EventFilter {
-        task: v("task"),
-        session: v("session"),
-        kind: v("kind"),
-        work_only: false,
-    };
-    view::events(loc, &filter, offset_of(q))
+/// The query of a task's history: its entries only.
+fn of_task(id: &str) -> HashMap<String, String> {
+    HashMap::from([("task".to_string(), id.to_string())])
 }
 
 fn offset_of(q: &HashMap<String, String>) -> usize {
@@ -296,15 +278,17 @@ async fn workspace(State(app): State<Arc<App>>, Path(ws): Path<String>) -> Respo
         let leases = view::leases(&w.loc);
         let (plan, tl) = {
             let t = w.timeline();
-            (view::plan(&w.loc, &st, &t, &leases), view::recent(&t))
+            (
+                view::plan(&w.loc, &st, &t, &leases),
+                view::recent(&w.loc, &t),
+            )
         };
         let handoff = view::handoff(&st);
         let checks = w.checks().map(|c| (*c).clone());
-        let ev = view::recent_events(&w.loc);
         Ok(app.templates.render(
             "workspace.html",
             context! {
-                title => summary.heading.clone(), ws => i, s => summary, intent, plan, tl, ev,
+                title => summary.heading.clone(), ws => i, s => summary, intent, plan, tl,
                 handoff, checks, nav => nav(app), multi => app.workspaces.len() > 1,
             },
         )?)
@@ -316,25 +300,20 @@ async fn task(State(app): State<Arc<App>>, Path((ws, id)): Path<(String, String)
     blocking(&app, move |app| {
         let i = ws_index(app, &ws)?;
         let w = &app.workspaces[i];
-        let filter = Filter {
-            task: Some(id.clone()),
-            ..Filter::default()
-        };
         let leases = view::leases(&w.loc);
         let (plan, tl) = {
             let t = w.timeline();
             (
                 view::plan(&w.loc, &view::state(&w.loc), &t, &leases),
-                view::timeline(&t, &filter, 0),
+                view::timeline(&w.loc, &t, &of_task(&id), 0),
             )
         };
         let Some(task) = plan.tasks.into_iter().find(|t| t.id == id) else {
             return Err(Problem::NotFound("no such task in the plan".into()));
         };
-        let ev = events_of(app, i, &HashMap::from([("task".to_string(), id.clone())]));
         Ok(app.templates.render(
             "task.html",
-            context! { title => task.id.clone(), ws => i, task, tl, ev, nav => nav(app) },
+            context! { title => task.id.clone(), ws => i, task, tl, nav => nav(app) },
         )?)
     })
     .await
@@ -347,11 +326,11 @@ async fn timeline(
 ) -> Response {
     blocking(&app, move |app| {
         let i = ws_index(app, &ws)?;
-        let tl = view::timeline(&app.workspaces[i].timeline(), &filter_of(&q), offset_of(&q));
-        let ev = events_of(app, i, &q);
+        let w = &app.workspaces[i];
+        let tl = view::timeline(&w.loc, &w.timeline(), &q, offset_of(&q));
         Ok(app.templates.render(
             "timeline.html",
-            context! { title => "Timeline", ws => i, tl, ev, nav => nav(app) },
+            context! { title => "Timeline", ws => i, tl, nav => nav(app) },
         )?)
     })
     .await
@@ -406,25 +385,28 @@ async fn fragment(
             "task" => {
                 let id = q.get("task").cloned().unwrap_or_default();
                 let leases = view::leases(&w.loc);
-                let plan = view::plan(&w.loc, &view::state(&w.loc), &w.timeline(), &leases);
+                let (plan, tl) = {
+                    let t = w.timeline();
+                    (
+                        view::plan(&w.loc, &view::state(&w.loc), &t, &leases),
+                        view::timeline(&w.loc, &t, &of_task(&id), 0),
+                    )
+                };
                 let Some(task) = plan.tasks.into_iter().find(|t| t.id == id) else {
                     return Err(Problem::NotFound("no such task in the plan".into()));
                 };
-                let ev = events_of(app, i, &HashMap::from([("task".to_string(), id.clone())]));
                 app.templates
-                    .render("_task.html", context! { ws => i, task, ev })?
+                    .render("_task.html", context! { ws => i, task, tl })?
             }
             "recent" => {
-                let tl = view::recent(&w.timeline());
-                let ev = view::recent_events(&w.loc);
+                let tl = view::recent(&w.loc, &w.timeline());
                 app.templates
-                    .render("_timeline.html", context! { ws => i, tl, ev })?
+                    .render("_timeline.html", context! { ws => i, tl })?
             }
             "timeline" => {
-                let tl = view::timeline(&w.timeline(), &filter_of(&q), offset_of(&q));
-                let ev = events_of(app, i, &q);
+                let tl = view::timeline(&w.loc, &w.timeline(), &q, offset_of(&q));
                 app.templates
-                    .render("_timeline.html", context! { ws => i, tl, ev })?
+                    .render("_timeline.html", context! { ws => i, tl })?
             }
             "handoff" => {
                 let st = view::state(&w.loc);

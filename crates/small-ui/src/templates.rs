@@ -36,7 +36,6 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("_checks.html", include_str!("../templates/_checks.html")),
     ("_runs.html", include_str!("../templates/_runs.html")),
     ("_task.html", include_str!("../templates/_task.html")),
-    ("_events.html", include_str!("../templates/_events.html")),
     ("store.html", include_str!("../templates/store.html")),
     ("_store.html", include_str!("../templates/_store.html")),
     ("artifact.html", include_str!("../templates/artifact.html")),

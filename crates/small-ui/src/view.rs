@@ -1096,15 +1096,26 @@ fn ago(secs: i64) -> String {
 // ---------------------------------------------------------------------------------------
 // The timeline
 
+/// One entry of a timeline as the page shows it, in one shape for both kinds of history: a
+/// progress entry (v1) or an event (2.0.0). What an entry does not have is empty.
 #[derive(Debug, Clone, Serialize)]
 pub struct EntryView {
+    /// Its place in the whole timeline (the log's index, the event's position).
     pub index: usize,
     pub timestamp: String,
     pub when: When,
     pub task_id: String,
-    pub status: StatusView,
-    pub run: String,
-    pub run_short: String,
+    /// An event's kind (`data-kind`) and its words.
+    pub kind: String,
+    pub kind_label: String,
+    /// The session that recorded an event (`data-session`).
+    pub session_id: String,
+    pub status: Option<StatusView>,
+    /// Where it was recorded: a progress entry's run, an event's session and sequence.
+    pub place: Option<Place>,
+    /// The recording session's actor and model labels.
+    pub actor: String,
+    pub model: String,
     pub evidence: Option<String>,
     pub verification: Option<String>,
     pub command: Option<String>,
@@ -1116,7 +1127,17 @@ pub struct EntryView {
     pub href: Option<String>,
     pub commit: Option<String>,
     pub notes: Option<String>,
+    /// Why an entry could not be read (it is shown in place of the entry).
     pub problem: Option<String>,
+}
+
+/// Where an entry was recorded: its words, the title that says it in full, and an ID shown
+/// as code.
+#[derive(Debug, Clone, Serialize)]
+pub struct Place {
+    pub title: String,
+    pub label: String,
+    pub id: String,
 }
 
 fn is_web_link(s: &str) -> bool {
@@ -1125,6 +1146,11 @@ fn is_web_link(s: &str) -> bool {
         && !s.chars().any(|c| c.is_whitespace() || c == '"' || c == '<')
 }
 
+fn receipt(verified: Option<bool>) -> Option<&'static str> {
+    verified.map(|v| if v { "verified" } else { "not verified" })
+}
+
+/// A progress entry of a v1 log.
 fn entry_view(e: TimelineEntry) -> EntryView {
     let href = e
         .link
@@ -1133,19 +1159,25 @@ fn entry_view(e: TimelineEntry) -> EntryView {
         .map(str::to_string);
     EntryView {
         index: e.index,
-        status: status_view(&e.status),
-        run_short: runs::short_id(&e.replay_id, 12),
-        run: e.replay_id,
+        status: Some(status_view(&e.status)),
+        place: (!e.replay_id.is_empty()).then(|| Place {
+            title: format!("run {}", e.replay_id),
+            label: "run".into(),
+            id: runs::short_id(&e.replay_id, 12),
+        }),
         when: when(&e.timestamp, unix_now()),
         timestamp: e.timestamp,
         task_id: e.task_id,
+        kind: String::new(),
+        kind_label: String::new(),
+        session_id: String::new(),
+        actor: String::new(),
+        model: String::new(),
         evidence: e.evidence,
         verification: e.verification,
         command: e.command.or(e.command_summary),
         command_ref: e.command_ref,
-        receipt: e
-            .receipt_verified
-            .map(|v| if v { "verified" } else { "not verified" }),
+        receipt: receipt(e.receipt_verified),
         test: e.test,
         link: e.link,
         href,
@@ -1163,20 +1195,55 @@ pub struct Choice {
     pub selected: bool,
 }
 
+/// One list a timeline is filtered by: the query parameter, its label, its values.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilterView {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub choices: Vec<Choice>,
+}
+
+/// How a timeline names its entries.
+#[derive(Debug, Clone, Serialize)]
+pub struct Words {
+    /// `Entries 1–50 of …`.
+    pub title: &'static str,
+    /// `No entries`, `the last 10 entries`.
+    pub many: &'static str,
+    /// A task's count: `1 progress entry`, `2 progress entries`.
+    pub task_one: &'static str,
+    pub task_many: &'static str,
+    /// What the list of recent work leaves out.
+    pub left_out: &'static str,
+}
+
+const LOG_WORDS: Words = Words {
+    title: "Entries",
+    many: "entries",
+    task_one: "progress entry",
+    task_many: "progress entries",
+    left_out: "the tool's bookkeeping is left out",
+};
+
+const EVENT_WORDS: Words = Words {
+    title: "Events",
+    many: "events",
+    task_one: "event",
+    task_many: "events",
+    left_out: "task definitions and the import are left out",
+};
+
+/// A page of a workspace's timeline, whichever history it keeps.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineView {
     pub entries: Vec<EntryView>,
     #[serde(flatten)]
     pub paging: Paging,
-    pub task: String,
-    pub status: String,
-    pub run: String,
-    pub tasks: Vec<Choice>,
-    pub statuses: Vec<Choice>,
-    pub runs: Vec<Choice>,
+    pub filters: Vec<FilterView>,
     /// The query string of the filter (no offset), for links and live refreshes.
     pub query: String,
-    pub problem: Option<String>,
+    pub problems: Vec<String>,
+    pub words: Words,
 }
 
 /// Where a page of a timeline (progress entries or events) stands among the entries that
@@ -1227,9 +1294,10 @@ const MAX_CHOICES: usize = 500;
 
 fn choices(
     values: &[(String, usize)],
-    selected: &str,
+    selected: Option<&str>,
     label: &dyn Fn(&str) -> String,
 ) -> Vec<Choice> {
+    let selected = selected.unwrap_or("");
     values
         .iter()
         .take(MAX_CHOICES)
@@ -1242,9 +1310,10 @@ fn choices(
         .collect()
 }
 
-fn query_of(f: &Filter) -> String {
+/// The query string of a filter: its set parameters, in order.
+fn query_of(params: &[(&str, &Option<String>)]) -> String {
     let mut parts = Vec::new();
-    for (k, v) in [("task", &f.task), ("status", &f.status), ("run", &f.run)] {
+    for (k, v) in params {
         if let Some(v) = v {
             parts.push(format!("{k}={}", pct(v)));
         }
@@ -1265,13 +1334,44 @@ fn pct(s: &str) -> String {
     out
 }
 
+/// A page of the timeline of the workspace at `loc`, `PAGE_SIZE` from `offset`, filtered by
+/// the query `q`: its events when the back end keeps them, else its progress log `log`.
+pub fn timeline(
+    loc: &Location,
+    log: &Timeline,
+    q: &HashMap<String, String>,
+    offset: usize,
+) -> TimelineView {
+    let v = |k: &str| q.get(k).filter(|s| !s.is_empty()).cloned();
+    let events = EventFilter {
+        task: v("task"),
+        session: v("session"),
+        kind: v("kind"),
+        work_only: false,
+    };
+    events_limited(loc, &events, offset, PAGE_SIZE).unwrap_or_else(|| {
+        let filter = Filter {
+            task: v("task"),
+            status: v("status"),
+            run: v("run"),
+        };
+        log_page(log, &filter, offset)
+    })
+}
+
+/// The newest [`RECENT`] entries of the workspace at `loc` that record work (the workspace
+/// page's list): of its events when the back end keeps them, else of its progress log `log`.
+pub fn recent(loc: &Location, log: &Timeline) -> TimelineView {
+    recent_events(loc).unwrap_or_else(|| recent_log(log))
+}
+
 /// Most entries read back while looking for the recent ones that record work.
 const RECENT_SCAN: usize = 1000;
 
 /// The newest [`RECENT`] progress entries that record work: the tool's bookkeeping
 /// (`plan --add`, added dependencies) and `meta/*` entries are left out.
-pub fn recent(t: &Timeline) -> TimelineView {
-    let mut v = timeline(t, &Filter::default(), 0);
+fn recent_log(t: &Timeline) -> TimelineView {
+    let mut v = log_page(t, &Filter::default(), 0);
     let mut kept = Vec::new();
     let mut offset = 0;
     while kept.len() < RECENT && offset < RECENT_SCAN.min(t.len()) {
@@ -1297,33 +1397,46 @@ pub fn recent(t: &Timeline) -> TimelineView {
     v
 }
 
-pub fn timeline(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
+/// A page of a v1 progress log, filtered by task, status and run.
+fn log_page(t: &Timeline, filter: &Filter, offset: usize) -> TimelineView {
     let page: Page = t.page(filter, offset, PAGE_SIZE);
     let facets: Facets = t.facets();
     let shown = page.entries.len();
     TimelineView {
         paging: Paging::of(offset, shown, page.matching, page.total),
         entries: page.entries.into_iter().map(entry_view).collect(),
-        task: mask(filter.task.as_deref().unwrap_or("")),
-        status: filter.status.clone().unwrap_or_default(),
-        run: filter.run.clone().unwrap_or_default(),
-        tasks: choices(&facets.tasks, filter.task.as_deref().unwrap_or(""), &|v| {
-            mask(v)
-        }),
-        statuses: choices(
-            &facets.statuses,
-            filter.status.as_deref().unwrap_or(""),
-            &|v| status_label(v),
-        ),
-        runs: choices(&facets.runs, filter.run.as_deref().unwrap_or(""), &|v| {
-            if v.is_empty() {
-                "(no run)".into()
-            } else {
-                runs::short_id(v, 12)
-            }
-        }),
-        query: query_of(filter),
-        problem: t.problem.clone(),
+        filters: vec![
+            FilterView {
+                name: "task",
+                label: "Task",
+                choices: choices(&facets.tasks, filter.task.as_deref(), &|v| mask(v)),
+            },
+            FilterView {
+                name: "status",
+                label: "Status",
+                choices: choices(&facets.statuses, filter.status.as_deref(), &|v| {
+                    status_label(v)
+                }),
+            },
+            FilterView {
+                name: "run",
+                label: "Run",
+                choices: choices(&facets.runs, filter.run.as_deref(), &|v| {
+                    if v.is_empty() {
+                        "(no run)".into()
+                    } else {
+                        runs::short_id(v, 12)
+                    }
+                }),
+            },
+        ],
+        query: query_of(&[
+            ("task", &filter.task),
+            ("status", &filter.status),
+            ("run", &filter.run),
+        ]),
+        problems: t.problem.iter().cloned().collect(),
+        words: LOG_WORDS,
     }
 }
 
@@ -1817,11 +1930,11 @@ mod tests {
 
     #[test]
     fn a_query_value_is_percent_encoded() {
-        let f = Filter {
-            task: Some("a&b=<c>".into()),
-            ..Filter::default()
-        };
-        assert_eq!(query_of(&f), "task=a%26b%3D%3Cc%3E");
+        let task = Some("a&b=<c>".to_string());
+        assert_eq!(
+            query_of(&[("task", &task), ("status", &None)]),
+            "task=a%26b%3D%3Cc%3E"
+        );
     }
 }
 
@@ -1830,13 +1943,13 @@ mod tests {
 
 /// What a 2.0.0 timeline is filtered by.
 #[derive(Debug, Clone, Default)]
-pub struct EventFilter {
-    pub task: Option<String>,
-    pub session: Option<String>,
-    pub kind: Option<String>,
+struct EventFilter {
+    task: Option<String>,
+    session: Option<String>,
+    kind: Option<String>,
     /// Only the events that record work (the overview's recent list): not task definitions,
     /// the import of a v1 workspace, or mode and policy changes.
-    pub work_only: bool,
+    work_only: bool,
 }
 
 /// Event kinds that are bookkeeping rather than work.
@@ -1848,45 +1961,6 @@ const BOOKKEEPING_KINDS: [&str; 5] = [
     "policy_changed",
 ];
 
-#[derive(Debug, Clone, Serialize)]
-pub struct EventView {
-    pub position: usize,
-    pub event_id: String,
-    pub session_id: String,
-    pub session_short: String,
-    pub sequence: i64,
-    pub kind: String,
-    pub kind_label: String,
-    pub timestamp: String,
-    pub when: When,
-    /// The session's actor and model labels.
-    pub actor: String,
-    pub model: String,
-    pub task_id: String,
-    /// A transition's status (with words and a mark), when the event is one.
-    pub status: Option<StatusView>,
-    pub evidence: Option<String>,
-    pub command: Option<String>,
-    pub command_ref: Option<String>,
-    pub receipt: Option<&'static str>,
-    pub notes: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct EventsView {
-    pub entries: Vec<EventView>,
-    #[serde(flatten)]
-    pub paging: Paging,
-    pub task: String,
-    pub session: String,
-    pub kind: String,
-    pub tasks: Vec<Choice>,
-    pub sessions: Vec<Choice>,
-    pub kinds: Vec<Choice>,
-    pub query: String,
-    pub problems: Vec<String>,
-}
-
 fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
     let mut m: BTreeMap<&str, usize> = BTreeMap::new();
     for v in values {
@@ -1897,14 +1971,8 @@ fn counted<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
     v
 }
 
-/// The events of a 2.0.0 workspace, newest first, `PAGE_SIZE` a page from `offset`, filtered
-/// by task (alias or id), session and kind; a command receipt is marked verified or not.
-pub fn events(loc: &Location, filter: &EventFilter, offset: usize) -> Option<EventsView> {
-    events_limited(loc, filter, offset, PAGE_SIZE)
-}
-
-/// The newest [`RECENT`] events that record work (the workspace page's timeline).
-pub fn recent_events(loc: &Location) -> Option<EventsView> {
+/// The newest [`RECENT`] events that record work; `None` when the workspace keeps no events.
+fn recent_events(loc: &Location) -> Option<TimelineView> {
     let filter = EventFilter {
         work_only: true,
         ..EventFilter::default()
@@ -1914,13 +1982,15 @@ pub fn recent_events(loc: &Location) -> Option<EventsView> {
     Some(v)
 }
 
-/// [`events`], at most `limit` a page.
+/// The events of the workspace at `loc`, newest first, at most `limit` a page from `offset`,
+/// filtered by task (alias or id), session and kind; a command receipt is marked verified or
+/// not. `None` when the workspace keeps no events (its back end says so).
 fn events_limited(
     loc: &Location,
     filter: &EventFilter,
     offset: usize,
     limit: usize,
-) -> Option<EventsView> {
+) -> Option<TimelineView> {
     let tl = small_core::ops::timeline::event_timeline(&loc.root, &loc.small_dir)?;
     let labels = small_core::ops::session::labels(&small_core::ops::Workspace::from_small_dir(
         loc.small_dir.clone(),
@@ -1953,25 +2023,30 @@ fn events_limited(
         tl.entries.iter().rev().filter(|e| keep(e)).collect()
     };
     let n = matching.len();
-    let entries: Vec<EventView> = matching
+    let entries: Vec<EntryView> = matching
         .into_iter()
         .skip(offset)
         .take(limit)
         .map(|e| {
-            let full = tl.full(e);
-            let r = &full;
+            let r = tl.full(e);
             let (actor, model) = session_labels(&labels, &e.session_id);
-            EventView {
-                position: e.position,
-                event_id: mask(&e.event_id),
-                session_short: mask(&truncate(
-                    e.session_id
-                        .strip_prefix("session_")
-                        .unwrap_or(&e.session_id),
-                    13,
-                )),
+            let short = truncate(
+                e.session_id
+                    .strip_prefix("session_")
+                    .unwrap_or(&e.session_id),
+                13,
+            );
+            EntryView {
+                index: e.position,
+                place: Some(Place {
+                    title: mask(&format!(
+                        "session {}, event {} ({})",
+                        e.session_id, e.sequence, e.event_id
+                    )),
+                    label: mask(&format!("session {short} #{}", e.sequence)),
+                    id: String::new(),
+                }),
                 session_id: mask(&e.session_id),
-                sequence: e.sequence,
                 kind_label: e.kind.replace('_', " "),
                 kind: mask(&e.kind),
                 when: when(&r.timestamp, now),
@@ -1980,55 +2055,64 @@ fn events_limited(
                 timestamp: mask(&r.timestamp),
                 task_id: mask(&r.task_id),
                 status: (e.kind == "task_transitioned").then(|| status_view(&r.status)),
-                evidence: r.evidence.clone(),
-                command: r.command_summary.clone(),
-                command_ref: r.command_ref.clone(),
-                receipt: e
-                    .receipt_verified
-                    .map(|v| if v { "verified" } else { "not verified" }),
-                notes: r.notes.clone(),
+                evidence: r.evidence,
+                verification: None,
+                command: r.command_summary,
+                command_ref: r.command_ref,
+                receipt: receipt(e.receipt_verified),
+                test: None,
+                link: None,
+                href: None,
+                commit: None,
+                notes: r.notes,
+                problem: None,
             }
         })
         .collect();
     let shown = entries.len();
-    let sel = |o: &Option<String>| o.clone().unwrap_or_default();
-    let mut query = Vec::new();
-    for (k, v) in [
-        ("task", &filter.task),
-        ("session", &filter.session),
-        ("kind", &filter.kind),
-    ] {
-        if let Some(v) = v {
-            query.push(format!("{k}={}", pct(v)));
-        }
-    }
-    Some(EventsView {
+    Some(TimelineView {
         paging: Paging::of(offset, shown, n, total),
         entries,
-        task: mask(&sel(&filter.task)),
-        session: mask(&sel(&filter.session)),
-        kind: mask(&sel(&filter.kind)),
-        tasks: choices(
-            &counted(
-                tl.entries
-                    .iter()
-                    .map(|e| e.entry.task_id.as_str())
-                    .filter(|t| !t.is_empty()),
-            ),
-            filter.task.as_deref().unwrap_or(""),
-            &|v| mask(v),
-        ),
-        sessions: choices(
-            &counted(tl.entries.iter().map(|e| e.session_id.as_str())),
-            filter.session.as_deref().unwrap_or(""),
-            &|v| mask(v),
-        ),
-        kinds: choices(
-            &counted(tl.entries.iter().map(|e| e.kind.as_str())),
-            filter.kind.as_deref().unwrap_or(""),
-            &|v| v.replace('_', " "),
-        ),
-        query: query.join("&"),
+        filters: vec![
+            FilterView {
+                name: "task",
+                label: "Task",
+                choices: choices(
+                    &counted(
+                        tl.entries
+                            .iter()
+                            .map(|e| e.entry.task_id.as_str())
+                            .filter(|t| !t.is_empty()),
+                    ),
+                    filter.task.as_deref(),
+                    &|v| mask(v),
+                ),
+            },
+            FilterView {
+                name: "session",
+                label: "Session",
+                choices: choices(
+                    &counted(tl.entries.iter().map(|e| e.session_id.as_str())),
+                    filter.session.as_deref(),
+                    &|v| mask(v),
+                ),
+            },
+            FilterView {
+                name: "kind",
+                label: "Kind",
+                choices: choices(
+                    &counted(tl.entries.iter().map(|e| e.kind.as_str())),
+                    filter.kind.as_deref(),
+                    &|v| v.replace('_', " "),
+                ),
+            },
+        ],
+        query: query_of(&[
+            ("task", &filter.task),
+            ("session", &filter.session),
+            ("kind", &filter.kind),
+        ]),
         problems: tl.problems,
+        words: EVENT_WORDS,
     })
 }
