@@ -54,6 +54,15 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Whether this manifest lists exactly `files` of `replay_id` (any case), in the format
+    /// `small_version` names: what a writer about to write that asks of an archive already
+    /// there.
+    pub fn describes(&self, small_version: &str, replay_id: &str, files: &[ArchiveFile]) -> bool {
+        self.small_version == small_version
+            && self.replay_id.eq_ignore_ascii_case(replay_id)
+            && self.files == files
+    }
+
     /// The manifest as YAML (every string double-quoted).
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -109,7 +118,11 @@ pub struct ArchiveReport {
 }
 
 /// Archive the v1 workspace at `root`.
-pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
+pub fn create(
+    root: &Path,
+    opts: &ArchiveOptions,
+    stored: &dyn StoredArchives,
+) -> Result<ArchiveReport, RunError> {
     let small = runs::require_small_dir(root)?;
     let explicit = opts.include.is_some();
     let include = opts.include.clone().unwrap_or_else(default_include);
@@ -184,7 +197,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     }
 
     // Whether an archive is already there (decided once the files are hashed).
-    let existing = existing_archive(&dest)?;
+    let existing = existing_archive(&dest, stored)?;
 
     // Copied and hashed once, under the lock, through a fixed buffer, into a directory
     // staged beside the destination; published below, or removed when dropped.
@@ -212,9 +225,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     if let Some(m) = existing {
         let same = m.replay_id.eq_ignore_ascii_case(&replay_id)
             && m.files == listed
-            && verify_by(&dest, check_files_v1)
-                .map(|r| r.ok)
-                .unwrap_or(false);
+            && verify(&dest, stored).map(|r| r.ok).unwrap_or(false);
         if same {
             return Ok(ArchiveReport {
                 dir: dest,
@@ -277,8 +288,9 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     })
 }
 
-/// Read and check `archive.small.yml` of the archive in `dir`.
-pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
+/// Read and check `archive.small.yml` of the archive in `dir`, its file names by the rule
+/// `stored` gives for the version it declares.
+pub fn read_manifest(dir: &Path, stored: &dyn StoredArchives) -> Result<Manifest, RunError> {
     let path = dir.join(MANIFEST_FILE);
     let Some(bytes) = safe::read_stored_file(&path)? else {
         return Err(RunError::usage(format!(
@@ -302,7 +314,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
             .unwrap_or("")
             .to_string()
     };
-    let profile_v2 = text("small_version") == crate::v2::PROFILE_VERSION;
+    let name_rule = stored.name_rule(&text("small_version"));
     let Some(items) = root.get("files").and_then(|n| n.as_seq()) else {
         return Err(damaged("`files` is missing or not a list".into()));
     };
@@ -314,12 +326,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
         if name.is_empty() {
             return Err(damaged(format!("files[{i}] has no name")));
         }
-        if profile_v2 {
-            v2::check_rel_path(name, "archived file name")
-        } else {
-            safe::check_file_name(name, "archived file name")
-        }
-        .map_err(|e| damaged(e.message))?;
+        name_rule(name, "archived file name").map_err(|e| damaged(e.message))?;
         if name == MANIFEST_FILE {
             return Err(damaged(format!("files[{i}] names the manifest itself")));
         }
@@ -379,21 +386,20 @@ pub struct VerifyReport {
 /// What checking an archive does that depends on its format, told apart by the profile back
 /// end (`ops::backend`) from the manifest, and handed here as a value.
 pub trait StoredArchives {
+    /// The rule a manifest's file names are read by, for the `small_version` it declares: a
+    /// v1 archive lists plain names, a 2.0.0 one paths under `state/.small/`.
+    fn name_rule(&self, small_version: &str) -> NameRule;
+
     /// Re-hash the files the archive in `dir` lists in `manifest`, and name what it does not.
     fn check_archive(&self, dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, RunError>;
 }
 
+/// A check of one file name read from a manifest (`what` names it in the error).
+pub type NameRule = fn(name: &str, what: &str) -> Result<(), RunError>;
+
 /// Re-hash every file of the archive in `dir` against its manifest, the way its format (as
 /// `stored` tells it) lists them.
 pub fn verify(dir: &Path, stored: &dyn StoredArchives) -> Result<VerifyReport, RunError> {
-    verify_by(dir, |d, m| stored.check_archive(d, m))
-}
-
-/// [`verify`], with the files of the archive checked by `check`.
-pub(super) fn verify_by(
-    dir: &Path,
-    check: impl FnOnce(&Path, &Manifest) -> Result<Vec<FileCheck>, RunError>,
-) -> Result<VerifyReport, RunError> {
     match safe::entry_type(dir)? {
         safe::Entry::Dir => {}
         safe::Entry::Missing => {
@@ -406,8 +412,8 @@ pub(super) fn verify_by(
             )))
         }
     }
-    let manifest = read_manifest(dir)?;
-    let checks = check(dir, &manifest)?;
+    let manifest = read_manifest(dir, stored)?;
+    let checks = stored.check_archive(dir, &manifest)?;
     Ok(VerifyReport {
         dir: dir.to_path_buf(),
         ok: checks.iter().all(|c| c.state == FileState::Ok),
@@ -465,10 +471,13 @@ pub fn check_files_v1(dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>,
 
 /// The manifest of the archive already at `dest`, `None` when nothing is there; refused
 /// when something else is.
-pub(super) fn existing_archive(dest: &Path) -> Result<Option<Manifest>, RunError> {
+pub(super) fn existing_archive(
+    dest: &Path,
+    stored: &dyn StoredArchives,
+) -> Result<Option<Manifest>, RunError> {
     match safe::entry_type(dest)? {
         safe::Entry::Missing => Ok(None),
-        safe::Entry::Dir => match read_manifest(dest) {
+        safe::Entry::Dir => match read_manifest(dest, stored) {
             Ok(m) => Ok(Some(m)),
             Err(_) => Err(RunError::usage(format!(
                 "{} exists and is not an archive (no readable {MANIFEST_FILE}); refusing to replace it",
@@ -502,20 +511,20 @@ mod tests {
     #[test]
     fn an_archive_holds_the_canonical_files_and_verifies() {
         let tmp = fresh();
-        let r = create(tmp.path(), &ArchiveOptions::default()).unwrap();
+        let r = create(tmp.path(), &ArchiveOptions::default(), &crate::ops::Stored).unwrap();
         assert!(!r.unchanged);
         assert!(r.dir.starts_with(tmp.path().join(ARCHIVE_DIR)));
         let names: Vec<&str> = r.files.iter().map(|f| f.name.as_str()).collect();
         for n in default_include() {
             assert!(names.contains(&n.as_str()), "{n} missing from {names:?}");
         }
-        let m = read_manifest(&r.dir).unwrap();
+        let m = read_manifest(&r.dir, &crate::ops::Stored).unwrap();
         assert_eq!(m.replay_id, r.replay_id);
-        assert!(verify_by(&r.dir, check_files_v1).unwrap().ok);
+        assert!(verify(&r.dir, &crate::ops::Stored).unwrap().ok);
 
         // Archiving the same state again changes nothing.
         assert!(
-            create(tmp.path(), &ArchiveOptions::default())
+            create(tmp.path(), &ArchiveOptions::default(), &crate::ops::Stored)
                 .unwrap()
                 .unchanged
         );
@@ -524,9 +533,9 @@ mod tests {
     #[test]
     fn a_changed_file_fails_verification() {
         let tmp = fresh();
-        let r = create(tmp.path(), &ArchiveOptions::default()).unwrap();
+        let r = create(tmp.path(), &ArchiveOptions::default(), &crate::ops::Stored).unwrap();
         std::fs::write(r.dir.join("plan.small.yml"), "changed\n").unwrap();
-        let v = verify_by(&r.dir, check_files_v1).unwrap();
+        let v = verify(&r.dir, &crate::ops::Stored).unwrap();
         assert!(!v.ok);
         assert!(v
             .files

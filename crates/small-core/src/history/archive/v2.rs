@@ -19,7 +19,7 @@ use time::OffsetDateTime;
 
 use super::{
     default_include, ArchiveFile, ArchiveOptions, ArchiveReport, FileCheck, FileState, Manifest,
-    MANIFEST_FILE,
+    StoredArchives, MANIFEST_FILE,
 };
 use crate::history::runs::index::{self, IndexEntry};
 use crate::history::runs::v2::{self as runs_v2, STATE_DIR};
@@ -29,11 +29,6 @@ use crate::v2::PROFILE_VERSION;
 
 /// The deepest path a manifest may name (the walk's own bound).
 const MAX_PATH_DEPTH: usize = 17;
-
-/// Whether a manifest describes a 2.0.0 archive (its files live under `state/.small/`).
-pub fn is_v2_manifest(m: &Manifest) -> bool {
-    m.small_version == PROFILE_VERSION
-}
 
 /// Check one `/`-separated path read from a manifest: every part a plain name.
 pub fn check_rel_path(name: &str, what: &str) -> Result<(), RunError> {
@@ -56,7 +51,11 @@ pub fn check_rel_path(name: &str, what: &str) -> Result<(), RunError> {
 }
 
 /// Archive the 2.0.0 workspace at `root`.
-pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
+pub fn create(
+    root: &Path,
+    opts: &ArchiveOptions,
+    stored: &dyn StoredArchives,
+) -> Result<ArchiveReport, RunError> {
     let small = runs::require_small_dir(root)?;
     if let Some(include) = &opts.include {
         // The reference accepts the v1 default list (a no-op) and refuses anything else.
@@ -102,7 +101,7 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
     let frontier = state.frontier.to_ascii_lowercase();
     let dest = dest_of(&frontier);
 
-    let existing = super::existing_archive(&dest)?;
+    let existing = super::existing_archive(&dest, stored)?;
 
     let parent = dest
         .parent()
@@ -128,12 +127,8 @@ pub fn create(root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunEr
                 sha256,
             });
         }
-        let same = m.replay_id.eq_ignore_ascii_case(&frontier)
-            && is_v2_manifest(&m)
-            && m.files == hashed
-            && super::verify_by(&dest, check_files)
-                .map(|r| r.ok)
-                .unwrap_or(false);
+        let same = m.describes(PROFILE_VERSION, &frontier, &hashed)
+            && super::verify(&dest, stored).map(|r| r.ok).unwrap_or(false);
         if same {
             return Ok(ArchiveReport {
                 dir: dest,

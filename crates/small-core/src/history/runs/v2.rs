@@ -35,12 +35,6 @@ const MAX_FILES: usize = 4_000_000;
 /// The deepest directory nesting walked (`.small/events/<session>/<event>.json` is 2).
 const MAX_DEPTH: usize = 16;
 
-/// Whether the snapshot directory `dir` holds a 2.0.0 tree (`state/.small/profile.json`).
-pub fn is_v2_snapshot(dir: &Path) -> bool {
-    safe::entry_type(&dir.join(STATE_DIR).join(SMALL_DIR).join("profile.json")).ok()
-        == Some(safe::Entry::File)
-}
-
 /// Every regular file under `dir` as (path relative to `dir` with `/`, absolute path),
 /// sorted. A link, a special file, a name that is not UTF-8, a tree too deep or too large
 /// is refused: nothing is followed.
@@ -190,7 +184,9 @@ pub fn snapshot(root: &Path, store: &Path, force: bool) -> Result<SnapshotResult
     if !force {
         for (_, name) in gens.iter().rev() {
             let dir = store.join(name);
-            if safe::entry_type(&dir)? != safe::Entry::Dir || !is_v2_snapshot(&dir) {
+            // A generation of either format is this tree only when its copy hashes to it (a
+            // v1 snapshot has no `state/.small/` to hash).
+            if safe::entry_type(&dir)? != safe::Entry::Dir {
                 continue;
             }
             let same = tree_digests(&dir.join(STATE_DIR).join(SMALL_DIR))
@@ -386,15 +382,17 @@ pub struct CheckoutReport {
     pub small_dir: String,
 }
 
-/// (path, sha256) of every file of every readable 2.0.0 snapshot in the store.
-fn stored_v2_hashes(store: &Path) -> Vec<(String, String)> {
+/// (path under `.small/`, sha256) of every file a readable snapshot of the store recorded in
+/// its `meta.json` (a v1 snapshot's artifacts sit at the top of `.small/`, as they would in
+/// a tree).
+fn stored_hashes(store: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let Ok((names, _)) = super::scan_store(store) else {
         return out;
     };
     for name in names {
         let dir = store.join(&name);
-        if safe::entry_type(&dir).ok() != Some(safe::Entry::Dir) || !is_v2_snapshot(&dir) {
+        if safe::entry_type(&dir).ok() != Some(safe::Entry::Dir) {
             continue;
         }
         if let Ok(Some(bytes)) = safe::read_stored_file(&dir.join(META_FILE)) {
@@ -459,7 +457,7 @@ pub fn restore(
             None => report.removed.push(path.clone()),
         }
         let held_somewhere = saved
-            .get_or_insert_with(|| stored_v2_hashes(store))
+            .get_or_insert_with(|| stored_hashes(store))
             .iter()
             .any(|(p, h)| p == path && h == sha);
         if !held_somewhere {

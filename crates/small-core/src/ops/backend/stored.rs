@@ -9,11 +9,28 @@ use crate::history::runs::digest::{self, Opened, SnapshotVerification};
 use crate::history::runs::{self, diff, safe, RunError, Snapshot, StoredRuns};
 use crate::ops::runs::{AnyDiff, DiffSide, RunDiff};
 use crate::ops::Stored;
+use crate::spec::consts::SMALL_DIR;
 
-/// Whether the snapshot directory `dir` is a directory that holds a 2.0.0 tree (told by its
-/// files, nothing followed).
+/// Whether the snapshot directory `dir` holds a 2.0.0 tree: its copy under
+/// `state/.small/` has a `profile.json` (told by the entries, nothing followed).
 fn holds_tree(dir: &Path) -> bool {
-    safe::entry_type(dir).ok() == Some(safe::Entry::Dir) && runs::v2::is_v2_snapshot(dir)
+    let profile = dir
+        .join(runs::v2::STATE_DIR)
+        .join(SMALL_DIR)
+        .join("profile.json");
+    safe::entry_type(dir).ok() == Some(safe::Entry::Dir)
+        && safe::entry_type(&profile).ok() == Some(safe::Entry::File)
+}
+
+/// Whether an archive's manifest describes a 2.0.0 tree (its files live under
+/// `state/.small/`).
+fn lists_tree(manifest: &Manifest) -> bool {
+    is_tree_version(&manifest.small_version)
+}
+
+/// Whether an archive's declared `small_version` is 2.0.0's.
+fn is_tree_version(small_version: &str) -> bool {
+    small_version == crate::v2::PROFILE_VERSION
 }
 
 impl StoredRuns for Stored {
@@ -26,7 +43,7 @@ impl StoredRuns for Stored {
     }
 
     fn verify(&self, opened: &Opened) -> Result<SnapshotVerification, RunError> {
-        if runs::v2::is_v2_snapshot(&opened.dir) {
+        if holds_tree(&opened.dir) {
             runs::v2::verify(opened)
         } else {
             digest::verify_v1(opened)
@@ -35,8 +52,16 @@ impl StoredRuns for Stored {
 }
 
 impl StoredArchives for Stored {
+    fn name_rule(&self, small_version: &str) -> archive::NameRule {
+        if is_tree_version(small_version) {
+            archive::v2::check_rel_path
+        } else {
+            safe::check_file_name
+        }
+    }
+
     fn check_archive(&self, dir: &Path, manifest: &Manifest) -> Result<Vec<FileCheck>, RunError> {
-        if archive::v2::is_v2_manifest(manifest) {
+        if lists_tree(manifest) {
             archive::v2::check_files(dir, manifest)
         } else {
             archive::check_files_v1(dir, manifest)
@@ -89,7 +114,7 @@ impl Stored {
 /// by the profile its back end found.
 fn side_holds_tree(side: &DiffSide) -> bool {
     match side {
-        DiffSide::Snapshot(s) => runs::v2::is_v2_snapshot(&s.dir),
+        DiffSide::Snapshot(s) => holds_tree(&s.dir),
         DiffSide::Live { v2, .. } => *v2,
     }
 }
@@ -104,7 +129,7 @@ pub(super) fn checkout_v1(
 ) -> Result<runs::CheckoutReport, RunError> {
     let snap = runs::find(store, query, &Stored)?;
     runs::require_small_dir(root)?;
-    if runs::v2::is_v2_snapshot(&snap.dir) {
+    if holds_tree(&snap.dir) {
         return Err(RunError::invalid(format!(
             "snapshot {} holds a 2.0.0 tree; this workspace is v1",
             runs::short_name(&snap.name, 16)
@@ -124,7 +149,7 @@ pub(super) fn checkout_v2(
 ) -> Result<runs::v2::CheckoutReport, RunError> {
     let name = runs::resolve(store, query)?;
     let dir = store.join(&name);
-    if safe::entry_type(&dir)? != safe::Entry::Dir || !runs::v2::is_v2_snapshot(&dir) {
+    if safe::entry_type(&dir)? != safe::Entry::Dir || !holds_tree(&dir) {
         return Err(RunError::invalid(format!(
             "snapshot {} is not a 2.0.0 snapshot; this workspace is 2.0.0",
             runs::short_name(&name, 16)

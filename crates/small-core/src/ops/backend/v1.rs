@@ -190,7 +190,7 @@ impl Backend for V1 {
     }
 
     fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
-        crate::history::archive::create(root, opts)
+        crate::history::archive::create(root, opts, &crate::ops::Stored)
     }
 
     fn health(

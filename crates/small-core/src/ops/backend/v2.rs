@@ -209,7 +209,7 @@ impl Backend for V2 {
 
     fn archive(&self, root: &Path, opts: &ArchiveOptions) -> Result<ArchiveReport, RunError> {
         crate::history::runs::require_small_dir(root)?;
-        crate::history::archive::v2::create(root, opts)
+        crate::history::archive::v2::create(root, opts, &crate::ops::Stored)
     }
 
     fn health(
